@@ -1,0 +1,5 @@
+//! The `batchkv` command-line tool.
+
+fn main() {
+    println!("batchkv {}", env!("CARGO_PKG_VERSION"));
+}

@@ -1,0 +1,82 @@
+//! The one error type of the engine.
+//!
+//! "Not found" is never an error (`Option`); corruption always names the file
+//! (or memtable) and the byte offset where it was detected.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// The result type used throughout batchkv.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Every failure batchkv reports.
+///
+/// `Error` is `Clone` so that a background error can be handed to every
+/// writer that runs into it; I/O errors are therefore shared behind an `Arc`.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An operating-system I/O error, with what was being done.
+    #[error("I/O error while {context}: {source}")]
+    Io {
+        /// What the engine was doing ("appending to WAL 000007.log").
+        context: String,
+        /// The underlying error.
+        #[source]
+        source: Arc<std::io::Error>,
+    },
+    /// Stored data failed a check (checksum, ordering, framing).
+    #[error("corruption in {file} at offset {offset}: {detail}")]
+    Corruption {
+        /// The file (or `memtable#N`) that holds the bad data.
+        file: String,
+        /// Byte offset of the bad record or block within `file`.
+        offset: u64,
+        /// What check failed, with stored and computed values where known.
+        detail: String,
+    },
+    /// A caller-supplied argument or option is invalid; the message names it.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// Another handle (in this or another process) holds the database lock.
+    #[error("database at {path} is locked by another process or handle")]
+    Locked {
+        /// The lock file.
+        path: PathBuf,
+    },
+    /// The database is closed or closing.
+    #[error("database is shut down")]
+    Shutdown,
+    /// An earlier background failure (flush, compaction, WAL sync) put the
+    /// database into read-only mode; writes are refused with this error.
+    #[error("database is read-only after a background error: {0}")]
+    Background(Box<Error>),
+}
+
+impl Error {
+    /// Builds an [`Error::Io`] from an `io::Error` and a description of the action.
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Error {
+        Error::Io {
+            context: context.into(),
+            source: Arc::new(source),
+        }
+    }
+
+    /// Builds an [`Error::Corruption`].
+    pub fn corruption(file: impl Into<String>, offset: u64, detail: impl Into<String>) -> Error {
+        Error::Corruption {
+            file: file.into(),
+            offset,
+            detail: detail.into(),
+        }
+    }
+
+    /// True for [`Error::Corruption`] (also when wrapped as a background error).
+    pub fn is_corruption(&self) -> bool {
+        match self {
+            Error::Corruption { .. } => true,
+            Error::Background(inner) => inner.is_corruption(),
+            _ => false,
+        }
+    }
+}

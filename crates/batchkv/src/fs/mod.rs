@@ -1,0 +1,63 @@
+//! The filesystem seam: every file the engine touches goes through
+//! [`FileSystem`], so tests can substitute a fault-injecting implementation.
+
+mod posix;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::error::Result;
+
+pub use posix::PosixFs;
+
+/// A file opened for appending (WAL, MANIFEST, SST being built).
+pub trait WritableFile: Send {
+    /// Appends `data` (may be buffered in user space).
+    fn append(&mut self, data: &[u8]) -> Result<()>;
+    /// Hands buffered data to the operating system (survives a process crash).
+    fn flush(&mut self) -> Result<()>;
+    /// Flushes and fsyncs the file's data (survives power loss).
+    fn sync(&mut self) -> Result<()>;
+    /// Bytes appended so far.
+    fn len(&self) -> u64;
+    /// True if nothing has been appended.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A file read at arbitrary offsets by many threads (SST files).
+pub trait RandomAccessFile: Send + Sync {
+    /// Fills `buf` from `offset`; a short file is an error.
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()>;
+    /// The file's size in bytes.
+    fn size(&self) -> u64;
+}
+
+/// A held lock file; the lock is released when this is dropped.
+pub trait FileLock: Send + Sync {}
+
+/// The operations the engine needs from a filesystem.
+pub trait FileSystem: Send + Sync {
+    /// Creates `dir` and its parents if missing.
+    fn create_dir_all(&self, dir: &Path) -> Result<()>;
+    /// Creates (or truncates) `path` for appending.
+    fn new_writable(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// Opens `path` for positional reads.
+    fn open_random_access(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
+    /// Reads the whole file (WAL, MANIFEST, CURRENT are read sequentially once).
+    fn read_all(&self, path: &Path) -> Result<Vec<u8>>;
+    /// Atomically renames `from` to `to`, replacing `to`.
+    fn rename(&self, from: &Path, to: &Path) -> Result<()>;
+    /// Deletes a file.
+    fn remove_file(&self, path: &Path) -> Result<()>;
+    /// Names (not paths) of the entries of `dir`.
+    fn list_dir(&self, dir: &Path) -> Result<Vec<String>>;
+    /// Fsyncs the directory so creations, renames and deletions in it are durable.
+    fn sync_dir(&self, dir: &Path) -> Result<()>;
+    /// True if `path` exists.
+    fn exists(&self, path: &Path) -> bool;
+    /// Takes an exclusive, non-blocking lock on `path` (creating it);
+    /// fails with [`crate::Error::Locked`] if another holder has it.
+    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>>;
+}

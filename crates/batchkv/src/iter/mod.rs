@@ -1,0 +1,32 @@
+//! Iterators over internal keys: one trait that memtable, block, table,
+//! merging and level iterators all implement.
+
+use crate::error::Result;
+
+/// A positioned cursor over entries sorted by internal key
+/// (see [`crate::key`] for the order).
+///
+/// Contract: `key`/`value` may be called only while `valid()`; after an error
+/// the iterator becomes invalid and `status()` returns the error.
+pub trait InternalIterator: Send {
+    /// True if positioned at an entry.
+    fn valid(&self) -> bool;
+    /// Positions at the first entry.
+    fn seek_to_first(&mut self);
+    /// Positions at the last entry.
+    fn seek_to_last(&mut self);
+    /// Positions at the first entry whose internal key is ≥ `target` (an internal key).
+    fn seek(&mut self, target: &[u8]);
+    /// Positions at the last entry whose internal key is ≤ `target` (an internal key).
+    fn seek_for_prev(&mut self, target: &[u8]);
+    /// Moves to the next entry. Requires `valid()`.
+    fn next(&mut self);
+    /// Moves to the previous entry. Requires `valid()`.
+    fn prev(&mut self);
+    /// The current internal key. Requires `valid()`.
+    fn key(&self) -> &[u8];
+    /// The current value. Requires `valid()`.
+    fn value(&self) -> &[u8];
+    /// The first error met, if any.
+    fn status(&self) -> Result<()>;
+}

@@ -1,0 +1,189 @@
+//! Internal keys: a user key followed by an 8-byte trailer.
+//!
+//! Format (on disk in WAL batches, SST files and memtables — never change):
+//! `user_key ‖ fixed64_le(sequence << 8 | value_type)`.
+//!
+//! Order: user key ascending (bytewise), then trailer **descending**, so the
+//! newest version of a user key comes first. A lookup for `(key, snapshot)`
+//! searches for `key ‖ (snapshot << 8 | 0xff)` ([`lookup_key`]): the first
+//! entry at or after it with the same user key is the visible version.
+
+use std::cmp::Ordering;
+
+use crate::coding::{decode_fixed64, put_fixed64};
+
+/// A write's position in the global write order. Only the low 56 bits are
+/// usable (the trailer keeps 8 bits for the value type).
+pub type SequenceNumber = u64;
+
+/// The largest sequence number that fits in a trailer.
+pub const MAX_SEQUENCE: SequenceNumber = (1 << 56) - 1;
+
+/// Length of the trailer appended to every user key.
+pub const TRAILER_LEN: usize = 8;
+
+/// Type byte for lookup keys: sorts before (is "newer" than) every real type
+/// of the same sequence number.
+const LOOKUP_TYPE: u8 = 0xff;
+
+/// What an entry records about its user key. On disk — never renumber.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum ValueType {
+    /// A tombstone: the key is deleted as of this sequence number.
+    Deletion = 0,
+    /// A value.
+    Value = 1,
+}
+
+impl ValueType {
+    /// Decodes a type byte; `None` for bytes this version does not know.
+    #[inline]
+    pub fn from_u8(b: u8) -> Option<ValueType> {
+        match b {
+            0 => Some(ValueType::Deletion),
+            1 => Some(ValueType::Value),
+            _ => None,
+        }
+    }
+}
+
+/// Packs a sequence number and type into a trailer word.
+#[inline]
+pub fn pack_trailer(seq: SequenceNumber, t: ValueType) -> u64 {
+    debug_assert!(seq <= MAX_SEQUENCE);
+    (seq << 8) | t as u64
+}
+
+/// Appends the internal key `user_key ‖ trailer(seq, t)` to `dst`.
+#[inline]
+pub fn append_internal_key(dst: &mut Vec<u8>, user_key: &[u8], seq: SequenceNumber, t: ValueType) {
+    dst.extend_from_slice(user_key);
+    put_fixed64(dst, pack_trailer(seq, t));
+}
+
+/// Builds the search key that finds the newest version of `user_key` visible
+/// at snapshot `seq`.
+#[inline]
+pub fn lookup_key(user_key: &[u8], seq: SequenceNumber) -> Vec<u8> {
+    let mut k = Vec::with_capacity(user_key.len() + TRAILER_LEN);
+    k.extend_from_slice(user_key);
+    put_fixed64(&mut k, (seq << 8) | u64::from(LOOKUP_TYPE));
+    k
+}
+
+/// The user-key part of an internal key. Panics on keys shorter than the
+/// trailer: callers validate decoded keys with [`parse_internal_key`] first.
+#[inline]
+pub fn user_key(internal_key: &[u8]) -> &[u8] {
+    &internal_key[..internal_key.len() - TRAILER_LEN]
+}
+
+/// The trailer word of an internal key (see [`user_key`] for the length rule).
+#[inline]
+pub fn trailer(internal_key: &[u8]) -> u64 {
+    decode_fixed64(&internal_key[internal_key.len() - TRAILER_LEN..])
+}
+
+/// A decoded internal key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParsedInternalKey<'a> {
+    /// The user's key.
+    pub user_key: &'a [u8],
+    /// Sequence number of the write.
+    pub sequence: SequenceNumber,
+    /// Value or deletion.
+    pub value_type: ValueType,
+}
+
+/// Decodes an internal key; `None` if it is too short or has an unknown type.
+#[inline]
+pub fn parse_internal_key(internal_key: &[u8]) -> Option<ParsedInternalKey<'_>> {
+    if internal_key.len() < TRAILER_LEN {
+        return None;
+    }
+    let t = trailer(internal_key);
+    Some(ParsedInternalKey {
+        user_key: user_key(internal_key),
+        sequence: t >> 8,
+        value_type: ValueType::from_u8(t as u8)?,
+    })
+}
+
+/// Compares two internal keys: user key ascending, then trailer descending.
+#[inline]
+pub fn compare_internal_keys(a: &[u8], b: &[u8]) -> Ordering {
+    match user_key(a).cmp(user_key(b)) {
+        Ordering::Equal => trailer(b).cmp(&trailer(a)),
+        o => o,
+    }
+}
+
+/// Compares an internal key against a `(user_key, trailer)` pair without
+/// building the second key.
+#[inline]
+pub fn compare_internal_key_parts(a: &[u8], b_user: &[u8], b_trailer: u64) -> Ordering {
+    match user_key(a).cmp(b_user) {
+        Ordering::Equal => b_trailer.cmp(&trailer(a)),
+        o => o,
+    }
+}
+
+/// The trailer a lookup at snapshot `seq` searches for (see module docs).
+#[inline]
+pub fn lookup_trailer(seq: SequenceNumber) -> u64 {
+    (seq << 8) | u64::from(LOOKUP_TYPE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ik(k: &[u8], seq: u64, t: ValueType) -> Vec<u8> {
+        let mut v = Vec::new();
+        append_internal_key(&mut v, k, seq, t);
+        v
+    }
+
+    #[test]
+    fn newer_versions_sort_first() {
+        let a5 = ik(b"a", 5, ValueType::Value);
+        let a3 = ik(b"a", 3, ValueType::Deletion);
+        let b9 = ik(b"b", 9, ValueType::Value);
+        assert_eq!(compare_internal_keys(&a5, &a3), Ordering::Less);
+        assert_eq!(compare_internal_keys(&a3, &b9), Ordering::Less);
+        assert_eq!(compare_internal_keys(&a5, &a5), Ordering::Equal);
+    }
+
+    #[test]
+    fn lookup_key_sorts_before_versions_it_can_see() {
+        let look = lookup_key(b"a", 5);
+        assert_eq!(
+            compare_internal_keys(&look, &ik(b"a", 5, ValueType::Value)),
+            Ordering::Less
+        );
+        assert_eq!(
+            compare_internal_keys(&look, &ik(b"a", 6, ValueType::Value)),
+            Ordering::Greater
+        );
+        assert_eq!(
+            compare_internal_key_parts(&ik(b"a", 5, ValueType::Deletion), b"a", lookup_trailer(5)),
+            Ordering::Greater
+        );
+    }
+
+    #[test]
+    fn parse_round_trip_and_rejects_unknown_types() {
+        let k = ik(b"key", 42, ValueType::Deletion);
+        let p = parse_internal_key(&k).unwrap();
+        assert_eq!(
+            (p.user_key, p.sequence, p.value_type),
+            (&b"key"[..], 42, ValueType::Deletion)
+        );
+        let mut bad = k.clone();
+        let n = bad.len();
+        bad[n - 8] = 7;
+        assert_eq!(parse_internal_key(&bad), None);
+        assert_eq!(parse_internal_key(b"short"), None);
+    }
+}

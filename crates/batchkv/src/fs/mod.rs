@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use crate::error::Result;
 
+#[allow(unused_imports)] // used once `Db` is wired in
 pub use posix::PosixFs;
 
 /// A file opened for appending (WAL, MANIFEST, SST being built).

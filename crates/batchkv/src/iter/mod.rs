@@ -3,6 +3,16 @@
 
 use crate::error::Result;
 
+pub(crate) mod db_iter;
+pub(crate) mod merging;
+pub(crate) mod vec_iter;
+
+#[allow(
+    unused_imports,
+    reason = "used by the Db read path once it is wired in"
+)]
+pub(crate) use {db_iter::DbIter, merging::MergingIterator, vec_iter::VecIterator};
+
 /// A positioned cursor over entries sorted by internal key
 /// (see [`crate::key`] for the order).
 ///

@@ -358,3 +358,340 @@ impl DbIter {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::iter::merging::MergingIterator;
+    use crate::iter::vec_iter::{FailingIterator, VecIterator};
+    use crate::key::append_internal_key;
+    use proptest::prelude::*;
+
+    /// User keys the model writes (note "" and prefixes of each other).
+    const KEYS: [&[u8]; 8] = [b"", b"a", b"aa", b"ab", b"b", b"ba", b"c", b"cc"];
+    /// Seek targets and bounds: the keys plus keys between and beyond them.
+    const TARGETS: [&[u8]; 13] = [
+        b"", b"\x00", b"a", b"a\x00", b"aa", b"ab", b"abc", b"b", b"ba", b"bb", b"c", b"cc", b"d",
+    ];
+
+    fn ik(k: &[u8], seq: u64, t: ValueType) -> Vec<u8> {
+        let mut v = Vec::new();
+        append_internal_key(&mut v, k, seq, t);
+        v
+    }
+
+    /// A write: key index, deletion?, and which child holds it.
+    type Write = (usize, bool, usize);
+
+    /// Versions of write `i` get sequence `i + 1` and value `v{i+1}`.
+    fn db_iter(
+        writes: &[Write],
+        children: usize,
+        snapshot: u64,
+        lower: Option<&[u8]>,
+        upper: Option<&[u8]>,
+    ) -> DbIter {
+        let mut parts: Vec<Vec<(Vec<u8>, Vec<u8>)>> = vec![Vec::new(); children];
+        for (i, &(k, del, c)) in writes.iter().enumerate() {
+            let seq = i as u64 + 1;
+            let t = if del {
+                ValueType::Deletion
+            } else {
+                ValueType::Value
+            };
+            let v = if del {
+                Vec::new()
+            } else {
+                format!("v{seq}").into_bytes()
+            };
+            parts[c % children].push((ik(KEYS[k], seq, t), v));
+        }
+        let kids: Vec<Box<dyn InternalIterator>> = parts
+            .into_iter()
+            .map(|p| Box::new(VecIterator::from_unsorted(p)) as Box<dyn InternalIterator>)
+            .collect();
+        DbIter::new(
+            Box::new(MergingIterator::new(kids)),
+            snapshot,
+            lower.map(<[u8]>::to_vec),
+            upper.map(<[u8]>::to_vec),
+        )
+    }
+
+    /// The visible (key, value) pairs at `snapshot` within the bounds.
+    fn model(
+        writes: &[Write],
+        snapshot: u64,
+        lower: Option<&[u8]>,
+        upper: Option<&[u8]>,
+    ) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut m = BTreeMap::new();
+        for (i, &(k, del, _)) in writes.iter().enumerate() {
+            let seq = i as u64 + 1;
+            if seq > snapshot {
+                break;
+            }
+            if del {
+                m.remove(KEYS[k]);
+            } else {
+                m.insert(KEYS[k].to_vec(), format!("v{seq}").into_bytes());
+            }
+        }
+        m.into_iter()
+            .filter(|(k, _)| lower.is_none_or(|l| k.as_slice() >= l))
+            .filter(|(k, _)| upper.is_none_or(|u| k.as_slice() < u))
+            .collect()
+    }
+
+    fn current(it: &DbIter) -> Option<(Vec<u8>, Vec<u8>)> {
+        it.valid().then(|| (it.key().to_vec(), it.value().to_vec()))
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        First,
+        Last,
+        Seek(usize),
+        SeekForPrev(usize),
+        Next,
+        Prev,
+    }
+
+    fn op_strategy() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            1 => Just(Op::First),
+            1 => Just(Op::Last),
+            2 => (0..TARGETS.len()).prop_map(Op::Seek),
+            2 => (0..TARGETS.len()).prop_map(Op::SeekForPrev),
+            5 => Just(Op::Next),
+            5 => Just(Op::Prev),
+        ]
+    }
+
+    fn case_strategy(
+    ) -> impl Strategy<Value = (Vec<Write>, usize, u64, Option<usize>, Option<usize>)> {
+        (
+            prop::collection::vec((0..KEYS.len(), prop::bool::weighted(0.3), 0..5usize), 0..40),
+            1..5usize,
+        )
+            .prop_flat_map(|(writes, children)| {
+                let n = writes.len() as u64;
+                (
+                    Just(writes),
+                    Just(children),
+                    0..=n + 1,
+                    prop::option::weighted(0.4, 0..TARGETS.len()),
+                    prop::option::weighted(0.4, 0..TARGETS.len()),
+                )
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn full_scans_match_model((writes, children, snap, lo, up) in case_strategy()) {
+            let (lo, up) = (lo.map(|i| TARGETS[i]), up.map(|i| TARGETS[i]));
+            let expect = model(&writes, snap, lo, up);
+            let mut it = db_iter(&writes, children, snap, lo, up);
+            let mut fwd = Vec::new();
+            it.seek_to_first();
+            while let Some(kv) = current(&it) {
+                fwd.push(kv);
+                it.next();
+            }
+            prop_assert_eq!(&fwd, &expect);
+            let mut bwd = Vec::new();
+            it.seek_to_last();
+            while let Some(kv) = current(&it) {
+                bwd.push(kv);
+                it.prev();
+            }
+            bwd.reverse();
+            prop_assert_eq!(&bwd, &expect);
+            prop_assert!(it.status().is_ok());
+        }
+
+        #[test]
+        fn random_walks_match_model(
+            (writes, children, snap, lo, up) in case_strategy(),
+            ops in prop::collection::vec(op_strategy(), 1..40),
+        ) {
+            let (lo, up) = (lo.map(|i| TARGETS[i]), up.map(|i| TARGETS[i]));
+            let expect = model(&writes, snap, lo, up);
+            let mut it = db_iter(&writes, children, snap, lo, up);
+            let mut pos: Option<usize> = None;
+            for op in ops {
+                match op {
+                    Op::First => {
+                        it.seek_to_first();
+                        pos = (!expect.is_empty()).then_some(0);
+                    }
+                    Op::Last => {
+                        it.seek_to_last();
+                        pos = expect.len().checked_sub(1);
+                    }
+                    Op::Seek(t) => {
+                        it.seek(TARGETS[t]);
+                        let p = expect.partition_point(|(k, _)| k.as_slice() < TARGETS[t]);
+                        pos = (p < expect.len()).then_some(p);
+                    }
+                    Op::SeekForPrev(t) => {
+                        it.seek_for_prev(TARGETS[t]);
+                        let p = expect.partition_point(|(k, _)| k.as_slice() <= TARGETS[t]);
+                        pos = p.checked_sub(1);
+                    }
+                    Op::Next => {
+                        if pos.is_none() {
+                            continue;
+                        }
+                        it.next();
+                        pos = pos.map(|p| p + 1).filter(|&p| p < expect.len());
+                    }
+                    Op::Prev => {
+                        if pos.is_none() {
+                            continue;
+                        }
+                        it.prev();
+                        pos = pos.and_then(|p| p.checked_sub(1));
+                    }
+                }
+                prop_assert_eq!(current(&it), pos.map(|p| expect[p].clone()), "after {:?}", op);
+            }
+            prop_assert!(it.status().is_ok());
+        }
+    }
+
+    #[test]
+    fn snapshot_hides_newer_versions_and_tombstones_hide_older_ones() {
+        // a: v1, deleted at 2, v3.  b: v4, deleted at 5.  c: v6.
+        let writes: Vec<Write> = vec![
+            (1, false, 0),
+            (1, true, 1),
+            (1, false, 2),
+            (4, false, 0),
+            (4, true, 1),
+            (6, false, 2),
+        ];
+        let scan = |snap| {
+            let mut it = db_iter(&writes, 3, snap, None, None);
+            let mut out = Vec::new();
+            it.seek_to_first();
+            while it.valid() {
+                out.push(format!(
+                    "{}={}",
+                    it.key().escape_ascii(),
+                    it.value().escape_ascii()
+                ));
+                it.next();
+            }
+            out.join(" ")
+        };
+        assert_eq!(scan(0), "");
+        assert_eq!(scan(1), "a=v1");
+        assert_eq!(scan(2), "");
+        assert_eq!(scan(4), "a=v3 b=v4");
+        assert_eq!(scan(5), "a=v3");
+        assert_eq!(scan(6), "a=v3 c=v6");
+        assert_eq!(scan(u64::MAX), "a=v3 c=v6");
+    }
+
+    #[test]
+    fn bounds_clamp_seeks_in_both_directions() {
+        let writes: Vec<Write> = (0..KEYS.len()).map(|k| (k, false, k)).collect();
+        let mut it = db_iter(&writes, 2, 100, Some(b"aa"), Some(b"c"));
+        it.seek(b"");
+        assert_eq!(it.key(), b"aa");
+        it.seek_for_prev(b"zzz");
+        assert_eq!(it.key(), b"ba");
+        it.seek_for_prev(b"a");
+        assert!(!it.valid());
+        it.seek(b"c");
+        assert!(!it.valid());
+        it.seek_to_last();
+        assert_eq!(it.key(), b"ba");
+        it.next();
+        assert!(!it.valid());
+        it.seek_to_first();
+        it.prev();
+        assert!(!it.valid());
+        assert!(it.status().is_ok());
+    }
+
+    #[test]
+    fn unparsable_internal_key_is_corruption() {
+        // "zz" is too short to hold a trailer; it sorts after the valid keys.
+        let entries = vec![
+            (ik(b"a", 1, ValueType::Value), b"x".to_vec()),
+            (b"zz".to_vec(), b"y".to_vec()),
+        ];
+        let mut it = DbIter::new(Box::new(VecIterator::new(entries.clone())), 10, None, None);
+        it.seek_to_first();
+        assert_eq!(it.key(), b"a");
+        it.next();
+        assert!(!it.valid());
+        assert!(it.status().unwrap_err().is_corruption());
+
+        let mut it = DbIter::new(Box::new(VecIterator::new(entries)), 10, None, None);
+        it.seek_to_last();
+        assert!(!it.valid());
+        assert!(it.status().unwrap_err().is_corruption());
+
+        // An unknown value type is corruption too.
+        let mut bad = ik(b"b", 1, ValueType::Value);
+        let n = bad.len();
+        bad[n - 8] = 9;
+        let mut it = DbIter::new(
+            Box::new(VecIterator::new(vec![(bad, Vec::new())])),
+            10,
+            None,
+            None,
+        );
+        it.seek(b"a");
+        assert!(!it.valid());
+        assert!(it.status().unwrap_err().is_corruption());
+    }
+
+    #[test]
+    fn child_error_ends_iteration_with_status() {
+        let ok: Vec<_> = (0..3u8)
+            .map(|i| (ik(&[b'a', i], 1, ValueType::Value), vec![i]))
+            .collect();
+        let failing: Vec<_> = (0..3u8)
+            .map(|i| (ik(&[b'b', i], 1, ValueType::Value), vec![i]))
+            .collect();
+        let make = || {
+            let kids: Vec<Box<dyn InternalIterator>> = vec![
+                Box::new(VecIterator::new(ok.clone())),
+                Box::new(FailingIterator::new(failing.clone(), 1)),
+            ];
+            DbIter::new(Box::new(MergingIterator::new(kids)), 10, None, None)
+        };
+        let mut it = make();
+        it.seek_to_first();
+        let mut n = 0;
+        while it.valid() {
+            n += 1;
+            it.next();
+        }
+        assert_eq!(
+            n, 4,
+            "three keys from the good child, one before the failure"
+        );
+        assert!(it.status().unwrap_err().is_corruption());
+
+        // Backward: the failing child errors during the scan.
+        let mut it = make();
+        it.seek_to_last();
+        let mut n = 0;
+        while it.valid() {
+            n += 1;
+            it.prev();
+        }
+        assert_eq!(
+            n, 0,
+            "b2 cannot be confirmed: the entry before it (b1) fails"
+        );
+        assert!(it.status().is_err());
+    }
+}

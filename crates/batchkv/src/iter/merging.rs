@@ -15,8 +15,9 @@
 //! builds, so ±30% noise): with runs of 64 keys per child, heap ≈ linear at 2–4
 //! children (44–65 vs 39–75 ns/entry) and clearly ahead at 8–12 (55–78 vs
 //! 90–135 ns/entry); with keys scattered one by one across children, cache
-//! misses dominate and the two are within noise of each other. Typical child
-//! counts are 2–10, so the heap is never worse and helps as L0 grows.
+//! misses dominate and single runs swing either way by up to 1.7× (noise).
+//! Typical child counts are 2–10: the heap costs nothing measurable at the
+//! low end and helps as L0 grows.
 //!
 //! Order: [`compare_keys`] (internal-key order) and, for equal keys (which the
 //! engine never produces, but tests do), the lower child index first. Reverse

@@ -16,6 +16,7 @@ mod fs;
 mod iter;
 mod key;
 mod memtable;
+mod wal;
 
 pub use error::{Error, Result};
 pub use memtable::BatchLookup;

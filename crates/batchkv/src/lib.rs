@@ -10,6 +10,7 @@
 // Temporary while the modules are assembled into `Db`; removed when every module is wired in.
 #![allow(dead_code)]
 
+mod batch;
 mod coding;
 mod error;
 mod fs;

@@ -17,6 +17,7 @@ mod fs;
 mod iter;
 mod key;
 mod memtable;
+mod version;
 mod wal;
 
 pub use error::{Error, Result};

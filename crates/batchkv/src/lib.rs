@@ -10,12 +10,15 @@
 // Temporary while the modules are assembled into `Db`; removed when every module is wired in.
 #![allow(dead_code)]
 
+mod batch;
 mod coding;
 mod error;
 mod fs;
 mod iter;
 mod key;
 mod memtable;
+mod version;
+mod wal;
 
 pub use error::{Error, Result};
 pub use memtable::BatchLookup;

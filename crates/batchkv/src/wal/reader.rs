@@ -1,0 +1,280 @@
+//! Reads logical records back from a whole log file held in memory, telling
+//! a torn tail (the normal result of a crash) apart from corruption
+//! (format and rules: `docs/format/wal.md`).
+
+use std::borrow::Cow;
+
+use crate::coding::decode_fixed32;
+use crate::error::Error;
+
+use super::format::{record_crc, unmask_crc, RecordType, BLOCK_SIZE, HEADER_SIZE};
+
+/// What [`Reader::next`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ReadOutcome<'a> {
+    /// A complete, checksummed logical record. `data` borrows from the file
+    /// for single-fragment records and is assembled for fragmented ones.
+    Record {
+        /// The record's bytes.
+        data: Cow<'a, [u8]>,
+        /// File offset of the record's first fragment header.
+        offset: u64,
+    },
+    /// The file ended cleanly at a record boundary (or in zero fill).
+    Eof,
+    /// The file ends in the middle of a record: a partially written last
+    /// write. Everything before `offset` was returned as records; nothing
+    /// after it is readable. Later calls return [`ReadOutcome::Eof`].
+    TornTail {
+        /// Start of the incomplete record (its first fragment).
+        offset: u64,
+        /// What was cut short.
+        detail: String,
+    },
+    /// Bad data followed by more data. Everything before `offset` was
+    /// returned as records. Later calls resume after the bad fragment (the
+    /// rest of its block, if its length is untrustworthy), as LevelDB does.
+    Corrupt {
+        /// Start of the logical record that is lost (its first fragment, or
+        /// the bad fragment when no record was in progress).
+        offset: u64,
+        /// Which check failed.
+        detail: String,
+    },
+}
+
+/// One physical record, or why there is none.
+enum Fragment<'a> {
+    Ok {
+        t: RecordType,
+        payload: &'a [u8],
+        offset: usize,
+    },
+    /// End of file, or only zero fill left.
+    End,
+    /// The file ends inside this fragment.
+    Torn { offset: usize, detail: String },
+    /// A bad fragment with more data after it.
+    Bad { offset: usize, detail: String },
+}
+
+/// Iterates over the logical records of one log file.
+///
+/// Invariants:
+/// 1. `pos` is the offset of the next physical record header (or of block
+///    trailer padding); `pos <= data.len()` except transiently while
+///    skipping a trailer.
+/// 2. `pending`, if set, holds the offset and bytes of a record whose FIRST
+///    fragment (and maybe MIDDLE fragments) were read and whose LAST was not.
+/// 3. Every `Record` returned lies entirely before `pos`.
+pub(crate) struct Reader<'a> {
+    data: &'a [u8],
+    file: String,
+    pos: usize,
+    pending: Option<(usize, Vec<u8>)>,
+    /// One past the last non-zero byte: from here to the end is zero fill.
+    zero_tail_start: usize,
+}
+
+impl<'a> Reader<'a> {
+    /// Reads the log whose whole contents are `data`; `file_name` names it
+    /// in errors built with [`Reader::corruption`].
+    pub(crate) fn new(data: &'a [u8], file_name: &str) -> Reader<'a> {
+        let zero_tail_start = data.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+        Reader {
+            data,
+            file: file_name.to_string(),
+            pos: 0,
+            pending: None,
+            zero_tail_start,
+        }
+    }
+
+    /// The file name given to [`Reader::new`].
+    pub(crate) fn file_name(&self) -> &str {
+        &self.file
+    }
+
+    /// Builds an [`Error::Corruption`] naming this log, for callers that turn
+    /// a [`ReadOutcome::Corrupt`] or [`ReadOutcome::TornTail`] into an error.
+    pub(crate) fn corruption(&self, offset: u64, detail: impl Into<String>) -> Error {
+        Error::corruption(self.file.clone(), offset, detail)
+    }
+
+    /// Returns the next logical record, or why there is none.
+    #[allow(clippy::should_implement_trait)] // not an Iterator: outcomes go on after Eof-like states
+    pub(crate) fn next(&mut self) -> ReadOutcome<'a> {
+        loop {
+            match self.read_fragment() {
+                Fragment::End => {
+                    return match self.pending.take() {
+                        Some((start, _)) => ReadOutcome::TornTail {
+                            offset: start as u64,
+                            detail: format!(
+                                "record starting at {start} has no LAST fragment before the end of the file"
+                            ),
+                        },
+                        None => ReadOutcome::Eof,
+                    };
+                }
+                Fragment::Torn { offset, detail } => {
+                    let start = self.pending.take().map_or(offset, |(s, _)| s);
+                    return ReadOutcome::TornTail {
+                        offset: start as u64,
+                        detail,
+                    };
+                }
+                Fragment::Bad { offset, detail } => {
+                    let start = self.pending.take().map_or(offset, |(s, _)| s);
+                    return ReadOutcome::Corrupt {
+                        offset: start as u64,
+                        detail,
+                    };
+                }
+                Fragment::Ok { t, payload, offset } => {
+                    if let Some(out) = self.assemble(t, payload, offset) {
+                        return out;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Feeds one good fragment into the record being assembled; returns an
+    /// outcome when a record completes or the fragment sequence is invalid.
+    fn assemble(
+        &mut self,
+        t: RecordType,
+        payload: &'a [u8],
+        offset: usize,
+    ) -> Option<ReadOutcome<'a>> {
+        match (t, self.pending.as_mut()) {
+            (RecordType::Full, None) => Some(ReadOutcome::Record {
+                data: Cow::Borrowed(payload),
+                offset: offset as u64,
+            }),
+            (RecordType::First, None) => {
+                self.pending = Some((offset, payload.to_vec()));
+                None
+            }
+            (RecordType::Middle, Some((_, buf))) => {
+                buf.extend_from_slice(payload);
+                None
+            }
+            (RecordType::Last, Some(_)) => {
+                // The match arm guarantees `pending` is set.
+                let (start, mut buf) = self.pending.take()?;
+                buf.extend_from_slice(payload);
+                Some(ReadOutcome::Record {
+                    data: Cow::Owned(buf),
+                    offset: start as u64,
+                })
+            }
+            (RecordType::Full | RecordType::First, Some(_)) => {
+                // The record in progress is lost; re-read this fragment on
+                // the next call, with nothing pending.
+                let (start, _) = self.pending.take()?;
+                self.pos = offset;
+                Some(ReadOutcome::Corrupt {
+                    offset: start as u64,
+                    detail: format!(
+                        "{t:?} fragment at {offset} while the record starting at {start} has no LAST fragment"
+                    ),
+                })
+            }
+            (RecordType::Middle | RecordType::Last, None) => Some(ReadOutcome::Corrupt {
+                offset: offset as u64,
+                detail: format!("{t:?} fragment at {offset} without a FIRST fragment"),
+            }),
+            (RecordType::Zero, _) => Some(ReadOutcome::Corrupt {
+                offset: self.pending.take().map_or(offset, |(s, _)| s) as u64,
+                detail: format!("reserved record type 0 at {offset}"),
+            }),
+        }
+    }
+
+    /// Reads the physical record at `pos`, skipping block trailers.
+    fn read_fragment(&mut self) -> Fragment<'a> {
+        let len = self.data.len();
+        loop {
+            if self.pos >= len || self.pos >= self.zero_tail_start {
+                // Only zero fill (preallocated or never-written pages) is left.
+                self.pos = len;
+                return Fragment::End;
+            }
+            let left_in_block = BLOCK_SIZE - self.pos % BLOCK_SIZE;
+            if left_in_block < HEADER_SIZE {
+                self.pos += left_in_block; // trailer padding
+                continue;
+            }
+            let start = self.pos;
+            let rest = &self.data[start..];
+            if rest.len() < HEADER_SIZE {
+                self.pos = len;
+                return Fragment::Torn {
+                    offset: start,
+                    detail: format!(
+                        "header at {start} cut short: {} of {HEADER_SIZE} bytes",
+                        rest.len()
+                    ),
+                };
+            }
+            let stored_crc = decode_fixed32(rest);
+            let length = usize::from(u16::from_le_bytes([rest[4], rest[5]]));
+            let type_byte = rest[6];
+            let end = start + HEADER_SIZE + length;
+            if end > len {
+                self.pos = len;
+                return Fragment::Torn {
+                    offset: start,
+                    detail: format!(
+                        "record at {start} of length {length} runs past the end of the file ({len} bytes)"
+                    ),
+                };
+            }
+            if HEADER_SIZE + length > left_in_block {
+                self.pos = start + left_in_block;
+                return Fragment::Bad {
+                    offset: start,
+                    detail: format!(
+                        "record at {start} of length {length} crosses the block boundary ({left_in_block} bytes left in block)"
+                    ),
+                };
+            }
+            let payload = &rest[HEADER_SIZE..HEADER_SIZE + length];
+            let computed = record_crc(type_byte, payload);
+            if unmask_crc(stored_crc) != computed {
+                let detail = format!(
+                    "checksum mismatch in record at {start}: stored {:#010x}, computed {computed:#010x}",
+                    unmask_crc(stored_crc)
+                );
+                if end >= self.zero_tail_start {
+                    // The last thing in the file: a partially written final write.
+                    self.pos = len;
+                    return Fragment::Torn {
+                        offset: start,
+                        detail,
+                    };
+                }
+                // The length may be garbage too: drop the rest of the block.
+                self.pos = start + left_in_block;
+                return Fragment::Bad {
+                    offset: start,
+                    detail,
+                };
+            }
+            self.pos = end;
+            return match RecordType::from_u8(type_byte) {
+                Some(t) => Fragment::Ok {
+                    t,
+                    payload,
+                    offset: start,
+                },
+                None => Fragment::Bad {
+                    offset: start,
+                    detail: format!("unknown record type {type_byte} at {start}"),
+                },
+            };
+        }
+    }
+}

@@ -16,6 +16,7 @@ mod fs;
 mod iter;
 mod key;
 mod memtable;
+mod sst;
 
 pub use error::{Error, Result};
 pub use memtable::BatchLookup;

@@ -505,3 +505,36 @@ fn every_flipped_byte_is_detected_or_harmless() {
         "{harmless} flips went unnoticed ({detected} detected)"
     );
 }
+
+/// The worked example of `docs/format/sst.md`, pinned byte for byte (all
+/// but the properties block, which holds the creation time).
+#[test]
+fn worked_example_bytes_match_the_format_doc() {
+    let entries = vec![
+        (ik(b"apple", 2, ValueType::Value), b"red".to_vec()),
+        (ik(b"apricot", 1, ValueType::Deletion), Vec::new()),
+    ];
+    let (bytes, summary) = build_in_memory(&entries, &TableOptions::default());
+    assert_eq!(summary.file_size, 685);
+    let data_block: &[u8] = &[
+        0x00, 0x0d, 0x03, b'a', b'p', b'p', b'l', b'e', 0x01, 0x02, 0, 0, 0, 0, 0, 0, b'r', b'e',
+        b'd', 0x02, 0x0d, 0x00, b'r', b'i', b'c', b'o', b't', 0x00, 0x01, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 0, 0x01, 0, 0, 0, 0x00, 0xad, 0x80, 0x31, 0x0b,
+    ];
+    assert_eq!(&bytes[..0x30], data_block);
+    let index_block: &[u8] = &[
+        0x00, 0x09, 0x02, b'b', 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00, 0x2b, 0, 0,
+        0, 0, 0x01, 0, 0, 0,
+    ];
+    assert_eq!(&bytes[0x25a..0x25a + 22], index_block);
+    let footer = &bytes[0x275..];
+    assert_eq!(&footer[..6], &[0x97, 0x04, 0x3e, 0xda, 0x04, 0x16]);
+    assert!(footer[6..40].iter().all(|&b| b == 0));
+    assert_eq!(&footer[40..44], &[1, 0, 0, 0]);
+    assert_eq!(
+        &footer[48..],
+        &[0x31, 0x73, 0x73, 0x68, 0x74, 0x62, 0x76, 0x6b]
+    );
+    // The filter's trailer: 6 probes, 1 line.
+    assert_eq!(&bytes[0x30 + 64..0x30 + 69], &[6, 1, 0, 0, 0]);
+}

@@ -538,3 +538,40 @@ fn worked_example_bytes_match_the_format_doc() {
     // The filter's trailer: 6 probes, 1 line.
     assert_eq!(&bytes[0x30 + 64..0x30 + 69], &[6, 1, 0, 0, 0]);
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+    /// Random tables against the model: full scans both ways and gets at
+    /// every snapshot that matters.
+    #[test]
+    fn random_tables_match_the_model(
+        raw in proptest::collection::vec(
+            (proptest::collection::vec(0u8..3, 0..6), 0u64..20, proptest::bool::ANY,
+             proptest::collection::vec(proptest::num::u8::ANY, 0..30)),
+            0..200),
+        block_size in 16usize..400,
+        restart_interval in 1usize..8,
+    ) {
+        let mut entries: Entries = raw
+            .into_iter()
+            .map(|(uk, seq, del, v)| {
+                let t = if del { ValueType::Deletion } else { ValueType::Value };
+                (ik(&uk, seq, t), v)
+            })
+            .collect();
+        entries.sort_by(|a, b| compare_internal_keys(&a.0, &b.0));
+        entries.dedup_by(|a, b| a.0 == b.0);
+        let opts = TableOptions { block_size, restart_interval, ..TableOptions::default() };
+        let (bytes, _) = build_in_memory(&entries, &opts);
+        let table = open_mem(bytes, &opts).unwrap();
+        proptest::prop_assert_eq!(&scan_forward(&mut table.clone().iter()), &entries);
+        proptest::prop_assert_eq!(&scan_backward(&mut table.clone().iter()), &entries);
+        for (k, _) in &entries {
+            let uk = parse_internal_key(k).unwrap().user_key;
+            for seq in 0..21 {
+                proptest::prop_assert_eq!(table.get(uk, seq).unwrap(), model_get(&entries, uk, seq));
+            }
+        }
+    }
+}

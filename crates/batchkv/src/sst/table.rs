@@ -1,0 +1,412 @@
+//! [`Table`]: an open SST file — footer, index, filter and properties held
+//! in memory, data blocks read on demand — and [`TableIterator`], the
+//! two-level (index → data block) iterator over it.
+
+use std::sync::Arc;
+
+use super::block::iter::{collect_entries, BlockIter};
+use super::block::{Block, KeyOrder};
+use super::filter::BloomFilter;
+use super::format::{read_block, BlockHandle, Footer, FOOTER_LEN};
+use super::properties::TableProperties;
+use super::{TableOptions, FILTER_BLOCK_NAME, PROPERTIES_BLOCK_NAME};
+use crate::error::{Error, Result};
+use crate::fs::RandomAccessFile;
+use crate::iter::InternalIterator;
+use crate::key::{lookup_key, parse_internal_key, SequenceNumber, ValueType};
+
+/// An open table. Immutable; shared by readers and iterators as `Arc<Table>`.
+///
+/// # Thread safety
+/// All methods take `&self` and may run concurrently: the table holds no
+/// mutable state, and the file is read with positional reads.
+pub(crate) struct Table {
+    file: Arc<dyn RandomAccessFile>,
+    file_name: Arc<str>,
+    opts: TableOptions,
+    index: Arc<Block>,
+    filter: Option<BloomFilter>,
+    properties: TableProperties,
+    /// End of the block region (start of the footer): every block handle
+    /// must lie below it.
+    blocks_end: u64,
+    /// Offset of the index block, for error messages.
+    index_offset: u64,
+}
+
+impl Table {
+    /// Opens a table: reads and verifies the footer, metaindex, properties,
+    /// filter and index blocks.
+    pub(crate) fn open(
+        file: Arc<dyn RandomAccessFile>,
+        file_name: String,
+        opts: TableOptions,
+    ) -> Result<Arc<Table>> {
+        let name: Arc<str> = file_name.into();
+        let size = file.size();
+        if size < FOOTER_LEN as u64 {
+            return Err(Error::corruption(
+                &*name,
+                0,
+                format!("file of {size} bytes is too short to be a table (footer is {FOOTER_LEN})"),
+            ));
+        }
+        let blocks_end = size - FOOTER_LEN as u64;
+        let mut buf = [0u8; FOOTER_LEN];
+        file.read_exact_at(&mut buf, blocks_end)?;
+        let footer = Footer::decode(&buf, &name, blocks_end)?;
+
+        // Meta blocks are always verified, whatever `verify_checksums` says.
+        let read = |h: BlockHandle| read_block(&*file, &name, h, blocks_end, true);
+        let metaindex = Block::new(
+            read(footer.metaindex)?,
+            KeyOrder::Bytewise,
+            name.clone(),
+            footer.metaindex.offset,
+        )?;
+        let mut filter_handle = None;
+        let mut props_handle = None;
+        for (key, value) in collect_entries(Arc::new(metaindex))? {
+            let slot = match &key[..] {
+                k if k == FILTER_BLOCK_NAME.as_bytes() => &mut filter_handle,
+                k if k == PROPERTIES_BLOCK_NAME.as_bytes() => &mut props_handle,
+                _ => continue, // a meta block of a newer version
+            };
+            *slot = Some(BlockHandle::decode_exact(&value).ok_or_else(|| {
+                Error::corruption(
+                    &*name,
+                    footer.metaindex.offset,
+                    format!(
+                        "metaindex: malformed handle for {}",
+                        String::from_utf8_lossy(&key)
+                    ),
+                )
+            })?);
+        }
+        let props_handle = props_handle.ok_or_else(|| {
+            Error::corruption(
+                &*name,
+                footer.metaindex.offset,
+                "metaindex: no properties block",
+            )
+        })?;
+        let properties =
+            TableProperties::decode(read(props_handle)?, name.clone(), props_handle.offset)?;
+        if properties.separate_key_value_in_data_block != 0 {
+            return Err(Error::corruption(
+                &*name,
+                props_handle.offset,
+                "unrecognized block feature: separated key/value data blocks are not supported by this version",
+            ));
+        }
+        let filter = match filter_handle {
+            Some(h) => Some(BloomFilter::parse(read(h)?).ok_or_else(|| {
+                Error::corruption(
+                    &*name,
+                    h.offset,
+                    "filter block: inconsistent size or probe count",
+                )
+            })?),
+            None => None,
+        };
+        let index = Block::new(
+            read(footer.index)?,
+            KeyOrder::Internal,
+            name.clone(),
+            footer.index.offset,
+        )?;
+        Ok(Arc::new(Table {
+            file,
+            file_name: name,
+            opts,
+            index: Arc::new(index),
+            filter,
+            properties,
+            blocks_end,
+            index_offset: footer.index.offset,
+        }))
+    }
+
+    /// The table's recorded properties.
+    pub(crate) fn properties(&self) -> &TableProperties {
+        &self.properties
+    }
+
+    /// False only if the table certainly holds no version of `user_key`.
+    pub(crate) fn may_contain(&self, user_key: &[u8]) -> bool {
+        self.filter.as_ref().is_none_or(|f| f.may_contain(user_key))
+    }
+
+    /// The newest version of `user_key` with sequence ≤ `seq`: its type and
+    /// value (empty for a deletion), or `None` if the table has none.
+    pub(crate) fn get(
+        &self,
+        user_key: &[u8],
+        seq: SequenceNumber,
+    ) -> Result<Option<(ValueType, Vec<u8>)>> {
+        if !self.may_contain(user_key) {
+            return Ok(None);
+        }
+        let target = lookup_key(user_key, seq);
+        let mut index = BlockIter::new(self.index.clone());
+        index.seek(&target);
+        // Usually one block; the loop moves on when the block's entries all
+        // sort before `target` (the separator lies past its last key).
+        while index.valid() {
+            let block = self.read_data_block(index.value())?;
+            let mut it = BlockIter::new(block);
+            it.seek(&target);
+            it.status()?;
+            if it.valid() {
+                let key = it.key();
+                let parsed = parse_internal_key(key)
+                    .ok_or_else(|| it.corruption_here("entry has an unknown value type"))?;
+                if parsed.user_key != user_key {
+                    return Ok(None);
+                }
+                return Ok(Some((parsed.value_type, it.value().to_vec())));
+            }
+            index.next();
+        }
+        index.status()?;
+        Ok(None)
+    }
+
+    /// Reads the data block an index entry points at. All data block reads
+    /// go through here (the block cache slots in at this point).
+    fn read_data_block(&self, index_value: &[u8]) -> Result<Arc<Block>> {
+        let handle = BlockHandle::decode_exact(index_value).ok_or_else(|| {
+            Error::corruption(
+                &*self.file_name,
+                self.index_offset,
+                "index entry holds a malformed block handle",
+            )
+        })?;
+        let contents = read_block(
+            &*self.file,
+            &self.file_name,
+            handle,
+            self.blocks_end,
+            self.opts.verify_checksums,
+        )?;
+        Ok(Arc::new(Block::new(
+            contents,
+            KeyOrder::Internal,
+            self.file_name.clone(),
+            handle.offset,
+        )?))
+    }
+
+    /// An iterator over every entry of the table; it keeps the table alive.
+    pub(crate) fn iter(self: Arc<Self>) -> TableIterator {
+        let index = BlockIter::new(self.index.clone());
+        TableIterator {
+            table: self,
+            index,
+            data: None,
+            err: None,
+        }
+    }
+}
+
+/// Two-level iterator: the index iterator picks a data block, a block
+/// iterator walks it.
+///
+/// # Invariants
+/// 1. `data.is_some()` ⇒ it iterates the block the index iterator is at.
+/// 2. Valid ⇔ no error and `data` is at an entry.
+/// 3. After an error (`err` set) every positioning call does nothing.
+pub(crate) struct TableIterator {
+    table: Arc<Table>,
+    index: BlockIter,
+    data: Option<BlockIter>,
+    err: Option<Error>,
+}
+
+impl TableIterator {
+    fn fail(&mut self, e: Error) {
+        if self.err.is_none() {
+            self.err = Some(e);
+        }
+        self.data = None;
+    }
+
+    /// Loads the block under the index iterator; false (with `data = None`)
+    /// if the index is exhausted or on error.
+    fn load_block(&mut self) -> bool {
+        self.data = None;
+        if let Err(e) = self.index.status() {
+            self.fail(e);
+            return false;
+        }
+        if !self.index.valid() {
+            return false;
+        }
+        match self.table.read_data_block(self.index.value()) {
+            Ok(b) => {
+                self.data = Some(BlockIter::new(b));
+                true
+            }
+            Err(e) => {
+                self.fail(e);
+                false
+            }
+        }
+    }
+
+    /// Picks up a block iterator error; true if the data iterator is usable.
+    fn check_data(&mut self) -> bool {
+        let status = match &self.data {
+            Some(d) => d.status(),
+            None => return false,
+        };
+        match status {
+            Ok(()) => true,
+            Err(e) => {
+                self.fail(e);
+                false
+            }
+        }
+    }
+
+    fn data_valid(&self) -> bool {
+        self.data.as_ref().is_some_and(|d| d.valid())
+    }
+
+    /// Moves forward past empty or exhausted blocks.
+    fn skip_forward(&mut self) {
+        while self.check_data() && !self.data_valid() {
+            self.index.next();
+            if !self.load_block() {
+                return;
+            }
+            if let Some(d) = &mut self.data {
+                d.seek_to_first();
+            }
+        }
+    }
+
+    /// Moves backward past empty or exhausted blocks.
+    fn skip_backward(&mut self) {
+        while self.check_data() && !self.data_valid() {
+            self.index.prev();
+            if !self.load_block() {
+                return;
+            }
+            if let Some(d) = &mut self.data {
+                d.seek_to_last();
+            }
+        }
+    }
+}
+
+impl InternalIterator for TableIterator {
+    fn valid(&self) -> bool {
+        self.err.is_none() && self.data_valid()
+    }
+
+    fn seek_to_first(&mut self) {
+        if self.err.is_some() {
+            return;
+        }
+        self.index.seek_to_first();
+        if self.load_block() {
+            if let Some(d) = &mut self.data {
+                d.seek_to_first();
+            }
+            self.skip_forward();
+        }
+    }
+
+    fn seek_to_last(&mut self) {
+        if self.err.is_some() {
+            return;
+        }
+        self.index.seek_to_last();
+        if self.load_block() {
+            if let Some(d) = &mut self.data {
+                d.seek_to_last();
+            }
+            self.skip_backward();
+        }
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        if self.err.is_some() {
+            return;
+        }
+        self.index.seek(target);
+        if self.load_block() {
+            if let Some(d) = &mut self.data {
+                d.seek(target);
+            }
+            self.skip_forward();
+        }
+    }
+
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        if self.err.is_some() {
+            return;
+        }
+        // The first block whose separator is >= target holds the answer or
+        // the answer is the last entry of an earlier block.
+        self.index.seek(target);
+        if let Err(e) = self.index.status() {
+            self.fail(e);
+            return;
+        }
+        if !self.index.valid() {
+            self.index.seek_to_last();
+            if self.load_block() {
+                if let Some(d) = &mut self.data {
+                    d.seek_to_last();
+                }
+                self.skip_backward();
+            }
+            return;
+        }
+        if self.load_block() {
+            if let Some(d) = &mut self.data {
+                d.seek_for_prev(target);
+            }
+            self.skip_backward();
+        }
+    }
+
+    fn next(&mut self) {
+        debug_assert!(self.valid());
+        if let Some(d) = &mut self.data {
+            d.next();
+        }
+        self.skip_forward();
+    }
+
+    fn prev(&mut self) {
+        debug_assert!(self.valid());
+        if let Some(d) = &mut self.data {
+            d.prev();
+        }
+        self.skip_backward();
+    }
+
+    fn key(&self) -> &[u8] {
+        match &self.data {
+            Some(d) => d.key(),
+            None => &[],
+        }
+    }
+
+    fn value(&self) -> &[u8] {
+        match &self.data {
+            Some(d) => d.value(),
+            None => &[],
+        }
+    }
+
+    fn status(&self) -> Result<()> {
+        match &self.err {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+}

@@ -16,6 +16,10 @@ mod fs;
 mod iter;
 mod key;
 mod memtable;
+mod prefetch;
 
 pub use error::{Error, Result};
-pub use memtable::BatchLookup;
+pub use iter::InternalIterator;
+pub use key::{SequenceNumber, ValueType};
+pub use memtable::skiplist::{SkipListMemTable, SkipListOptions};
+pub use memtable::{BatchLookup, EntryRef, MemTable};

@@ -11,6 +11,8 @@
 //! 5. Lookups at snapshot `seq` see only entries with sequence ≤ `seq`, and
 //!    return the newest of those for the user key (a value or a tombstone).
 
+pub mod skiplist;
+
 use std::str::FromStr;
 use std::sync::Arc;
 

@@ -1,0 +1,200 @@
+//! Breadth-first prefetching descent of a sorted batch (DESIGN §4.3).
+//!
+//! The batch is cut into chunks of at most [`CHUNK`] keys (a core keeps only
+//! ~16 misses in flight and L1 holds ~500 lines, so prefetching thousands of
+//! nodes ahead would evict them before use). Each chunk descends as a set of
+//! *items* `(x, level, keys lo..hi, bound)`: `x` is a node before every
+//! target in `lo..hi`, `bound` the node known to be ≥ all of them (x's
+//! successor at the level above; null = +∞). Ranges of live items are
+//! disjoint, so there are never more items than keys.
+//!
+//! One *round* advances every item by one step:
+//! 1. load `z = x.next[level]`; if `z == bound` nothing needs comparing, so
+//!    the item descends at once (or finishes at level 0); otherwise prefetch
+//!    `z`'s key line and the slot `z.next[level]` the next round will read.
+//! 2. compare the item's keys with `key(z)` (by then the lines are in flight
+//!    or arrived): the keys `> key(z)` move right (item `(z, level)`), the
+//!    rest go down (item `(x, level-1, bound = z)`), or at level 0 take `z`
+//!    as their candidate.
+//!
+//! No recursion; the item lists are two fixed arrays on the stack. Each node
+//! is compared once per item that reaches it and never re-compared after
+//! descending (the `bound` rule), so shared top levels are read once for the
+//! whole chunk.
+#![allow(unsafe_code)]
+
+use super::list::{node_lt, SkipList};
+use super::node::{self, Node};
+use crate::error::Result;
+use crate::prefetch::prefetch_read;
+
+/// Keys per breadth-first chunk (≈ the misses a core can keep in flight,
+/// times the ~4 items that typically share a miss; measured in `mod.rs`).
+pub(super) const CHUNK: usize = 64;
+
+#[derive(Clone, Copy)]
+struct Item {
+    x: *mut Node,
+    bound: *mut Node,
+    z: *mut Node,
+    level: u32,
+    lo: u32,
+    hi: u32,
+}
+
+const EMPTY: Item = Item {
+    x: std::ptr::null_mut(),
+    bound: std::ptr::null_mut(),
+    z: std::ptr::null_mut(),
+    level: 0,
+    lo: 0,
+    hi: 0,
+};
+
+/// Looks up `keys` (sorted, distinct user keys) at `trailer`; calls
+/// `emit(i, candidate)` with each key's first node ≥ its lookup key (maybe
+/// null, maybe another user key). Keys are reported out of order.
+pub(super) fn multi_get<const P: bool>(
+    list: &SkipList,
+    keys: &[&[u8]],
+    trailer: u64,
+    emit: &mut impl FnMut(usize, *mut Node) -> Result<()>,
+) -> Result<()> {
+    let mut base = 0;
+    for chunk in keys.chunks(CHUNK) {
+        descend::<P>(list, chunk, base, trailer, emit)?;
+        base += chunk.len();
+    }
+    Ok(())
+}
+
+fn descend<const P: bool>(
+    list: &SkipList,
+    keys: &[&[u8]],
+    base: usize,
+    trailer: u64,
+    emit: &mut impl FnMut(usize, *mut Node) -> Result<()>,
+) -> Result<()> {
+    debug_assert!(!keys.is_empty() && keys.len() <= CHUNK);
+    let mut buf_a = [EMPTY; CHUNK];
+    let mut buf_b = [EMPTY; CHUNK];
+    let (mut cur, mut nxt) = (&mut buf_a, &mut buf_b);
+    cur[0] = Item {
+        x: list.head,
+        bound: std::ptr::null_mut(),
+        z: std::ptr::null_mut(),
+        level: (list.max_height() - 1) as u32,
+        lo: 0,
+        hi: keys.len() as u32,
+    };
+    let mut cur_len = 1;
+    while cur_len > 0 {
+        // Pass 1: load successors, descend through `bound`s, prefetch.
+        let mut live = 0;
+        for i in 0..cur_len {
+            let mut it = cur[i];
+            loop {
+                // SAFETY: `it.x` is the head or a linked node reached at
+                // `it.level`, so its height is > level.
+                let z = unsafe { node::next(it.x, it.level as usize) };
+                if z == it.bound {
+                    if it.level == 0 {
+                        finish(base, it.lo, it.hi, z, emit)?;
+                        break;
+                    }
+                    it.level -= 1;
+                    continue;
+                }
+                // `z` is non-null: it lies between `x` and `bound` (≤ +∞).
+                prefetch_read(node::slot_addr(z, it.level as usize));
+                prefetch_read(z);
+                prefetch_read(z.cast::<u8>().wrapping_add(40));
+                it.z = z;
+                cur[live] = it;
+                live += 1;
+                break;
+            }
+        }
+        // Pass 2: compare and split.
+        let mut nxt_len = 0;
+        for &it in cur.iter().take(live) {
+            let z = it.z;
+            if P {
+                list.check_step(it.x, z)?;
+            }
+            let m = split(keys, it.lo, it.hi, z, trailer);
+            if m > it.lo {
+                if it.level == 0 {
+                    finish(base, it.lo, m, z, emit)?;
+                } else {
+                    nxt[nxt_len] = Item {
+                        x: it.x,
+                        bound: z,
+                        z: std::ptr::null_mut(),
+                        level: it.level - 1,
+                        lo: it.lo,
+                        hi: m,
+                    };
+                    nxt_len += 1;
+                }
+            }
+            if m < it.hi {
+                nxt[nxt_len] = Item {
+                    x: z,
+                    bound: it.bound,
+                    z: std::ptr::null_mut(),
+                    level: it.level,
+                    lo: m,
+                    hi: it.hi,
+                };
+                nxt_len += 1;
+            }
+        }
+        std::mem::swap(&mut cur, &mut nxt);
+        cur_len = nxt_len;
+    }
+    Ok(())
+}
+
+/// The first index in `lo..hi` whose target is after `key(z)` (the keys
+/// from there on move right past `z`).
+#[inline(always)]
+fn split(keys: &[&[u8]], lo: u32, hi: u32, z: *mut Node, trailer: u64) -> u32 {
+    let lt = |k: u32| {
+        // SAFETY: `z` is a linked non-head node.
+        unsafe { node_lt(z, keys[k as usize], trailer) }
+    };
+    // Common cases first: everything goes down, or everything moves right.
+    if !lt(hi - 1) {
+        return hi;
+    }
+    if lt(lo) {
+        return lo;
+    }
+    // Now target(lo) ≤ z < target(hi-1): binary search the boundary.
+    let (mut a, mut b) = (lo + 1, hi - 1);
+    while a < b {
+        let mid = a + (b - a) / 2;
+        if lt(mid) {
+            b = mid;
+        } else {
+            a = mid + 1;
+        }
+    }
+    a
+}
+
+/// Keys `lo..hi` all have `z` as their candidate.
+#[inline]
+fn finish(
+    base: usize,
+    lo: u32,
+    hi: u32,
+    z: *mut Node,
+    emit: &mut impl FnMut(usize, *mut Node) -> Result<()>,
+) -> Result<()> {
+    for k in lo..hi {
+        emit(base + k as usize, z)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,165 @@
+//! The skip-list memtable's iterator: every entry (all versions) in
+//! internal-key order, forward via level-0 links and backward by searching
+//! for the last node before the current key (as LevelDB does: nodes have no
+//! back links).
+//!
+//! It holds an `Arc` of the memtable, so the arena outlives it. It sees
+//! entries inserted concurrently if they land ahead of its position.
+#![allow(unsafe_code)]
+
+use std::sync::Arc;
+
+use super::node::{self, Node};
+use super::SkipListMemTable;
+use crate::error::{Error, Result};
+use crate::iter::InternalIterator;
+use crate::key::{trailer, user_key, TRAILER_LEN};
+
+/// Iterator over a [`SkipListMemTable`].
+pub(super) struct SkipListIter {
+    mt: Arc<SkipListMemTable>,
+    /// Current node; null when not valid.
+    node: *mut Node,
+    err: Option<Error>,
+}
+
+// SAFETY: `node` points into the arena owned by `mt`, which this iterator
+// keeps alive; the bytes it reads are published and immutable.
+unsafe impl Send for SkipListIter {}
+
+impl SkipListIter {
+    pub(super) fn new(mt: Arc<SkipListMemTable>) -> SkipListIter {
+        SkipListIter {
+            mt,
+            node: std::ptr::null_mut(),
+            err: None,
+        }
+    }
+
+    /// Sets the position, mapping the head to "not valid".
+    fn set(&mut self, n: *mut Node) {
+        self.node = if n == self.mt.list.head {
+            std::ptr::null_mut()
+        } else {
+            n
+        };
+        if self.mt.paranoid && !self.node.is_null() {
+            if let Err(e) = self.mt.list.check_entry(self.node) {
+                self.fail(e);
+            }
+        }
+    }
+
+    fn fail(&mut self, e: Error) {
+        self.node = std::ptr::null_mut();
+        self.err = Some(e);
+    }
+
+    fn check_target(&mut self, target: &[u8]) -> bool {
+        if target.len() < TRAILER_LEN {
+            self.fail(Error::InvalidArgument(format!(
+                "seek target of {} bytes is not an internal key",
+                target.len()
+            )));
+            return false;
+        }
+        true
+    }
+}
+
+impl InternalIterator for SkipListIter {
+    fn valid(&self) -> bool {
+        !self.node.is_null()
+    }
+
+    fn seek_to_first(&mut self) {
+        // SAFETY: the head has every level.
+        let n = unsafe { node::next(self.mt.list.head, 0) };
+        self.set(n);
+    }
+
+    fn seek_to_last(&mut self) {
+        let n = self.mt.list.find_last();
+        self.set(n);
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        if !self.check_target(target) {
+            return;
+        }
+        match self
+            .mt
+            .list
+            .find_ge::<false>(user_key(target), trailer(target))
+        {
+            Ok(n) => self.set(n),
+            Err(e) => self.fail(e),
+        }
+    }
+
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        if !self.check_target(target) {
+            return;
+        }
+        self.seek(target);
+        if !self.valid() {
+            if self.err.is_none() {
+                self.seek_to_last();
+            }
+            return;
+        }
+        if crate::key::compare_internal_keys(self.key(), target).is_gt() {
+            self.prev();
+        }
+    }
+
+    fn next(&mut self) {
+        if !self.valid() {
+            return;
+        }
+        let cur = self.node;
+        // SAFETY: `cur` is a linked non-head node (valid iterator).
+        let n = unsafe { node::next(cur, 0) };
+        if self.mt.paranoid && !n.is_null() {
+            if let Err(e) = self.mt.list.check_step(cur, n) {
+                self.fail(e);
+                return;
+            }
+        }
+        self.set(n);
+    }
+
+    fn prev(&mut self) {
+        if !self.valid() {
+            return;
+        }
+        // SAFETY: `node` is a linked non-head node (valid iterator).
+        let k = unsafe { node::key(self.node) };
+        let n = self.mt.list.find_lt(k);
+        self.set(n);
+    }
+
+    fn key(&self) -> &[u8] {
+        if !self.valid() {
+            return &[];
+        }
+        // SAFETY: `node` is a linked non-head node; the arena lives as long
+        // as `self.mt`, which outlives the borrow of `self`.
+        unsafe { node::key(self.node) }
+    }
+
+    fn value(&self) -> &[u8] {
+        if !self.valid() {
+            return &[];
+        }
+        // SAFETY: as for `key`.
+        unsafe { node::entry(self.node) }.value
+    }
+
+    fn status(&self) -> Result<()> {
+        match &self.err {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,272 @@
+//! The concurrent skip list: insert by splice + CAS, and the single-key
+//! searches (point lookup, iterator positioning) with optional paranoid
+//! checks.
+//!
+//! # Thread safety
+//! `insert` runs concurrently with itself and with every search; there is no
+//! global lock (only the arena's short allocation mutex).
+//!
+//! # Invariants
+//! 1. Nodes are never freed or unlinked while the list lives, and a node's
+//!    entry bytes never change after it is linked at level 0.
+//! 2. Every level is a sorted chain: `key(n) < key(next(n, l))` (strict;
+//!    internal keys are unique).
+//! 3. A node linked at level `l` is linked at every level below `l`
+//!    (links are made bottom-up).
+//! 4. `max_height` only grows; head's slots above it are null.
+//! 5. A node becomes reachable only through a release CAS made after all
+//!    its bytes were written; readers load links with acquire.
+#![allow(unsafe_code)]
+
+use std::cmp::Ordering as CmpOrdering;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::arena::Arena;
+use super::node::{self, Node, MAX_HEIGHT};
+use crate::error::{Error, Result};
+use crate::key::{compare_internal_key_parts, compare_internal_keys, TRAILER_LEN};
+
+/// The skip list core (see the module docs).
+pub(super) struct SkipList {
+    pub(super) arena: Arena,
+    /// Sentinel of height `MAX_HEIGHT` with an empty entry; never compared.
+    pub(super) head: *mut Node,
+    /// Height of the tallest node ever linked (≥ 1).
+    max_height: AtomicUsize,
+    /// "memtable#<id>", the file name in errors.
+    pub(super) name: String,
+}
+
+// SAFETY: the raw pointers point into the list's own arena, which lives as
+// long as the list; cross-thread access follows invariant 5 (release CAS to
+// publish, acquire loads to read), and published bytes are immutable.
+unsafe impl Send for SkipList {}
+// SAFETY: as above.
+unsafe impl Sync for SkipList {}
+
+/// Is `key(n) < (user, trailer)`?
+///
+/// # Safety
+/// `n` is a non-head node of a live list.
+#[inline(always)]
+pub(super) unsafe fn node_lt(n: *mut Node, user: &[u8], trailer: u64) -> bool {
+    compare_internal_key_parts(node::key(n), user, trailer) == CmpOrdering::Less
+}
+
+impl SkipList {
+    pub(super) fn new(name: String, block_size: usize, huge_pages: bool) -> SkipList {
+        let arena = Arena::new(block_size, huge_pages);
+        let mem = arena.allocate(node::node_size(MAX_HEIGHT, TRAILER_LEN, 0));
+        // SAFETY: fresh, 8-aligned memory of the right size, not yet shared.
+        let head = unsafe { node::init_node(mem, MAX_HEIGHT, &[], 0, &[]) };
+        SkipList {
+            arena,
+            head,
+            max_height: AtomicUsize::new(1),
+            name,
+        }
+    }
+
+    /// Current height to start searches at. Relaxed: a stale (lower) value
+    /// only means a search starts lower than needed, which is still correct
+    /// (lower levels are complete chains); higher levels' links are read
+    /// with acquire.
+    #[inline(always)]
+    pub(super) fn max_height(&self) -> usize {
+        self.max_height.load(Ordering::Relaxed)
+    }
+
+    /// Inserts `(user ‖ trailer) → value`. The internal key must be new.
+    pub(super) fn insert(&self, user: &[u8], trailer: u64, value: &[u8]) {
+        let height = node::random_height();
+        let size = node::node_size(height, user.len() + TRAILER_LEN, value.len());
+        let mem = self.arena.allocate(size);
+        // SAFETY: `mem` is fresh arena memory of `size` bytes, 8-aligned, not
+        // yet visible to any other thread.
+        let n = unsafe { node::init_node(mem, height, user, trailer, value) };
+
+        // Raise max_height (relaxed CAS loop: the value is a search hint).
+        let mut top = self.max_height();
+        while height > top {
+            match self.max_height.compare_exchange_weak(
+                top,
+                height,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => top = height,
+                Err(v) => top = v,
+            }
+        }
+
+        // Find the splice: per level, prev < key ≤ next.
+        let mut prev = [self.head; MAX_HEIGHT];
+        let mut next = [std::ptr::null_mut(); MAX_HEIGHT];
+        let mut x = self.head;
+        for l in (0..top).rev() {
+            // SAFETY: `x` is the head or a linked node of height > l.
+            let (p, q) = unsafe { self.find_splice_for_level(user, trailer, x, l) };
+            prev[l] = p;
+            next[l] = q;
+            x = p;
+        }
+
+        // Link bottom-up (invariant 3).
+        for l in 0..height {
+            loop {
+                // SAFETY: `n` has height > l; nobody else can see it at level l
+                // yet, so this relaxed store is published by the CAS below.
+                unsafe { node::next_slot(n, l) }.store(next[l], Ordering::Relaxed);
+                // Release: publishes the entry bytes and `n.next[l]` to readers
+                // that acquire-load `prev[l].next[l]`. Failure: Relaxed, the
+                // new value is re-read with acquire by the re-search.
+                // SAFETY: `prev[l]` is the head or a node of height > l.
+                let slot = unsafe { node::next_slot(prev[l], l) };
+                if slot
+                    .compare_exchange(next[l], n, Ordering::Release, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    break;
+                }
+                // Someone linked a node after prev[l]: re-find this level from
+                // prev[l], which is still < key (nodes never move).
+                // SAFETY: as above.
+                let (p, q) = unsafe { self.find_splice_for_level(user, trailer, prev[l], l) };
+                prev[l] = p;
+                next[l] = q;
+            }
+        }
+    }
+
+    /// Walks right at `level` from `start` (< key) to the pair
+    /// `prev < (user, trailer) ≤ next`.
+    ///
+    /// # Safety
+    /// `start` is the head or a linked node of height > `level`, < the key.
+    unsafe fn find_splice_for_level(
+        &self,
+        user: &[u8],
+        trailer: u64,
+        start: *mut Node,
+        level: usize,
+    ) -> (*mut Node, *mut Node) {
+        let mut x = start;
+        loop {
+            let z = node::next(x, level);
+            if z.is_null() || !node_lt(z, user, trailer) {
+                debug_assert!(
+                    z.is_null() || compare_internal_key_parts(node::key(z), user, trailer).is_gt(),
+                    "internal key inserted twice"
+                );
+                return (x, z);
+            }
+            x = z;
+        }
+    }
+
+    /// The first node whose key is ≥ `(user, trailer)`, or null. With `P`,
+    /// checks every node compared (protection) and every pair walked (order).
+    pub(super) fn find_ge<const P: bool>(&self, user: &[u8], trailer: u64) -> Result<*mut Node> {
+        let mut x = self.head;
+        let mut level = self.max_height() - 1;
+        // The node already known to be ≥ the key (skip re-comparing it).
+        let mut bound: *mut Node = std::ptr::null_mut();
+        loop {
+            // SAFETY: `x` is the head or a linked node reached at `level`,
+            // so its height is > level.
+            let z = unsafe { node::next(x, level) };
+            if z != bound {
+                // `z` non-null here: null is only ever met as `bound` or at a
+                // level whose higher successor was null, i.e. bound == null.
+                if P {
+                    self.check_step(x, z)?;
+                }
+                // SAFETY: `z` is a linked non-head node.
+                if unsafe { node_lt(z, user, trailer) } {
+                    x = z;
+                    continue;
+                }
+            }
+            if level == 0 {
+                return Ok(z);
+            }
+            bound = z;
+            level -= 1;
+        }
+    }
+
+    /// The last node whose internal key is < `ikey`, or the head.
+    pub(super) fn find_lt(&self, ikey: &[u8]) -> *mut Node {
+        let mut x = self.head;
+        let mut level = self.max_height() - 1;
+        loop {
+            // SAFETY: as in `find_ge`.
+            let z = unsafe { node::next(x, level) };
+            // SAFETY: `z` is a linked non-head node when non-null.
+            if !z.is_null() && compare_internal_keys(unsafe { node::key(z) }, ikey).is_lt() {
+                x = z;
+            } else if level == 0 {
+                return x;
+            } else {
+                level -= 1;
+            }
+        }
+    }
+
+    /// The last node, or the head if the list is empty.
+    pub(super) fn find_last(&self) -> *mut Node {
+        let mut x = self.head;
+        let mut level = self.max_height() - 1;
+        loop {
+            // SAFETY: as in `find_ge`.
+            let z = unsafe { node::next(x, level) };
+            if !z.is_null() {
+                x = z;
+            } else if level == 0 {
+                return x;
+            } else {
+                level -= 1;
+            }
+        }
+    }
+
+    /// Paranoid check of one traversal step `x → z` (z non-null): `z`'s
+    /// protection matches and `key(x) < key(z)` unless `x` is the head.
+    #[inline]
+    pub(super) fn check_step(&self, x: *mut Node, z: *mut Node) -> Result<()> {
+        self.check_entry(z)?;
+        if x != self.head {
+            // SAFETY: both are linked non-head nodes.
+            let (kx, kz) = unsafe { (node::key(x), node::key(z)) };
+            if kx.len() < TRAILER_LEN || compare_internal_keys(kx, kz) != CmpOrdering::Less {
+                return Err(self.corruption(
+                    z,
+                    format!("skip list out of order: {kx:?} is not before {kz:?}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Paranoid check of one entry's protection bytes.
+    pub(super) fn check_entry(&self, n: *mut Node) -> Result<()> {
+        // SAFETY: `n` is a linked non-head node.
+        let e = unsafe { node::entry(n) };
+        let computed = node::protection(e.key, e.value);
+        if e.key.len() < TRAILER_LEN || computed != e.protection {
+            return Err(self.corruption(
+                n,
+                format!(
+                    "entry checksum mismatch: stored {:#010x}, computed {computed:#010x}",
+                    e.protection
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// A `Corruption` error naming this memtable and `n`'s arena offset.
+    pub(super) fn corruption(&self, n: *mut Node, detail: String) -> Error {
+        Error::corruption(self.name.clone(), self.arena.offset_of(n.cast()), detail)
+    }
+}

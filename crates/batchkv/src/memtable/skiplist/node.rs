@@ -1,0 +1,271 @@
+//! Node layout: one arena allocation holds a node's forward pointers and its
+//! entry bytes, so the level-0 pointer and the key share a cache line.
+//!
+//! ```text
+//!  allocation start                        node pointer (`*mut Node`)
+//!  │                                        │
+//!  ▼                                        ▼
+//!  next[h-1] ‖ … ‖ next[1] ‖ next[0] ‖ varint32 klen ‖ internal key (klen bytes)
+//!                                    ‖ varint32 vlen ‖ value (vlen bytes)
+//!                                    ‖ fixed32_le protection
+//! ```
+//! `next[i]` lives at `node - 8·i`; the entry starts at `node + 8`. The
+//! height is not stored: a node is only ever reached at levels below it.
+//! `protection` is the CRC32C of `internal key ‖ value` (the internal key
+//! holds the sequence number and type), checked by paranoid lookups.
+#![allow(unsafe_code)]
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+
+/// Maximum tower height. 4^12 ≈ 16.7 M, so searches stay O(log n) up to
+/// ~16 M entries (a 64 MiB memtable of small entries holds far fewer).
+pub(super) const MAX_HEIGHT: usize = 12;
+/// Each extra level is taken with probability 1/BRANCHING (p = 1/4, as in
+/// LevelDB and RocksDB: ~1.33 pointers per node, ~ (4/3)·log4(n) compares).
+pub(super) const BRANCHING: u32 = 4;
+/// Bytes of protection stored after the value.
+pub(super) const PROTECTION_LEN: usize = 4;
+
+/// Opaque node: the address of its level-0 forward pointer.
+#[repr(C)]
+pub(super) struct Node {
+    next0: AtomicPtr<Node>,
+}
+
+/// A node's decoded entry.
+pub(super) struct Entry<'a> {
+    /// The internal key (`user key ‖ trailer`).
+    pub key: &'a [u8],
+    /// The value bytes.
+    pub value: &'a [u8],
+    /// The stored protection word.
+    pub protection: u32,
+}
+
+/// Bytes a varint32 of `v` takes.
+fn varint_len(v: usize) -> usize {
+    crate::coding::varint_len(v as u64)
+}
+
+/// Total allocation size of a node of `height` holding the given entry.
+pub(super) fn node_size(height: usize, ikey_len: usize, value_len: usize) -> usize {
+    8 * height
+        + varint_len(ikey_len)
+        + ikey_len
+        + varint_len(value_len)
+        + value_len
+        + PROTECTION_LEN
+}
+
+/// The protection word of an entry.
+#[inline]
+pub(super) fn protection(ikey: &[u8], value: &[u8]) -> u32 {
+    crc32c::crc32c_append(crc32c::crc32c(ikey), value)
+}
+
+/// Writes a node into `mem` (`node_size(height, ..)` fresh bytes, 8-aligned)
+/// with null forward pointers, and returns it.
+///
+/// # Safety
+/// `mem` must be valid for writes of `node_size(height, user.len() + 8, value.len())`
+/// bytes, 8-aligned, and not yet shared with any other thread.
+pub(super) unsafe fn init_node(
+    mem: *mut u8,
+    height: usize,
+    user: &[u8],
+    trailer: u64,
+    value: &[u8],
+) -> *mut Node {
+    debug_assert!((1..=MAX_HEIGHT).contains(&height));
+    let node = mem.add(8 * (height - 1)).cast::<Node>();
+    for i in 0..height {
+        std::ptr::write(
+            mem.cast::<AtomicPtr<Node>>().add(i),
+            AtomicPtr::new(std::ptr::null_mut()),
+        );
+    }
+    let mut p = mem.add(8 * height);
+    let ikey_len = user.len() + 8;
+    p = write_varint(p, ikey_len as u32);
+    let key_start = p;
+    std::ptr::copy_nonoverlapping(user.as_ptr(), p, user.len());
+    p = p.add(user.len());
+    std::ptr::copy_nonoverlapping(trailer.to_le_bytes().as_ptr(), p, 8);
+    p = p.add(8);
+    let ikey = std::slice::from_raw_parts(key_start, ikey_len);
+    let prot = protection(ikey, value);
+    p = write_varint(p, value.len() as u32);
+    std::ptr::copy_nonoverlapping(value.as_ptr(), p, value.len());
+    p = p.add(value.len());
+    std::ptr::copy_nonoverlapping(prot.to_le_bytes().as_ptr(), p, PROTECTION_LEN);
+    node
+}
+
+/// # Safety
+/// `p` must be valid for writes of 5 bytes.
+unsafe fn write_varint(mut p: *mut u8, mut v: u32) -> *mut u8 {
+    while v >= 0x80 {
+        *p = (v as u8) | 0x80;
+        p = p.add(1);
+        v >>= 7;
+    }
+    *p = v as u8;
+    p.add(1)
+}
+
+/// # Safety
+/// `p` must point at a varint32 written by [`write_varint`].
+#[inline(always)]
+unsafe fn read_varint(p: *const u8) -> (usize, *const u8) {
+    let b = *p;
+    if b < 0x80 {
+        return (usize::from(b), p.add(1));
+    }
+    let mut v = usize::from(b & 0x7f);
+    let mut shift = 7;
+    let mut q = p.add(1);
+    loop {
+        let b = *q;
+        q = q.add(1);
+        v |= usize::from(b & 0x7f) << shift;
+        if b < 0x80 || shift >= 28 {
+            return (v, q);
+        }
+        shift += 7;
+    }
+}
+
+/// The forward-pointer slot of `n` at `level`.
+///
+/// # Safety
+/// `n` is a node of a live skip list (or its head) whose height is > `level`.
+#[inline(always)]
+pub(super) unsafe fn next_slot<'a>(n: *mut Node, level: usize) -> &'a AtomicPtr<Node> {
+    &*n.cast::<AtomicPtr<Node>>().sub(level)
+}
+
+/// The successor of `n` at `level`. Acquire: pairs with the release CAS that
+/// linked the successor, so its bytes (and lower links) are visible.
+///
+/// # Safety
+/// As for [`next_slot`].
+#[inline(always)]
+pub(super) unsafe fn next(n: *mut Node, level: usize) -> *mut Node {
+    next_slot(n, level).load(Ordering::Acquire)
+}
+
+/// Address of the forward-pointer slot (for prefetching; never dereferenced here).
+#[inline(always)]
+pub(super) fn slot_addr(n: *mut Node, level: usize) -> *const u8 {
+    n.cast::<u8>().wrapping_sub(8 * level)
+}
+
+/// The internal key of `n`.
+///
+/// # Safety
+/// `n` is a published (or caller-owned, initialised) non-head node of a live
+/// list; the returned slice lives as long as the list's arena.
+#[inline(always)]
+pub(super) unsafe fn key<'a>(n: *mut Node) -> &'a [u8] {
+    let (len, p) = read_varint(n.cast::<u8>().add(8));
+    std::slice::from_raw_parts(p, len)
+}
+
+/// The whole entry of `n`.
+///
+/// # Safety
+/// As for [`key`].
+#[inline]
+pub(super) unsafe fn entry<'a>(n: *mut Node) -> Entry<'a> {
+    let (klen, kp) = read_varint(n.cast::<u8>().add(8));
+    let (vlen, vp) = read_varint(kp.add(klen));
+    let pp = vp.add(vlen);
+    let mut prot = [0u8; PROTECTION_LEN];
+    std::ptr::copy_nonoverlapping(pp, prot.as_mut_ptr(), PROTECTION_LEN);
+    Entry {
+        key: std::slice::from_raw_parts(kp, klen),
+        value: std::slice::from_raw_parts(vp, vlen),
+        protection: u32::from_le_bytes(prot),
+    }
+}
+
+/// Address of the first entry byte (the key length), for tests that
+/// corrupt entries.
+#[cfg(test)]
+pub(super) fn entry_addr(n: *mut Node) -> *mut u8 {
+    n.cast::<u8>().wrapping_add(8)
+}
+
+thread_local! {
+    /// Per-thread xorshift state: inserters never contend on a shared RNG.
+    static RNG: Cell<u64> = Cell::new(seed());
+}
+
+fn seed() -> u64 {
+    static COUNTER: AtomicU64 = AtomicU64::new(0x9E37_79B9_7F4A_7C15);
+    // Relaxed: only distinctness matters, not ordering.
+    let mut z = COUNTER.fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed);
+    // splitmix64 finaliser.
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    (z ^ (z >> 31)) | 1
+}
+
+/// A random height in `1..=MAX_HEIGHT`, P(height > h) = (1/4)^(h-1).
+pub(super) fn random_height() -> usize {
+    debug_assert_eq!(BRANCHING, 4);
+    RNG.with(|c| {
+        let mut x = c.get();
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        c.set(x);
+        // Each pair of zero low bits (probability 1/4) adds a level.
+        let r = (x >> 32) as u32;
+        1 + ((r.trailing_zeros() / 2) as usize).min(MAX_HEIGHT - 1)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_round_trips_its_entry() {
+        for (ulen, vlen) in [(0usize, 0usize), (3, 5), (200, 70_000), (70_000, 1)] {
+            let user: Vec<u8> = (0..ulen).map(|i| i as u8).collect();
+            let value: Vec<u8> = (0..vlen).map(|i| (i * 7) as u8).collect();
+            let h = 5;
+            let size = node_size(h, ulen + 8, vlen);
+            let mut buf = vec![0u64; size.div_ceil(8)];
+            // SAFETY: `buf` is 8-aligned and holds `size` bytes.
+            let n = unsafe { init_node(buf.as_mut_ptr().cast(), h, &user, 0x0012_3401, &value) };
+            // SAFETY: `n` was just initialised inside `buf`.
+            let e = unsafe { entry(n) };
+            assert_eq!(&e.key[..ulen], &user[..]);
+            assert_eq!(crate::key::trailer(e.key), 0x0012_3401);
+            assert_eq!(e.value, &value[..]);
+            assert_eq!(e.protection, protection(e.key, e.value));
+            // SAFETY: as above; height 5 > 4.
+            assert!(unsafe { next(n, 4) }.is_null());
+            // SAFETY: as above.
+            assert_eq!(unsafe { key(n) }, e.key);
+        }
+    }
+
+    #[test]
+    fn heights_follow_branching_four() {
+        let n = 200_000;
+        let mut counts = [0usize; MAX_HEIGHT + 1];
+        for _ in 0..n {
+            counts[random_height()] += 1;
+        }
+        assert_eq!(counts[0], 0);
+        // ~3/4 of nodes have height 1, ~3/16 height 2.
+        let h1 = counts[1] as f64 / n as f64;
+        let h2 = counts[2] as f64 / n as f64;
+        assert!((h1 - 0.75).abs() < 0.01, "h1 = {h1}");
+        assert!((h2 - 0.1875).abs() < 0.01, "h2 = {h2}");
+    }
+}

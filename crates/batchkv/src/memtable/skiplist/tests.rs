@@ -1,0 +1,469 @@
+//! Tests of the skip-list memtable against a `BTreeMap` model: single-thread
+//! model tests, strategy-equivalence property tests, concurrent
+//! read-after-write, and paranoid corruption detection.
+
+use std::cmp::Reverse;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use proptest::prelude::*;
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+
+use super::*;
+use crate::key::{append_internal_key, MAX_SEQUENCE};
+
+const STRATEGIES: [BatchLookup; 4] = [
+    BatchLookup::PerKey,
+    BatchLookup::Finger,
+    BatchLookup::Bfs,
+    BatchLookup::Auto,
+];
+
+/// An owned lookup result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Found {
+    Value(Vec<u8>),
+    Deleted,
+}
+
+impl From<EntryRef<'_>> for Found {
+    fn from(e: EntryRef<'_>) -> Found {
+        match e {
+            EntryRef::Value(v) => Found::Value(v.to_vec()),
+            EntryRef::Deleted => Found::Deleted,
+        }
+    }
+}
+
+/// The model: (user key, newest first) → entry.
+#[derive(Default)]
+struct Model {
+    map: BTreeMap<(Vec<u8>, Reverse<u64>), Found>,
+}
+
+impl Model {
+    fn insert(&mut self, mt: &SkipListMemTable, k: &[u8], seq: u64, v: Option<&[u8]>) {
+        let (t, val, f) = match v {
+            Some(v) => (ValueType::Value, v, Found::Value(v.to_vec())),
+            None => (ValueType::Deletion, &[][..], Found::Deleted),
+        };
+        mt.insert(seq, t, k, val).unwrap();
+        self.map.insert((k.to_vec(), Reverse(seq)), f);
+    }
+
+    fn get(&self, k: &[u8], snap: u64) -> Option<Found> {
+        self.map
+            .range((k.to_vec(), Reverse(snap))..)
+            .next()
+            .filter(|((uk, _), _)| uk == k)
+            .map(|(_, f)| f.clone())
+    }
+
+    /// Internal keys and values in order.
+    fn entries(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
+        self.map
+            .iter()
+            .map(|((k, Reverse(s)), f)| {
+                let mut ik = Vec::new();
+                let (t, v) = match f {
+                    Found::Value(v) => (ValueType::Value, v.clone()),
+                    Found::Deleted => (ValueType::Deletion, Vec::new()),
+                };
+                append_internal_key(&mut ik, k, *s, t);
+                (ik, v)
+            })
+            .collect()
+    }
+}
+
+fn small_opts(paranoid: bool) -> SkipListOptions {
+    SkipListOptions {
+        id: 7,
+        paranoid_checks: paranoid,
+        huge_pages: false,
+        arena_block_size: 4096,
+    }
+}
+
+fn multi(
+    mt: &SkipListMemTable,
+    keys: &[Vec<u8>],
+    snap: u64,
+    s: BatchLookup,
+) -> Result<Vec<Option<Found>>> {
+    let refs: Vec<&[u8]> = keys.iter().map(|k| k.as_slice()).collect();
+    let mut out = vec![None; keys.len()];
+    let mut calls = 0;
+    mt.multi_get(&refs, snap, s, &mut |i, e| {
+        assert!(out[i].is_none(), "key {i} reported twice");
+        out[i] = Some(Found::from(e));
+        calls += 1;
+    })?;
+    assert!(calls <= keys.len());
+    Ok(out)
+}
+
+fn key_of(i: u32) -> Vec<u8> {
+    format!("key{i:06}").into_bytes()
+}
+
+/// Builds a memtable of `n_keys` user keys with several versions each,
+/// inserted in random order; returns it, the model and the max sequence.
+fn build(rng: &mut StdRng, opts: SkipListOptions, n_keys: u32) -> (SkipListMemTable, Model, u64) {
+    let mt = SkipListMemTable::new(opts);
+    let mut model = Model::default();
+    let mut ops = Vec::new();
+    let mut seq = 1;
+    for i in 0..n_keys {
+        for _ in 0..rng.random_range(1..5) {
+            ops.push((key_of(i * 2 + 1), seq));
+            seq += 1;
+        }
+    }
+    ops.shuffle(rng);
+    for (k, s) in &ops {
+        if rng.random_bool(0.2) {
+            model.insert(&mt, k, *s, None);
+        } else {
+            let v = format!("v{s}-{}", "x".repeat(rng.random_range(0..40)));
+            model.insert(&mt, k, *s, Some(v.as_bytes()));
+        }
+    }
+    (mt, model, seq)
+}
+
+#[test]
+fn lookups_match_the_model_across_snapshots() {
+    let mut rng = StdRng::seed_from_u64(1);
+    for opts in [
+        small_opts(false),
+        small_opts(true),
+        SkipListOptions::default(),
+    ] {
+        let (mt, model, max_seq) = build(&mut rng, opts, 300);
+        assert_eq!(mt.num_entries() as usize, model.map.len());
+        // Every key (present ones are odd), before the first, after the last.
+        let mut probe: Vec<Vec<u8>> = (0..=601).map(key_of).collect();
+        probe.insert(0, Vec::new());
+        probe.push(b"\xff\xff".to_vec());
+        for snap in [
+            0,
+            1,
+            max_seq / 3,
+            max_seq / 2,
+            max_seq - 1,
+            max_seq,
+            MAX_SEQUENCE,
+        ] {
+            let want: Vec<Option<Found>> = probe.iter().map(|k| model.get(k, snap)).collect();
+            for (k, w) in probe.iter().zip(&want) {
+                assert_eq!(
+                    mt.get(k, snap).unwrap().map(Found::from),
+                    *w,
+                    "get {k:?}@{snap}"
+                );
+            }
+            for s in STRATEGIES {
+                // The whole probe set: a batch larger than the memtable's key count.
+                assert_eq!(multi(&mt, &probe, snap, s).unwrap(), want, "{s:?}@{snap}");
+                assert_eq!(
+                    multi(&mt, &[], snap, s).unwrap(),
+                    Vec::<Option<Found>>::new()
+                );
+                // Random sorted sub-batches.
+                for _ in 0..20 {
+                    let n = rng.random_range(1..80);
+                    let mut idx: Vec<usize> =
+                        (0..n).map(|_| rng.random_range(0..probe.len())).collect();
+                    idx.sort();
+                    idx.dedup();
+                    let keys: Vec<Vec<u8>> = idx.iter().map(|&i| probe[i].clone()).collect();
+                    let w: Vec<Option<Found>> = idx.iter().map(|&i| want[i].clone()).collect();
+                    assert_eq!(multi(&mt, &keys, snap, s).unwrap(), w, "{s:?}@{snap}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn iterator_walks_all_versions_both_ways_and_seeks() {
+    let mut rng = StdRng::seed_from_u64(2);
+    let (mt, model, _) = build(&mut rng, small_opts(false), 200);
+    let want = model.entries();
+    let mt = Arc::new(mt);
+    let mut it = mt.clone().iter();
+    it.seek_to_first();
+    let mut got = Vec::new();
+    while it.valid() {
+        got.push((it.key().to_vec(), it.value().to_vec()));
+        it.next();
+    }
+    assert_eq!(got, want);
+    it.seek_to_last();
+    let mut back = Vec::new();
+    while it.valid() {
+        back.push((it.key().to_vec(), it.value().to_vec()));
+        it.prev();
+    }
+    back.reverse();
+    assert_eq!(back, want);
+    it.status().unwrap();
+
+    // seek / seek_for_prev to lookup keys between, on and around entries.
+    for i in 0..=401u32 {
+        for snap in [0u64, 5, 100, MAX_SEQUENCE] {
+            let target = crate::key::lookup_key(&key_of(i), snap);
+            let ge = want
+                .iter()
+                .position(|(k, _)| crate::key::compare_internal_keys(k, &target).is_ge());
+            it.seek(&target);
+            assert_eq!(it.valid(), ge.is_some());
+            if let Some(p) = ge {
+                assert_eq!(it.key(), &want[p].0[..]);
+            }
+            let le = want
+                .iter()
+                .rposition(|(k, _)| crate::key::compare_internal_keys(k, &target).is_le());
+            it.seek_for_prev(&target);
+            assert_eq!(it.valid(), le.is_some());
+            if let Some(p) = le {
+                assert_eq!(it.key(), &want[p].0[..]);
+            }
+        }
+    }
+    // Exact entry keys are found by both seeks.
+    for (k, _) in want.iter().step_by(7) {
+        it.seek(k);
+        assert_eq!(it.key(), &k[..]);
+        it.seek_for_prev(k);
+        assert_eq!(it.key(), &k[..]);
+    }
+    it.seek(b"short");
+    assert!(!it.valid());
+    assert!(matches!(it.status(), Err(crate::Error::InvalidArgument(_))));
+}
+
+#[test]
+fn empty_memtable_finds_nothing() {
+    let mt = Arc::new(SkipListMemTable::new(small_opts(true)));
+    assert_eq!(mt.get(b"a", MAX_SEQUENCE).unwrap(), None);
+    for s in STRATEGIES {
+        assert_eq!(
+            multi(&mt, &[b"a".to_vec(), b"b".to_vec()], 9, s).unwrap(),
+            vec![None, None]
+        );
+    }
+    let mut it = mt.clone().iter();
+    it.seek_to_first();
+    assert!(!it.valid());
+    it.seek_to_last();
+    assert!(!it.valid());
+    assert_eq!(mt.num_entries(), 0);
+    assert!(
+        mt.approximate_memory_usage() > 0,
+        "the head node lives in the arena"
+    );
+}
+
+#[test]
+fn memory_usage_grows_with_entries() {
+    let mt = SkipListMemTable::new(small_opts(false));
+    let before = mt.approximate_memory_usage();
+    for i in 0..1000u32 {
+        mt.insert(u64::from(i) + 1, ValueType::Value, &key_of(i), &[7u8; 100])
+            .unwrap();
+    }
+    // At least the raw entry bytes are counted.
+    assert!(mt.approximate_memory_usage() >= before + 1000 * 118);
+    // A value larger than a block gets its own block.
+    let big = vec![3u8; 100_000];
+    mt.insert(5000, ValueType::Value, b"big", &big).unwrap();
+    assert_eq!(
+        mt.get(b"big", MAX_SEQUENCE).unwrap(),
+        Some(EntryRef::Value(&big[..]))
+    );
+    assert_eq!(mt.num_entries(), 1001);
+}
+
+#[test]
+fn auto_uses_per_key_for_single_keys_and_bfs_for_batches() {
+    assert_eq!(choose_strategy(0), BatchLookup::PerKey);
+    assert_eq!(choose_strategy(1), BatchLookup::PerKey);
+    assert_eq!(choose_strategy(AUTO_PER_KEY_MAX + 1), BatchLookup::Bfs);
+    assert_eq!(choose_strategy(10_000), BatchLookup::Bfs);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn every_strategy_agrees_with_per_key_and_the_model(
+        entries in proptest::collection::vec(
+            (proptest::collection::vec(0u8..4, 0..4), proptest::option::of(proptest::collection::vec(any::<u8>(), 0..8))),
+            0..300),
+        batches in proptest::collection::vec(
+            (proptest::collection::btree_set(proptest::collection::vec(0u8..4, 0..4), 0..70), 0u64..400),
+            1..6),
+        paranoid in any::<bool>(),
+    ) {
+        let mt = SkipListMemTable::new(small_opts(paranoid));
+        let mut model = Model::default();
+        // Sequence numbers are a permutation: insertion order ≠ seq order.
+        let mut seqs: Vec<u64> = (1..=entries.len() as u64).collect();
+        seqs.reverse();
+        seqs.rotate_left(entries.len() / 3);
+        for ((k, v), s) in entries.iter().zip(&seqs) {
+            model.insert(&mt, k, *s, v.as_deref());
+        }
+        for (set, snap) in &batches {
+            let keys: Vec<Vec<u8>> = set.iter().cloned().collect();
+            let want: Vec<Option<Found>> = keys.iter().map(|k| model.get(k, *snap)).collect();
+            let base = multi(&mt, &keys, *snap, BatchLookup::PerKey).unwrap();
+            prop_assert_eq!(&base, &want);
+            for s in STRATEGIES {
+                prop_assert_eq!(&multi(&mt, &keys, *snap, s).unwrap(), &want, "{:?}", s);
+            }
+        }
+    }
+}
+
+#[test]
+fn concurrent_inserts_are_read_after_write_by_every_strategy() {
+    const THREADS: usize = 4;
+    const PER_THREAD: usize = 6_000;
+    const RING: usize = 256;
+    let mt = Arc::new(SkipListMemTable::new(SkipListOptions {
+        arena_block_size: 64 << 10,
+        huge_pages: false,
+        ..SkipListOptions::default()
+    }));
+    let mut all: Vec<u32> = (0..(THREADS * PER_THREAD) as u32).collect();
+    all.shuffle(&mut StdRng::seed_from_u64(3));
+    // Published keys, readable by every thread.
+    let ring: Arc<Vec<AtomicUsize>> =
+        Arc::new((0..RING).map(|_| AtomicUsize::new(usize::MAX)).collect());
+    let ring_pos = Arc::new(AtomicUsize::new(0));
+    let value_of = |k: u32| format!("value-{k}").into_bytes();
+    let failures = Arc::new(Mutex::new(Vec::<String>::new()));
+    let handles: Vec<_> = all
+        .chunks(PER_THREAD)
+        .enumerate()
+        .map(|(t, mine)| {
+            let mine = mine.to_vec();
+            let (mt, ring, ring_pos, failures) =
+                (mt.clone(), ring.clone(), ring_pos.clone(), failures.clone());
+            std::thread::spawn(move || {
+                let mut rng = StdRng::seed_from_u64(100 + t as u64);
+                for (n, &k) in mine.iter().enumerate() {
+                    // Distinct sequence per key; all below the read snapshot.
+                    mt.insert(u64::from(k) + 1, ValueType::Value, &key_of(k), &value_of(k))
+                        .unwrap();
+                    // Relaxed is enough: the skip list's own release/acquire
+                    // makes the entry visible; the ring only names keys.
+                    let slot = ring_pos.fetch_add(1, Ordering::Relaxed) % RING;
+                    ring[slot].store(k as usize, Ordering::Release);
+                    let mut batch = vec![k];
+                    for _ in 0..rng.random_range(0..40) {
+                        let other = ring[rng.random_range(0..RING)].load(Ordering::Acquire);
+                        if other != usize::MAX {
+                            batch.push(other as u32);
+                        }
+                    }
+                    batch.sort();
+                    batch.dedup();
+                    let keys: Vec<Vec<u8>> = batch.iter().map(|&b| key_of(b)).collect();
+                    let s = STRATEGIES[n % 4];
+                    let got = multi(&mt, &keys, MAX_SEQUENCE, s).unwrap();
+                    for (b, g) in batch.iter().zip(got) {
+                        if g != Some(Found::Value(value_of(*b))) {
+                            failures
+                                .lock()
+                                .unwrap()
+                                .push(format!("{s:?}: key {b} -> {g:?}"));
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let failures = failures.lock().unwrap();
+    assert!(
+        failures.is_empty(),
+        "{} misses, first: {:?}",
+        failures.len(),
+        &failures[..failures.len().min(5)]
+    );
+    // Afterwards everything is there, in order.
+    assert_eq!(mt.num_entries() as usize, THREADS * PER_THREAD);
+    let mut it = mt.clone().iter();
+    it.seek_to_first();
+    let mut n = 0;
+    let mut last: Vec<u8> = Vec::new();
+    while it.valid() {
+        assert!(last.is_empty() || crate::key::compare_internal_keys(&last, it.key()).is_lt());
+        last = it.key().to_vec();
+        n += 1;
+        it.next();
+    }
+    assert_eq!(n, THREADS * PER_THREAD);
+}
+
+fn corrupted(paranoid: bool, fix_checksum: bool) -> SkipListMemTable {
+    let mt = SkipListMemTable::new(small_opts(paranoid));
+    for i in 0..500u32 {
+        mt.insert(u64::from(i) + 1, ValueType::Value, &key_of(i), b"v")
+            .unwrap();
+    }
+    // key000250 -> key000150: sorts before its predecessor, so every search
+    // that walks from key000249 to it meets an out-of-order pair.
+    mt.corrupt_entry_for_test(&key_of(250), 6, 0x03, fix_checksum);
+    mt
+}
+
+#[test]
+fn paranoid_checks_turn_bad_entries_into_corruption() {
+    for fix_checksum in [false, true] {
+        let mt = corrupted(true, fix_checksum);
+        let what = if fix_checksum {
+            "out of order"
+        } else {
+            "checksum mismatch"
+        };
+        let all: Vec<Vec<u8>> = (0..500).map(key_of).collect();
+        let err = mt.get(&key_of(251), MAX_SEQUENCE).unwrap_err();
+        assert!(
+            err.is_corruption() && err.to_string().contains(what),
+            "{err}"
+        );
+        assert!(err.to_string().contains("memtable#7"), "{err}");
+        for s in STRATEGIES {
+            let err = multi(&mt, &all, MAX_SEQUENCE, s).unwrap_err();
+            assert!(
+                err.is_corruption() && err.to_string().contains(what),
+                "{s:?}: {err}"
+            );
+            // A small batch whose search passes the bad node.
+            let few = vec![key_of(249), key_of(251)];
+            let err = multi(&mt, &few, MAX_SEQUENCE, s).unwrap_err();
+            assert!(err.is_corruption(), "{s:?}: {err}");
+        }
+    }
+}
+
+#[test]
+fn without_paranoid_checks_corruption_goes_unnoticed() {
+    // The same damage is invisible to unchecked lookups: this is what the
+    // option buys (and proves the paranoid test above exercises the checks).
+    let mt = corrupted(false, false);
+    assert_eq!(
+        mt.get(&key_of(10), MAX_SEQUENCE).unwrap(),
+        Some(EntryRef::Value(&b"v"[..]))
+    );
+}

@@ -1,5 +1,56 @@
-//! The `batchkv` command-line tool.
+//! The `batchkv` command-line tool: data commands on a database directory,
+//! and `bench`, a db_bench-compatible benchmark.
 
-fn main() {
-    println!("batchkv {}", env!("CARGO_PKG_VERSION"));
+mod bench;
+mod commands;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "batchkv",
+    version,
+    about = "batchkv: an LSM key-value store built for batched reads"
+)]
+struct Cli {
+    /// Database directory (data commands).
+    #[arg(long, global = true)]
+    db: Option<PathBuf>,
+    /// Options string applied when opening, e.g. "write_buffer_size=64MB".
+    #[arg(long, global = true)]
+    options: Option<String>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Stores VALUE under KEY.
+    Put { key: String, value: String },
+    /// Prints the value of KEY (exit status 1 if absent).
+    Get { key: String },
+    /// Deletes KEY.
+    Delete { key: String },
+    /// Prints `key<TAB>value` lines in key order.
+    Scan(commands::ScanArgs),
+    /// Runs db_bench-style benchmarks.
+    Bench(Box<bench::BenchArgs>),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Bench(args) => bench::run(*args),
+        cmd => commands::run(cli.db, cli.options, cmd),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
 }

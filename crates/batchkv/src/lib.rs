@@ -2,23 +2,42 @@
 //! read paths are built for batches — a batch of lookups overlaps its cache
 //! misses instead of paying them one after another.
 //!
+//! ```no_run
+//! use batchkv::{Db, Options, ReadOptions};
+//! let db = Db::open("/tmp/example-db", Options::default())?;
+//! db.put(b"k1", b"v1")?;
+//! assert_eq!(db.get(b"k1")?, Some(b"v1".to_vec()));
+//! let results = db.multi_get(&ReadOptions::default(), &[b"k1", b"k2"]);
+//! assert_eq!(results[1].as_ref().unwrap(), &None);
+//! db.close()?;
+//! # Ok::<(), batchkv::Error>(())
+//! ```
+//!
 //! The public surface is this file's list of exports; everything else is
 //! crate-private.
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
-// Temporary while the modules are assembled into `Db`; removed when every module is wired in.
-#![allow(dead_code)]
 
 mod batch;
 mod coding;
+mod db;
 mod error;
 mod fs;
 mod iter;
 mod key;
 mod memtable;
+mod options;
+mod prefetch;
+mod sst;
 mod version;
 mod wal;
 
+pub use batch::WriteBatch;
+pub use db::{Db, DbIterator, DbStats, Snapshot};
 pub use error::{Error, Result};
+pub use key::SequenceNumber;
 pub use memtable::BatchLookup;
+pub use options::{
+    Options, ReadOptions, WalRecoveryMode, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE,
+};

@@ -12,6 +12,10 @@ use crate::error::Result;
 pub use posix::PosixFs;
 
 /// A file opened for appending (WAL, MANIFEST, SST being built).
+#[allow(
+    clippy::len_without_is_empty,
+    reason = "a file's length is a position, not a size"
+)]
 pub trait WritableFile: Send {
     /// Appends `data` (may be buffered in user space).
     fn append(&mut self, data: &[u8]) -> Result<()>;
@@ -21,10 +25,6 @@ pub trait WritableFile: Send {
     fn sync(&mut self) -> Result<()>;
     /// Bytes appended so far.
     fn len(&self) -> u64;
-    /// True if nothing has been appended.
-    fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 /// A file read at arbitrary offsets by many threads (SST files).

@@ -5,13 +5,14 @@ use crate::error::Result;
 
 pub(crate) mod db_iter;
 pub(crate) mod merging;
+#[cfg(test)]
 pub(crate) mod vec_iter;
 
 #[allow(
     unused_imports,
     reason = "used by the Db read path once it is wired in"
 )]
-pub(crate) use {db_iter::DbIter, merging::MergingIterator, vec_iter::VecIterator};
+pub(crate) use {db_iter::DbIter, merging::MergingIterator};
 
 /// A positioned cursor over entries sorted by internal key
 /// (see [`crate::key`] for the order).

@@ -83,13 +83,14 @@ pub trait MemTable: Send + Sync + 'static {
 
     /// Looks up a batch: `keys` are sorted ascending and distinct. For each
     /// key that has a visible version, calls `found(index_in_keys, entry)`
-    /// exactly once; keys without one are not reported.
-    fn multi_get(
-        &self,
+    /// exactly once; keys without one are not reported. Values borrow the
+    /// memtable, so callers may keep them while they hold it.
+    fn multi_get<'a>(
+        &'a self,
         keys: &[&[u8]],
         seq: SequenceNumber,
         strategy: BatchLookup,
-        found: &mut dyn FnMut(usize, EntryRef<'_>),
+        found: &mut dyn FnMut(usize, EntryRef<'a>),
     ) -> Result<()>;
 
     /// An iterator over all entries (every version), in internal-key order.

@@ -144,11 +144,13 @@ impl TableBuilder {
     }
 
     /// Entries added so far.
+    #[cfg(test)]
     pub(crate) fn num_entries(&self) -> u64 {
         self.props.num_entries
     }
 
     /// Bytes written so far plus the data block being built.
+    #[allow(dead_code, reason = "compaction (issue 3) splits output files by it")]
     pub(crate) fn estimated_file_size(&self) -> u64 {
         self.offset + self.data.estimated_size() as u64
     }

@@ -141,6 +141,7 @@ impl BloomFilter {
     }
 
     /// Bytes held.
+    #[cfg(test)]
     pub(crate) fn size(&self) -> usize {
         self.lines.len()
     }

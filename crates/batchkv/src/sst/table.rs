@@ -128,6 +128,7 @@ impl Table {
     }
 
     /// The table's recorded properties.
+    #[allow(dead_code, reason = "`batchkv dump sst` (issue 3) prints them")]
     pub(crate) fn properties(&self) -> &TableProperties {
         &self.properties
     }

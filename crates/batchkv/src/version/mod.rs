@@ -1,4 +1,11 @@
-//! Versions: the set of live SST files per level, changed by edits logged in
-//! the MANIFEST.
+//! Versions: which SST files are live at each level, and the MANIFEST that
+//! records every change to that set.
 
 pub(crate) mod edit;
+mod set;
+#[allow(clippy::module_inception)]
+mod version;
+
+pub(crate) use edit::{FileMetaData, VersionEdit};
+pub(crate) use set::VersionSet;
+pub(crate) use version::Version;

@@ -91,6 +91,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The file name given to [`Reader::new`].
+    #[cfg(test)]
     pub(crate) fn file_name(&self) -> &str {
         &self.file
     }

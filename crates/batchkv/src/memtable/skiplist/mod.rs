@@ -123,12 +123,12 @@ impl SkipListMemTable {
         }
     }
 
-    fn multi_get_with<const P: bool>(
-        &self,
+    fn multi_get_with<'a, const P: bool>(
+        &'a self,
         keys: &[&[u8]],
         trailer: u64,
         strategy: BatchLookup,
-        found: &mut dyn FnMut(usize, EntryRef<'_>),
+        found: &mut dyn FnMut(usize, EntryRef<'a>),
     ) -> Result<()> {
         let mut emit = |i: usize, z: *mut Node| -> Result<()> {
             if let Some(e) = self.resolve(z, keys[i])? {
@@ -212,12 +212,12 @@ impl MemTable for SkipListMemTable {
         self.resolve(z, user_key)
     }
 
-    fn multi_get(
-        &self,
+    fn multi_get<'a>(
+        &'a self,
         keys: &[&[u8]],
         seq: SequenceNumber,
         strategy: BatchLookup,
-        found: &mut dyn FnMut(usize, EntryRef<'_>),
+        found: &mut dyn FnMut(usize, EntryRef<'a>),
     ) -> Result<()> {
         debug_assert!(
             keys.windows(2).all(|w| w[0] < w[1]),

@@ -68,16 +68,6 @@ impl BlockBuilder {
         self.num_entries == 0
     }
 
-    /// Entries added since the last reset.
-    pub(crate) fn num_entries(&self) -> usize {
-        self.num_entries
-    }
-
-    /// The last key added (empty if none).
-    pub(crate) fn last_key(&self) -> &[u8] {
-        &self.last_key
-    }
-
     /// Appends the restart array and footer word, returns the block's bytes
     /// and resets the builder for the next block.
     pub(crate) fn finish(&mut self) -> Vec<u8> {

@@ -1,0 +1,155 @@
+//! The engine seam of the benchmark: each engine under test implements
+//! [`BenchDb`], so every workload runs the same code against every engine.
+
+use std::path::Path;
+
+use batchkv::{BatchLookup, Db, Options, ReadOptions, WriteBatch, WriteOptions};
+
+pub type BenchResult<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+/// One write of a benchmark batch: a value, or `None` for a deletion.
+pub type Entry<'a> = (&'a [u8], Option<&'a [u8]>);
+
+pub trait BenchDb: Send + Sync {
+    /// Applies `entries` as one atomic batch.
+    fn write(&self, entries: &[Entry<'_>]) -> BenchResult<()>;
+    /// Point read; true if found.
+    fn get(&self, key: &[u8]) -> BenchResult<bool>;
+    /// Batched point read; returns how many keys were found.
+    fn multi_get(&self, keys: &[&[u8]]) -> BenchResult<usize>;
+    /// Full scan (forward or reverse); returns the number of entries seen.
+    fn scan(&self, reverse: bool) -> BenchResult<u64>;
+    /// Seek then `nexts` steps; true if the seek found a key.
+    fn seek(&self, key: &[u8], nexts: usize) -> BenchResult<bool>;
+    /// Flushes memtables to disk.
+    fn flush(&self) -> BenchResult<()>;
+    /// Engine-specific statistics for the `stats` benchmark.
+    fn stats(&self) -> String;
+}
+
+/// Engine settings shared by every engine (mapped to each one's options).
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    pub sync: bool,
+    pub disable_wal: bool,
+    pub write_buffer_size: usize,
+    pub max_write_buffer_number: usize,
+    pub batch_lookup: BatchLookup,
+    pub paranoid_memory_checks: bool,
+    pub bloom_bits: usize,
+    pub block_size: usize,
+    pub block_restart_interval: usize,
+}
+
+pub struct BatchKv {
+    db: Db,
+    wopts: WriteOptions,
+    ropts: ReadOptions,
+}
+
+impl BatchKv {
+    pub fn open(dir: &Path, cfg: &EngineConfig, fresh: bool) -> BenchResult<BatchKv> {
+        let opts = Options {
+            create_if_missing: true,
+            error_if_exists: fresh,
+            write_buffer_size: cfg.write_buffer_size,
+            max_write_buffer_number: cfg.max_write_buffer_number,
+            batch_lookup: cfg.batch_lookup,
+            paranoid_memory_checks: cfg.paranoid_memory_checks,
+            bloom_bits_per_key: cfg.bloom_bits,
+            block_size: cfg.block_size,
+            block_restart_interval: cfg.block_restart_interval,
+            ..Options::default()
+        };
+        Ok(BatchKv {
+            db: Db::open(dir, opts)?,
+            wopts: WriteOptions {
+                sync: cfg.sync,
+                disable_wal: cfg.disable_wal,
+            },
+            ropts: ReadOptions::default(),
+        })
+    }
+
+    pub fn close(self) -> BenchResult<()> {
+        Ok(self.db.close()?)
+    }
+}
+
+impl BenchDb for BatchKv {
+    fn write(&self, entries: &[Entry<'_>]) -> BenchResult<()> {
+        let mut b = WriteBatch::new();
+        for (k, v) in entries {
+            match v {
+                Some(v) => b.put(k, v),
+                None => b.delete(k),
+            }
+        }
+        Ok(self.db.write(&self.wopts, b)?)
+    }
+
+    fn get(&self, key: &[u8]) -> BenchResult<bool> {
+        Ok(self.db.get_opt(&self.ropts, key)?.is_some())
+    }
+
+    fn multi_get(&self, keys: &[&[u8]]) -> BenchResult<usize> {
+        let mut found = 0;
+        let mut err = None;
+        self.db.multi_get_with(&self.ropts, keys, |_, r| match r {
+            Ok(Some(v)) => {
+                std::hint::black_box(v);
+                found += 1;
+            }
+            Ok(None) => {}
+            Err(e) => err = Some(e),
+        });
+        match err {
+            Some(e) => Err(e.into()),
+            None => Ok(found),
+        }
+    }
+
+    fn scan(&self, reverse: bool) -> BenchResult<u64> {
+        let mut it = self.db.iter(&self.ropts)?;
+        let mut n = 0;
+        if reverse {
+            it.seek_to_last();
+        } else {
+            it.seek_to_first();
+        }
+        while it.valid() {
+            std::hint::black_box(it.value());
+            n += 1;
+            if reverse {
+                it.prev();
+            } else {
+                it.next();
+            }
+        }
+        it.status()?;
+        Ok(n)
+    }
+
+    fn seek(&self, key: &[u8], nexts: usize) -> BenchResult<bool> {
+        let mut it = self.db.iter(&self.ropts)?;
+        it.seek(key);
+        let found = it.valid();
+        for _ in 0..nexts {
+            if !it.valid() {
+                break;
+            }
+            std::hint::black_box(it.value());
+            it.next();
+        }
+        it.status()?;
+        Ok(found)
+    }
+
+    fn flush(&self) -> BenchResult<()> {
+        Ok(self.db.flush()?)
+    }
+
+    fn stats(&self) -> String {
+        format!("{:?}", self.db.stats())
+    }
+}

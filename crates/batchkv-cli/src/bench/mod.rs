@@ -1,0 +1,170 @@
+//! `batchkv bench`: db_bench-compatible workloads.
+//!
+//! Flags follow db_bench's names and meanings (`--num`, `--reads`,
+//! `--batch_size`, …) and accept both `--name=value` and `--name value`;
+//! booleans may be bare (`--sync`) or valued (`--sync=0|1|true|false`).
+
+mod engine;
+mod gen;
+mod report;
+mod workloads;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use batchkv::BatchLookup;
+
+use engine::{BatchKv, EngineConfig};
+use report::{BenchRecord, Report};
+
+fn parse_bool(s: &str) -> Result<bool, String> {
+    match s {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => Err(format!("expected a boolean (1/0/true/false), got {s:?}")),
+    }
+}
+
+/// The benchmark's flags (db_bench names).
+#[derive(clap::Args, Debug, Clone)]
+pub struct BenchArgs {
+    /// Comma-separated list of benchmarks to run in order.
+    #[arg(long, default_value = "fillrandom,readrandom,multireadrandom")]
+    pub benchmarks: String,
+    /// Number of keys.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub num: u64,
+    /// Reads per reading thread (default: --num).
+    #[arg(long)]
+    pub reads: Option<u64>,
+    /// Reading threads for read benchmarks.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Entries per write batch, and keys per multiread batch.
+    #[arg(long, default_value_t = 1)]
+    pub batch_size: usize,
+    /// Key size in bytes (keys are zero-padded decimal indexes).
+    #[arg(long, default_value_t = 16)]
+    pub key_size: usize,
+    /// Value size in bytes.
+    #[arg(long, default_value_t = 100)]
+    pub value_size: usize,
+    /// Fraction of each value that is random (the rest repeats it).
+    #[arg(long, default_value_t = 0.5)]
+    pub compression_ratio: f64,
+    /// Seed for key choice and values.
+    #[arg(long, default_value_t = 301)]
+    pub seed: u64,
+    /// Fsync the WAL on every write.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool, default_value = "false")]
+    pub sync: bool,
+    /// Skip the WAL.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool, default_value = "false")]
+    pub disable_wal: bool,
+    /// Memtable size in bytes before it is flushed.
+    #[arg(long, default_value_t = 64 << 20)]
+    pub write_buffer_size: usize,
+    /// Memtables in memory before writes stall.
+    #[arg(long, default_value_t = 2)]
+    pub max_write_buffer_number: usize,
+    /// Memtable batch lookup strategy: per_key, finger, bfs or auto.
+    #[arg(long, default_value = "auto")]
+    pub batch_lookup: String,
+    /// Verify memtable ordering and entry checksums during lookups.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool, default_value = "false")]
+    pub paranoid_memory_checks: bool,
+    /// Bloom filter bits per key (0: none).
+    #[arg(long, default_value_t = 10)]
+    pub bloom_bits: usize,
+    /// SST data block size.
+    #[arg(long, default_value_t = 4096)]
+    pub block_size: usize,
+    /// Keys between restart points in SST data blocks.
+    #[arg(long, default_value_t = 16)]
+    pub block_restart_interval: usize,
+    /// Nexts after each seek in seekrandom.
+    #[arg(long, default_value_t = 10)]
+    pub seek_nexts: usize,
+    /// Seconds per benchmark; overrides counts when > 0.
+    #[arg(long, default_value_t = 0)]
+    pub duration: u64,
+    /// Database directory; kept afterwards. Without it a temporary
+    /// directory is used and removed.
+    #[arg(long)]
+    pub db: Option<PathBuf>,
+    /// Reuse the database in --db instead of starting empty.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool, default_value = "false")]
+    pub use_existing_db: bool,
+    /// Write results as JSON to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+impl BenchArgs {
+    fn reads(&self) -> u64 {
+        self.reads.unwrap_or(self.num)
+    }
+
+    fn engine_config(&self) -> Result<EngineConfig, Box<dyn std::error::Error + Send + Sync>> {
+        Ok(EngineConfig {
+            sync: self.sync,
+            disable_wal: self.disable_wal,
+            write_buffer_size: self.write_buffer_size,
+            max_write_buffer_number: self.max_write_buffer_number,
+            batch_lookup: self.batch_lookup.parse::<BatchLookup>()?,
+            paranoid_memory_checks: self.paranoid_memory_checks,
+            bloom_bits: self.bloom_bits,
+            block_size: self.block_size,
+            block_restart_interval: self.block_restart_interval,
+        })
+    }
+}
+
+pub fn run(args: BenchArgs) -> Result<ExitCode, Box<dyn std::error::Error + Send + Sync>> {
+    if args.batch_size == 0 || args.key_size == 0 || args.threads == 0 {
+        return Err("--batch_size, --key_size and --threads must be at least 1".into());
+    }
+    let names: Vec<&str> = args
+        .benchmarks
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    for n in &names {
+        if !workloads::is_known(n) {
+            return Err(format!(
+                "unknown benchmark {n:?} (known: {})",
+                workloads::KNOWN.join(", ")
+            )
+            .into());
+        }
+    }
+    let cfg = args.engine_config()?;
+    let tmp;
+    let dir = match &args.db {
+        Some(d) => d.clone(),
+        None => {
+            tmp = tempfile::Builder::new()
+                .prefix("batchkv-bench-")
+                .tempdir()?;
+            tmp.path().to_path_buf()
+        }
+    };
+    if !args.use_existing_db && dir.exists() && args.db.is_some() {
+        std::fs::remove_dir_all(&dir)?;
+    }
+    report::print_header(&args, "batchkv", &dir);
+    let db = BatchKv::open(&dir, &cfg, !args.use_existing_db)?;
+    let mut report = Report::new("batchkv");
+    for name in names {
+        let stats = workloads::run(name, &db, &args)?;
+        let rec = BenchRecord::new(name, &stats, &args);
+        println!("{}", rec.db_bench_line());
+        report.push(rec);
+    }
+    db.close()?;
+    if let Some(path) = &args.json {
+        report.write_json(path, &args)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

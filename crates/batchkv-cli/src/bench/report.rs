@@ -1,0 +1,121 @@
+//! Output: db_bench-style lines and the JSON report.
+
+use std::path::Path;
+
+use serde_json::json;
+
+use super::workloads::Stats;
+use super::BenchArgs;
+
+pub fn print_header(args: &BenchArgs, engine: &str, dir: &Path) {
+    println!("Engine:     {engine} {}", batchkv_version());
+    println!("Keys:       {} bytes each", args.key_size);
+    println!(
+        "Values:     {} bytes each ({} bytes after compression)",
+        args.value_size,
+        (args.value_size as f64 * args.compression_ratio) as u64
+    );
+    println!("Entries:    {}", args.num);
+    println!("Batch size: {}", args.batch_size);
+    println!("Lookup:     {}", args.batch_lookup);
+    println!("DB path:    {}", dir.display());
+    println!("------------------------------------------------");
+}
+
+pub fn batchkv_version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}
+
+pub struct BenchRecord {
+    pub name: String,
+    pub ops: u64,
+    pub seconds: f64,
+    pub extra: String,
+}
+
+impl BenchRecord {
+    pub fn new(name: &str, stats: &Stats, _args: &BenchArgs) -> BenchRecord {
+        BenchRecord {
+            name: name.to_string(),
+            ops: stats.ops,
+            seconds: stats.seconds,
+            extra: stats.extra.clone(),
+        }
+    }
+
+    pub fn ops_per_sec(&self) -> f64 {
+        if self.seconds > 0.0 {
+            self.ops as f64 / self.seconds
+        } else {
+            0.0
+        }
+    }
+
+    pub fn micros_per_op(&self) -> f64 {
+        if self.ops > 0 {
+            self.seconds * 1e6 / self.ops as f64
+        } else {
+            0.0
+        }
+    }
+
+    /// `name : X micros/op Y ops/sec Z seconds N operations; extra`
+    pub fn db_bench_line(&self) -> String {
+        format!(
+            "{:<12} : {:>10.3} micros/op {:.0} ops/sec {:.3} seconds {} operations;{}{}",
+            self.name,
+            self.micros_per_op(),
+            self.ops_per_sec(),
+            self.seconds,
+            self.ops,
+            if self.extra.is_empty() { "" } else { " " },
+            self.extra
+        )
+    }
+}
+
+pub struct Report {
+    engine: String,
+    records: Vec<BenchRecord>,
+}
+
+impl Report {
+    pub fn new(engine: &str) -> Report {
+        Report {
+            engine: engine.to_string(),
+            records: Vec::new(),
+        }
+    }
+
+    pub fn push(&mut self, r: BenchRecord) {
+        self.records.push(r);
+    }
+
+    pub fn write_json(&self, path: &Path, args: &BenchArgs) -> std::io::Result<()> {
+        let options = json!({
+            "num": args.num, "reads": args.reads(), "threads": args.threads,
+            "batch_size": args.batch_size, "key_size": args.key_size,
+            "value_size": args.value_size, "compression_ratio": args.compression_ratio,
+            "sync": args.sync, "disable_wal": args.disable_wal,
+            "write_buffer_size": args.write_buffer_size,
+            "max_write_buffer_number": args.max_write_buffer_number,
+            "batch_lookup": args.batch_lookup, "paranoid_memory_checks": args.paranoid_memory_checks,
+            "bloom_bits": args.bloom_bits, "block_size": args.block_size,
+            "block_restart_interval": args.block_restart_interval, "seek_nexts": args.seek_nexts,
+            "seed": args.seed, "duration": args.duration,
+        });
+        let benchmarks: Vec<_> = self
+            .records
+            .iter()
+            .map(|r| {
+                json!({
+                    "name": r.name, "ops": r.ops, "seconds": r.seconds,
+                    "ops_per_sec": r.ops_per_sec(), "micros_per_op": r.micros_per_op(),
+                    "options": options,
+                })
+            })
+            .collect();
+        let doc = json!({ "engine": self.engine, "version": batchkv_version(), "benchmarks": benchmarks });
+        std::fs::write(path, serde_json::to_vec_pretty(&doc)?)
+    }
+}

@@ -1,0 +1,261 @@
+//! The workloads, with db_bench's meanings.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use super::engine::{BenchDb, BenchResult, Entry};
+use super::gen::{make_key, ValueGen};
+use super::BenchArgs;
+
+pub const KNOWN: &[&str] = &[
+    "fillseq",
+    "fillrandom",
+    "overwrite",
+    "deleterandom",
+    "readrandom",
+    "readmissing",
+    "multireadrandom",
+    "readseq",
+    "readreverse",
+    "seekrandom",
+    "readwhilewriting",
+    "multireadwhilewriting",
+    "flush",
+    "stats",
+];
+
+pub fn is_known(name: &str) -> bool {
+    KNOWN.contains(&name)
+}
+
+/// What one benchmark did.
+pub struct Stats {
+    pub ops: u64,
+    pub seconds: f64,
+    pub extra: String,
+}
+
+/// Stops a loop after `count` iterations, or after `--duration` seconds.
+struct Budget {
+    count: u64,
+    deadline: Option<Instant>,
+}
+
+impl Budget {
+    fn new(args: &BenchArgs, count: u64) -> Budget {
+        Budget {
+            count,
+            deadline: (args.duration > 0)
+                .then(|| Instant::now() + Duration::from_secs(args.duration)),
+        }
+    }
+
+    fn done(&self, done_ops: u64) -> bool {
+        match self.deadline {
+            Some(d) => done_ops.is_multiple_of(64) && Instant::now() >= d,
+            None => done_ops >= self.count,
+        }
+    }
+}
+
+pub fn run(name: &str, db: &dyn BenchDb, args: &BenchArgs) -> BenchResult<Stats> {
+    let start = Instant::now();
+    let (ops, extra) = match name {
+        "fillseq" => (fill(db, args, KeyOrder::Sequential, false)?, String::new()),
+        "fillrandom" | "overwrite" => (fill(db, args, KeyOrder::Random, false)?, String::new()),
+        "deleterandom" => (fill(db, args, KeyOrder::Random, true)?, String::new()),
+        "readrandom" => found_line(read_threads(db, args, ReadKind::Random)?),
+        "readmissing" => found_line(read_threads(db, args, ReadKind::Missing)?),
+        "multireadrandom" => found_line(read_threads(db, args, ReadKind::Multi)?),
+        "seekrandom" => found_line(read_threads(db, args, ReadKind::Seek)?),
+        "readwhilewriting" => found_line(while_writing(db, args, ReadKind::Random)?),
+        "multireadwhilewriting" => found_line(while_writing(db, args, ReadKind::Multi)?),
+        "readseq" => (db.scan(false)?, String::new()),
+        "readreverse" => (db.scan(true)?, String::new()),
+        "flush" => {
+            db.flush()?;
+            (1, String::new())
+        }
+        "stats" => {
+            println!("{}", db.stats());
+            (1, String::new())
+        }
+        other => return Err(format!("unknown benchmark {other:?}").into()),
+    };
+    Ok(Stats {
+        ops,
+        seconds: start.elapsed().as_secs_f64(),
+        extra,
+    })
+}
+
+fn found_line((ops, found): (u64, u64)) -> (u64, String) {
+    (ops, format!("({found} of {ops} found)"))
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum KeyOrder {
+    Sequential,
+    Random,
+}
+
+/// Writes `--num` keys in batches of `--batch_size`; returns entries written.
+fn fill(db: &dyn BenchDb, args: &BenchArgs, order: KeyOrder, delete: bool) -> BenchResult<u64> {
+    let mut rng = SmallRng::seed_from_u64(args.seed);
+    let mut values = ValueGen::new(args.seed, args.value_size, args.compression_ratio);
+    let budget = Budget::new(args, args.num);
+    let mut keys: Vec<Vec<u8>> = vec![Vec::new(); args.batch_size];
+    let mut done = 0u64;
+    while !budget.done(done) {
+        let n = if budget.deadline.is_some() {
+            args.batch_size as u64
+        } else {
+            (args.num - done).min(args.batch_size as u64)
+        };
+        for (j, key) in keys.iter_mut().take(n as usize).enumerate() {
+            let index = match order {
+                KeyOrder::Sequential => (done + j as u64) % args.num.max(1),
+                KeyOrder::Random => rng.random_range(0..args.num.max(1)),
+            };
+            make_key(key, index, args.key_size);
+        }
+        let ranges: Vec<_> = (0..n).map(|_| values.next_range(args.value_size)).collect();
+        let entries: Vec<Entry<'_>> = keys
+            .iter()
+            .take(n as usize)
+            .zip(ranges)
+            .map(|(k, r)| (k.as_slice(), (!delete).then(|| values.get(r))))
+            .collect();
+        db.write(&entries)?;
+        done += n;
+    }
+    Ok(done)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ReadKind {
+    Random,
+    Missing,
+    Multi,
+    Seek,
+}
+
+/// Runs `--threads` readers of `--reads` operations each; returns
+/// (operations, found). A multiread counts each key as one operation.
+fn read_threads(db: &dyn BenchDb, args: &BenchArgs, kind: ReadKind) -> BenchResult<(u64, u64)> {
+    let stop = AtomicBool::new(false);
+    run_readers(db, args, kind, &stop)
+}
+
+fn run_readers(
+    db: &dyn BenchDb,
+    args: &BenchArgs,
+    kind: ReadKind,
+    stop: &AtomicBool,
+) -> BenchResult<(u64, u64)> {
+    let results: Vec<BenchResult<(u64, u64)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..args.threads)
+            .map(|t| {
+                s.spawn(move || read_loop(db, args, kind, args.seed.wrapping_add(1000 + t as u64)))
+            })
+            .collect();
+        let r = handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("reader thread panicked".into()))
+            })
+            .collect();
+        stop.store(true, Ordering::Release);
+        r
+    });
+    let mut total = (0, 0);
+    for r in results {
+        let (ops, found) = r?;
+        total.0 += ops;
+        total.1 += found;
+    }
+    Ok(total)
+}
+
+fn read_loop(
+    db: &dyn BenchDb,
+    args: &BenchArgs,
+    kind: ReadKind,
+    seed: u64,
+) -> BenchResult<(u64, u64)> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let budget = Budget::new(args, args.reads());
+    let num = args.num.max(1);
+    let (mut ops, mut found) = (0u64, 0u64);
+    let mut key = Vec::new();
+    let mut batch: Vec<Vec<u8>> = vec![Vec::new(); args.batch_size];
+    while !budget.done(ops) {
+        match kind {
+            ReadKind::Random | ReadKind::Missing => {
+                let mut index = rng.random_range(0..num);
+                if kind == ReadKind::Missing {
+                    index += num;
+                }
+                make_key(&mut key, index, args.key_size);
+                found += u64::from(db.get(&key)?);
+                ops += 1;
+            }
+            ReadKind::Seek => {
+                make_key(&mut key, rng.random_range(0..num), args.key_size);
+                found += u64::from(db.seek(&key, args.seek_nexts)?);
+                ops += 1;
+            }
+            ReadKind::Multi => {
+                let n = if budget.deadline.is_some() {
+                    args.batch_size as u64
+                } else {
+                    (budget.count - ops).min(args.batch_size as u64)
+                };
+                for k in batch.iter_mut().take(n as usize) {
+                    make_key(k, rng.random_range(0..num), args.key_size);
+                }
+                let refs: Vec<&[u8]> = batch.iter().take(n as usize).map(Vec::as_slice).collect();
+                found += db.multi_get(&refs)? as u64;
+                ops += n;
+            }
+        }
+    }
+    Ok((ops, found))
+}
+
+/// Readers as in [`read_threads`] plus one writer overwriting random keys
+/// until the readers finish; reports the readers' operations.
+fn while_writing(db: &dyn BenchDb, args: &BenchArgs, kind: ReadKind) -> BenchResult<(u64, u64)> {
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let writer = s.spawn(|| -> BenchResult<u64> {
+            let mut rng = SmallRng::seed_from_u64(args.seed ^ 0xfeed);
+            let mut values =
+                ValueGen::new(args.seed ^ 0xfeed, args.value_size, args.compression_ratio);
+            let mut key = Vec::new();
+            let mut written = 0;
+            while !stop.load(Ordering::Acquire) {
+                make_key(
+                    &mut key,
+                    rng.random_range(0..args.num.max(1)),
+                    args.key_size,
+                );
+                let v = values.next(args.value_size).to_vec();
+                db.write(&[(&key, Some(&v))])?;
+                written += 1;
+            }
+            Ok(written)
+        });
+        let readers = run_readers(db, args, kind, &stop);
+        stop.store(true, Ordering::Release);
+        let written = writer
+            .join()
+            .unwrap_or_else(|_| Err("writer thread panicked".into()))?;
+        eprintln!("(writer wrote {written} keys while reading)");
+        readers
+    })
+}

@@ -1,0 +1,67 @@
+//! Names of the files in a database directory:
+//! `NNNNNN.log` (WAL), `NNNNNN.sst` (table), `MANIFEST-NNNNNN`, `CURRENT`,
+//! `LOCK`, and `NNNNNN.dbtmp` (a CURRENT being written).
+
+use std::path::{Path, PathBuf};
+
+/// Names the live MANIFEST.
+pub(crate) const CURRENT: &str = "CURRENT";
+/// Held with an exclusive lock while the database is open.
+pub(crate) const LOCK: &str = "LOCK";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FileKind {
+    Wal,
+    Table,
+    Manifest,
+    Temp,
+}
+
+pub(crate) fn name(kind: FileKind, number: u64) -> String {
+    match kind {
+        FileKind::Wal => format!("{number:06}.log"),
+        FileKind::Table => format!("{number:06}.sst"),
+        FileKind::Manifest => format!("MANIFEST-{number:06}"),
+        FileKind::Temp => format!("{number:06}.dbtmp"),
+    }
+}
+
+pub(crate) fn path(dir: &Path, kind: FileKind, number: u64) -> PathBuf {
+    dir.join(name(kind, number))
+}
+
+/// Recognizes a numbered file name; `None` for CURRENT, LOCK and strangers.
+pub(crate) fn parse(name: &str) -> Option<(FileKind, u64)> {
+    if let Some(n) = name.strip_prefix("MANIFEST-") {
+        return n.parse().ok().map(|n| (FileKind::Manifest, n));
+    }
+    let (stem, ext) = name.split_once('.')?;
+    let number = stem.parse().ok()?;
+    let kind = match ext {
+        "log" => FileKind::Wal,
+        "sst" => FileKind::Table,
+        "dbtmp" => FileKind::Temp,
+        _ => return None,
+    };
+    Some((kind, number))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for kind in [
+            FileKind::Wal,
+            FileKind::Table,
+            FileKind::Manifest,
+            FileKind::Temp,
+        ] {
+            assert_eq!(parse(&name(kind, 42)), Some((kind, 42)));
+        }
+        assert_eq!(parse("CURRENT"), None);
+        assert_eq!(parse("LOCK"), None);
+        assert_eq!(parse("abc.log"), None);
+    }
+}

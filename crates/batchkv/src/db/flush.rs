@@ -1,0 +1,192 @@
+//! The background flush: immutable memtable → L0 SST → MANIFEST edit, and
+//! deletion of the files no version needs any more.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::filename::{self, FileKind};
+use super::table_cache::TableCache;
+use super::{lock, DbCore, DbState};
+use crate::error::{Error, Result};
+use crate::fs::FileSystem;
+use crate::memtable::MemTable;
+use crate::options::Options;
+use crate::sst::TableBuilder;
+use crate::version::{FileMetaData, VersionEdit};
+
+/// Writes every entry of `mem` to table `number`; returns its metadata, or
+/// `None` for an empty memtable (no file is left behind).
+pub(super) fn write_level0_table(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    tables: &TableCache,
+    mem: Arc<dyn MemTable>,
+    number: u64,
+    opts: &Options,
+) -> Result<Option<FileMetaData>> {
+    let path = filename::path(dir, FileKind::Table, number);
+    let mut iter = mem.iter();
+    iter.seek_to_first();
+    if !iter.valid() {
+        iter.status()?;
+        return Ok(None);
+    }
+    let file = fs.new_writable(&path)?;
+    let mut builder = TableBuilder::new(
+        file,
+        path.display().to_string(),
+        DbCore::table_options(opts),
+    )?;
+    while iter.valid() {
+        builder.add(iter.key(), iter.value())?;
+        iter.next();
+    }
+    iter.status()?;
+    let summary = builder.finish()?;
+    // The file must be readable before a version refers to it.
+    tables.get(number)?;
+    Ok(Some(FileMetaData {
+        number,
+        file_size: summary.file_size,
+        smallest: summary.smallest,
+        largest: summary.largest,
+        num_entries: summary.num_entries,
+    }))
+}
+
+/// The flush thread's loop: flush the oldest immutable memtable while there
+/// is one; exit at shutdown.
+pub(super) fn run(core: &DbCore) {
+    let mut st = lock(&core.state);
+    loop {
+        if core.shutting_down.load(Ordering::Acquire) {
+            return;
+        }
+        if st.bg_error.is_none() && !st.imms.is_empty() && !st.flushing {
+            st = flush_oldest(core, st);
+            continue;
+        }
+        st = core
+            .bg_cv
+            .wait(st)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+    }
+}
+
+fn flush_oldest<'a>(
+    core: &'a DbCore,
+    mut st: std::sync::MutexGuard<'a, DbState>,
+) -> std::sync::MutexGuard<'a, DbState> {
+    let Some(imm) = st.imms.front() else {
+        return st;
+    };
+    let mem = Arc::clone(&imm.mem);
+    let number = st.versions.new_file_number();
+    st.pending_outputs.push(number);
+    st.flushing = true;
+    drop(st);
+
+    let written = write_level0_table(
+        core.fs.as_ref(),
+        &core.dir,
+        &core.tables,
+        mem,
+        number,
+        &core.opts,
+    );
+
+    let mut st = lock(&core.state);
+    let result = written.and_then(|meta| {
+        let mut edit = VersionEdit::default();
+        if let Some(meta) = meta {
+            edit.new_files.push((0, meta));
+        }
+        // The WALs before the next memtable's hold only flushed data now.
+        let next_log = st.imms.get(1).map_or(st.mem_log_number, |i| i.log_number);
+        edit.log_number = Some(next_log);
+        // The table's sequence numbers must stay visible after a reopen
+        // even once its WAL is gone.
+        edit.last_sequence = Some(core.last_visible());
+        st.versions.log_and_apply(edit)
+    });
+    st.pending_outputs.retain(|&n| n != number);
+    st.flushing = false;
+    match result {
+        Ok(()) => {
+            st.imms.pop_front();
+            st.flush_count += 1;
+            core.install_super_version(&mut st);
+            core.delete_obsolete_files(&mut st);
+        }
+        Err(e) => {
+            st.bg_error.get_or_insert(e);
+        }
+    }
+    core.bg_cv.notify_all();
+    st
+}
+
+/// Freezes the active memtable (if non-empty) and waits until every
+/// memtable frozen so far has been flushed.
+pub(super) fn flush_and_wait(core: &DbCore) -> Result<()> {
+    core.check_open()?;
+    {
+        let mut log = lock(&core.log);
+        core.switch_memtable(&mut log, true)?;
+    }
+    let mut st = lock(&core.state);
+    loop {
+        if let Some(e) = &st.bg_error {
+            return Err(Error::Background(Box::new(e.clone())));
+        }
+        if st.imms.is_empty() {
+            core.unpersisted.store(false, Ordering::Release);
+            return Ok(());
+        }
+        if core.shutting_down.load(Ordering::Acquire) {
+            return Err(Error::Shutdown);
+        }
+        st = core
+            .bg_cv
+            .wait(st)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+    }
+}
+
+impl DbCore {
+    /// Deletes WALs, tables and MANIFESTs that no live version, pending
+    /// output or recovery needs. Deletion failures are ignored: the file is
+    /// retried at the next call.
+    pub(super) fn delete_obsolete_files(&self, st: &mut DbState) {
+        st.live_versions.retain(|w| w.strong_count() > 0);
+        let mut live: BTreeSet<u64> = st.pending_outputs.iter().copied().collect();
+        live.extend(st.versions.current().file_numbers());
+        for v in st.live_versions.iter().filter_map(|w| w.upgrade()) {
+            live.extend(v.file_numbers());
+        }
+        let Ok(names) = self.fs.list_dir(&self.dir) else {
+            return;
+        };
+        let log_number = st.versions.log_number();
+        let manifest = st.versions.manifest_number();
+        for name in names {
+            let Some((kind, number)) = filename::parse(&name) else {
+                continue;
+            };
+            let obsolete = match kind {
+                FileKind::Wal => number < log_number,
+                FileKind::Table => !live.contains(&number),
+                FileKind::Manifest => number < manifest,
+                FileKind::Temp => true,
+            };
+            if obsolete {
+                if kind == FileKind::Table {
+                    self.tables.evict(number);
+                }
+                let _ = self.fs.remove_file(&self.dir.join(&name));
+            }
+        }
+    }
+}

@@ -1,0 +1,96 @@
+//! The public iterator: a [`DbIter`] over the merge of every memtable and
+//! table of one super version, at one sequence number.
+
+use std::sync::Arc;
+
+use super::{Db, SuperVersion};
+use crate::error::Result;
+use crate::iter::{DbIter, InternalIterator, MergingIterator};
+use crate::options::ReadOptions;
+
+/// An iterator over the user keys visible at one snapshot, in ascending
+/// key order, within optional bounds.
+///
+/// It owns what it reads (memtables and tables), so it can be stored and
+/// moved across threads independently of the `Db` handle; writes made after
+/// it was created are not visible to it.
+pub struct DbIterator {
+    inner: DbIter,
+    /// Keeps the memtables and the version (and so the files) alive.
+    _sv: Arc<SuperVersion>,
+}
+
+impl Db {
+    /// An iterator over the state `opts` describes (snapshot, bounds).
+    /// It starts unpositioned: call a `seek*` method first.
+    pub fn iter(&self, opts: &ReadOptions) -> Result<DbIterator> {
+        let core = self.core();
+        core.check_open()?;
+        let seq = core.read_sequence(opts);
+        let sv = core.sv.load_full();
+        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+        children.push(Arc::clone(&sv.mem).iter());
+        for imm in &sv.imms {
+            children.push(Arc::clone(imm).iter());
+        }
+        for files in &sv.version.levels {
+            for f in files {
+                children.push(Box::new(core.tables.get(f.number)?.iter()));
+            }
+        }
+        let merged: Box<dyn InternalIterator> = Box::new(MergingIterator::new(children));
+        Ok(DbIterator {
+            inner: DbIter::new(
+                merged,
+                seq,
+                opts.lower_bound.clone(),
+                opts.upper_bound.clone(),
+            ),
+            _sv: sv,
+        })
+    }
+}
+
+impl DbIterator {
+    /// True if positioned at a key.
+    pub fn valid(&self) -> bool {
+        self.inner.valid()
+    }
+    /// Positions at the first key (≥ the lower bound).
+    pub fn seek_to_first(&mut self) {
+        self.inner.seek_to_first();
+    }
+    /// Positions at the last key (< the upper bound).
+    pub fn seek_to_last(&mut self) {
+        self.inner.seek_to_last();
+    }
+    /// Positions at the first key ≥ `key`.
+    pub fn seek(&mut self, key: impl AsRef<[u8]>) {
+        self.inner.seek(key.as_ref());
+    }
+    /// Positions at the last key ≤ `key`.
+    pub fn seek_for_prev(&mut self, key: impl AsRef<[u8]>) {
+        self.inner.seek_for_prev(key.as_ref());
+    }
+    /// Moves to the next key. Requires `valid()`.
+    pub fn next(&mut self) {
+        self.inner.next();
+    }
+    /// Moves to the previous key. Requires `valid()`.
+    pub fn prev(&mut self) {
+        self.inner.prev();
+    }
+    /// The current key. Requires `valid()`.
+    pub fn key(&self) -> &[u8] {
+        self.inner.key()
+    }
+    /// The current value. Requires `valid()`.
+    pub fn value(&self) -> &[u8] {
+        self.inner.value()
+    }
+    /// The first error met (I/O or corruption); an iterator that stopped
+    /// early because of an error is invalid and reports it here.
+    pub fn status(&self) -> Result<()> {
+        self.inner.status()
+    }
+}

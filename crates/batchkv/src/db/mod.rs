@@ -1,0 +1,317 @@
+//! The database: open and recovery, the write path, the read paths, and the
+//! background flush.
+//!
+//! # Thread safety
+//! [`Db`] is `Clone + Send + Sync`; every clone shares one [`DbCore`].
+//!
+//! # Invariants
+//! 1. Every entry with sequence ≤ `visible_seq` is in the memtable that was
+//!    active when it was inserted; that memtable stays reachable from every
+//!    later [`SuperVersion`] (as `mem`, in `imms`, or flushed into `version`).
+//! 2. Only the write leader (the front of the write queue) touches the WAL
+//!    writer and inserts into memtables on behalf of its group.
+//! 3. Lock order: `log` before `state`; `write_queue` is never held while
+//!    waiting for either.
+//! 4. An immutable memtable leaves `imms` only after the MANIFEST edit that
+//!    adds its SST is durable.
+
+pub(crate) mod filename;
+mod flush;
+mod iterator;
+mod multi_get;
+mod read;
+mod recovery;
+mod snapshot;
+mod table_cache;
+mod write;
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
+use std::thread::JoinHandle;
+
+use arc_swap::ArcSwap;
+
+use crate::error::{Error, Result};
+use crate::fs::{FileLock, FileSystem, PosixFs};
+use crate::key::SequenceNumber;
+use crate::memtable::skiplist::{SkipListMemTable, SkipListOptions};
+use crate::memtable::MemTable;
+use crate::options::Options;
+use crate::sst::TableOptions;
+use crate::version::{Version, VersionSet};
+use crate::wal;
+
+pub use iterator::DbIterator;
+pub use snapshot::Snapshot;
+use snapshot::SnapshotList;
+use table_cache::TableCache;
+use write::PendingWrite;
+
+/// What a read needs, swapped as one immutable unit.
+pub(crate) struct SuperVersion {
+    pub mem: Arc<dyn MemTable>,
+    /// Immutable memtables, newest first.
+    pub imms: Vec<Arc<dyn MemTable>>,
+    pub version: Arc<Version>,
+}
+
+/// A frozen memtable waiting for flush, with the WAL that holds its writes.
+struct ImmTable {
+    mem: Arc<dyn MemTable>,
+    log_number: u64,
+}
+
+/// Mutable database state, under `DbCore::state`.
+struct DbState {
+    versions: VersionSet,
+    mem: Arc<dyn MemTable>,
+    /// The WAL receiving the active memtable's writes.
+    mem_log_number: u64,
+    /// Oldest first.
+    imms: VecDeque<ImmTable>,
+    /// Set by a failed background write; writes are refused from then on.
+    bg_error: Option<Error>,
+    /// Files being written that no version references yet.
+    pending_outputs: Vec<u64>,
+    /// Every version handed out; files of live ones are never deleted.
+    live_versions: Vec<Weak<Version>>,
+    /// A flush is running.
+    flushing: bool,
+    /// Completed flushes; `Db::flush` waits for this to move.
+    flush_count: u64,
+}
+
+/// The leader-only WAL state (invariant 2).
+struct LogState {
+    writer: wal::Writer,
+    number: u64,
+}
+
+pub(crate) struct DbCore {
+    dir: PathBuf,
+    opts: Options,
+    fs: Arc<dyn FileSystem>,
+    _lock: Box<dyn FileLock>,
+    /// What readers use; replaced whole (never mutated) under `state`.
+    sv: ArcSwap<SuperVersion>,
+    /// Highest sequence number readers may see. Stored with Release by the
+    /// write leader after its memtable inserts; loaded with Acquire by readers
+    /// so the inserted entries are visible to them.
+    visible_seq: AtomicU64,
+    state: Mutex<DbState>,
+    /// Signalled when memtables are queued for flush, a flush ends, or shutdown starts.
+    bg_cv: Condvar,
+    log: Mutex<LogState>,
+    write_queue: Mutex<VecDeque<Arc<PendingWrite>>>,
+    tables: TableCache,
+    snapshots: Arc<SnapshotList>,
+    next_memtable_id: AtomicU64,
+    shutting_down: AtomicBool,
+    /// Some write skipped the WAL since the last flush; close flushes then.
+    unpersisted: AtomicBool,
+}
+
+/// A description of the database's shape, from [`Db::stats`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DbStats {
+    /// Highest sequence number visible to reads.
+    pub last_sequence: SequenceNumber,
+    /// Entries in the active memtable.
+    pub memtable_entries: u64,
+    /// Bytes held by the active and immutable memtables.
+    pub memtable_bytes: usize,
+    /// Memtables frozen and waiting for flush.
+    pub immutable_memtables: usize,
+    /// SST files per level, L0 first.
+    pub files_per_level: Vec<usize>,
+    /// Flushes completed since open.
+    pub flushes: u64,
+    /// The memtable implementation in use ("skiplist").
+    pub memtable_kind: &'static str,
+}
+
+/// An open database. Cheap to clone; all clones share one database, which
+/// shuts down when the last clone is dropped (or at [`Db::close`]).
+#[derive(Clone)]
+pub struct Db {
+    handle: Arc<DbHandle>,
+}
+
+/// Owns the background thread; dropping it shuts the database down.
+struct DbHandle {
+    core: Arc<DbCore>,
+    flusher: Mutex<Option<JoinHandle<()>>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panicking thread cannot leave these structures half-updated in a
+    // way later code relies on, so poisoning is ignored.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Db {
+    /// Opens (or creates, with `create_if_missing`) the database in `path`.
+    pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        Db::open_with_fs(path, opts, Arc::new(PosixFs))
+    }
+
+    /// Opens the database through a custom filesystem (tests use a
+    /// fault-injecting one).
+    pub(crate) fn open_with_fs(
+        path: impl AsRef<Path>,
+        opts: Options,
+        fs: Arc<dyn FileSystem>,
+    ) -> Result<Db> {
+        opts.validate()?;
+        let core = recovery::open(path.as_ref(), opts, fs)?;
+        let core = Arc::new(core);
+        let worker = Arc::clone(&core);
+        let flusher = std::thread::Builder::new()
+            .name("batchkv-flush".into())
+            .spawn(move || flush::run(&worker))
+            .map_err(|e| Error::io("starting the flush thread", e))?;
+        Ok(Db {
+            handle: Arc::new(DbHandle {
+                core,
+                flusher: Mutex::new(Some(flusher)),
+            }),
+        })
+    }
+
+    pub(crate) fn core(&self) -> &DbCore {
+        &self.handle.core
+    }
+
+    /// The directory holding the database.
+    pub fn path(&self) -> &Path {
+        &self.core().dir
+    }
+
+    /// Takes a snapshot of the current state.
+    pub fn snapshot(&self) -> Snapshot {
+        let core = self.core();
+        Snapshot::new(&core.snapshots, core.visible_seq.load(Ordering::Acquire))
+    }
+
+    /// Freezes the active memtable (if it holds anything) and waits until
+    /// every memtable frozen so far is in an SST file.
+    pub fn flush(&self) -> Result<()> {
+        flush::flush_and_wait(self.core())
+    }
+
+    /// Counters describing the database's current shape.
+    pub fn stats(&self) -> DbStats {
+        let core = self.core();
+        let st = lock(&core.state);
+        DbStats {
+            last_sequence: core.last_visible(),
+            memtable_entries: st.mem.num_entries(),
+            memtable_bytes: st.mem.approximate_memory_usage()
+                + st.imms
+                    .iter()
+                    .map(|i| i.mem.approximate_memory_usage())
+                    .sum::<usize>(),
+            immutable_memtables: st.imms.len(),
+            files_per_level: st.versions.current().levels.iter().map(Vec::len).collect(),
+            flushes: st.flush_count,
+            memtable_kind: st.mem.kind(),
+        }
+    }
+
+    /// Shuts the database down, waiting for the background flush to stop,
+    /// and reports any background error. Other clones of this `Db` get
+    /// [`Error::Shutdown`] afterwards.
+    pub fn close(self) -> Result<()> {
+        self.handle.shutdown()
+    }
+}
+
+impl DbHandle {
+    fn shutdown(&self) -> Result<()> {
+        let core = &self.core;
+        let mut result = Ok(());
+        if !core.shutting_down.load(Ordering::Acquire) && core.unpersisted.load(Ordering::Acquire) {
+            // Writes that skipped the WAL exist only in memory: persist them.
+            result = flush::flush_and_wait(core);
+        }
+        core.shutting_down.store(true, Ordering::Release);
+        {
+            let _st = lock(&core.state);
+            core.bg_cv.notify_all();
+        }
+        if let Some(t) = lock(&self.flusher).take() {
+            let _ = t.join();
+        }
+        // Hand any final buffered WAL bytes to the OS.
+        let log_result = lock(&core.log).writer.flush();
+        result?;
+        log_result?;
+        match &lock(&core.state).bg_error {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for DbHandle {
+    fn drop(&mut self) {
+        let _ = self.shutdown();
+    }
+}
+
+impl DbCore {
+    fn new_memtable(&self) -> Arc<dyn MemTable> {
+        new_memtable(
+            &self.opts,
+            self.next_memtable_id.fetch_add(1, Ordering::Relaxed),
+        )
+    }
+
+    /// Publishes a new [`SuperVersion`] from `st`. Called with `state` held.
+    fn install_super_version(&self, st: &mut DbState) {
+        let version = st.versions.current();
+        st.live_versions.retain(|w| w.strong_count() > 0);
+        st.live_versions.push(Arc::downgrade(&version));
+        self.sv.store(Arc::new(SuperVersion {
+            mem: Arc::clone(&st.mem),
+            imms: st.imms.iter().rev().map(|i| Arc::clone(&i.mem)).collect(),
+            version,
+        }));
+    }
+
+    fn table_options(opts: &Options) -> TableOptions {
+        TableOptions {
+            block_size: opts.block_size,
+            restart_interval: opts.block_restart_interval,
+            bloom_bits_per_key: opts.bloom_bits_per_key,
+            ..TableOptions::default()
+        }
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.shutting_down.load(Ordering::Acquire) {
+            return Err(Error::Shutdown);
+        }
+        Ok(())
+    }
+
+    fn last_visible(&self) -> SequenceNumber {
+        self.visible_seq.load(Ordering::Acquire)
+    }
+}
+
+/// Arena blocks are an eighth of the write buffer (as in RocksDB), so a
+/// memtable's reported usage tracks its content closely, capped at 8 MiB.
+/// Huge pages need 2 MiB blocks, so small write buffers go without them.
+fn new_memtable(opts: &Options, id: u64) -> Arc<dyn MemTable> {
+    let arena_block_size = (opts.write_buffer_size / 8).clamp(4096, 8 << 20);
+    Arc::new(SkipListMemTable::new(SkipListOptions {
+        id,
+        paranoid_checks: opts.paranoid_memory_checks,
+        huge_pages: opts.memtable_huge_pages && arena_block_size >= 2 << 20,
+        arena_block_size,
+    }))
+}

@@ -1,0 +1,135 @@
+//! The batch read path.
+//!
+//! 1. Sort the batch once (remembering input positions) and collapse
+//!    duplicate user keys: each distinct key is looked up once and the
+//!    result is shared.
+//! 2. Each stage — the active memtable, each immutable memtable (newest
+//!    first), then the SST files — takes only the keys still unresolved,
+//!    in sorted order. Memtables resolve them with a batch algorithm
+//!    ([`BatchLookup`]) that overlaps cache misses. A value or a tombstone
+//!    resolves a key; a stage's error resolves every key it was given.
+//! 3. Results are handed back in input order.
+
+use std::sync::Arc;
+
+use super::{Db, SuperVersion};
+use crate::error::{Error, Result};
+use crate::memtable::{BatchLookup, EntryRef};
+use crate::options::ReadOptions;
+
+/// Resolution state of one distinct key; `'a` borrows memtable memory.
+enum Slot<'a> {
+    Pending,
+    InMemory(&'a [u8]),
+    Owned(Vec<u8>),
+    Deleted,
+    Failed(Error),
+}
+
+impl Db {
+    /// Looks up every key in `keys` at one consistent sequence number.
+    /// Results are in input order; duplicates get the same answer.
+    pub fn multi_get<K: AsRef<[u8]>>(
+        &self,
+        opts: &ReadOptions,
+        keys: &[K],
+    ) -> Vec<Result<Option<Vec<u8>>>> {
+        let mut out: Vec<Result<Option<Vec<u8>>>> = Vec::with_capacity(keys.len());
+        self.multi_get_with(opts, keys, |_, r| {
+            out.push(r.map(|v| v.map(<[u8]>::to_vec)))
+        });
+        out
+    }
+
+    /// Like [`Db::multi_get`] without allocating per key: calls
+    /// `on_result(i, result)` for each input index `i` in ascending order,
+    /// with the value borrowed for the duration of the call.
+    pub fn multi_get_with<K: AsRef<[u8]>>(
+        &self,
+        opts: &ReadOptions,
+        keys: &[K],
+        mut on_result: impl FnMut(usize, Result<Option<&[u8]>>),
+    ) {
+        let core = self.core();
+        if let Err(e) = core.check_open() {
+            for i in 0..keys.len() {
+                on_result(i, Err(e.clone()));
+            }
+            return;
+        }
+        let seq = core.read_sequence(opts);
+        let sv: Arc<SuperVersion> = core.sv.load_full();
+        let strategy = opts.batch_lookup.unwrap_or(core.opts.batch_lookup);
+
+        // 1. Sort and deduplicate.
+        let mut order: Vec<u32> = (0..keys.len() as u32).collect();
+        order.sort_unstable_by(|&a, &b| keys[a as usize].as_ref().cmp(keys[b as usize].as_ref()));
+        let mut distinct: Vec<&[u8]> = Vec::with_capacity(keys.len());
+        let mut slot_of = vec![0u32; keys.len()];
+        for &i in &order {
+            let k = keys[i as usize].as_ref();
+            if distinct.last() != Some(&k) {
+                distinct.push(k);
+            }
+            slot_of[i as usize] = (distinct.len() - 1) as u32;
+        }
+
+        // 2. Stage by stage.
+        let mut slots: Vec<Slot<'_>> = distinct.iter().map(|_| Slot::Pending).collect();
+        resolve_in_memtables(&sv, &distinct, seq, strategy, &mut slots);
+        for (slot, key) in slots.iter_mut().zip(&distinct) {
+            if matches!(slot, Slot::Pending) {
+                *slot = match core.get_from_tables(&sv, key, seq) {
+                    Ok(Some(v)) => Slot::Owned(v),
+                    Ok(None) => Slot::Deleted,
+                    Err(e) => Slot::Failed(e),
+                };
+            }
+        }
+
+        // 3. Input order.
+        for (i, &s) in slot_of.iter().enumerate() {
+            let r = match &slots[s as usize] {
+                Slot::InMemory(v) => Ok(Some(*v)),
+                Slot::Owned(v) => Ok(Some(v.as_slice())),
+                Slot::Deleted | Slot::Pending => Ok(None),
+                Slot::Failed(e) => Err(e.clone()),
+            };
+            on_result(i, r);
+        }
+    }
+}
+
+/// Runs the memtable stages: each memtable sees only the keys no newer
+/// memtable resolved.
+fn resolve_in_memtables<'a>(
+    sv: &'a SuperVersion,
+    distinct: &[&[u8]],
+    seq: u64,
+    strategy: BatchLookup,
+    slots: &mut [Slot<'a>],
+) {
+    let mut pending: Vec<u32> = (0..distinct.len() as u32).collect();
+    let mut stage_keys: Vec<&[u8]> = Vec::with_capacity(distinct.len());
+    for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
+        if pending.is_empty() {
+            return;
+        }
+        stage_keys.clear();
+        stage_keys.extend(pending.iter().map(|&u| distinct[u as usize]));
+        let result = mem.multi_get(&stage_keys, seq, strategy, &mut |j, entry| {
+            slots[pending[j] as usize] = match entry {
+                EntryRef::Value(v) => Slot::InMemory(v),
+                EntryRef::Deleted => Slot::Deleted,
+            };
+        });
+        if let Err(e) = result {
+            for &u in &pending {
+                if matches!(slots[u as usize], Slot::Pending) {
+                    slots[u as usize] = Slot::Failed(e.clone());
+                }
+            }
+        }
+        pending.retain(|&u| matches!(slots[u as usize], Slot::Pending));
+    }
+}

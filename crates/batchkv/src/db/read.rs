@@ -1,0 +1,64 @@
+//! Point reads: memtable → immutable memtables → L0 (newest first) → L1…Ln.
+
+use std::sync::Arc;
+
+use super::{Db, DbCore, SuperVersion};
+use crate::error::Result;
+use crate::key::{SequenceNumber, ValueType};
+use crate::memtable::EntryRef;
+use crate::options::ReadOptions;
+
+impl Db {
+    /// The value of `key` in the latest state, or `None` if absent.
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        self.get_opt(&ReadOptions::default(), key)
+    }
+
+    /// The value of `key` as `opts` (snapshot) sees it.
+    pub fn get_opt(&self, opts: &ReadOptions, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        let core = self.core();
+        core.check_open()?;
+        let seq = core.read_sequence(opts);
+        let sv = core.sv.load_full();
+        let key = key.as_ref();
+        for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
+            match mem.get(key, seq)? {
+                Some(EntryRef::Value(v)) => return Ok(Some(v.to_vec())),
+                Some(EntryRef::Deleted) => return Ok(None),
+                None => {}
+            }
+        }
+        core.get_from_tables(&sv, key, seq)
+    }
+}
+
+impl DbCore {
+    /// The sequence number a read with `opts` sees. Loaded before the
+    /// super version (see the invariants in `db/mod.rs`).
+    pub(super) fn read_sequence(&self, opts: &ReadOptions) -> SequenceNumber {
+        match &opts.snapshot {
+            Some(s) => s.sequence(),
+            None => self.last_visible(),
+        }
+    }
+
+    /// Looks `key` up in the SST files of `sv`'s version.
+    pub(super) fn get_from_tables(
+        &self,
+        sv: &Arc<SuperVersion>,
+        key: &[u8],
+        seq: SequenceNumber,
+    ) -> Result<Option<Vec<u8>>> {
+        for level in 0..sv.version.levels.len() {
+            for file in sv.version.files_for_key(level, key) {
+                let table = self.tables.get(file.number)?;
+                match table.get(key, seq)? {
+                    Some((ValueType::Value, v)) => return Ok(Some(v)),
+                    Some((ValueType::Deletion, _)) => return Ok(None),
+                    None => {}
+                }
+            }
+        }
+        Ok(None)
+    }
+}

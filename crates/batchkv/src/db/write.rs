@@ -1,0 +1,292 @@
+//! The write path: validation, group commit, WAL append, memtable insert,
+//! publication of the new sequence number, and memtable switching.
+//!
+//! Group commit (LevelDB's design): writers queue up; the writer at the
+//! front is the leader. It takes a group of queued batches, writes them to
+//! the WAL as one record (one fsync if any of them asked for `sync`),
+//! inserts them into the memtable, publishes the last sequence number, and
+//! wakes the group's followers with their result.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Condvar, Mutex};
+
+use super::filename::{self, FileKind};
+use super::{lock, Db, DbCore, ImmTable, LogState};
+use crate::batch::WriteBatch;
+use crate::error::{Error, Result};
+use crate::options::{WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE};
+use crate::wal;
+
+/// A group stops growing past this many bytes of batches...
+const MAX_GROUP_BYTES: usize = 1 << 20;
+/// ...or, when the leader's batch is small, this much more than it, so a
+/// small write is not delayed behind a large group.
+const SMALL_GROUP_EXTRA: usize = 128 << 10;
+
+/// One writer waiting in the queue.
+pub(super) struct PendingWrite {
+    batch: Mutex<Option<WriteBatch>>,
+    opts: WriteOptions,
+    /// `Some` once the write is done (by a leader, or by itself).
+    result: Mutex<Option<Result<()>>>,
+    cv: Condvar,
+}
+
+impl Db {
+    /// Inserts or replaces `key`.
+    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.put(key, value);
+        self.write(&WriteOptions::default(), b)
+    }
+
+    /// Deletes `key` (a no-op if absent).
+    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete(key);
+        self.write(&WriteOptions::default(), b)
+    }
+
+    /// Applies `batch` atomically: after a crash either all or none of it
+    /// is visible. With `opts.sync` it is durable when this returns.
+    pub fn write(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
+        let core = self.core();
+        core.check_open()?;
+        if batch.max_key_len() > MAX_KEY_SIZE {
+            return Err(Error::InvalidArgument(format!(
+                "key of {} bytes exceeds the limit of {MAX_KEY_SIZE} bytes",
+                batch.max_key_len()
+            )));
+        }
+        if batch.max_value_len() > MAX_VALUE_SIZE {
+            return Err(Error::InvalidArgument(format!(
+                "value of {} bytes exceeds the limit of {MAX_VALUE_SIZE} bytes",
+                batch.max_value_len()
+            )));
+        }
+        if batch.is_empty() {
+            return Ok(());
+        }
+        core.write(*opts, batch)
+    }
+}
+
+impl DbCore {
+    fn write(&self, opts: WriteOptions, batch: WriteBatch) -> Result<()> {
+        let me = Arc::new(PendingWrite {
+            batch: Mutex::new(Some(batch)),
+            opts,
+            result: Mutex::new(None),
+            cv: Condvar::new(),
+        });
+        {
+            let mut queue = lock(&self.write_queue);
+            queue.push_back(Arc::clone(&me));
+            loop {
+                if let Some(r) = lock(&me.result).take() {
+                    return r;
+                }
+                if queue.front().is_some_and(|f| Arc::ptr_eq(f, &me)) {
+                    break;
+                }
+                queue = me
+                    .cv
+                    .wait(queue)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+            }
+        }
+        // We lead. The WAL lock is uncontended: only a leader takes it.
+        let mut log = lock(&self.log);
+        let (group, result) = match self.switch_memtable(&mut log, false) {
+            Ok(()) => {
+                let group = self.take_group(&me);
+                let r = self.write_group(&me, &group, &mut log);
+                (group, r)
+            }
+            Err(e) => (vec![Arc::clone(&me)], Err(e)),
+        };
+        drop(log);
+        self.finish_group(&me, &group, &result);
+        result
+    }
+
+    /// Writes the group's batches to the WAL and the memtable, then
+    /// publishes their sequence numbers.
+    fn write_group(
+        &self,
+        me: &PendingWrite,
+        group: &[Arc<PendingWrite>],
+        log: &mut LogState,
+    ) -> Result<()> {
+        let mut batches: Vec<WriteBatch> = group
+            .iter()
+            .map(|w| lock(&w.batch).take().unwrap_or_default())
+            .collect();
+        let first_seq = self.last_visible() + 1;
+        let mut seq = first_seq;
+        for b in &mut batches {
+            b.set_sequence(seq);
+            seq += b.len() as u64;
+        }
+        let sync = group.iter().any(|w| w.opts.sync);
+        if !me.opts.disable_wal {
+            let record = if batches.len() == 1 {
+                std::borrow::Cow::Borrowed(batches[0].rep())
+            } else {
+                let mut merged = WriteBatch::new();
+                merged.set_sequence(first_seq);
+                for b in &batches {
+                    merged.append(b);
+                }
+                std::borrow::Cow::Owned(merged.rep().to_vec())
+            };
+            let logged = log.writer.add_record(&record).and_then(|()| {
+                if sync {
+                    log.writer.sync()
+                } else {
+                    log.writer.flush()
+                }
+            });
+            if let Err(e) = logged {
+                // The WAL may hold a partial record and the OS may have
+                // dropped dirty pages: refuse all further writes.
+                self.set_bg_error(e.clone());
+                return Err(e);
+            }
+        } else {
+            self.unpersisted.store(true, Ordering::Release);
+        }
+        let mem = Arc::clone(&lock(&self.state).mem);
+        for b in &batches {
+            for (s, entry) in (b.sequence()..).zip(b.iter()) {
+                if let Err(e) = mem.insert(s, entry.value_type, entry.key, entry.value) {
+                    // The WAL has the group but the memtable does not.
+                    self.set_bg_error(e.clone());
+                    return Err(e);
+                }
+            }
+        }
+        // Release: readers that load this sequence see every insert above.
+        self.visible_seq.store(seq - 1, Ordering::Release);
+        Ok(())
+    }
+
+    /// Pops the leader's group from the queue (the leader stays at the
+    /// front until `finish_group`).
+    fn take_group(&self, me: &Arc<PendingWrite>) -> Vec<Arc<PendingWrite>> {
+        let queue = lock(&self.write_queue);
+        let first_size = lock(&me.batch)
+            .as_ref()
+            .map_or(0, WriteBatch::approximate_size);
+        let limit = if first_size <= SMALL_GROUP_EXTRA {
+            first_size + SMALL_GROUP_EXTRA
+        } else {
+            MAX_GROUP_BYTES
+        };
+        let mut size = 0;
+        let mut group = Vec::new();
+        for w in queue.iter() {
+            if !group.is_empty() {
+                // A sync write must not ride in a group that will not fsync,
+                // and WAL and no-WAL writes do not mix.
+                if (w.opts.sync && !me.opts.sync) || w.opts.disable_wal != me.opts.disable_wal {
+                    break;
+                }
+            }
+            let s = lock(&w.batch)
+                .as_ref()
+                .map_or(0, WriteBatch::approximate_size);
+            if !group.is_empty() && size + s > limit {
+                break;
+            }
+            size += s;
+            group.push(Arc::clone(w));
+        }
+        group
+    }
+
+    /// Hands every group member its result, removes them from the queue,
+    /// and wakes the next leader.
+    fn finish_group(
+        &self,
+        me: &Arc<PendingWrite>,
+        group: &[Arc<PendingWrite>],
+        result: &Result<()>,
+    ) {
+        let mut queue = lock(&self.write_queue);
+        for w in group {
+            if let Some(pos) = queue.iter().position(|q| Arc::ptr_eq(q, w)) {
+                queue.remove(pos);
+            }
+            if !Arc::ptr_eq(w, me) {
+                *lock(&w.result) = Some(result.clone());
+                w.cv.notify_one();
+            }
+        }
+        if let Some(front) = queue.front() {
+            front.cv.notify_one();
+        }
+    }
+
+    pub(super) fn set_bg_error(&self, e: Error) {
+        let mut st = lock(&self.state);
+        st.bg_error.get_or_insert(e);
+        self.bg_cv.notify_all();
+    }
+
+    /// Makes room in the active memtable: when it is full (or `force` and it
+    /// is non-empty), freezes it and starts a new memtable and WAL; stalls
+    /// while `max_write_buffer_number` memtables are in memory. The caller
+    /// holds the WAL lock (it is the leader, or `flush`).
+    pub(super) fn switch_memtable(&self, log: &mut LogState, mut force: bool) -> Result<()> {
+        let mut st = lock(&self.state);
+        loop {
+            if let Some(e) = &st.bg_error {
+                return Err(Error::Background(Box::new(e.clone())));
+            }
+            self.check_open()?;
+            let used = st.mem.approximate_memory_usage();
+            let full = used >= self.opts.write_buffer_size;
+            if !(full || force) || st.mem.num_entries() == 0 {
+                return Ok(());
+            }
+            if st.imms.len() + 1 >= self.opts.max_write_buffer_number {
+                // Stall: memory stays bounded until the flush catches up.
+                st = self
+                    .bg_cv
+                    .wait_timeout(st, std::time::Duration::from_millis(100))
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .0;
+                continue;
+            }
+            let number = st.versions.new_file_number();
+            let path = filename::path(&self.dir, FileKind::Wal, number);
+            let created = self.fs.new_writable(&path).and_then(|f| {
+                // No hole after power loss: the old WAL is durable before any
+                // write lands in the new one, and the new one's name is too.
+                log.writer.sync()?;
+                self.fs.sync_dir(&self.dir)?;
+                Ok(f)
+            });
+            let file = match created {
+                Ok(f) => f,
+                Err(e) => {
+                    st.bg_error.get_or_insert(e.clone());
+                    return Err(e);
+                }
+            };
+            log.writer = wal::Writer::new(file);
+            log.number = number;
+            let new_mem = self.new_memtable();
+            let old = std::mem::replace(&mut st.mem, new_mem);
+            let old_log = std::mem::replace(&mut st.mem_log_number, number);
+            st.imms.push_back(ImmTable {
+                mem: old,
+                log_number: old_log,
+            });
+            self.install_super_version(&mut st);
+            self.bg_cv.notify_all();
+            force = false;
+        }
+    }
+}

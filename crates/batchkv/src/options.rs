@@ -1,0 +1,267 @@
+//! Options: per database ([`Options`]), per read ([`ReadOptions`]) and per
+//! write ([`WriteOptions`]), and the RocksDB-style option-string parser.
+
+use std::str::FromStr;
+
+use crate::db::Snapshot;
+use crate::error::{Error, Result};
+use crate::memtable::BatchLookup;
+
+/// Largest user key accepted, in bytes. Larger keys return `InvalidArgument`.
+pub const MAX_KEY_SIZE: usize = 64 * 1024;
+/// Largest value accepted, in bytes. Larger values return `InvalidArgument`.
+pub const MAX_VALUE_SIZE: usize = 64 * 1024 * 1024;
+
+/// What recovery does when a WAL record is damaged (RocksDB's names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WalRecoveryMode {
+    /// Only a torn record at the very end of the last log is allowed; any
+    /// other damage fails the open.
+    TolerateCorruptedTailRecords,
+    /// Any damaged or incomplete record fails the open with `Corruption`.
+    AbsoluteConsistency,
+    /// Stop at the first damaged record and keep everything before it.
+    #[default]
+    PointInTime,
+}
+
+/// Database options. Construct with `Options::default()` and set fields, or
+/// parse an option string (see [`Options::from_str`]).
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Create the database if the directory holds none (default true).
+    pub create_if_missing: bool,
+    /// Fail to open if a database already exists (default false).
+    pub error_if_exists: bool,
+    /// Bytes of memtable memory after which the memtable is frozen and
+    /// flushed (default 64 MiB).
+    pub write_buffer_size: usize,
+    /// Memtables (active + immutable) allowed before writers stall until a
+    /// flush finishes (default 2, minimum 2).
+    pub max_write_buffer_number: usize,
+    /// How damaged WAL records are treated at recovery.
+    pub wal_recovery_mode: WalRecoveryMode,
+    /// Verify ordering and per-entry checksums during memtable lookups.
+    pub paranoid_memory_checks: bool,
+    /// Ask for transparent huge pages on memtable arena blocks (Linux).
+    pub memtable_huge_pages: bool,
+    /// How memtables resolve batched lookups (default `auto`).
+    pub batch_lookup: BatchLookup,
+    /// Target uncompressed size of an SST data block (default 4 KiB).
+    pub block_size: usize,
+    /// Keys between restart points in SST data blocks (default 16).
+    pub block_restart_interval: usize,
+    /// Bloom filter bits per key in SST files; 0 disables filters (default 10).
+    pub bloom_bits_per_key: usize,
+    /// Background threads for flushes (and later compactions) (default 2).
+    pub max_background_jobs: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            create_if_missing: true,
+            error_if_exists: false,
+            write_buffer_size: 64 << 20,
+            max_write_buffer_number: 2,
+            wal_recovery_mode: WalRecoveryMode::PointInTime,
+            paranoid_memory_checks: false,
+            memtable_huge_pages: true,
+            batch_lookup: BatchLookup::Auto,
+            block_size: 4096,
+            block_restart_interval: 16,
+            bloom_bits_per_key: 10,
+            max_background_jobs: 2,
+        }
+    }
+}
+
+impl Options {
+    /// Checks option values against each other; the error names the option.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |name: &str, why: &str| Err(Error::InvalidArgument(format!("{name}: {why}")));
+        if self.write_buffer_size < 4096 {
+            return bad("write_buffer_size", "must be at least 4096 bytes");
+        }
+        if self.max_write_buffer_number < 2 {
+            return bad("max_write_buffer_number", "must be at least 2");
+        }
+        if self.block_size < 64 || self.block_size > (1 << 30) {
+            return bad("block_size", "must be between 64 bytes and 1 GiB");
+        }
+        if self.block_restart_interval == 0 || self.block_restart_interval > 1 << 16 {
+            return bad("block_restart_interval", "must be between 1 and 65536");
+        }
+        if self.bloom_bits_per_key > 64 {
+            return bad("bloom_bits_per_key", "must be at most 64");
+        }
+        if self.max_background_jobs == 0 {
+            return bad("max_background_jobs", "must be at least 1");
+        }
+        Ok(())
+    }
+
+    /// Applies one `name=value` setting.
+    pub fn set(&mut self, name: &str, value: &str) -> Result<()> {
+        match name {
+            "create_if_missing" => self.create_if_missing = parse_bool(name, value)?,
+            "error_if_exists" => self.error_if_exists = parse_bool(name, value)?,
+            "write_buffer_size" => self.write_buffer_size = parse_size(name, value)?,
+            "max_write_buffer_number" => self.max_write_buffer_number = parse_size(name, value)?,
+            "wal_recovery_mode" => {
+                self.wal_recovery_mode = match value {
+                    "kTolerateCorruptedTailRecords" | "tolerate_corrupted_tail_records" => {
+                        WalRecoveryMode::TolerateCorruptedTailRecords
+                    }
+                    "kAbsoluteConsistency" | "absolute_consistency" => {
+                        WalRecoveryMode::AbsoluteConsistency
+                    }
+                    "kPointInTimeRecovery" | "point_in_time" => WalRecoveryMode::PointInTime,
+                    _ => {
+                        return Err(Error::InvalidArgument(format!(
+                            "wal_recovery_mode: unknown mode {value:?} (expected \
+                             tolerate_corrupted_tail_records, absolute_consistency or point_in_time)"
+                        )))
+                    }
+                }
+            }
+            "paranoid_memory_checks" => self.paranoid_memory_checks = parse_bool(name, value)?,
+            "memtable_huge_pages" => self.memtable_huge_pages = parse_bool(name, value)?,
+            "batch_lookup" => self.batch_lookup = value.parse()?,
+            "block_size" => self.block_size = parse_size(name, value)?,
+            "block_restart_interval" => self.block_restart_interval = parse_size(name, value)?,
+            "bloom_bits_per_key" | "bloom_bits" => self.bloom_bits_per_key = parse_size(name, value)?,
+            "max_background_jobs" => self.max_background_jobs = parse_size(name, value)?,
+            _ => return Err(Error::InvalidArgument(format!("unknown option {name:?}"))),
+        }
+        Ok(())
+    }
+}
+
+/// Parses `"name=value;name=value"` (RocksDB style; whitespace around names
+/// and values is ignored, a trailing `;` is allowed) over the defaults, then
+/// validates. Unknown or malformed options return `InvalidArgument` naming them.
+impl FromStr for Options {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        let mut opts = Options::default();
+        for part in s.split(';') {
+            let part = part.trim();
+            if part.is_empty() {
+                continue;
+            }
+            let (name, value) = part.split_once('=').ok_or_else(|| {
+                Error::InvalidArgument(format!("option {part:?} is not of the form name=value"))
+            })?;
+            opts.set(name.trim(), value.trim())?;
+        }
+        opts.validate()?;
+        Ok(opts)
+    }
+}
+
+fn parse_bool(name: &str, value: &str) -> Result<bool> {
+    match value {
+        "true" | "1" | "on" | "yes" => Ok(true),
+        "false" | "0" | "off" | "no" => Ok(false),
+        _ => Err(Error::InvalidArgument(format!(
+            "{name}: expected a boolean, got {value:?}"
+        ))),
+    }
+}
+
+/// Parses a count or byte size: digits with an optional K/KB/M/MB/G/GB/T/TB
+/// suffix (binary multiples, case-insensitive).
+fn parse_size(name: &str, value: &str) -> Result<usize> {
+    let invalid = || Error::InvalidArgument(format!("{name}: expected a size, got {value:?}"));
+    let upper = value.to_ascii_uppercase();
+    let digits_end = upper
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(upper.len());
+    let (digits, suffix) = upper.split_at(digits_end);
+    let n: u64 = digits.parse().map_err(|_| invalid())?;
+    let shift = match suffix.trim() {
+        "" => 0,
+        "K" | "KB" => 10,
+        "M" | "MB" => 20,
+        "G" | "GB" => 30,
+        "T" | "TB" => 40,
+        _ => return Err(invalid()),
+    };
+    let bytes = n.checked_mul(1u64 << shift).ok_or_else(invalid)?;
+    usize::try_from(bytes).map_err(|_| invalid())
+}
+
+/// Options for one read.
+#[derive(Debug, Clone, Default)]
+pub struct ReadOptions {
+    /// Read as of this snapshot; `None` reads the latest committed state.
+    pub snapshot: Option<Snapshot>,
+    /// Iterators: first user key included (inclusive lower bound).
+    pub lower_bound: Option<Vec<u8>>,
+    /// Iterators: first user key excluded (exclusive upper bound).
+    pub upper_bound: Option<Vec<u8>>,
+    /// Overrides [`Options::batch_lookup`] for this read.
+    pub batch_lookup: Option<BatchLookup>,
+}
+
+/// Options for one write.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WriteOptions {
+    /// Fsync the WAL before acknowledging: the write survives power loss.
+    /// Without it the write survives a process crash only.
+    pub sync: bool,
+    /// Skip the WAL: the write lives only in the memtable until flushed.
+    pub disable_wal: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn option_string_sets_sizes_with_suffixes() {
+        let o: Options = "write_buffer_size=64MB;max_write_buffer_number=4;"
+            .parse()
+            .unwrap();
+        assert_eq!(o.write_buffer_size, 64 << 20);
+        assert_eq!(o.max_write_buffer_number, 4);
+        let o: Options = " block_size = 16k ; paranoid_memory_checks=true"
+            .parse()
+            .unwrap();
+        assert_eq!(o.block_size, 16 << 10);
+        assert!(o.paranoid_memory_checks);
+    }
+
+    #[test]
+    fn unknown_or_malformed_options_name_the_option() {
+        let err = "write_bufer_size=1"
+            .parse::<Options>()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("write_bufer_size"), "{err}");
+        let err = "write_buffer_size=lots"
+            .parse::<Options>()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("write_buffer_size"), "{err}");
+        let err = "max_write_buffer_number=1"
+            .parse::<Options>()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("max_write_buffer_number"), "{err}");
+        let err = "batch_lookup=zigzag"
+            .parse::<Options>()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("batch_lookup"), "{err}");
+        assert!("noequals".parse::<Options>().is_err());
+    }
+
+    #[test]
+    fn size_overflow_is_rejected() {
+        assert!(parse_size("x", "99999999999999999999").is_err());
+        assert!(parse_size("x", "17179869184TB").is_err());
+    }
+}

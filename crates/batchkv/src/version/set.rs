@@ -1,0 +1,224 @@
+//! [`VersionSet`]: the current [`Version`] plus the counters that the
+//! MANIFEST persists, and the MANIFEST/CURRENT files themselves.
+//!
+//! Format: see `docs/format/manifest.md`. Every new `VersionSet` (each open)
+//! starts a fresh MANIFEST whose first record is a snapshot of the whole
+//! state, then switches `CURRENT` to it atomically.
+//!
+//! Thread safety: not internally synchronized; the database keeps it under
+//! its state mutex.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::edit::VersionEdit;
+use super::version::Version;
+use crate::db::filename::{self, FileKind};
+use crate::error::{Error, Result};
+use crate::fs::FileSystem;
+use crate::key::SequenceNumber;
+use crate::wal;
+
+/// Name of the comparator recorded in the MANIFEST; opening a database made
+/// with another comparator fails.
+pub(crate) const COMPARATOR_NAME: &str = "batchkv.BytewiseComparator";
+
+pub(crate) struct VersionSet {
+    dir: PathBuf,
+    fs: Arc<dyn FileSystem>,
+    current: Arc<Version>,
+    /// The next number handed out for a WAL, SST or MANIFEST file.
+    next_file_number: u64,
+    /// WALs with a number below this hold only flushed data.
+    log_number: u64,
+    /// Highest sequence number known to be in SST files or recorded here.
+    last_sequence: SequenceNumber,
+    /// Open MANIFEST writer; `None` until the first `log_and_apply`.
+    manifest: Option<wal::Writer>,
+    manifest_number: u64,
+}
+
+impl VersionSet {
+    /// Writes the MANIFEST and CURRENT of a brand-new, empty database.
+    pub fn create_new(fs: &Arc<dyn FileSystem>, dir: &Path) -> Result<()> {
+        let edit = VersionEdit {
+            comparator: Some(COMPARATOR_NAME.to_string()),
+            log_number: Some(0),
+            next_file_number: Some(2),
+            last_sequence: Some(0),
+            ..VersionEdit::default()
+        };
+        let manifest_path = filename::path(dir, FileKind::Manifest, 1);
+        let mut writer = wal::Writer::new(fs.new_writable(&manifest_path)?);
+        let mut rec = Vec::new();
+        edit.encode(&mut rec);
+        writer.add_record(&rec)?;
+        writer.sync()?;
+        set_current(fs.as_ref(), dir, 1)
+    }
+
+    /// Reads CURRENT and replays the MANIFEST it names.
+    pub fn recover(fs: Arc<dyn FileSystem>, dir: &Path) -> Result<VersionSet> {
+        let current_path = dir.join(filename::CURRENT);
+        let current = fs.read_all(&current_path)?;
+        let manifest_name = parse_current(&current, &current_path)?;
+        let manifest_path = dir.join(&manifest_name);
+        let data = fs.read_all(&manifest_path)?;
+        let file = manifest_path.display().to_string();
+
+        let mut version = Version::default();
+        let (mut log_number, mut next_file, mut last_seq) = (None, None, None);
+        let mut reader = wal::Reader::new(&data, &file);
+        loop {
+            match reader.next() {
+                wal::ReadOutcome::Record { data, offset } => {
+                    let edit = VersionEdit::decode(&data, &file, offset)?;
+                    if let Some(name) = &edit.comparator {
+                        if name != COMPARATOR_NAME {
+                            return Err(Error::InvalidArgument(format!(
+                                "database uses comparator {name:?}, batchkv provides {COMPARATOR_NAME:?}"
+                            )));
+                        }
+                    }
+                    version = version.apply(&edit, &file)?;
+                    log_number = edit.log_number.or(log_number);
+                    next_file = edit.next_file_number.or(next_file);
+                    last_seq = edit.last_sequence.or(last_seq);
+                }
+                wal::ReadOutcome::Eof => break,
+                // A torn last record is an edit whose write never completed
+                // (and so was never acknowledged): recovery ends before it.
+                wal::ReadOutcome::TornTail { .. } => break,
+                wal::ReadOutcome::Corrupt { offset, detail } => {
+                    return Err(reader.corruption(offset, detail))
+                }
+            }
+        }
+        let missing =
+            |what: &str| Error::corruption(&file, 0, format!("MANIFEST records no {what}"));
+        let next_file_number = next_file.ok_or_else(|| missing("next file number"))?;
+        let manifest_number = filename::parse(&manifest_name).map(|(_, n)| n).unwrap_or(0);
+        Ok(VersionSet {
+            dir: dir.to_path_buf(),
+            fs,
+            current: Arc::new(version),
+            next_file_number: next_file_number.max(manifest_number + 1),
+            log_number: log_number.ok_or_else(|| missing("log number"))?,
+            last_sequence: last_seq.ok_or_else(|| missing("last sequence"))?,
+            manifest: None,
+            manifest_number,
+        })
+    }
+
+    pub fn current(&self) -> Arc<Version> {
+        Arc::clone(&self.current)
+    }
+
+    pub fn new_file_number(&mut self) -> u64 {
+        let n = self.next_file_number;
+        self.next_file_number += 1;
+        n
+    }
+
+    /// Makes sure later file numbers stay above `n` (a WAL found on disk).
+    pub fn mark_file_number_used(&mut self, n: u64) {
+        self.next_file_number = self.next_file_number.max(n + 1);
+    }
+
+    pub fn log_number(&self) -> u64 {
+        self.log_number
+    }
+
+    pub fn last_sequence(&self) -> SequenceNumber {
+        self.last_sequence
+    }
+
+    pub fn manifest_number(&self) -> u64 {
+        self.manifest_number
+    }
+
+    /// Persists `edit` (with the current counters filled in) to the MANIFEST,
+    /// fsyncs it, and installs the resulting version. On error nothing is
+    /// installed and the database must treat the MANIFEST as unusable.
+    pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<()> {
+        if let Some(n) = edit.log_number {
+            debug_assert!(n >= self.log_number, "log number only grows");
+        }
+        if self.manifest.is_none() {
+            self.start_new_manifest()?;
+        }
+        if let Some(seq) = edit.last_sequence {
+            self.last_sequence = self.last_sequence.max(seq);
+        }
+        edit.last_sequence = Some(self.last_sequence);
+        edit.next_file_number = Some(self.next_file_number);
+        let file = filename::path(&self.dir, FileKind::Manifest, self.manifest_number);
+        let next = self.current.apply(&edit, &file.display().to_string())?;
+
+        let mut rec = Vec::new();
+        edit.encode(&mut rec);
+        let writer = self.manifest.as_mut().expect("manifest opened just above");
+        writer.add_record(&rec)?;
+        writer.sync()?;
+
+        self.current = Arc::new(next);
+        if let Some(n) = edit.log_number {
+            self.log_number = n;
+        }
+        Ok(())
+    }
+
+    /// Opens a new MANIFEST holding a snapshot of the current state and
+    /// points CURRENT at it.
+    fn start_new_manifest(&mut self) -> Result<()> {
+        let number = self.new_file_number();
+        let path = filename::path(&self.dir, FileKind::Manifest, number);
+        let mut writer = wal::Writer::new(self.fs.new_writable(&path)?);
+        let mut snapshot = VersionEdit {
+            comparator: Some(COMPARATOR_NAME.to_string()),
+            log_number: Some(self.log_number),
+            next_file_number: Some(self.next_file_number),
+            last_sequence: Some(self.last_sequence),
+            ..VersionEdit::default()
+        };
+        for (level, files) in self.current.levels.iter().enumerate() {
+            for f in files {
+                snapshot.new_files.push((level as u32, (**f).clone()));
+            }
+        }
+        let mut rec = Vec::new();
+        snapshot.encode(&mut rec);
+        writer.add_record(&rec)?;
+        writer.sync()?;
+        set_current(self.fs.as_ref(), &self.dir, number)?;
+        self.manifest = Some(writer);
+        self.manifest_number = number;
+        Ok(())
+    }
+}
+
+/// Points CURRENT at `MANIFEST-<number>`: write a temp file, fsync it,
+/// rename it over CURRENT, fsync the directory.
+fn set_current(fs: &dyn FileSystem, dir: &Path, manifest_number: u64) -> Result<()> {
+    let tmp = filename::path(dir, FileKind::Temp, manifest_number);
+    let mut f = fs.new_writable(&tmp)?;
+    let name = filename::name(FileKind::Manifest, manifest_number);
+    f.append(format!("{name}\n").as_bytes())?;
+    f.sync()?;
+    drop(f);
+    fs.rename(&tmp, &dir.join(filename::CURRENT))?;
+    fs.sync_dir(dir)
+}
+
+/// CURRENT must hold one MANIFEST file name followed by a newline.
+fn parse_current(data: &[u8], path: &Path) -> Result<String> {
+    let bad = |why: &str| Error::corruption(path.display().to_string(), 0, why.to_string());
+    let text = std::str::from_utf8(data).map_err(|_| bad("CURRENT is not UTF-8"))?;
+    let name = text
+        .strip_suffix('\n')
+        .ok_or_else(|| bad("CURRENT does not end with a newline"))?;
+    match filename::parse(name) {
+        Some((FileKind::Manifest, _)) => Ok(name.to_string()),
+        _ => Err(bad(&format!("CURRENT names {name:?}, not a MANIFEST file"))),
+    }
+}

@@ -1,0 +1,79 @@
+//! Data written before a clean close (and before a drop) is there after reopening.
+mod common;
+
+use batchkv::{Db, Options, WriteBatch, WriteOptions};
+use common::{key, scan_all, small_buffers};
+
+#[test]
+fn values_survive_close_and_reopen_from_wal_and_sst() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path(), small_buffers()).unwrap();
+        for i in 0..5000 {
+            db.put(key(i), format!("v{i}")).unwrap();
+        }
+        for i in (0..5000).step_by(7) {
+            db.delete(key(i)).unwrap();
+        }
+        assert!(
+            db.stats().flushes > 0,
+            "small buffers must have flushed: {:?}",
+            db.stats()
+        );
+        db.close().unwrap();
+    }
+    let db = Db::open(dir.path(), small_buffers()).unwrap();
+    for i in 0..5000 {
+        let want = (i % 7 != 0).then(|| format!("v{i}").into_bytes());
+        assert_eq!(db.get(key(i)).unwrap(), want, "key {i}");
+    }
+    assert_eq!(scan_all(&db).len(), 5000 - 5000usize.div_ceil(7));
+}
+
+#[test]
+fn dropping_the_last_handle_shuts_down_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path(), Options::default()).unwrap();
+        let clone = db.clone();
+        let mut b = WriteBatch::new();
+        b.put("a", "1");
+        b.put("b", "2");
+        clone.write(&WriteOptions::default(), b).unwrap();
+        drop(db);
+        assert_eq!(clone.get("a").unwrap(), Some(b"1".to_vec()));
+    }
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    assert_eq!(db.get("b").unwrap(), Some(b"2".to_vec()));
+}
+
+#[test]
+fn writes_without_wal_are_flushed_at_close() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path(), Options::default()).unwrap();
+        let mut b = WriteBatch::new();
+        b.put("nowal", "x");
+        db.write(
+            &WriteOptions {
+                disable_wal: true,
+                sync: false,
+            },
+            b,
+        )
+        .unwrap();
+        db.close().unwrap();
+    }
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    assert_eq!(db.get("nowal").unwrap(), Some(b"x".to_vec()));
+}
+
+#[test]
+fn closed_handles_return_shutdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    let other = db.clone();
+    db.close().unwrap();
+    assert!(matches!(other.put("a", "b"), Err(batchkv::Error::Shutdown)));
+    assert!(matches!(other.get("a"), Err(batchkv::Error::Shutdown)));
+}

@@ -1,0 +1,77 @@
+//! Reads at a snapshot stay stable while newer writes (and flushes) land.
+mod common;
+
+use batchkv::{Db, ReadOptions};
+use common::{key, small_buffers};
+
+#[test]
+fn snapshot_reads_stay_stable_across_writes_and_flushes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small_buffers()).unwrap();
+    for i in 0..1000 {
+        db.put(key(i), "old").unwrap();
+    }
+    let snap = db.snapshot();
+    let at_snap = ReadOptions {
+        snapshot: Some(snap.clone()),
+        ..ReadOptions::default()
+    };
+    for i in 0..1000 {
+        if i % 2 == 0 {
+            db.put(key(i), "new").unwrap();
+        } else {
+            db.delete(key(i)).unwrap();
+        }
+    }
+    db.put(key(5000), "added").unwrap();
+    db.flush().unwrap();
+    for i in (0..1000).step_by(37) {
+        assert_eq!(db.get_opt(&at_snap, key(i)).unwrap(), Some(b"old".to_vec()));
+    }
+    assert_eq!(db.get_opt(&at_snap, key(5000)).unwrap(), None);
+    let keys: Vec<Vec<u8>> = (0..1000).map(key).chain([key(5000)]).collect();
+    let batch = db.multi_get(&at_snap, &keys);
+    for (i, r) in batch.into_iter().enumerate() {
+        let want = (i < 1000).then(|| b"old".to_vec());
+        assert_eq!(r.unwrap(), want, "key {i}");
+    }
+    let mut it = db.iter(&at_snap).unwrap();
+    it.seek_to_first();
+    let mut n = 0;
+    while it.valid() {
+        assert_eq!(it.value(), b"old");
+        n += 1;
+        it.next();
+    }
+    assert_eq!(n, 1000);
+    // The latest state differs.
+    assert_eq!(db.get(key(1)).unwrap(), None);
+    assert_eq!(db.get(key(2)).unwrap(), Some(b"new".to_vec()));
+}
+
+#[test]
+fn iterators_do_not_see_later_writes_and_outlive_the_handle() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small_buffers()).unwrap();
+    for i in 0..100 {
+        db.put(key(i), "v").unwrap();
+    }
+    let mut it = db.iter(&ReadOptions::default()).unwrap();
+    for i in 100..3000 {
+        db.put(key(i), "later").unwrap();
+    }
+    db.flush().unwrap();
+    // Moved to another thread, used there.
+    let n = std::thread::spawn(move || {
+        it.seek_to_first();
+        let mut n = 0;
+        while it.valid() {
+            n += 1;
+            it.next();
+        }
+        n
+    })
+    .join()
+    .unwrap();
+    assert_eq!(n, 100);
+}

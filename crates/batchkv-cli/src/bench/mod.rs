@@ -27,6 +27,7 @@ fn parse_bool(s: &str) -> Result<bool, String> {
 
 /// The benchmark's flags (db_bench names).
 #[derive(clap::Args, Debug, Clone)]
+#[command(rename_all = "snake_case")]
 pub struct BenchArgs {
     /// Comma-separated list of benchmarks to run in order.
     #[arg(long, default_value = "fillrandom,readrandom,multireadrandom")]

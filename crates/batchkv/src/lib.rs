@@ -21,6 +21,7 @@
 
 mod batch;
 mod coding;
+mod compaction;
 mod db;
 mod error;
 mod fs;

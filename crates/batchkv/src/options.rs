@@ -53,8 +53,24 @@ pub struct Options {
     pub block_restart_interval: usize,
     /// Bloom filter bits per key in SST files; 0 disables filters (default 10).
     pub bloom_bits_per_key: usize,
-    /// Background threads for flushes (and later compactions) (default 2).
+    /// Background threads: one flushes, the rest (at least one) compact
+    /// (default 2).
     pub max_background_jobs: usize,
+    /// L0 files that trigger an L0→L1 compaction (default 4).
+    pub level0_file_num_compaction_trigger: usize,
+    /// L0 files at which each write is delayed by 1 ms (default 20).
+    pub level0_slowdown_writes_trigger: usize,
+    /// L0 files at which writes wait for compaction (default 36).
+    pub level0_stop_writes_trigger: usize,
+    /// Target size of L1 in bytes (default 256 MiB).
+    pub max_bytes_for_level_base: u64,
+    /// Each level below L1 is this many times larger (default 10).
+    pub max_bytes_for_level_multiplier: f64,
+    /// Compaction outputs are split at about this size (default 64 MiB).
+    pub target_file_size_base: u64,
+    /// Turn off background compactions (`compact_range` still works), and
+    /// with them the L0 write stalls.
+    pub disable_auto_compactions: bool,
 }
 
 impl Default for Options {
@@ -72,6 +88,13 @@ impl Default for Options {
             block_restart_interval: 16,
             bloom_bits_per_key: 10,
             max_background_jobs: 2,
+            level0_file_num_compaction_trigger: 4,
+            level0_slowdown_writes_trigger: 20,
+            level0_stop_writes_trigger: 36,
+            max_bytes_for_level_base: 256 << 20,
+            max_bytes_for_level_multiplier: 10.0,
+            target_file_size_base: 64 << 20,
+            disable_auto_compactions: false,
         }
     }
 }
@@ -95,8 +118,40 @@ impl Options {
         if self.bloom_bits_per_key > 64 {
             return bad("bloom_bits_per_key", "must be at most 64");
         }
-        if self.max_background_jobs == 0 {
-            return bad("max_background_jobs", "must be at least 1");
+        if self.max_background_jobs < 2 {
+            return bad(
+                "max_background_jobs",
+                "must be at least 2 (one flush, one compaction thread)",
+            );
+        }
+        if self.level0_file_num_compaction_trigger == 0 {
+            return bad("level0_file_num_compaction_trigger", "must be at least 1");
+        }
+        if self.level0_slowdown_writes_trigger < self.level0_file_num_compaction_trigger {
+            return bad(
+                "level0_slowdown_writes_trigger",
+                "must be at least level0_file_num_compaction_trigger",
+            );
+        }
+        if self.level0_stop_writes_trigger < self.level0_slowdown_writes_trigger {
+            return bad(
+                "level0_stop_writes_trigger",
+                "must be at least level0_slowdown_writes_trigger",
+            );
+        }
+        if self.max_bytes_for_level_base < 4096 {
+            return bad("max_bytes_for_level_base", "must be at least 4096");
+        }
+        if !(self.max_bytes_for_level_multiplier >= 1.0
+            && self.max_bytes_for_level_multiplier.is_finite())
+        {
+            return bad(
+                "max_bytes_for_level_multiplier",
+                "must be a finite number ≥ 1",
+            );
+        }
+        if self.target_file_size_base < 4096 {
+            return bad("target_file_size_base", "must be at least 4096");
         }
         Ok(())
     }
@@ -132,6 +187,19 @@ impl Options {
             "block_restart_interval" => self.block_restart_interval = parse_size(name, value)?,
             "bloom_bits_per_key" | "bloom_bits" => self.bloom_bits_per_key = parse_size(name, value)?,
             "max_background_jobs" => self.max_background_jobs = parse_size(name, value)?,
+            "level0_file_num_compaction_trigger" => {
+                self.level0_file_num_compaction_trigger = parse_size(name, value)?
+            }
+            "level0_slowdown_writes_trigger" => self.level0_slowdown_writes_trigger = parse_size(name, value)?,
+            "level0_stop_writes_trigger" => self.level0_stop_writes_trigger = parse_size(name, value)?,
+            "max_bytes_for_level_base" => self.max_bytes_for_level_base = parse_size(name, value)? as u64,
+            "max_bytes_for_level_multiplier" => {
+                self.max_bytes_for_level_multiplier = value.parse().map_err(|_| {
+                    Error::InvalidArgument(format!("{name}: expected a number, got {value:?}"))
+                })?
+            }
+            "target_file_size_base" => self.target_file_size_base = parse_size(name, value)? as u64,
+            "disable_auto_compactions" => self.disable_auto_compactions = parse_bool(name, value)?,
             _ => return Err(Error::InvalidArgument(format!("unknown option {name:?}"))),
         }
         Ok(())

@@ -10,6 +10,12 @@ pub type BenchResult<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 /// One write of a benchmark batch: a value, or `None` for a deletion.
 pub type Entry<'a> = (&'a [u8], Option<&'a [u8]>);
 
+/// A reusable iterator.
+pub trait Seeker {
+    /// Seek then `nexts` steps; true if the seek found a key.
+    fn seek(&mut self, key: &[u8], nexts: usize) -> BenchResult<bool>;
+}
+
 pub trait BenchDb: Send + Sync {
     /// Applies `entries` as one atomic batch.
     fn write(&self, entries: &[Entry<'_>]) -> BenchResult<()>;
@@ -19,10 +25,13 @@ pub trait BenchDb: Send + Sync {
     fn multi_get(&self, keys: &[&[u8]]) -> BenchResult<usize>;
     /// Full scan (forward or reverse); returns the number of entries seen.
     fn scan(&self, reverse: bool) -> BenchResult<u64>;
-    /// Seek then `nexts` steps; true if the seek found a key.
-    fn seek(&self, key: &[u8], nexts: usize) -> BenchResult<bool>;
+    /// An iterator for repeated seeks (db_bench's seekrandom reuses one per
+    /// thread; it reads the state as of its creation).
+    fn seeker(&self) -> BenchResult<Box<dyn Seeker + '_>>;
     /// Flushes memtables to disk.
     fn flush(&self) -> BenchResult<()>;
+    /// Compacts the whole key space; returns the total SST bytes after.
+    fn compact(&self) -> BenchResult<u64>;
     /// Engine-specific statistics for the `stats` benchmark.
     fn stats(&self) -> String;
 }
@@ -39,6 +48,12 @@ pub struct EngineConfig {
     pub bloom_bits: usize,
     pub block_size: usize,
     pub block_restart_interval: usize,
+    pub max_background_jobs: usize,
+    pub level0_file_num_compaction_trigger: usize,
+    pub max_bytes_for_level_base: u64,
+    pub max_bytes_for_level_multiplier: f64,
+    pub target_file_size_base: u64,
+    pub disable_auto_compactions: bool,
 }
 
 pub struct BatchKv {
@@ -59,6 +74,12 @@ impl BatchKv {
             bloom_bits_per_key: cfg.bloom_bits,
             block_size: cfg.block_size,
             block_restart_interval: cfg.block_restart_interval,
+            max_background_jobs: cfg.max_background_jobs,
+            level0_file_num_compaction_trigger: cfg.level0_file_num_compaction_trigger,
+            max_bytes_for_level_base: cfg.max_bytes_for_level_base,
+            max_bytes_for_level_multiplier: cfg.max_bytes_for_level_multiplier,
+            target_file_size_base: cfg.target_file_size_base,
+            disable_auto_compactions: cfg.disable_auto_compactions,
             ..Options::default()
         };
         Ok(BatchKv {
@@ -73,6 +94,22 @@ impl BatchKv {
 
     pub fn close(self) -> BenchResult<()> {
         Ok(self.db.close()?)
+    }
+}
+
+impl Seeker for batchkv::DbIterator {
+    fn seek(&mut self, key: &[u8], nexts: usize) -> BenchResult<bool> {
+        batchkv::DbIterator::seek(self, key);
+        let found = self.valid();
+        for _ in 0..nexts {
+            if !self.valid() {
+                break;
+            }
+            std::hint::black_box(self.value());
+            self.next();
+        }
+        self.status()?;
+        Ok(found)
     }
 }
 
@@ -130,23 +167,17 @@ impl BenchDb for BatchKv {
         Ok(n)
     }
 
-    fn seek(&self, key: &[u8], nexts: usize) -> BenchResult<bool> {
-        let mut it = self.db.iter(&self.ropts)?;
-        it.seek(key);
-        let found = it.valid();
-        for _ in 0..nexts {
-            if !it.valid() {
-                break;
-            }
-            std::hint::black_box(it.value());
-            it.next();
-        }
-        it.status()?;
-        Ok(found)
+    fn seeker(&self) -> BenchResult<Box<dyn Seeker + '_>> {
+        Ok(Box::new(self.db.iter(&self.ropts)?))
     }
 
     fn flush(&self) -> BenchResult<()> {
         Ok(self.db.flush()?)
+    }
+
+    fn compact(&self) -> BenchResult<u64> {
+        self.db.compact_range(None, None)?;
+        Ok(self.db.stats().sst_bytes_per_level.iter().sum())
     }
 
     fn stats(&self) -> String {

@@ -83,6 +83,24 @@ pub struct BenchArgs {
     /// Keys between restart points in SST data blocks.
     #[arg(long, default_value_t = 16)]
     pub block_restart_interval: usize,
+    /// Background threads: one flush thread, the rest compact.
+    #[arg(long, default_value_t = 2)]
+    pub max_background_jobs: usize,
+    /// L0 files that trigger compaction.
+    #[arg(long, default_value_t = 4)]
+    pub level0_file_num_compaction_trigger: usize,
+    /// Target bytes of L1.
+    #[arg(long, default_value_t = 256 << 20)]
+    pub max_bytes_for_level_base: u64,
+    /// Size ratio between adjacent levels.
+    #[arg(long, default_value_t = 10.0)]
+    pub max_bytes_for_level_multiplier: f64,
+    /// Target size of compaction output files.
+    #[arg(long, default_value_t = 64 << 20)]
+    pub target_file_size_base: u64,
+    /// No background compactions (the `compact` benchmark still compacts).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool, default_value = "false")]
+    pub disable_auto_compactions: bool,
     /// Nexts after each seek in seekrandom.
     #[arg(long, default_value_t = 10)]
     pub seek_nexts: usize,
@@ -117,6 +135,12 @@ impl BenchArgs {
             bloom_bits: self.bloom_bits,
             block_size: self.block_size,
             block_restart_interval: self.block_restart_interval,
+            max_background_jobs: self.max_background_jobs,
+            level0_file_num_compaction_trigger: self.level0_file_num_compaction_trigger,
+            max_bytes_for_level_base: self.max_bytes_for_level_base,
+            max_bytes_for_level_multiplier: self.max_bytes_for_level_multiplier,
+            target_file_size_base: self.target_file_size_base,
+            disable_auto_compactions: self.disable_auto_compactions,
         })
     }
 }

@@ -24,6 +24,7 @@ pub const KNOWN: &[&str] = &[
     "readwhilewriting",
     "multireadwhilewriting",
     "flush",
+    "compact",
     "stats",
 ];
 
@@ -78,6 +79,16 @@ pub fn run(name: &str, db: &dyn BenchDb, args: &BenchArgs) -> BenchResult<Stats>
         "flush" => {
             db.flush()?;
             (1, String::new())
+        }
+        "compact" => {
+            let bytes = db.compact()?;
+            (
+                1,
+                format!(
+                    "(SST bytes after compaction: {bytes}, {:.1} MB)",
+                    bytes as f64 / 1e6
+                ),
+            )
         }
         "stats" => {
             println!("{}", db.stats());
@@ -193,6 +204,10 @@ fn read_loop(
     let (mut ops, mut found) = (0u64, 0u64);
     let mut key = Vec::new();
     let mut batch: Vec<Vec<u8>> = vec![Vec::new(); args.batch_size];
+    let mut seeker = match kind {
+        ReadKind::Seek => Some(db.seeker()?),
+        _ => None,
+    };
     while !budget.done(ops) {
         match kind {
             ReadKind::Random | ReadKind::Missing => {
@@ -206,7 +221,8 @@ fn read_loop(
             }
             ReadKind::Seek => {
                 make_key(&mut key, rng.random_range(0..num), args.key_size);
-                found += u64::from(db.seek(&key, args.seek_nexts)?);
+                let seeker = seeker.as_mut().ok_or("seekrandom without an iterator")?;
+                found += u64::from(seeker.seek(&key, args.seek_nexts)?);
                 ops += 1;
             }
             ReadKind::Multi => {

@@ -15,6 +15,7 @@
 //! 4. An immutable memtable leaves `imms` only after the MANIFEST edit that
 //!    adds its SST is durable.
 
+mod compaction;
 pub(crate) mod filename;
 mod flush;
 mod iterator;
@@ -25,7 +26,7 @@ mod snapshot;
 mod table_cache;
 mod write;
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
@@ -79,8 +80,14 @@ struct DbState {
     live_versions: Vec<Weak<Version>>,
     /// A flush is running.
     flushing: bool,
-    /// Completed flushes; `Db::flush` waits for this to move.
+    /// Completed flushes.
     flush_count: u64,
+    /// Input files of running compactions.
+    compacting: HashSet<u64>,
+    /// Per level, the largest user key compacted last (round-robin).
+    compact_cursor: Vec<Vec<u8>>,
+    /// Completed compactions.
+    compaction_count: u64,
 }
 
 /// The leader-only WAL state (invariant 2).
@@ -129,6 +136,10 @@ pub struct DbStats {
     pub files_per_level: Vec<usize>,
     /// Flushes completed since open.
     pub flushes: u64,
+    /// Compactions completed since open.
+    pub compactions: u64,
+    /// Bytes of SST files per level, L0 first.
+    pub sst_bytes_per_level: Vec<u64>,
     /// The memtable implementation in use ("skiplist").
     pub memtable_kind: &'static str,
 }
@@ -140,10 +151,10 @@ pub struct Db {
     handle: Arc<DbHandle>,
 }
 
-/// Owns the background thread; dropping it shuts the database down.
+/// Owns the background threads; dropping it shuts the database down.
 struct DbHandle {
     core: Arc<DbCore>,
-    flusher: Mutex<Option<JoinHandle<()>>>,
+    workers: Mutex<Vec<JoinHandle<()>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -168,17 +179,23 @@ impl Db {
         opts.validate()?;
         let core = recovery::open(path.as_ref(), opts, fs)?;
         let core = Arc::new(core);
-        let worker = Arc::clone(&core);
-        let flusher = std::thread::Builder::new()
-            .name("batchkv-flush".into())
-            .spawn(move || flush::run(&worker))
-            .map_err(|e| Error::io("starting the flush thread", e))?;
-        Ok(Db {
-            handle: Arc::new(DbHandle {
-                core,
-                flusher: Mutex::new(Some(flusher)),
-            }),
-        })
+        let handle = Arc::new(DbHandle {
+            core: Arc::clone(&core),
+            workers: Mutex::new(Vec::new()),
+        });
+        // From here on, dropping `handle` on an error stops what started.
+        let spawn = |name: String, body: fn(&DbCore)| {
+            let worker = Arc::clone(&core);
+            std::thread::Builder::new()
+                .name(name)
+                .spawn(move || body(&worker))
+                .map_err(|e| Error::io("starting a background thread", e))
+        };
+        lock(&handle.workers).push(spawn("batchkv-flush".into(), flush::run)?);
+        for i in 1..core.opts.max_background_jobs {
+            lock(&handle.workers).push(spawn(format!("batchkv-compact-{i}"), compaction::run)?);
+        }
+        Ok(Db { handle })
     }
 
     pub(crate) fn core(&self) -> &DbCore {
@@ -217,6 +234,14 @@ impl Db {
             immutable_memtables: st.imms.len(),
             files_per_level: st.versions.current().levels.iter().map(Vec::len).collect(),
             flushes: st.flush_count,
+            compactions: st.compaction_count,
+            sst_bytes_per_level: st
+                .versions
+                .current()
+                .levels
+                .iter()
+                .map(|files| files.iter().map(|f| f.file_size).sum())
+                .collect(),
             memtable_kind: st.mem.kind(),
         }
     }
@@ -242,7 +267,8 @@ impl DbHandle {
             let _st = lock(&core.state);
             core.bg_cv.notify_all();
         }
-        if let Some(t) = lock(&self.flusher).take() {
+        let workers: Vec<JoinHandle<()>> = lock(&self.workers).drain(..).collect();
+        for t in workers {
             let _ = t.join();
         }
         // Hand any final buffered WAL bytes to the OS.

@@ -240,11 +240,33 @@ impl DbCore {
     /// holds the WAL lock (it is the leader, or `flush`).
     pub(super) fn switch_memtable(&self, log: &mut LogState, mut force: bool) -> Result<()> {
         let mut st = lock(&self.state);
+        let mut delayed = false;
         loop {
             if let Some(e) = &st.bg_error {
                 return Err(Error::Background(Box::new(e.clone())));
             }
             self.check_open()?;
+            if !self.opts.disable_auto_compactions {
+                let l0 = st.versions.current().levels[0].len();
+                if l0 >= self.opts.level0_stop_writes_trigger {
+                    // Stop: wait for compaction to bring L0 down.
+                    st = self
+                        .bg_cv
+                        .wait_timeout(st, std::time::Duration::from_millis(100))
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .0;
+                    continue;
+                }
+                if l0 >= self.opts.level0_slowdown_writes_trigger && !delayed {
+                    // Slow down gradually (1 ms per write group) before the
+                    // stop, so writers never hit a cliff.
+                    drop(st);
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                    delayed = true;
+                    st = lock(&self.state);
+                    continue;
+                }
+            }
             let used = st.mem.approximate_memory_usage();
             let full = used >= self.opts.write_buffer_size;
             if !(full || force) || st.mem.num_entries() == 0 {

@@ -8,4 +8,4 @@ mod version;
 
 pub(crate) use edit::{FileMetaData, VersionEdit};
 pub(crate) use set::VersionSet;
-pub(crate) use version::Version;
+pub(crate) use version::{Version, NUM_LEVELS};

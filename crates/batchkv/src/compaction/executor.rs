@@ -1,0 +1,225 @@
+//! Running a compaction: merge the input files, drop what no reader can
+//! see, and write the survivors into new tables of at most
+//! `target_file_size` bytes (split only between user keys, so files of one
+//! level never share a user key).
+//!
+//! What is dropped, for one user key (entries arrive newest first): the
+//! snapshots split the sequence space into *stripes* (an entry with sequence
+//! `s` belongs to the stripe of the oldest snapshot ≥ `s`, or to the
+//! "latest" stripe). Within a stripe only the newest entry is visible to
+//! anyone, so older ones in the same stripe are dropped. A tombstone is
+//! dropped too when the output is the bottommost level for these keys and
+//! no snapshot is older than it — then nothing it hides exists below.
+
+use std::path::Path;
+
+use crate::db::filename::{self, FileKind};
+use crate::error::{Error, Result};
+use crate::fs::FileSystem;
+use crate::iter::InternalIterator;
+use crate::key::{parse_internal_key, SequenceNumber, ValueType};
+use crate::sst::{TableBuilder, TableOptions};
+use crate::version::FileMetaData;
+
+use super::CompactionTask;
+
+/// What a compaction produced.
+#[derive(Debug, Default)]
+pub(crate) struct CompactionOutput {
+    pub files: Vec<FileMetaData>,
+    pub entries_in: u64,
+    pub entries_dropped: u64,
+}
+
+/// Where and how outputs are written.
+pub(crate) struct OutputSpec<'a> {
+    pub fs: &'a dyn FileSystem,
+    pub dir: &'a Path,
+    pub table_options: TableOptions,
+    pub target_file_size: u64,
+}
+
+/// Merges `input` (the task's files, merged) into new tables. `new_number`
+/// hands out file numbers (and protects them from deletion until installed).
+pub(crate) fn run_compaction(
+    task: &CompactionTask,
+    mut input: Box<dyn InternalIterator>,
+    snapshots: &[SequenceNumber],
+    out: &OutputSpec<'_>,
+    new_number: &mut dyn FnMut() -> u64,
+) -> Result<CompactionOutput> {
+    debug_assert!(
+        snapshots.windows(2).all(|w| w[0] <= w[1]),
+        "snapshots ascending"
+    );
+    let mut result = CompactionOutput::default();
+    let mut builder: Option<(u64, TableBuilder)> = None;
+    let mut current_key: Option<Vec<u8>> = None;
+    let mut last_stripe: Option<usize> = None;
+    input.seek_to_first();
+    while input.valid() {
+        let ikey = input.key();
+        result.entries_in += 1;
+        let parsed = parse_internal_key(ikey).ok_or_else(|| {
+            Error::corruption(
+                "compaction input",
+                0,
+                format!("unparsable internal key {ikey:?}"),
+            )
+        })?;
+        let new_user_key = current_key.as_deref() != Some(parsed.user_key);
+        if new_user_key {
+            // A file boundary may fall only between user keys.
+            if let Some((_, b)) = &builder {
+                if b.estimated_file_size() >= out.target_file_size {
+                    let (number, b) = builder.take().expect("checked just above");
+                    result.files.push(finish_output(number, b)?);
+                }
+            }
+            current_key = Some(parsed.user_key.to_vec());
+            last_stripe = None;
+        }
+        let stripe = snapshots.partition_point(|&s| s < parsed.sequence);
+        let shadowed = last_stripe == Some(stripe);
+        last_stripe = Some(stripe);
+        let obsolete_tombstone =
+            parsed.value_type == ValueType::Deletion && task.bottommost && stripe == 0;
+        if shadowed || obsolete_tombstone {
+            result.entries_dropped += 1;
+        } else {
+            if builder.is_none() {
+                let number = new_number();
+                let path = filename::path(out.dir, FileKind::Table, number);
+                let file = out.fs.new_writable(&path)?;
+                let b =
+                    TableBuilder::new(file, path.display().to_string(), out.table_options.clone())?;
+                builder = Some((number, b));
+            }
+            let (_, b) = builder.as_mut().expect("created just above");
+            b.add(ikey, input.value())?;
+        }
+        input.next();
+    }
+    input.status()?;
+    if let Some((number, b)) = builder {
+        result.files.push(finish_output(number, b)?);
+    }
+    Ok(result)
+}
+
+fn finish_output(number: u64, builder: TableBuilder) -> Result<FileMetaData> {
+    let summary = builder.finish()?;
+    Ok(FileMetaData {
+        number,
+        file_size: summary.file_size,
+        smallest: summary.smallest,
+        largest: summary.largest,
+        num_entries: summary.num_entries,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::PosixFs;
+    use crate::iter::vec_iter::VecIterator;
+    use crate::key::append_internal_key;
+
+    fn ik(k: &str, seq: u64, t: ValueType) -> Vec<u8> {
+        let mut v = Vec::new();
+        append_internal_key(&mut v, k.as_bytes(), seq, t);
+        v
+    }
+
+    fn run(
+        entries: Vec<(Vec<u8>, Vec<u8>)>,
+        snapshots: &[u64],
+        bottommost: bool,
+    ) -> Vec<(String, u64)> {
+        let dir = tempfile::tempdir().unwrap();
+        let task = CompactionTask {
+            level: 1,
+            inputs: [vec![], vec![]],
+            bottommost,
+        };
+        let spec = OutputSpec {
+            fs: &PosixFs,
+            dir: dir.path(),
+            table_options: TableOptions::default(),
+            target_file_size: 1 << 20,
+        };
+        let mut n = 10;
+        let out = run_compaction(
+            &task,
+            Box::new(VecIterator::new(entries)),
+            snapshots,
+            &spec,
+            &mut || {
+                n += 1;
+                n
+            },
+        )
+        .unwrap();
+        let mut kept = Vec::new();
+        for f in &out.files {
+            let path = filename::path(dir.path(), FileKind::Table, f.number);
+            let file = PosixFs.open_random_access(&path).unwrap();
+            let table =
+                crate::sst::Table::open(file, path.display().to_string(), TableOptions::default())
+                    .unwrap();
+            let mut it = table.iter();
+            it.seek_to_first();
+            while it.valid() {
+                let p = parse_internal_key(it.key()).unwrap();
+                kept.push((String::from_utf8(p.user_key.to_vec()).unwrap(), p.sequence));
+                it.next();
+            }
+        }
+        kept
+    }
+
+    #[test]
+    fn keeps_the_newest_version_per_snapshot_stripe() {
+        let entries = vec![
+            (ik("a", 9, ValueType::Value), b"9".to_vec()),
+            (ik("a", 7, ValueType::Value), b"7".to_vec()),
+            (ik("a", 5, ValueType::Value), b"5".to_vec()),
+            (ik("a", 2, ValueType::Value), b"2".to_vec()),
+            (ik("b", 3, ValueType::Value), b"3".to_vec()),
+        ];
+        // No snapshots: only the newest of each key.
+        assert_eq!(
+            run(entries.clone(), &[], false),
+            vec![("a".into(), 9), ("b".into(), 3)]
+        );
+        // A snapshot at 6 sees a@5; one at 2 sees a@2.
+        assert_eq!(
+            run(entries, &[2, 6], false),
+            vec![
+                ("a".into(), 9),
+                ("a".into(), 5),
+                ("a".into(), 2),
+                ("b".into(), 3)
+            ]
+        );
+    }
+
+    #[test]
+    fn tombstones_drop_only_at_the_bottom_with_no_older_snapshot() {
+        let entries = vec![
+            (ik("a", 8, ValueType::Deletion), Vec::new()),
+            (ik("a", 4, ValueType::Value), b"4".to_vec()),
+            (ik("b", 6, ValueType::Value), b"6".to_vec()),
+        ];
+        assert_eq!(run(entries.clone(), &[], true), vec![("b".into(), 6)]);
+        assert_eq!(
+            run(entries.clone(), &[], false),
+            vec![("a".into(), 8), ("b".into(), 6)]
+        );
+        // A snapshot at 5 still sees a@4, so both the tombstone and a@4 stay.
+        assert_eq!(
+            run(entries, &[5], true),
+            vec![("a".into(), 8), ("a".into(), 4), ("b".into(), 6)]
+        );
+    }
+}

@@ -1,0 +1,209 @@
+//! Compaction threads, manual `compact_range`, and installing results.
+//!
+//! Files being compacted are listed in `DbState::compacting`; the picker
+//! never chooses a task that touches one, so several compaction threads can
+//! run at once on disjoint files.
+
+use std::sync::atomic::Ordering;
+use std::sync::MutexGuard;
+
+use super::{lock, Db, DbCore, DbState};
+use crate::compaction::{
+    pick_compaction, run_compaction, task_for, CompactionConfig, CompactionTask, OutputSpec,
+};
+use crate::error::{Error, Result};
+use crate::iter::{InternalIterator, MergingIterator};
+use crate::key::user_key;
+use crate::version::{VersionEdit, NUM_LEVELS};
+
+impl Db {
+    /// Compacts every key in `[begin, end]` (`None` = unbounded) down the
+    /// levels, after flushing the memtable. Blocks until done.
+    pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        let core = self.core();
+        self.flush()?;
+        let lo = begin.unwrap_or(&[]).to_vec();
+        let in_range = |v: &crate::version::Version, level: usize| {
+            v.levels[level]
+                .iter()
+                .filter(|f| {
+                    end.is_none_or(|e| user_key(&f.smallest) <= e)
+                        && user_key(&f.largest) >= lo.as_slice()
+                })
+                .cloned()
+                .collect::<Vec<_>>()
+        };
+        let max_level = {
+            let st = lock(&core.state);
+            let v = st.versions.current();
+            // At least L0 → L1, as in LevelDB.
+            (1..NUM_LEVELS)
+                .rev()
+                .find(|&l| !in_range(&v, l).is_empty())
+                .unwrap_or(1)
+        };
+        for level in 0..max_level {
+            let mut st = lock(&core.state);
+            loop {
+                if let Some(e) = &st.bg_error {
+                    return Err(Error::Background(Box::new(e.clone())));
+                }
+                core.check_open()?;
+                let v = st.versions.current();
+                let files = if level == 0 {
+                    v.levels[0].clone()
+                } else {
+                    in_range(&v, level)
+                };
+                if files.is_empty() {
+                    break;
+                }
+                match task_for(&v, level, files, &st.compacting) {
+                    Some(task) => {
+                        let (guard, result) = core.run_task(st, task, false);
+                        drop(guard);
+                        result?;
+                        break;
+                    }
+                    // Inputs busy in a background compaction: wait for it.
+                    None => {
+                        st = core
+                            .bg_cv
+                            .wait(st)
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl DbCore {
+    pub(super) fn compaction_config(&self) -> CompactionConfig {
+        CompactionConfig {
+            level0_file_num_compaction_trigger: self.opts.level0_file_num_compaction_trigger,
+            max_bytes_for_level_base: self.opts.max_bytes_for_level_base,
+            max_bytes_for_level_multiplier: self.opts.max_bytes_for_level_multiplier,
+        }
+    }
+
+    /// Runs `task` (releasing the state lock while merging) and installs its
+    /// result; returns the re-taken lock and the outcome. A failure becomes
+    /// the background error: the inputs stay live, nothing is lost.
+    fn run_task<'a>(
+        &'a self,
+        mut st: MutexGuard<'a, DbState>,
+        task: CompactionTask,
+        allow_trivial_move: bool,
+    ) -> (MutexGuard<'a, DbState>, Result<()>) {
+        st.compacting.extend(task.input_numbers());
+        let mut edit = VersionEdit::default();
+        for (which, files) in task.inputs.iter().enumerate() {
+            for f in files {
+                edit.deleted_files
+                    .push(((task.level + which) as u32, f.number));
+            }
+        }
+        let outputs = if allow_trivial_move && task.is_trivial_move() {
+            Ok(task.inputs[0].iter().map(|f| (**f).clone()).collect())
+        } else {
+            let snapshots = self.snapshots.sequences();
+            drop(st);
+            let merged = self.merge_inputs(&task, &snapshots);
+            st = lock(&self.state);
+            merged
+        };
+        let mut produced: Vec<u64> = Vec::new();
+        let result = outputs.and_then(|files| {
+            for f in files {
+                produced.push(f.number);
+                edit.new_files.push((task.output_level() as u32, f));
+            }
+            st.versions.log_and_apply(edit)
+        });
+        for n in task.input_numbers() {
+            st.compacting.remove(&n);
+        }
+        // Installed outputs are protected by the version now; failed ones
+        // are garbage for the obsolete-file sweep.
+        st.pending_outputs.retain(|n| !produced.contains(n));
+        match &result {
+            Ok(()) => {
+                if let Some(last) = task.inputs[0].iter().map(|f| user_key(&f.largest)).max() {
+                    st.compact_cursor[task.level] = last.to_vec();
+                }
+                st.compaction_count += 1;
+                self.install_super_version(&mut st);
+                self.delete_obsolete_files(&mut st);
+            }
+            Err(e) => {
+                st.bg_error.get_or_insert(e.clone());
+            }
+        }
+        self.bg_cv.notify_all();
+        (st, result)
+    }
+
+    /// Merges the task's input files into new tables (no lock held).
+    fn merge_inputs(
+        &self,
+        task: &CompactionTask,
+        snapshots: &[u64],
+    ) -> Result<Vec<crate::version::FileMetaData>> {
+        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+        for f in task.inputs.iter().flatten() {
+            children.push(Box::new(self.tables.get(f.number)?.iter()));
+        }
+        let spec = OutputSpec {
+            fs: self.fs.as_ref(),
+            dir: &self.dir,
+            table_options: DbCore::table_options(&self.opts),
+            target_file_size: self.opts.target_file_size_base,
+        };
+        let mut new_number = || {
+            let mut st = lock(&self.state);
+            let n = st.versions.new_file_number();
+            st.pending_outputs.push(n);
+            n
+        };
+        let out = run_compaction(
+            task,
+            Box::new(MergingIterator::new(children)),
+            snapshots,
+            &spec,
+            &mut new_number,
+        );
+        if out.is_err() {
+            // Partial outputs are not referenced by any version: drop their protection.
+            let mut st = lock(&self.state);
+            let current: Vec<u64> = st.versions.current().file_numbers().collect();
+            st.pending_outputs.retain(|n| current.contains(n));
+        }
+        Ok(out?.files)
+    }
+}
+
+/// A compaction thread's loop: run the most urgent compaction while there
+/// is one; sleep until a flush or compaction changes the picture.
+pub(super) fn run(core: &DbCore) {
+    let cfg = core.compaction_config();
+    let mut st = lock(&core.state);
+    loop {
+        if core.shutting_down.load(Ordering::Acquire) {
+            return;
+        }
+        if st.bg_error.is_none() && !core.opts.disable_auto_compactions {
+            let v = st.versions.current();
+            if let Some(task) = pick_compaction(&v, &cfg, &st.compacting, &st.compact_cursor) {
+                drop(v);
+                st = core.run_task(st, task, true).0;
+                continue;
+            }
+        }
+        st = core
+            .bg_cv
+            .wait(st)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+    }
+}

@@ -34,6 +34,14 @@ pub trait BenchDb: Send + Sync {
     fn compact(&self) -> BenchResult<u64>;
     /// Engine-specific statistics for the `stats` benchmark.
     fn stats(&self) -> String;
+    /// Why this engine cannot run `benchmark`, if it cannot.
+    fn skip_reason(&self, _benchmark: &str) -> Option<String> {
+        None
+    }
+    /// Closes the engine, reporting errors that dropping would hide.
+    fn close_box(self: Box<Self>) -> BenchResult<()> {
+        Ok(())
+    }
 }
 
 /// Engine settings shared by every engine (mapped to each one's options).
@@ -182,5 +190,9 @@ impl BenchDb for BatchKv {
 
     fn stats(&self) -> String {
         format!("{:?}", self.db.stats())
+    }
+
+    fn close_box(self: Box<Self>) -> BenchResult<()> {
+        self.close()
     }
 }

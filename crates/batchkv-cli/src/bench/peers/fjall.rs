@@ -28,19 +28,10 @@ pub fn open(dir: &Path, args: &BenchArgs, cfg: &EngineConfig, fresh: bool) -> Be
     }
     let mut mapping = Vec::new();
     let mut note = |flag: String, to: String| mapping.push(format!("{flag} -> {to}"));
-    let total_buffer =
-        (cfg.write_buffer_size as u64).saturating_mul(cfg.max_write_buffer_number as u64);
     let workers = cfg.max_background_jobs.max(1);
     note(
         format!("--cache_size={}", args.cache_size),
         format!("Database cache_size={}", args.cache_size),
-    );
-    note(
-        format!(
-            "--write_buffer_size={} x --max_write_buffer_number={}",
-            cfg.write_buffer_size, cfg.max_write_buffer_number
-        ),
-        format!("Database max_write_buffer_size={total_buffer}"),
     );
     note(
         format!("--max_background_jobs={}", cfg.max_background_jobs),
@@ -48,7 +39,6 @@ pub fn open(dir: &Path, args: &BenchArgs, cfg: &EngineConfig, fresh: bool) -> Be
     );
     let db = Database::builder(dir)
         .cache_size(args.cache_size as u64)
-        .max_write_buffer_size(Some(total_buffer))
         .worker_threads(workers)
         .open()?;
 
@@ -102,6 +92,10 @@ pub fn open(dir: &Path, args: &BenchArgs, cfg: &EngineConfig, fresh: bool) -> Be
         .into(),
     );
     let mut cannot = |flag: String, why: &str| mapping.push(format!("{flag} -> NOT SET: {why}"));
+    cannot(
+        format!("--max_write_buffer_number={}", cfg.max_write_buffer_number),
+        "fjall's cap on all memtables is hidden and deprecated; left off (fjall's default)",
+    );
     if cfg.disable_wal {
         cannot(
             "--disable_wal=true".into(),

@@ -28,7 +28,7 @@ pub fn begin(name: &str, total: u64) {
         ProgressBar::new_spinner()
     };
     let style = ProgressStyle::with_template(
-        "{prefix:>14} [{elapsed_precise}] {wide_bar} {human_pos}/{human_len} ({per_sec}, eta {eta})",
+        "{prefix:>14} [{elapsed_precise}] {wide_bar} {human_pos}/{human_len} (eta {eta})",
     )
     .unwrap_or_else(|_| ProgressStyle::default_bar());
     bar.set_style(style);

@@ -95,7 +95,7 @@ impl BenchDb for RocksBench {
                 None => b.delete(k),
             }
         }
-        Ok(self.db.write_opt(&b, &self.wopts)?)
+        Ok(self.db.write_opt(b, &self.wopts)?)
     }
 
     fn get(&self, key: &[u8]) -> BenchResult<bool> {

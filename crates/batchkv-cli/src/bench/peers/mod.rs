@@ -110,6 +110,10 @@ fn latest_options_file(dir: &Path) -> std::io::Result<Option<std::path::PathBuf>
     Ok(best.map(|(_, p)| p))
 }
 
+/// `key=value` pairs, e.g. an OPTIONS file's `[Version]` section.
+#[cfg(any(feature = "peer-rocksdb", feature = "peer-speedb"))]
+type Pairs = Vec<(String, String)>;
+
 /// Reads back the DB's OPTIONS file and reports, for each `(key, expect)`,
 /// the value it recorded and whether it contains `expect`. Returns the
 /// printed lines and the `[Version]` section (`key=value` pairs).
@@ -117,7 +121,7 @@ fn latest_options_file(dir: &Path) -> std::io::Result<Option<std::path::PathBuf>
 fn options_file_report(
     dir: &Path,
     checks: &[(String, String)],
-) -> BenchResult<(Vec<String>, Vec<(String, String)>)> {
+) -> BenchResult<(Vec<String>, Pairs)> {
     let path = latest_options_file(dir)?.ok_or("the DB wrote no OPTIONS file")?;
     let text = std::fs::read_to_string(&path)?;
     let parsed = options::parse_options_file(&text);
@@ -153,6 +157,52 @@ mod tests {
             cfg!(feature = "peer-rocksdb"),
             "linked() must follow the feature"
         );
+    }
+
+    /// Every engine linked into this build answers the BenchDb calls the
+    /// same way on the same data (batchkv always; peers with their feature).
+    #[test]
+    fn every_linked_engine_round_trips_the_same_data() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            args: BenchArgs,
+        }
+        let args = Cli::parse_from(["bench", "--write_buffer_size=1048576"]).args;
+        let cfg = args.engine_config().unwrap();
+        for engine in ENGINES.iter().copied().filter(|e| linked(e)) {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("db");
+            let opened = open(engine, &path, &args, &cfg).unwrap();
+            let db = opened.db;
+            let keys: Vec<Vec<u8>> = (0..2000u32)
+                .map(|i| format!("k{i:06}").into_bytes())
+                .collect();
+            for chunk in keys.chunks(100) {
+                let entries: Vec<_> = chunk
+                    .iter()
+                    .map(|k| (k.as_slice(), Some(&b"value"[..])))
+                    .collect();
+                db.write(&entries).unwrap();
+            }
+            db.write(&[(b"k000007".as_slice(), None)]).unwrap();
+            assert!(db.get(b"k000001").unwrap(), "{engine}");
+            assert!(!db.get(b"k000007").unwrap(), "{engine}: deleted");
+            assert!(!db.get(b"zz").unwrap(), "{engine}");
+            let batch: Vec<&[u8]> = vec![b"k000003", b"k000007", b"nope", b"k001999"];
+            assert_eq!(db.multi_get(&batch).unwrap(), 2, "{engine}");
+            db.flush().unwrap();
+            assert_eq!(db.scan(false).unwrap(), 1999, "{engine}");
+            assert_eq!(db.scan(true).unwrap(), 1999, "{engine}");
+            db.compact().unwrap();
+            let mut seeker = db.seeker().unwrap();
+            assert!(seeker.seek(b"k000500", 3).unwrap(), "{engine}");
+            assert!(!seeker.seek(b"zz", 3).unwrap(), "{engine}: past the end");
+            drop(seeker);
+            assert!(db.get(b"k001999").unwrap(), "{engine}: after compaction");
+            db.close_box().unwrap();
+        }
     }
 
     #[test]

@@ -9,6 +9,11 @@ use super::super::engine::EngineConfig;
 use super::super::BenchArgs;
 
 /// Which member of the RocksDB family: they differ in the options they know.
+// A binary links RocksDB or Speedb, not both: one variant goes unbuilt.
+#[cfg_attr(
+    not(all(feature = "peer-rocksdb", feature = "peer-speedb")),
+    allow(dead_code)
+)]
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Flavor {
     /// RocksDB 11.8 (rust-rocksdb 0.25).
@@ -59,6 +64,7 @@ impl RocksFamily {
 
     /// `k=v;…;block_based_table_factory={k=v;…}` for
     /// `Options::get_options_from_string`.
+    #[cfg(any(test, feature = "peer-rocksdb"))]
     pub fn options_string(&self) -> String {
         let mut parts: Vec<String> = self
             .db
@@ -75,6 +81,7 @@ impl RocksFamily {
 
     /// An OPTIONS file (RocksDB's INI format) that `Options::load_latest`
     /// reads: DB options, then the default column family and its table.
+    #[cfg(any(test, feature = "peer-speedb"))]
     pub fn options_file(&self, rocksdb_version: &str) -> String {
         let mut s = format!(
             "# Written by batchkv bench for Options::load_latest.\n[Version]\n  \

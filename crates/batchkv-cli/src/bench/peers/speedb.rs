@@ -51,7 +51,7 @@ pub fn open(dir: &Path, args: &BenchArgs, cfg: &EngineConfig, fresh: bool) -> Be
     mapping.push(format!(
         "options (loaded as an OPTIONS file): {}",
         ini.lines()
-            .filter(|l| l.starts_with("  "))
+            .filter(|l| l.starts_with("  ") && !l.contains("version="))
             .map(str::trim)
             .collect::<Vec<_>>()
             .join(";")

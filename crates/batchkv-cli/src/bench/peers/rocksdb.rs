@@ -3,13 +3,17 @@
 //! Every setting goes through one options string
 //! (`Options::get_options_from_string`), which reaches options the Rust
 //! wrapper has no setter for (`memtable_batch_lookup_optimization`,
-//! `separate_key_value_in_data_block`). The DB is opened with `DB::open`,
-//! which gives the default column family these options (rust-rocksdb's
-//! `open_cf` would silently give it default options instead).
+//! `separate_key_value_in_data_block`). The DB is opened with
+//! `open_cf_descriptors` and an explicit `default` descriptor carrying these
+//! options: that gives `MultiGet` a column family handle (`DB::open` leaves
+//! none), and rust-rocksdb's `open_cf` would silently give the default
+//! column family default options instead.
 
 use std::path::Path;
 
-use rocksdb::{DBRawIterator, Options, ReadOptions, WriteBatch, WriteOptions, DB};
+use rocksdb::{
+    ColumnFamilyDescriptor, DBRawIterator, Options, ReadOptions, WriteBatch, WriteOptions, DB,
+};
 
 use super::super::engine::{BenchDb, BenchResult, EngineConfig, Entry, Seeker};
 use super::super::BenchArgs;
@@ -29,7 +33,8 @@ pub fn open(dir: &Path, args: &BenchArgs, cfg: &EngineConfig, fresh: bool) -> Be
     let mut base = Options::default();
     let mut opts = base.get_options_from_string(&options_string)?;
     opts.set_error_if_exists(fresh);
-    let db = DB::open(&opts, dir)?;
+    let default_cf = ColumnFamilyDescriptor::new(rocksdb::DEFAULT_COLUMN_FAMILY_NAME, opts.clone());
+    let db = DB::open_cf_descriptors(&opts, dir, [default_cf])?;
     let mut wopts = WriteOptions::default();
     wopts.set_sync(cfg.sync);
     wopts.disable_wal(cfg.disable_wal);

@@ -192,6 +192,10 @@ pub fn map(args: &BenchArgs, cfg: &EngineConfig, flavor: Flavor) -> RocksFamily 
             o.set(Cf, &flag, "memtable_factory", "VectorRepFactory");
             o.checks
                 .push(("memtable_factory".into(), "VectorRep".into()));
+            o.mapping.push(format!(
+                "{flag} -> note: {who}'s vector memtable sorts a copy of itself for every \
+                 read of the active memtable (bulk loads only)"
+            ));
         }
         ("sorted_hash", Flavor::Speedb) => {
             o.set(Cf, &flag, "memtable_factory", "hash_spdb");

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Reproduces the README's "Performance" tables: batchkv vs RocksDB, Speedb and
+# fjall, memtable-resident and SST-resident, engines alternating, 2 runs each.
+# Needs the peer binaries from scripts/build-peers.sh.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B="${CARGO_TARGET_DIR:-target}/release/batchkv"
+out=docs/perf
+common=(--engines=batchkv,rocksdb,speedb,fjall --repeat=2 --num=2000000 --reads=1000000)
+
+# Memtable-resident: a 4 GB write buffer keeps all 2M keys in the memtable.
+mem=(--write_buffer_size=4000000000)
+"$B" bench "${common[@]}" "${mem[@]}" --batch_size=8 \
+    --benchmarks=fillrandom,overwrite,readrandom,multireadrandom,readseq,seekrandom \
+    --json=$out/memtable-b8.json --plot=$out/memtable-b8.svg
+"$B" bench "${common[@]}" "${mem[@]}" --batch_size=64 \
+    --benchmarks=fillrandom,multireadrandom \
+    --json=$out/memtable-b64.json --plot=$out/memtable-b64.svg
+
+# SST-resident: 64 MB write buffers, everything compacted, then a readseq to
+# warm the 1 GB block cache (batchkv reads through the OS page cache).
+sst=(--write_buffer_size=67108864 --cache_size=1073741824)
+"$B" bench "${common[@]}" "${sst[@]}" --batch_size=8 \
+    --benchmarks=fillrandom,overwrite,compact,readseq,readrandom,multireadrandom,readseq,seekrandom \
+    --json=$out/sst-b8.json --plot=$out/sst-b8.svg
+"$B" bench "${common[@]}" "${sst[@]}" --batch_size=64 \
+    --benchmarks=fillrandom,compact,readseq,multireadrandom \
+    --json=$out/sst-b64.json --plot=$out/sst-b64.svg

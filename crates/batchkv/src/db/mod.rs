@@ -112,7 +112,7 @@ pub(crate) struct DbCore {
     bg_cv: Condvar,
     log: Mutex<LogState>,
     write_queue: Mutex<VecDeque<Arc<PendingWrite>>>,
-    tables: TableCache,
+    tables: Arc<TableCache>,
     snapshots: Arc<SnapshotList>,
     next_memtable_id: AtomicU64,
     shutting_down: AtomicBool,

@@ -54,11 +54,11 @@ pub(super) fn open(dir: &Path, opts: Options, fs: Arc<dyn FileSystem>) -> Result
     }
 
     let mut versions = VersionSet::recover(Arc::clone(&fs), dir)?;
-    let tables = TableCache::new(
+    let tables = Arc::new(TableCache::new(
         dir.to_path_buf(),
         Arc::clone(&fs),
         DbCore::table_options(&opts),
-    );
+    ));
     let mut next_memtable_id = 0u64;
     let mut max_sequence = versions.last_sequence();
 

@@ -28,14 +28,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Stores VALUE under KEY.
-    Put { key: String, value: String },
-    /// Prints the value of KEY (exit status 1 if absent).
-    Get { key: String },
-    /// Deletes KEY.
-    Delete { key: String },
-    /// Prints `key<TAB>value` lines in key order.
-    Scan(commands::ScanArgs),
+    #[command(flatten)]
+    Data(commands::DataCommand),
     /// Runs db_bench-style benchmarks.
     Bench(Box<bench::BenchArgs>),
 }
@@ -44,7 +38,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Bench(args) => bench::run(*args),
-        cmd => commands::run(cli.db, cli.options, cmd),
+        Command::Data(cmd) => commands::run(cli.db, cli.options, cmd),
     };
     match result {
         Ok(code) => code,

@@ -114,6 +114,10 @@ impl SkipListMemTable {
         if e.key.len() < TRAILER_LEN || &e.key[..ulen] != user {
             return Ok(None);
         }
+        if self.paranoid {
+            // Returned entries get the full check (walked nodes had their keys checked).
+            self.list.check_entry(z)?;
+        }
         match ValueType::from_u8(e.key[ulen]) {
             Some(ValueType::Value) => Ok(Some(EntryRef::Value(e.value))),
             Some(ValueType::Deletion) => Ok(Some(EntryRef::Deleted)),
@@ -150,7 +154,8 @@ impl SkipListMemTable {
     }
 
     /// Test hook: flips bits of one entry's byte at `offset` from the start
-    /// of its internal key (the first node with `user_key`); with
+    /// of its internal key (the first node with `user_key`; offsets past the
+    /// key reach the key protection, value length and value); with
     /// `fix_checksum`, rewrites the protection bytes to match, so that only
     /// an order check can notice. Single-threaded tests only.
     #[cfg(test)]
@@ -171,11 +176,19 @@ impl SkipListMemTable {
         // is a 1-byte varint for the short keys tests use.
         unsafe {
             let e = node::entry(z);
-            assert!(offset < e.key.len() && e.key.len() < 128);
+            let entry_len = e
+                .value
+                .as_ptr()
+                .add(e.value.len())
+                .offset_from(e.key.as_ptr());
+            assert!((offset as isize) < entry_len && e.key.len() < 128);
             let p = node::entry_addr(z).add(1 + offset);
             *p ^= xor;
             if fix_checksum {
                 let e = node::entry(z);
+                let kprot = node::key_protection(e.key).to_le_bytes();
+                let kp = e.key.as_ptr().add(e.key.len()).cast_mut();
+                std::ptr::copy_nonoverlapping(kprot.as_ptr(), kp, kprot.len());
                 let prot = node::protection(e.key, e.value).to_le_bytes();
                 let pp = e.value.as_ptr().add(e.value.len()).cast_mut();
                 std::ptr::copy_nonoverlapping(prot.as_ptr(), pp, prot.len());

@@ -6,13 +6,20 @@
 //!  │                                        │
 //!  ▼                                        ▼
 //!  next[h-1] ‖ … ‖ next[1] ‖ next[0] ‖ varint32 klen ‖ internal key (klen bytes)
+//!                                    ‖ fixed32_le key protection
 //!                                    ‖ varint32 vlen ‖ value (vlen bytes)
 //!                                    ‖ fixed32_le protection
 //! ```
 //! `next[i]` lives at `node - 8·i`; the entry starts at `node + 8`. The
 //! height is not stored: a node is only ever reached at levels below it.
 //! `protection` is the CRC32C of `internal key ‖ value` (the internal key
-//! holds the sequence number and type), checked by paranoid lookups.
+//! holds the user key, sequence number and type); `key protection` is the
+//! CRC32C of the internal key alone. Paranoid lookups check the key
+//! protection of every node they walk — it sits in the line the comparison
+//! already fetched — and the full protection of every entry they return;
+//! checking the full word on walked nodes would fetch each passed node's
+//! value lines (measured: −45% lookups/s), for no gain in what a search
+//! reads (it only reads keys of passed nodes).
 #![allow(unsafe_code)]
 
 use std::cell::Cell;
@@ -26,6 +33,8 @@ pub(super) const MAX_HEIGHT: usize = 12;
 pub(super) const BRANCHING: u32 = 4;
 /// Bytes of protection stored after the value.
 pub(super) const PROTECTION_LEN: usize = 4;
+/// Bytes of key protection stored after the key.
+pub(super) const KEY_PROTECTION_LEN: usize = 4;
 
 /// Opaque node: the address of its level-0 forward pointer.
 #[repr(C)]
@@ -39,6 +48,8 @@ pub(super) struct Entry<'a> {
     pub key: &'a [u8],
     /// The value bytes.
     pub value: &'a [u8],
+    /// The stored key protection word.
+    pub key_protection: u32,
     /// The stored protection word.
     pub protection: u32,
 }
@@ -53,6 +64,7 @@ pub(super) fn node_size(height: usize, ikey_len: usize, value_len: usize) -> usi
     8 * height
         + varint_len(ikey_len)
         + ikey_len
+        + KEY_PROTECTION_LEN
         + varint_len(value_len)
         + value_len
         + PROTECTION_LEN
@@ -61,7 +73,13 @@ pub(super) fn node_size(height: usize, ikey_len: usize, value_len: usize) -> usi
 /// The protection word of an entry.
 #[inline]
 pub(super) fn protection(ikey: &[u8], value: &[u8]) -> u32 {
-    crc32c::crc32c_append(crc32c::crc32c(ikey), value)
+    crc32c::crc32c_append(key_protection(ikey), value)
+}
+
+/// The key protection word of an entry.
+#[inline]
+pub(super) fn key_protection(ikey: &[u8]) -> u32 {
+    crc32c::crc32c(ikey)
 }
 
 /// Writes a node into `mem` (`node_size(height, ..)` fresh bytes, 8-aligned)
@@ -94,7 +112,10 @@ pub(super) unsafe fn init_node(
     std::ptr::copy_nonoverlapping(trailer.to_le_bytes().as_ptr(), p, 8);
     p = p.add(8);
     let ikey = std::slice::from_raw_parts(key_start, ikey_len);
-    let prot = protection(ikey, value);
+    let key_prot = key_protection(ikey);
+    let prot = crc32c::crc32c_append(key_prot, value);
+    std::ptr::copy_nonoverlapping(key_prot.to_le_bytes().as_ptr(), p, KEY_PROTECTION_LEN);
+    p = p.add(KEY_PROTECTION_LEN);
     p = write_varint(p, value.len() as u32);
     std::ptr::copy_nonoverlapping(value.as_ptr(), p, value.len());
     p = p.add(value.len());
@@ -179,15 +200,33 @@ pub(super) unsafe fn key<'a>(n: *mut Node) -> &'a [u8] {
 #[inline]
 pub(super) unsafe fn entry<'a>(n: *mut Node) -> Entry<'a> {
     let (klen, kp) = read_varint(n.cast::<u8>().add(8));
-    let (vlen, vp) = read_varint(kp.add(klen));
-    let pp = vp.add(vlen);
-    let mut prot = [0u8; PROTECTION_LEN];
-    std::ptr::copy_nonoverlapping(pp, prot.as_mut_ptr(), PROTECTION_LEN);
+    let kpp = kp.add(klen);
+    let (vlen, vp) = read_varint(kpp.add(KEY_PROTECTION_LEN));
     Entry {
         key: std::slice::from_raw_parts(kp, klen),
         value: std::slice::from_raw_parts(vp, vlen),
-        protection: u32::from_le_bytes(prot),
+        key_protection: read_u32(kpp),
+        protection: read_u32(vp.add(vlen)),
     }
+}
+
+/// The internal key of `n` and its stored key protection word.
+///
+/// # Safety
+/// As for [`key`].
+#[inline]
+pub(super) unsafe fn key_with_protection<'a>(n: *mut Node) -> (&'a [u8], u32) {
+    let (klen, kp) = read_varint(n.cast::<u8>().add(8));
+    (std::slice::from_raw_parts(kp, klen), read_u32(kp.add(klen)))
+}
+
+/// # Safety
+/// `p` must be valid for reads of 4 bytes.
+#[inline(always)]
+unsafe fn read_u32(p: *const u8) -> u32 {
+    let mut b = [0u8; 4];
+    std::ptr::copy_nonoverlapping(p, b.as_mut_ptr(), 4);
+    u32::from_le_bytes(b)
 }
 
 /// Address of the first entry byte (the key length), for tests that
@@ -247,6 +286,9 @@ mod tests {
             assert_eq!(crate::key::trailer(e.key), 0x0012_3401);
             assert_eq!(e.value, &value[..]);
             assert_eq!(e.protection, protection(e.key, e.value));
+            assert_eq!(e.key_protection, key_protection(e.key));
+            // SAFETY: as above.
+            assert_eq!(unsafe { key_with_protection(n) }, (e.key, e.key_protection));
             // SAFETY: as above; height 5 > 4.
             assert!(unsafe { next(n, 4) }.is_null());
             // SAFETY: as above.

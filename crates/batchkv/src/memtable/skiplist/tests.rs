@@ -467,3 +467,29 @@ fn without_paranoid_checks_corruption_goes_unnoticed() {
         Some(EntryRef::Value(&b"v"[..]))
     );
 }
+
+#[test]
+fn paranoid_checks_catch_a_damaged_value_on_the_entry_returned() {
+    let mt = SkipListMemTable::new(small_opts(true));
+    for i in 0..100u32 {
+        mt.insert(u64::from(i) + 1, ValueType::Value, &key_of(i), b"v")
+            .unwrap();
+    }
+    // Entry bytes from the key: 17-byte key, 4-byte key protection, 1-byte
+    // value length, then the value at offset 22.
+    mt.corrupt_entry_for_test(&key_of(50), 22, 0x01, false);
+    let err = mt.get(&key_of(50), MAX_SEQUENCE).unwrap_err();
+    assert!(
+        err.is_corruption() && err.to_string().contains("checksum mismatch"),
+        "{err}"
+    );
+    for s in STRATEGIES {
+        let err = multi(&mt, &[key_of(49), key_of(50)], MAX_SEQUENCE, s).unwrap_err();
+        assert!(err.is_corruption(), "{s:?}: {err}");
+    }
+    // Lookups that only pass the node read its key, which is intact.
+    assert_eq!(
+        mt.get(&key_of(51), MAX_SEQUENCE).unwrap(),
+        Some(EntryRef::Value(&b"v"[..]))
+    );
+}

@@ -5,7 +5,10 @@
 //! Environment: `BATCHKV_BENCH_KEYS` (entries, default 2,000,000),
 //! `BATCHKV_BENCH_LOOKUPS` (lookups per timed round, default 200,000),
 //! `BATCHKV_BENCH_ROUNDS` (rounds per row, default 7),
-//! `BATCHKV_BENCH_PARANOID` (0 to skip the paranoid rows).
+//! `BATCHKV_BENCH_PARANOID` (0 to skip the paranoid rows),
+//! `BATCHKV_BENCH_ROWS` (comma-separated row labels to run, default all),
+//! `BATCHKV_BENCH_BATCHES` (comma-separated batch sizes, default
+//! 1,2,8,32,64,256) — the last two let callgrind count one row at a time.
 //!
 //! Fill: 16-byte zero-padded decimal keys, 100-byte values, random insertion
 //! order. Batches: random existing keys, sorted and deduplicated (as the Db
@@ -121,12 +124,24 @@ fn main() {
         rows.push(("bfs+paranoid", p, Some(BatchLookup::Bfs)));
     }
 
+    if let Ok(only) = std::env::var("BATCHKV_BENCH_ROWS") {
+        let only: Vec<&str> = only.split(',').collect();
+        rows.retain(|(label, _, _)| only.contains(label));
+        if rows.is_empty() {
+            return;
+        }
+    }
+    let batch_sizes: Vec<usize> = std::env::var("BATCHKV_BENCH_BATCHES")
+        .ok()
+        .map(|v| v.split(',').filter_map(|b| b.parse().ok()).collect())
+        .unwrap_or_else(|| vec![1, 2, 8, 32, 64, 256]);
+
     let mut rng = StdRng::seed_from_u64(7);
     println!(
         "{:>5} {:>18} {:>12} {:>9}   (median of {rounds} rounds of ~{lookups} lookups)",
         "batch", "strategy", "Mkeys/s", "vs per_key"
     );
-    for batch in [1usize, 2, 8, 32, 64, 256] {
+    for &batch in &batch_sizes {
         let owned = batches(n, batch, lookups, &mut rng);
         let bs: Vec<Vec<&[u8]>> = owned
             .iter()
@@ -143,7 +158,7 @@ fn main() {
             println!(
                 "{batch:>5} {label:>18} {:>12.3} {:>9.2}",
                 medians[r] / 1e6,
-                medians[r] / medians[0]
+                medians[r] / medians[0] // row 0 is per_key unless filtered
             );
         }
     }

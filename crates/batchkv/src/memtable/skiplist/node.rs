@@ -18,8 +18,9 @@
 //! protection of every node they walk — it sits in the line the comparison
 //! already fetched — and the full protection of every entry they return;
 //! checking the full word on walked nodes would fetch each passed node's
-//! value lines (measured: −45% lookups/s), for no gain in what a search
-//! reads (it only reads keys of passed nodes).
+//! value lines (measured: per-key lookups at 0.44–0.64× of unchecked ones,
+//! 2M entries, loaded machine), for no gain in what a search reads (it only
+//! reads the keys of passed nodes).
 #![allow(unsafe_code)]
 
 use std::cell::Cell;

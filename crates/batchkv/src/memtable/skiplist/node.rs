@@ -77,10 +77,41 @@ pub(super) fn protection(ikey: &[u8], value: &[u8]) -> u32 {
     crc32c::crc32c_append(key_protection(ikey), value)
 }
 
-/// The key protection word of an entry.
+/// The key protection word of an entry: CRC32C of the internal key.
+/// Paranoid searches compute it for every node they pass, so short keys take
+/// an inlined SSE4.2 loop (the `crc32c` crate's general path cost ~5× more
+/// instructions on 24-byte keys under callgrind); same value either way.
 #[inline]
 pub(super) fn key_protection(ikey: &[u8]) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("sse4.2") {
+        // SAFETY: the CPU supports SSE4.2 (checked just above).
+        return unsafe { crc32c_sse42(ikey) };
+    }
     crc32c::crc32c(ikey)
+}
+
+/// CRC32C (Castagnoli, reflected, init and final xor !0) with the SSE4.2
+/// `crc32` instruction, 8 bytes at a time.
+///
+/// # Safety
+/// The CPU must support SSE4.2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse4.2")]
+unsafe fn crc32c_sse42(data: &[u8]) -> u32 {
+    use core::arch::x86_64::{_mm_crc32_u64, _mm_crc32_u8};
+    let mut c = u64::from(u32::MAX);
+    let mut chunks = data.chunks_exact(8);
+    for ch in &mut chunks {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(ch);
+        c = _mm_crc32_u64(c, u64::from_le_bytes(w));
+    }
+    let mut c = c as u32;
+    for &b in chunks.remainder() {
+        c = _mm_crc32_u8(c, b);
+    }
+    !c
 }
 
 /// Writes a node into `mem` (`node_size(height, ..)` fresh bytes, 8-aligned)
@@ -294,6 +325,18 @@ mod tests {
             assert!(unsafe { next(n, 4) }.is_null());
             // SAFETY: as above.
             assert_eq!(unsafe { key(n) }, e.key);
+        }
+    }
+
+    #[test]
+    fn key_protection_is_crc32c() {
+        let data: Vec<u8> = (0..100u8).map(|i| i.wrapping_mul(37)).collect();
+        for n in 0..data.len() {
+            assert_eq!(
+                key_protection(&data[..n]),
+                crc32c::crc32c(&data[..n]),
+                "len {n}"
+            );
         }
     }
 

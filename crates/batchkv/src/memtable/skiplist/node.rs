@@ -79,8 +79,9 @@ pub(super) fn protection(ikey: &[u8], value: &[u8]) -> u32 {
 
 /// The key protection word of an entry: CRC32C of the internal key.
 /// Paranoid searches compute it for every node they pass, so short keys take
-/// an inlined SSE4.2 loop (the `crc32c` crate's general path cost ~5× more
-/// instructions on 24-byte keys under callgrind); same value either way.
+/// an inlined SSE4.2 loop: the `crc32c` crate's general path made paranoid
+/// per-key lookups cost +7.7k instructions per lookup, this loop +3.6k
+/// (callgrind, 100k entries, batch 64); same value either way.
 #[inline]
 pub(super) fn key_protection(ikey: &[u8]) -> u32 {
     #[cfg(target_arch = "x86_64")]

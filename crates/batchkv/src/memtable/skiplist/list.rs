@@ -231,13 +231,21 @@ impl SkipList {
     }
 
     /// Paranoid check of one traversal step `x → z` (z non-null): `z`'s
-    /// protection matches and `key(x) < key(z)` unless `x` is the head.
+    /// key protection matches and `key(x) < key(z)` unless `x` is the head.
     #[inline]
     pub(super) fn check_step(&self, x: *mut Node, z: *mut Node) -> Result<()> {
-        self.check_entry(z)?;
+        // SAFETY: `z` is a linked non-head node.
+        let (kz, stored) = unsafe { node::key_with_protection(z) };
+        let computed = node::key_protection(kz);
+        if computed != stored {
+            return Err(self.corruption(
+                z,
+                format!("key checksum mismatch: stored {stored:#010x}, computed {computed:#010x}"),
+            ));
+        }
         if x != self.head {
-            // SAFETY: both are linked non-head nodes.
-            let (kx, kz) = unsafe { (node::key(x), node::key(z)) };
+            // SAFETY: `x` is a linked non-head node.
+            let kx = unsafe { node::key(x) };
             if kx.len() < TRAILER_LEN || compare_internal_keys(kx, kz) != CmpOrdering::Less {
                 return Err(self.corruption(
                     z,
@@ -248,12 +256,13 @@ impl SkipList {
         Ok(())
     }
 
-    /// Paranoid check of one entry's protection bytes.
+    /// Paranoid check of one entry's protection bytes (key and whole entry).
     pub(super) fn check_entry(&self, n: *mut Node) -> Result<()> {
         // SAFETY: `n` is a linked non-head node.
         let e = unsafe { node::entry(n) };
-        let computed = node::protection(e.key, e.value);
-        if e.key.len() < TRAILER_LEN || computed != e.protection {
+        let key_prot = node::key_protection(e.key);
+        let computed = crc32c::crc32c_append(key_prot, e.value);
+        if e.key.len() < TRAILER_LEN || key_prot != e.key_protection || computed != e.protection {
             return Err(self.corruption(
                 n,
                 format!(

@@ -39,6 +39,13 @@ pub use db::{Db, DbIterator, DbStats, Snapshot};
 pub use error::{Error, Result};
 pub use key::SequenceNumber;
 pub use memtable::BatchLookup;
+/// Memtable internals for the component micro-benchmarks only.
+#[cfg(feature = "bench-internals")]
+pub use {
+    key::ValueType,
+    memtable::skiplist::{SkipListMemTable, SkipListOptions},
+    memtable::{EntryRef, MemTable},
+};
 pub use options::{
     Options, ReadOptions, WalRecoveryMode, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE,
 };

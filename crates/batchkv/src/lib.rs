@@ -20,6 +20,7 @@
 #![warn(missing_docs)]
 
 mod batch;
+mod cache;
 mod coding;
 mod db;
 mod error;
@@ -41,3 +42,5 @@ pub use memtable::BatchLookup;
 pub use options::{
     Options, ReadOptions, WalRecoveryMode, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE,
 };
+pub use sst::dump::{SstEntries, SstEntry, SstFileReader};
+pub use sst::CompressionType;

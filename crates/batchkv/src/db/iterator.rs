@@ -28,6 +28,7 @@ impl Db {
         core.check_open()?;
         let seq = core.read_sequence(opts);
         let sv = core.sv.load_full();
+        let ro = super::read::block_read_options(opts);
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         children.push(Arc::clone(&sv.mem).iter());
         for imm in &sv.imms {
@@ -35,7 +36,7 @@ impl Db {
         }
         for files in &sv.version.levels {
             for f in files {
-                children.push(Box::new(core.tables.get(f.number)?.iter()));
+                children.push(Box::new(core.tables.get(f.number)?.iter_with(ro)));
             }
         }
         let merged: Box<dyn InternalIterator> = Box::new(MergingIterator::new(children));

@@ -61,7 +61,9 @@ pub fn run(
             scan(&db, args)?;
             ExitCode::SUCCESS
         }
-        Command::Bench(_) => unreachable!("bench is dispatched before opening a database"),
+        Command::Bench(_) | Command::Dump(_) => {
+            unreachable!("bench and dump are dispatched before opening a database")
+        }
     };
     db.close()?;
     Ok(code)

@@ -3,6 +3,7 @@
 
 mod bench;
 mod commands;
+mod dump;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -38,12 +39,16 @@ enum Command {
     Scan(commands::ScanArgs),
     /// Runs db_bench-style benchmarks.
     Bench(Box<bench::BenchArgs>),
+    /// Prints the contents of a file of the database (`dump sst FILE`).
+    #[command(subcommand)]
+    Dump(dump::DumpTarget),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Bench(args) => bench::run(*args),
+        Command::Dump(target) => dump::run(target),
         cmd => commands::run(cli.db, cli.options, cmd),
     };
     match result {

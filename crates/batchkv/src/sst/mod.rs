@@ -26,7 +26,11 @@ pub(crate) mod properties;
 pub(crate) mod table;
 
 #[cfg(test)]
+mod measure;
+#[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_support;
 
 #[allow(unused_imports)] // used once the engine opens tables
 pub(crate) use builder::{TableBuilder, TableSummary};

@@ -6,79 +6,20 @@ use std::cmp::Ordering;
 use std::sync::{Arc, Mutex};
 
 use super::format::{block_crc, mask_crc};
-use super::{BlockReadOptions, CompressionType, Table, TableBuilder, TableOptions, TableSummary};
-use crate::error::{Error, Result};
-use crate::fs::{FileSystem, PosixFs, RandomAccessFile, WritableFile};
+use super::{BlockReadOptions, CompressionType, Table, TableBuilder, TableOptions};
+use crate::error::Error;
+use crate::fs::{FileSystem, PosixFs};
 use crate::iter::InternalIterator;
 use crate::key::{append_internal_key, compare_internal_keys, parse_internal_key, ValueType};
 
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
-/// A writable file whose bytes the test can take afterwards.
-struct MemWritable(Arc<Mutex<Vec<u8>>>);
-
-impl WritableFile for MemWritable {
-    fn append(&mut self, data: &[u8]) -> Result<()> {
-        self.0.lock().unwrap().extend_from_slice(data);
-        Ok(())
-    }
-    fn flush(&mut self) -> Result<()> {
-        Ok(())
-    }
-    fn sync(&mut self) -> Result<()> {
-        Ok(())
-    }
-    fn len(&self) -> u64 {
-        self.0.lock().unwrap().len() as u64
-    }
-}
-
-struct MemFile(Vec<u8>);
-
-impl RandomAccessFile for MemFile {
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
-        let start = offset as usize;
-        match self.0.get(start..start + buf.len()) {
-            Some(src) => {
-                buf.copy_from_slice(src);
-                Ok(())
-            }
-            None => Err(Error::io(
-                "reading MemFile",
-                std::io::Error::from(std::io::ErrorKind::UnexpectedEof),
-            )),
-        }
-    }
-    fn size(&self) -> u64 {
-        self.0.len() as u64
-    }
-}
+use super::tests_support::{build_in_memory, open_mem, MemWritable};
 
 fn ik(user_key: &[u8], seq: u64, t: ValueType) -> Vec<u8> {
     let mut k = Vec::new();
     append_internal_key(&mut k, user_key, seq, t);
     k
-}
-
-fn build_in_memory(entries: &Entries, opts: &TableOptions) -> (Vec<u8>, TableSummary) {
-    let buf = Arc::new(Mutex::new(Vec::new()));
-    let mut b = TableBuilder::new(
-        Box::new(MemWritable(buf.clone())),
-        "mem.sst".into(),
-        opts.clone(),
-    )
-    .unwrap();
-    for (k, v) in entries {
-        b.add(k, v).unwrap();
-    }
-    let summary = b.finish().unwrap();
-    let bytes = std::mem::take(&mut *buf.lock().unwrap());
-    assert_eq!(summary.file_size, bytes.len() as u64);
-    (bytes, summary)
-}
-
-fn open_mem(bytes: Vec<u8>, opts: &TableOptions) -> Result<Arc<Table>> {
-    Table::open(Arc::new(MemFile(bytes)), "mem.sst".into(), opts.clone())
 }
 
 /// A deterministic data set: `n_keys` user keys, key `i` with `1 + i % 4`

@@ -3,6 +3,7 @@
 
 mod bench;
 mod commands;
+mod dump;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -32,6 +33,9 @@ enum Command {
     Data(commands::DataCommand),
     /// Runs db_bench-style benchmarks.
     Bench(Box<bench::BenchArgs>),
+    /// Prints the contents of a file of the database (`dump sst FILE`).
+    #[command(subcommand)]
+    Dump(dump::DumpTarget),
 }
 
 fn main() -> ExitCode {
@@ -39,6 +43,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Bench(args) => bench::run(*args),
         Command::Data(cmd) => commands::run(cli.db, cli.options, cmd),
+        Command::Dump(target) => dump::run(target),
     };
     match result {
         Ok(code) => code,

@@ -20,6 +20,7 @@
 #![warn(missing_docs)]
 
 mod batch;
+mod cache;
 mod coding;
 mod compaction;
 mod db;
@@ -39,13 +40,15 @@ pub use db::{Db, DbIterator, DbStats, Snapshot};
 pub use error::{Error, Result};
 pub use key::SequenceNumber;
 pub use memtable::BatchLookup;
+pub use options::{
+    Options, ReadOptions, WalRecoveryMode, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE,
+};
+pub use sst::dump::{SstEntries, SstEntry, SstFileReader};
+pub use sst::CompressionType;
 /// Memtable internals for the component micro-benchmarks only.
 #[cfg(feature = "bench-internals")]
 pub use {
     key::ValueType,
     memtable::skiplist::{SkipListMemTable, SkipListOptions},
     memtable::{EntryRef, MemTable},
-};
-pub use options::{
-    Options, ReadOptions, WalRecoveryMode, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE,
 };

@@ -14,6 +14,7 @@ use crate::compaction::{
 use crate::error::{Error, Result};
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::user_key;
+use crate::sst::BlockReadOptions;
 use crate::version::{VersionEdit, NUM_LEVELS};
 
 impl Db {
@@ -153,7 +154,13 @@ impl DbCore {
     ) -> Result<Vec<crate::version::FileMetaData>> {
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         for f in task.inputs.iter().flatten() {
-            children.push(Box::new(self.tables.get(f.number)?.iter()));
+            // Compaction reads each block once: keep it out of the cache so
+            // hot blocks stay.
+            let ro = BlockReadOptions {
+                fill_cache: false,
+                verify_checksums: true,
+            };
+            children.push(Box::new(self.tables.get(f.number)?.iter_with(ro)));
         }
         let spec = OutputSpec {
             fs: self.fs.as_ref(),

@@ -30,19 +30,20 @@ impl Db {
         core.check_open()?;
         let seq = core.read_sequence(opts);
         let sv = core.sv.load_full();
+        let ro = super::read::block_read_options(opts);
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         children.push(Arc::clone(&sv.mem).iter());
         for imm in &sv.imms {
             children.push(Arc::clone(imm).iter());
         }
         for f in &sv.version.levels[0] {
-            children.push(Box::new(core.tables.get(f.number)?.iter()));
+            children.push(Box::new(core.tables.get(f.number)?.iter_with(ro)));
         }
         // Levels ≥ 1 do not overlap: one lazily opening iterator per level.
         for files in sv.version.levels.iter().skip(1).filter(|f| !f.is_empty()) {
             let tables = Arc::clone(&core.tables);
             let open: OpenTable = Arc::new(move |f: &FileMetaData| {
-                Ok(Box::new(tables.get(f.number)?.iter()) as Box<dyn InternalIterator>)
+                Ok(Box::new(tables.get(f.number)?.iter_with(ro)) as Box<dyn InternalIterator>)
             });
             children.push(Box::new(LevelIterator::new(files.clone(), open)));
         }

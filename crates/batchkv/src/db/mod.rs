@@ -313,6 +313,12 @@ impl DbCore {
             block_size: opts.block_size,
             restart_interval: opts.block_restart_interval,
             bloom_bits_per_key: opts.bloom_bits_per_key,
+            verify_checksums: opts.verify_checksums,
+            compression: opts.compression,
+            compression_level: opts.compression_level,
+            separate_key_value: opts.separate_key_value_in_data_block,
+            block_cache_size: opts.block_cache_size,
+            max_open_files: opts.max_open_files,
             ..TableOptions::default()
         }
     }

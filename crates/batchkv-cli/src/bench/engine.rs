@@ -54,6 +54,10 @@ pub struct EngineConfig {
     pub max_bytes_for_level_multiplier: f64,
     pub target_file_size_base: u64,
     pub disable_auto_compactions: bool,
+    pub compression: batchkv::CompressionType,
+    pub compression_level: i32,
+    pub separate_key_value_in_data_block: bool,
+    pub cache_size: usize,
 }
 
 pub struct BatchKv {
@@ -80,6 +84,10 @@ impl BatchKv {
             max_bytes_for_level_multiplier: cfg.max_bytes_for_level_multiplier,
             target_file_size_base: cfg.target_file_size_base,
             disable_auto_compactions: cfg.disable_auto_compactions,
+            compression: cfg.compression,
+            compression_level: cfg.compression_level,
+            separate_key_value_in_data_block: cfg.separate_key_value_in_data_block,
+            block_cache_size: cfg.cache_size,
             ..Options::default()
         };
         Ok(BatchKv {

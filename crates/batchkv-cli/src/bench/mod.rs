@@ -101,6 +101,18 @@ pub struct BenchArgs {
     /// No background compactions (the `compact` benchmark still compacts).
     #[arg(long, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool, default_value = "false")]
     pub disable_auto_compactions: bool,
+    /// SST block compression: none, lz4 or zstd.
+    #[arg(long, default_value = "lz4")]
+    pub compression_type: String,
+    /// ZSTD level.
+    #[arg(long, default_value_t = 3)]
+    pub compression_level: i32,
+    /// Store keys and values of SST data blocks apart.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool, default_value = "false")]
+    pub separate_key_value_in_data_block: bool,
+    /// Block cache bytes.
+    #[arg(long, default_value_t = 32 << 20)]
+    pub cache_size: usize,
     /// Nexts after each seek in seekrandom.
     #[arg(long, default_value_t = 10)]
     pub seek_nexts: usize,
@@ -141,6 +153,10 @@ impl BenchArgs {
             max_bytes_for_level_multiplier: self.max_bytes_for_level_multiplier,
             target_file_size_base: self.target_file_size_base,
             disable_auto_compactions: self.disable_auto_compactions,
+            compression: self.compression_type.parse()?,
+            compression_level: self.compression_level,
+            separate_key_value_in_data_block: self.separate_key_value_in_data_block,
+            cache_size: self.cache_size,
         })
     }
 }

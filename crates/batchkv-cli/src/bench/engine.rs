@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use batchkv::{BatchLookup, Db, Options, ReadOptions, WriteBatch, WriteOptions};
+use batchkv::{BatchLookup, Db, MemTableKind, Options, ReadOptions, WriteBatch, WriteOptions};
 
 pub type BenchResult<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
@@ -25,6 +25,11 @@ pub trait BenchDb: Send + Sync {
     fn flush(&self) -> BenchResult<()>;
     /// Engine-specific statistics for the `stats` benchmark.
     fn stats(&self) -> String;
+    /// (memtable kind, bytes held by memtables, entries in the active
+    /// memtable), if the engine can tell.
+    fn memtable_usage(&self) -> Option<(String, usize, u64)> {
+        None
+    }
 }
 
 /// Engine settings shared by every engine (mapped to each one's options).
@@ -39,6 +44,7 @@ pub struct EngineConfig {
     pub bloom_bits: usize,
     pub block_size: usize,
     pub block_restart_interval: usize,
+    pub memtable: MemTableKind,
 }
 
 pub struct BatchKv {
@@ -59,6 +65,7 @@ impl BatchKv {
             bloom_bits_per_key: cfg.bloom_bits,
             block_size: cfg.block_size,
             block_restart_interval: cfg.block_restart_interval,
+            memtable: cfg.memtable,
             ..Options::default()
         };
         Ok(BatchKv {
@@ -151,5 +158,14 @@ impl BenchDb for BatchKv {
 
     fn stats(&self) -> String {
         format!("{:?}", self.db.stats())
+    }
+
+    fn memtable_usage(&self) -> Option<(String, usize, u64)> {
+        let s = self.db.stats();
+        Some((
+            s.memtable_kind.to_string(),
+            s.memtable_bytes,
+            s.memtable_entries,
+        ))
     }
 }

@@ -241,3 +241,31 @@ mod tests {
         assert_eq!(h + m, 4);
     }
 }
+
+#[cfg(test)]
+mod db_tests {
+    use crate::db::Db;
+    use crate::options::Options;
+
+    /// Memtable switches inside a running Db take the pre-built standby
+    /// (Speedb's standby became dead code after a hang fix: this proves ours
+    /// is used).
+    #[test]
+    fn db_switches_use_the_standby() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts: Options = "memtable=sorted_hash:4096:64;write_buffer_size=1MB"
+            .parse()
+            .unwrap();
+        let db = Db::open(dir.path(), opts).unwrap();
+        let (h0, m0) = db.core().memtables.standby_counts();
+        for round in 0..3u32 {
+            db.core().memtables.wait_for_standby();
+            db.put(format!("k{round}"), b"v").unwrap();
+            db.flush().unwrap();
+        }
+        let (h, m) = db.core().memtables.standby_counts();
+        assert_eq!((h - h0, m - m0), (3, 0));
+        assert_eq!(db.stats().memtable_kind, "sorted_hash");
+        assert_eq!(db.get(b"k1").unwrap(), Some(b"v".to_vec()));
+    }
+}

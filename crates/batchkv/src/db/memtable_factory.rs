@@ -269,3 +269,58 @@ mod db_tests {
         assert_eq!(db.get(b"k1").unwrap(), Some(b"v".to_vec()));
     }
 }
+
+#[cfg(test)]
+mod measure {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    fn percentiles(mut v: Vec<Duration>) -> String {
+        v.sort();
+        let p = |q: f64| v[((v.len() - 1) as f64 * q) as usize];
+        format!(
+            "p50 {:?} p90 {:?} p99 {:?} max {:?}",
+            p(0.5),
+            p(0.9),
+            p(0.99),
+            v[v.len() - 1]
+        )
+    }
+
+    /// The memtable-specific part of a switch is `create`: with the standby
+    /// ready it is a slot take; without, it allocates and faults in the
+    /// bucket array. Run with
+    /// `cargo test -p batchkv --release measure_switch -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "measurement"]
+    fn measure_switch_create_with_and_without_standby() {
+        let opts: Options = "memtable=sorted_hash".parse().unwrap();
+        let f = MemTableFactory::new(&opts);
+        let mut with = Vec::new();
+        for i in 0..200 {
+            // A switch every ~20 ms (a 64 MiB memtable fills in ≥ 100 ms).
+            std::thread::sleep(Duration::from_millis(20));
+            let t = Instant::now();
+            let m = f.create(i);
+            with.push(t.elapsed());
+            drop(m);
+        }
+        let (hits, misses) = f.standby_counts();
+        let mut without = Vec::new();
+        for i in 0..50 {
+            let t = Instant::now();
+            let m = SortedHashMemTable::new(f.sorted_hash_options(i));
+            without.push(t.elapsed());
+            drop(m);
+        }
+        println!(
+            "switch create, standby ready ({hits} hits, {misses} misses): {}",
+            percentiles(with)
+        );
+        println!(
+            "switch create, inline build (1M buckets): {}",
+            percentiles(without)
+        );
+    }
+}

@@ -26,6 +26,7 @@ mod compaction;
 mod db;
 mod error;
 mod fs;
+mod hash_pipeline;
 mod iter;
 mod key;
 mod memtable;
@@ -39,7 +40,7 @@ pub use batch::WriteBatch;
 pub use db::{Db, DbIterator, DbStats, Snapshot};
 pub use error::{Error, Result};
 pub use key::SequenceNumber;
-pub use memtable::BatchLookup;
+pub use memtable::{BatchLookup, MemTableKind};
 pub use options::{
     Options, ReadOptions, WalRecoveryMode, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE,
 };

@@ -5,7 +5,7 @@ use std::str::FromStr;
 
 use crate::db::Snapshot;
 use crate::error::{Error, Result};
-use crate::memtable::BatchLookup;
+use crate::memtable::{BatchLookup, MemTableKind};
 use crate::sst::CompressionType;
 
 /// Largest user key accepted, in bytes. Larger keys return `InvalidArgument`.
@@ -48,6 +48,11 @@ pub struct Options {
     pub memtable_huge_pages: bool,
     /// How memtables resolve batched lookups (default `auto`).
     pub batch_lookup: BatchLookup,
+    /// The memtable implementation (default `skiplist`).
+    pub memtable: MemTableKind,
+    /// Lookups in flight in the sorted-hash memtable's pipelined
+    /// `multi_get` (default 24).
+    pub hash_pipeline_window: usize,
     /// Target uncompressed size of an SST data block (default 4 KiB).
     pub block_size: usize,
     /// Keys between restart points in SST data blocks (default 16).
@@ -101,6 +106,8 @@ impl Default for Options {
             paranoid_memory_checks: false,
             memtable_huge_pages: true,
             batch_lookup: BatchLookup::Auto,
+            memtable: MemTableKind::SkipList,
+            hash_pipeline_window: crate::hash_pipeline::DEFAULT_WINDOW,
             block_size: 4096,
             block_restart_interval: 16,
             bloom_bits_per_key: 10,
@@ -188,6 +195,20 @@ impl Options {
         if self.max_open_files == 0 {
             return bad("max_open_files", "must be at least 1 (or -1 for no limit)");
         }
+        if self.hash_pipeline_window == 0 || self.hash_pipeline_window > 1024 {
+            return bad("hash_pipeline_window", "must be between 1 and 1024");
+        }
+        if let MemTableKind::SortedHash { buckets, .. } = self.memtable {
+            // The bucket array counts as memtable memory: if it alone filled
+            // the write buffer, every write would switch memtables.
+            if buckets.saturating_mul(8) >= self.write_buffer_size {
+                return bad(
+                    "memtable",
+                    "the sorted_hash bucket array (8 bytes per bucket) must be \
+                     smaller than write_buffer_size",
+                );
+            }
+        }
         Ok(())
     }
 
@@ -218,6 +239,8 @@ impl Options {
             "paranoid_memory_checks" => self.paranoid_memory_checks = parse_bool(name, value)?,
             "memtable_huge_pages" => self.memtable_huge_pages = parse_bool(name, value)?,
             "batch_lookup" => self.batch_lookup = value.parse()?,
+            "memtable" => self.memtable = value.parse()?,
+            "hash_pipeline_window" => self.hash_pipeline_window = parse_size(name, value)?,
             "block_size" => self.block_size = parse_size(name, value)?,
             "block_restart_interval" => self.block_restart_interval = parse_size(name, value)?,
             "bloom_bits_per_key" | "bloom_bits" => self.bloom_bits_per_key = parse_size(name, value)?,
@@ -432,6 +455,54 @@ mod tests {
         }
         let r = ReadOptions::default();
         assert!(r.fill_cache && r.verify_checksums);
+    }
+
+    #[test]
+    fn memtable_specs_parse_and_bad_ones_name_the_option() {
+        let o: Options = "memtable=vector".parse().unwrap();
+        assert_eq!(o.memtable, MemTableKind::Vector);
+        let o: Options = "memtable=sorted_hash".parse().unwrap();
+        assert_eq!(
+            o.memtable,
+            MemTableKind::SortedHash {
+                buckets: 1_000_000,
+                vector_limit: 10_000
+            }
+        );
+        let o: Options = "memtable=sorted_hash:400000".parse().unwrap();
+        assert_eq!(
+            o.memtable,
+            MemTableKind::SortedHash {
+                buckets: 400_000,
+                vector_limit: 10_000
+            }
+        );
+        let o: Options = "memtable=sorted_hash:1000:50;hash_pipeline_window=8"
+            .parse()
+            .unwrap();
+        assert_eq!(o.memtable.to_string(), "sorted_hash:1000:50");
+        assert_eq!(o.hash_pipeline_window, 8);
+        assert_eq!(
+            "memtable=skiplist".parse::<Options>().unwrap().memtable,
+            MemTableKind::SkipList
+        );
+        for bad in [
+            "memtable=hash",
+            "memtable=sorted_hash:",
+            "memtable=sorted_hash:0",
+            "memtable=sorted_hash:10:x",
+            "memtable=sorted_hash:10:10:10",
+            "memtable=vector:5",
+            "memtable=sorted_hash:1000000;write_buffer_size=4MB",
+        ] {
+            let err = bad.parse::<Options>().unwrap_err().to_string();
+            assert!(err.contains("memtable"), "{bad}: {err}");
+        }
+        let err = "hash_pipeline_window=0"
+            .parse::<Options>()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("hash_pipeline_window"), "{err}");
     }
 
     #[test]

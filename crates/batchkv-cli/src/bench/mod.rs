@@ -12,9 +12,9 @@ mod workloads;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use batchkv::BatchLookup;
+use batchkv::{BatchLookup, MemTableKind};
 
-use engine::{BatchKv, EngineConfig};
+use engine::{BatchKv, BenchDb, EngineConfig};
 use report::{BenchRecord, Report};
 
 fn parse_bool(s: &str) -> Result<bool, String> {
@@ -113,6 +113,9 @@ pub struct BenchArgs {
     /// Block cache bytes.
     #[arg(long, default_value_t = 32 << 20)]
     pub cache_size: usize,
+    /// Memtable: skiplist, vector or sorted_hash[:BUCKETS[:VECTOR_LIMIT]].
+    #[arg(long, default_value = "skiplist")]
+    pub memtablerep: String,
     /// Nexts after each seek in seekrandom.
     #[arg(long, default_value_t = 10)]
     pub seek_nexts: usize,
@@ -157,6 +160,7 @@ impl BenchArgs {
             compression_level: self.compression_level,
             separate_key_value_in_data_block: self.separate_key_value_in_data_block,
             cache_size: self.cache_size,
+            memtable: self.memtablerep.parse::<MemTableKind>()?,
         })
     }
 }
@@ -202,6 +206,14 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, Box<dyn std::error::Error + Send
         let rec = BenchRecord::new(name, &stats, &args);
         println!("{}", rec.db_bench_line());
         report.push(rec);
+        if name.starts_with("fill") || name == "overwrite" {
+            if let Some((kind, bytes, entries)) = db.memtable_usage() {
+                println!(
+                    "memtable {kind}: {bytes} bytes, {entries} entries in the active memtable, {:.1} bytes/entry",
+                    bytes as f64 / entries.max(1) as f64
+                );
+            }
+        }
     }
     db.close()?;
     if let Some(path) = &args.json {

@@ -19,6 +19,7 @@ mod compaction;
 pub(crate) mod filename;
 mod flush;
 mod iterator;
+mod memtable_factory;
 mod multi_get;
 mod read;
 mod recovery;
@@ -37,7 +38,6 @@ use arc_swap::ArcSwap;
 use crate::error::{Error, Result};
 use crate::fs::{FileLock, FileSystem, PosixFs};
 use crate::key::SequenceNumber;
-use crate::memtable::skiplist::{SkipListMemTable, SkipListOptions};
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::sst::TableOptions;
@@ -45,6 +45,7 @@ use crate::version::{Version, VersionSet};
 use crate::wal;
 
 pub use iterator::DbIterator;
+use memtable_factory::MemTableFactory;
 pub use snapshot::Snapshot;
 use snapshot::SnapshotList;
 use table_cache::TableCache;
@@ -115,6 +116,8 @@ pub(crate) struct DbCore {
     tables: Arc<TableCache>,
     snapshots: Arc<SnapshotList>,
     next_memtable_id: AtomicU64,
+    /// Builds memtables of the configured kind (with a standby for sorted_hash).
+    memtables: MemTableFactory,
     shutting_down: AtomicBool,
     /// Some write skipped the WAL since the last flush; close flushes then.
     unpersisted: AtomicBool,
@@ -290,10 +293,8 @@ impl Drop for DbHandle {
 
 impl DbCore {
     fn new_memtable(&self) -> Arc<dyn MemTable> {
-        new_memtable(
-            &self.opts,
-            self.next_memtable_id.fetch_add(1, Ordering::Relaxed),
-        )
+        self.memtables
+            .create(self.next_memtable_id.fetch_add(1, Ordering::Relaxed))
     }
 
     /// Publishes a new [`SuperVersion`] from `st`. Called with `state` held.
@@ -333,17 +334,4 @@ impl DbCore {
     fn last_visible(&self) -> SequenceNumber {
         self.visible_seq.load(Ordering::Acquire)
     }
-}
-
-/// Arena blocks are an eighth of the write buffer (as in RocksDB), so a
-/// memtable's reported usage tracks its content closely, capped at 8 MiB.
-/// Huge pages need 2 MiB blocks, so small write buffers go without them.
-fn new_memtable(opts: &Options, id: u64) -> Arc<dyn MemTable> {
-    let arena_block_size = (opts.write_buffer_size / 8).clamp(4096, 8 << 20);
-    Arc::new(SkipListMemTable::new(SkipListOptions {
-        id,
-        paranoid_checks: opts.paranoid_memory_checks,
-        huge_pages: opts.memtable_huge_pages && arena_block_size >= 2 << 20,
-        arena_block_size,
-    }))
 }

@@ -61,7 +61,9 @@ pub fn run(
             scan(&db, args)?;
             ExitCode::SUCCESS
         }
-        Command::Bench(_) => unreachable!("bench is dispatched before opening a database"),
+        Command::Bench(_) | Command::Stress(_) | Command::Crashtest(_) => {
+            unreachable!("dispatched before opening a database")
+        }
     };
     db.close()?;
     Ok(code)

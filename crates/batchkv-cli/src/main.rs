@@ -1,8 +1,9 @@
 //! The `batchkv` command-line tool: data commands on a database directory,
-//! and `bench`, a db_bench-compatible benchmark.
+//! `bench`, a db_bench-compatible benchmark, and `stress`/`crashtest`.
 
 mod bench;
 mod commands;
+mod stress;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -38,12 +39,18 @@ enum Command {
     Scan(commands::ScanArgs),
     /// Runs db_bench-style benchmarks.
     Bench(Box<bench::BenchArgs>),
+    /// Random operations checked against an expected-state oracle.
+    Stress(stress::StressArgs),
+    /// Kill -9 cycles around `stress`, verifying after every kill.
+    Crashtest(stress::CrashtestArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Bench(args) => bench::run(*args),
+        Command::Stress(args) => stress::run_stress(args),
+        Command::Crashtest(args) => stress::run_crashtest(args),
         cmd => commands::run(cli.db, cli.options, cmd),
     };
     match result {

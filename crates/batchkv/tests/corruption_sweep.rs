@@ -173,7 +173,7 @@ fn corrupted_sst_files_report_corruption_naming_the_file_never_wrong_data() {
     let expected = build_template(template.path());
     let tables = files_matching(template.path(), |n| n.ends_with(".sst"));
     assert_eq!(tables.len(), TABLES as usize);
-    for seed in 0..90u64 {
+    for seed in 0..60u64 {
         let file = &tables[seed as usize % tables.len()];
         if let Some(seen) = damaged_round(
             template.path(),
@@ -201,7 +201,7 @@ fn corrupted_manifest_or_current_fails_the_open_or_loses_nothing() {
     let mut files = files_matching(template.path(), |n| n.starts_with("MANIFEST-"));
     assert_eq!(files.len(), 1);
     files.push("CURRENT".to_string());
-    for seed in 0..90u64 {
+    for seed in 0..60u64 {
         let file = &files[seed as usize % files.len()];
         if let Some(seen) = damaged_round(
             template.path(),
@@ -230,7 +230,7 @@ fn corrupted_wal_keeps_a_prefix_in_point_in_time_mode_and_fails_in_absolute_mode
     let wals = files_matching(template.path(), |n| n.ends_with(".log"));
     let wal = wals.last().expect("the template has a WAL");
     let flushed = TABLES * KEYS_PER_TABLE;
-    for seed in 0..60u64 {
+    for seed in 0..40u64 {
         let seen = damaged_round(
             template.path(),
             wal,

@@ -44,20 +44,24 @@ pub struct CrashtestArgs {
     /// Expected-state file (default: `<db>.expected`).
     #[arg(long)]
     pub expected_state: Option<PathBuf>,
-    /// Earliest kill, in milliseconds after the child starts.
+    /// Earliest kill, in milliseconds after the child's workers start.
     #[arg(long, default_value_t = 300)]
     pub min_kill_ms: u64,
-    /// Latest kill, in milliseconds after the child starts.
+    /// Latest kill, in milliseconds after the child's workers start.
     #[arg(long, default_value_t = 3000)]
     pub max_kill_ms: u64,
     /// Start over with an empty database once level 0 holds this many files
     /// (there is no compaction yet, so reads slow down as files pile up).
-    #[arg(long, default_value_t = 300)]
+    #[arg(long, default_value_t = 60)]
     pub max_l0_files: usize,
 }
 
-/// The child's last progress line: (operations, reads verified).
-type Progress = Arc<Mutex<(u64, u64)>>;
+/// A child that has not started its workers by then is hung in recovery.
+const STARTUP_LIMIT: Duration = Duration::from_secs(120);
+
+/// What the child has reported: (started its workers, operations, reads
+/// verified).
+type Progress = Arc<Mutex<(bool, u64, u64)>>;
 
 fn parse_progress(line: &str) -> Option<(u64, u64)> {
     let rest = line.strip_prefix("progress ops=")?;
@@ -119,20 +123,41 @@ pub fn run_crashtest(args: CrashtestArgs) -> CliResult<ExitCode> {
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()?;
-        let progress: Progress = Arc::new(Mutex::new((0, 0)));
+        let progress: Progress = Arc::new(Mutex::new((false, 0, 0)));
         let reader = {
             let progress = Arc::clone(&progress);
             let stdout = child.stdout.take().ok_or("child has no stdout")?;
             std::thread::spawn(move || {
                 for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                    if let Some(p) = parse_progress(&line) {
-                        *progress.lock().unwrap_or_else(|e| e.into_inner()) = p;
+                    let mut p = progress.lock().unwrap_or_else(|e| e.into_inner());
+                    if line.starts_with("stress: start verified") {
+                        p.0 = true;
+                    } else if let Some((ops, reads)) = parse_progress(&line) {
+                        (p.1, p.2) = (ops, reads);
                     }
                 }
             })
         };
-        let started = Instant::now();
-        while started.elapsed() < kill_after {
+        // Mostly, the kill delay counts from when the child's workers start
+        // (opening and verifying a big database takes a while); sometimes
+        // from the spawn, to crash it during recovery too.
+        let during_recovery = rng.random_ratio(1, 8);
+        let mut started = Instant::now();
+        let mut counting = during_recovery;
+        while !counting || started.elapsed() < kill_after {
+            if !counting && progress.lock().unwrap_or_else(|e| e.into_inner()).0 {
+                counting = true;
+                started = Instant::now();
+            }
+            if !counting && started.elapsed() > STARTUP_LIMIT {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Ok(report_failure(
+                    &format!("crashtest cycle {cycle}: the stress child did not start within {STARTUP_LIMIT:?}"),
+                    child_seed,
+                    &super::options::for_seed(child_seed),
+                ));
+            }
             if let Some(status) = child.try_wait()? {
                 let _ = reader.join();
                 let opts = super::options::for_seed(child_seed);
@@ -147,7 +172,7 @@ pub fn run_crashtest(args: CrashtestArgs) -> CliResult<ExitCode> {
         child.kill()?; // SIGKILL
         child.wait()?;
         let _ = reader.join();
-        let (ops, reads) = *progress.lock().unwrap_or_else(|e| e.into_inner());
+        let (_, ops, reads) = *progress.lock().unwrap_or_else(|e| e.into_inner());
         total_ops += ops;
         total_reads += reads;
 
@@ -178,9 +203,10 @@ pub fn run_crashtest(args: CrashtestArgs) -> CliResult<ExitCode> {
         let l0 = db.stats().files_per_level[0];
         db.close()?;
         println!(
-            "cycle {cycle}: child seed {child_seed} killed after {} ms; child ops ~{ops}, reads verified ~{reads}; \
+            "cycle {cycle}: child seed {child_seed} killed {} ms after {}; child ops ~{ops}, reads verified ~{reads}; \
              reopened: {} keys verified, {} pending, {} batches in flight; L0 files {l0}",
             kill_after.as_millis(),
+            if during_recovery { "spawn" } else { "its workers started" },
             report.keys,
             report.pending,
             report.batches

@@ -1,9 +1,10 @@
 //! The `batchkv` command-line tool: data commands on a database directory,
-//! and `bench`, a db_bench-compatible benchmark.
+//! `bench`, a db_bench-compatible benchmark, and `stress`/`crashtest`.
 
 mod bench;
 mod commands;
 mod dump;
+mod stress;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -36,6 +37,10 @@ enum Command {
     /// Prints the contents of a file of the database (`dump sst FILE`).
     #[command(subcommand)]
     Dump(dump::DumpTarget),
+    /// Random operations checked against an expected-state oracle.
+    Stress(stress::StressArgs),
+    /// Kill -9 cycles around `stress`, verifying after every kill.
+    Crashtest(stress::CrashtestArgs),
 }
 
 fn main() -> ExitCode {
@@ -44,6 +49,8 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(*args),
         Command::Data(cmd) => commands::run(cli.db, cli.options, cmd),
         Command::Dump(target) => dump::run(target),
+        Command::Stress(args) => stress::run_stress(args),
+        Command::Crashtest(args) => stress::run_crashtest(args),
     };
     match result {
         Ok(code) => code,

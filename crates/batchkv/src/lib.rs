@@ -39,6 +39,9 @@ mod wal;
 pub use batch::WriteBatch;
 pub use db::{Db, DbIterator, DbStats, Snapshot};
 pub use error::{Error, Result};
+pub use fs::{
+    Fault, FaultInjectionFs, FaultOp, FileLock, FileSystem, PosixFs, RandomAccessFile, WritableFile,
+};
 pub use key::SequenceNumber;
 pub use memtable::{BatchLookup, MemTableKind};
 pub use options::{

@@ -173,8 +173,8 @@ impl Db {
     }
 
     /// Opens the database through a custom filesystem (tests use a
-    /// fault-injecting one).
-    pub(crate) fn open_with_fs(
+    /// fault-injecting one, [`crate::FaultInjectionFs`]).
+    pub fn open_with_fs(
         path: impl AsRef<Path>,
         opts: Options,
         fs: Arc<dyn FileSystem>,

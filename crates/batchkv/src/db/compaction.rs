@@ -187,7 +187,13 @@ impl DbCore {
             let current: Vec<u64> = st.versions.current().file_numbers().collect();
             st.pending_outputs.retain(|n| current.contains(n));
         }
-        Ok(out?.files)
+        let files = out?.files;
+        // The outputs' names must be durable before a MANIFEST edit refers
+        // to them (and before the inputs, whose data they hold, go away).
+        if !files.is_empty() {
+            self.fs.sync_dir(&self.dir)?;
+        }
+        Ok(files)
     }
 }
 

@@ -130,6 +130,9 @@ fn descend<const P: bool>(
                 let z = unsafe { node::next(it.x, it.level as usize) };
                 if z == it.bound {
                     if it.level == 0 {
+                        if P {
+                            list.check_pred(it.x)?;
+                        }
                         finish(base, it.lo, it.hi, z, emit)?;
                         break;
                     }
@@ -154,11 +157,14 @@ fn descend<const P: bool>(
             let it = cur.get(i);
             let z = it.z;
             if P {
-                list.check_step(it.x, z)?;
+                list.check_step(it.x, z, it.level as usize)?;
             }
             let m = split(keys, it.lo, it.hi, z, trailer);
             if m > it.lo {
                 if it.level == 0 {
+                    if P {
+                        list.check_pred(it.x)?;
+                    }
                     finish(base, it.lo, m, z, emit)?;
                 } else {
                     nxt.push(Item {

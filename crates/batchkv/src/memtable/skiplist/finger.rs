@@ -70,7 +70,7 @@ pub(super) fn multi_get<const P: bool>(
             let mut z = unsafe { node::next(x, l) };
             while !z.is_null() {
                 if P {
-                    list.check_step(x, z)?;
+                    list.check_step(x, z, l)?;
                 }
                 // SAFETY: `z` is a linked non-head node.
                 if !unsafe { node_lt(z, user, trailer) } {
@@ -86,6 +86,9 @@ pub(super) fn multi_get<const P: bool>(
                 break;
             }
             l -= 1;
+        }
+        if P {
+            list.check_pred(f.prev[0])?;
         }
         emit(i, f.next[0])?;
     }

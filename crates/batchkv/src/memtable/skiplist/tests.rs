@@ -525,3 +525,38 @@ fn finger_first_search_descends_from_the_top() {
         "finger {finger:?} vs per-key {per_key:?}"
     );
 }
+
+/// Regression (paranoid checks stopped hashing every key passed on the way
+/// down): a damaged key that still sorts between its neighbours but *below*
+/// its true key makes a search pass the node it should stop at. The search's
+/// final level-0 predecessor is then that node, and it must be verified —
+/// otherwise the lookup would silently answer "not found".
+#[test]
+fn paranoid_checks_catch_a_node_passed_because_of_its_damaged_key() {
+    // Only a node taller than 1 can be passed above level 0, so damage many
+    // nodes in turn (a quarter of them are taller).
+    for victim in 100..164u32 {
+        let mt = SkipListMemTable::new(small_opts(true));
+        for i in 0..500u32 {
+            mt.insert(u64::from(i) + 1, ValueType::Value, &key_of(i * 10), b"v")
+                .unwrap();
+        }
+        // The last digit '0' becomes '/': still after the previous key, now
+        // before its true key, with the checksum left stale.
+        let k = key_of(victim * 10);
+        mt.corrupt_entry_for_test(&k, 8, 0x1f, false);
+        let err = mt.get(&k, MAX_SEQUENCE).unwrap_err();
+        assert!(err.is_corruption(), "victim {victim}: {err}");
+        for s in STRATEGIES {
+            let around = vec![
+                key_of(victim * 10 - 10),
+                k.clone(),
+                key_of(victim * 10 + 10),
+            ];
+            for batch in [vec![k.clone()], around] {
+                let err = multi(&mt, &batch, MAX_SEQUENCE, s).unwrap_err();
+                assert!(err.is_corruption(), "victim {victim} {s:?}: {err}");
+            }
+        }
+    }
+}

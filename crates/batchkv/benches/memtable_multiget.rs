@@ -1,7 +1,7 @@
 //! Skip-list memtable batch-lookup benchmark: keys/s of `multi_get` per
 //! strategy and batch size, and of `get` one key at a time.
 //!
-//! Run: `cargo bench -p batchkv --bench memtable_multiget`.
+//! Run: `cargo bench -p batchkv --features bench-internals --bench memtable_multiget`.
 //! Environment: `BATCHKV_BENCH_KEYS` (entries, default 2,000,000),
 //! `BATCHKV_BENCH_LOOKUPS` (lookups per timed round, default 200,000),
 //! `BATCHKV_BENCH_ROUNDS` (rounds per row, default 7),

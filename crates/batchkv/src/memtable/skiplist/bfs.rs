@@ -156,10 +156,19 @@ fn descend<const P: bool>(
         for i in 0..live {
             let it = cur.get(i);
             let z = it.z;
-            if P {
-                list.check_step(it.x, z, it.level as usize)?;
-            }
             let m = split(keys, it.lo, it.hi, z, trailer);
+            if P {
+                // Every target of the item is after key(x); if some target
+                // is ≤ key(z) (m > lo), key(x) < key(z) is already proven by
+                // the comparisons just made, so only the all-move-right
+                // case needs the explicit order check.
+                if it.level == 0 {
+                    list.check_pred(z)?;
+                }
+                if m == it.lo {
+                    list.check_order(it.x, z)?;
+                }
+            }
             if m > it.lo {
                 if it.level == 0 {
                     if P {

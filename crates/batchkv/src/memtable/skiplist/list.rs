@@ -270,6 +270,27 @@ impl SkipList {
         Ok(())
     }
 
+    /// Paranoid order check of one step `x → z`: `key(x) < key(z)` unless
+    /// `x` is the head.
+    #[inline]
+    pub(super) fn check_order(&self, x: *mut Node, z: *mut Node) -> Result<()> {
+        if x == self.head {
+            return Ok(());
+        }
+        // SAFETY: `x` and `z` are linked non-head nodes.
+        let (kx, kz) = unsafe { (node::key(x), node::key(z)) };
+        if kx.len() < TRAILER_LEN
+            || kz.len() < TRAILER_LEN
+            || compare_internal_keys(kx, kz) != CmpOrdering::Less
+        {
+            return Err(self.corruption(
+                z,
+                format!("skip list out of order: {kx:?} is not before {kz:?}"),
+            ));
+        }
+        Ok(())
+    }
+
     /// Paranoid check of a search's final level-0 predecessor `x` (see
     /// [`SkipList::check_step`]): its key protection matches.
     #[inline]

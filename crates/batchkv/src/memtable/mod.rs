@@ -11,6 +11,7 @@
 //! 5. Lookups at snapshot `seq` see only entries with sequence ≤ `seq`, and
 //!    return the newest of those for the user key (a value or a tombstone).
 
+pub(crate) mod arena;
 pub mod skiplist;
 pub mod sorted_hash;
 pub mod vector;

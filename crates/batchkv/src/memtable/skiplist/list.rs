@@ -21,10 +21,10 @@
 use std::cmp::Ordering as CmpOrdering;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::arena::Arena;
 use super::node::{self, Node, MAX_HEIGHT};
 use crate::error::{Error, Result};
 use crate::key::{compare_internal_key_parts, compare_internal_keys, TRAILER_LEN};
+use crate::memtable::arena::Arena;
 
 /// The skip list core (see the module docs).
 pub(super) struct SkipList {

@@ -30,7 +30,6 @@
 //! on random batches (each search waits on the previous one's misses).
 #![allow(unsafe_code)]
 
-mod arena;
 mod bfs;
 mod finger;
 mod iter;
@@ -72,7 +71,7 @@ impl Default for SkipListOptions {
             id: 0,
             paranoid_checks: false,
             huge_pages: true,
-            arena_block_size: arena::HUGE_PAGE,
+            arena_block_size: crate::memtable::arena::HUGE_PAGE,
         }
     }
 }

@@ -27,16 +27,13 @@
 //! 3. `memory` equals the bytes of all blocks held (honest usage).
 #![allow(unsafe_code)]
 
-use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 use crate::key::TRAILER_LEN;
+use crate::memtable::arena::Arena as BlockArena;
 
-/// Size and alignment of a transparent huge page on x86_64 Linux.
-pub(crate) const HUGE_PAGE: usize = 2 << 20;
-const MIN_BLOCK: usize = 4096;
+/// Node alignment (the header holds atomics).
 const ALIGN: usize = 8;
 /// Bytes before the entry bytes of a node.
 pub(crate) const HEADER: usize = 24;
@@ -131,54 +128,24 @@ pub(crate) fn load_link(slot: &AtomicPtr<Node>) -> Option<NodeRef> {
     NodeRef::from_ptr(slot.load(Ordering::Acquire))
 }
 
-struct Block {
-    ptr: NonNull<u8>,
-    layout: Layout,
-}
-
-struct State {
-    cur: *mut u8,
-    remaining: usize,
-    blocks: Vec<Block>,
-}
-
-/// A bump allocator of nodes over large blocks.
+/// The node allocator: the memtables' shared block arena (huge pages,
+/// honest usage), with the node layout above on top.
 pub(crate) struct Arena {
-    block_size: usize,
-    huge_pages: bool,
-    state: Mutex<State>,
-    /// Bytes of all blocks; written under the mutex, read without it.
-    memory: AtomicUsize,
+    blocks: BlockArena,
 }
-
-// SAFETY: the raw pointers in `State` point into blocks the arena owns; they
-// are read and changed only under the mutex. Node memory handed out is
-// shared under the publish/acquire protocol described in the module docs.
-unsafe impl Send for Arena {}
-// SAFETY: as above.
-unsafe impl Sync for Arena {}
 
 impl Arena {
     /// An arena of `block_size`-byte blocks (rounded up to 4 KiB, or to
     /// 2 MiB when `huge_pages`).
     pub(crate) fn new(block_size: usize, huge_pages: bool) -> Arena {
-        let granule = if huge_pages { HUGE_PAGE } else { MIN_BLOCK };
         Arena {
-            block_size: block_size.max(MIN_BLOCK).div_ceil(granule) * granule,
-            huge_pages,
-            state: Mutex::new(State {
-                cur: std::ptr::null_mut(),
-                remaining: 0,
-                blocks: Vec::new(),
-            }),
-            memory: AtomicUsize::new(0),
+            blocks: BlockArena::new(block_size, huge_pages),
         }
     }
 
     /// Bytes of all blocks allocated so far.
     pub(crate) fn memory_usage(&self) -> usize {
-        // Relaxed: a statistic.
-        self.memory.load(Ordering::Relaxed)
+        self.blocks.memory_usage()
     }
 
     /// Copies an entry into a new, unpublished node with null links.
@@ -188,7 +155,7 @@ impl Arena {
         // (≤ 64 MiB), so both lengths fit in u32.
         debug_assert!(klen <= u32::MAX as usize && value.len() <= u32::MAX as usize);
         let size = (HEADER + klen + value.len()).div_ceil(ALIGN) * ALIGN;
-        let p = self.allocate(size).cast::<Node>();
+        let p = self.blocks.allocate(size).cast::<Node>();
         // SAFETY: `p` is 8-aligned and owns `size` fresh bytes, enough for the
         // header and entry bytes; no other thread can see it yet.
         unsafe {
@@ -204,64 +171,6 @@ impl Arena {
             std::ptr::copy_nonoverlapping(t.as_ptr(), d.add(user_key.len()), TRAILER_LEN);
             std::ptr::copy_nonoverlapping(value.as_ptr(), d.add(klen), value.len());
             NodeRef(NonNull::new_unchecked(p))
-        }
-    }
-
-    fn allocate(&self, size: usize) -> *mut u8 {
-        let mut st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if size <= st.remaining {
-            let p = st.cur;
-            // SAFETY: `size ≤ remaining`, so `p + size` stays in the block.
-            st.cur = unsafe { p.add(size) };
-            st.remaining -= size;
-            return p;
-        }
-        if size > self.block_size / 4 {
-            return self.new_block(&mut st, size);
-        }
-        let p = self.new_block(&mut st, self.block_size);
-        // SAFETY: the block holds `block_size ≥ size` bytes.
-        st.cur = unsafe { p.add(size) };
-        st.remaining = self.block_size - size;
-        p
-    }
-
-    fn new_block(&self, st: &mut State, size: usize) -> *mut u8 {
-        let align = if self.huge_pages && size >= HUGE_PAGE {
-            HUGE_PAGE
-        } else {
-            MIN_BLOCK
-        };
-        // Invariant: entry sizes are bounded far below isize::MAX (see
-        // `alloc_node`), so the layout is valid.
-        let layout = Layout::from_size_align(size, align).expect("arena block size overflow");
-        // SAFETY: the layout has a non-zero size.
-        let raw = unsafe { alloc(layout) };
-        let Some(ptr) = NonNull::new(raw) else {
-            handle_alloc_error(layout)
-        };
-        #[cfg(target_os = "linux")]
-        if align == HUGE_PAGE {
-            // SAFETY: a 2 MiB-aligned block we own; madvise only changes how
-            // the kernel backs it, and failure is harmless.
-            unsafe {
-                libc::madvise(raw.cast(), size, libc::MADV_HUGEPAGE);
-            }
-        }
-        st.blocks.push(Block { ptr, layout });
-        // Relaxed: a statistic.
-        self.memory.fetch_add(size, Ordering::Relaxed);
-        raw
-    }
-}
-
-impl Drop for Arena {
-    fn drop(&mut self) {
-        let st = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
-        for b in st.blocks.drain(..) {
-            // SAFETY: allocated with exactly this layout, freed once; `&mut
-            // self` proves no reference into the arena outlives it.
-            unsafe { dealloc(b.ptr.as_ptr(), b.layout) };
         }
     }
 }

@@ -92,7 +92,7 @@ impl Default for SortedHashOptions {
             buckets: DEFAULT_BUCKETS,
             vector_limit: DEFAULT_VECTOR_LIMIT,
             pipeline_window: DEFAULT_WINDOW,
-            arena_block_size: arena::HUGE_PAGE,
+            arena_block_size: crate::memtable::arena::HUGE_PAGE,
             huge_pages: true,
         }
     }

@@ -9,7 +9,6 @@
 //! batches in flight are all-or-nothing.
 
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -17,7 +16,7 @@ use std::time::{Duration, Instant};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use super::{expected_path, open_db, oracle, report_failure, verify, CliResult};
+use super::{open_db, oracle, report_failure, verify, CliResult, RunArgs};
 
 /// Arguments of `crashtest`.
 #[derive(clap::Args, Debug, Clone)]
@@ -29,21 +28,10 @@ pub struct CrashtestArgs {
     /// Seconds to run.
     #[arg(long)]
     pub duration: Option<f64>,
-    /// Worker threads of each child.
-    #[arg(long, default_value_t = 4)]
-    pub threads: usize,
-    /// Seed of the whole test (children's seeds and kill times derive from it).
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// Size of the key space.
-    #[arg(long, default_value_t = 10_000)]
-    pub keys: u64,
-    /// Database directory (a temporary one if absent).
-    #[arg(long = "db")]
-    pub db: Option<PathBuf>,
-    /// Expected-state file (default: `<db>.expected`).
-    #[arg(long)]
-    pub expected_state: Option<PathBuf>,
+    /// Threads, seed (children's seeds and kill times derive from it),
+    /// key space, database and oracle paths.
+    #[command(flatten)]
+    pub run: RunArgs,
     /// Earliest kill, in milliseconds after the child's workers start.
     #[arg(long, default_value_t = 300)]
     pub min_kill_ms: u64,
@@ -70,19 +58,10 @@ fn parse_progress(line: &str) -> Option<(u64, u64)> {
 }
 
 pub fn run_crashtest(args: CrashtestArgs) -> CliResult<ExitCode> {
-    let seed = args.seed.unwrap_or_else(rand::random);
+    let seed = args.run.seed.unwrap_or_else(rand::random);
     let mut rng = StdRng::seed_from_u64(seed);
-    let _tmp;
-    let (db_dir, default_expected) = match &args.db {
-        Some(d) => (d.clone(), expected_path(d)),
-        None => {
-            let t = tempfile::tempdir()?;
-            let paths = (t.path().join("db"), t.path().join("expected"));
-            _tmp = t;
-            paths
-        }
-    };
-    let expected = args.expected_state.clone().unwrap_or(default_expected);
+    let paths = args.run.paths()?;
+    let (db_dir, expected) = (paths.db.clone(), paths.expected.clone());
     let cycles = match (args.cycles, args.duration) {
         (None, None) => Some(10),
         (c, _) => c,
@@ -95,8 +74,8 @@ pub fn run_crashtest(args: CrashtestArgs) -> CliResult<ExitCode> {
     println!(
         "crashtest: seed={seed} db={} keys={} threads={}",
         db_dir.display(),
-        args.keys,
-        args.threads
+        args.run.keys,
+        args.run.threads
     );
 
     let began = Instant::now();
@@ -116,8 +95,8 @@ pub fn run_crashtest(args: CrashtestArgs) -> CliResult<ExitCode> {
             .arg(&db_dir)
             .arg("--expected-state")
             .arg(&expected)
-            .args(["--keys", &args.keys.to_string()])
-            .args(["--threads", &args.threads.to_string()])
+            .args(["--keys", &args.run.keys.to_string()])
+            .args(["--threads", &args.run.threads.to_string()])
             .args(["--seed", &child_seed.to_string()])
             .args(["--duration", "1000000"])
             .stdout(Stdio::piped())
@@ -188,7 +167,7 @@ pub fn run_crashtest(args: CrashtestArgs) -> CliResult<ExitCode> {
                 ));
             }
         };
-        let oracle = oracle::Oracle::open(&expected, args.keys)?;
+        let oracle = oracle::Oracle::open(&expected, args.run.keys)?;
         let report = match verify::verify_all(&db, &oracle, true) {
             Ok(r) => r,
             Err(msg) => {

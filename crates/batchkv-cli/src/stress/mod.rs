@@ -29,16 +29,13 @@ pub use crashtest::{run_crashtest, CrashtestArgs};
 
 pub type CliResult<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
-/// Arguments of `stress`.
+/// Arguments `stress` and `crashtest` share.
 #[derive(clap::Args, Debug, Clone)]
-pub struct StressArgs {
-    /// Seconds to run.
-    #[arg(long, default_value_t = 10.0)]
-    pub duration: f64,
-    /// Worker threads.
+pub struct RunArgs {
+    /// Worker threads (of each child, for crashtest).
     #[arg(long, default_value_t = 4)]
     pub threads: usize,
-    /// Seed of the options and the operations (random if absent; printed).
+    /// Seed of the run (random if absent; printed).
     #[arg(long)]
     pub seed: Option<u64>,
     /// Size of the key space.
@@ -50,6 +47,42 @@ pub struct StressArgs {
     /// Expected-state file (default: `<db>.expected`).
     #[arg(long)]
     pub expected_state: Option<PathBuf>,
+}
+
+/// Where a run keeps its database and oracle; holds the temporary
+/// directory (if any) alive.
+struct RunPaths {
+    _tmp: Option<tempfile::TempDir>,
+    db: PathBuf,
+    expected: PathBuf,
+}
+
+impl RunArgs {
+    fn paths(&self) -> CliResult<RunPaths> {
+        let (tmp, db, default_expected) = match &self.db {
+            Some(d) => (None, d.clone(), expected_path(d)),
+            None => {
+                let t = tempfile::tempdir()?;
+                let (db, expected) = (t.path().join("db"), t.path().join("expected"));
+                (Some(t), db, expected)
+            }
+        };
+        Ok(RunPaths {
+            _tmp: tmp,
+            db,
+            expected: self.expected_state.clone().unwrap_or(default_expected),
+        })
+    }
+}
+
+/// Arguments of `stress`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct StressArgs {
+    /// Seconds to run.
+    #[arg(long, default_value_t = 10.0)]
+    pub duration: f64,
+    #[command(flatten)]
+    pub run: RunArgs,
 }
 
 /// Default expected-state path for a database directory.
@@ -75,27 +108,18 @@ fn report_failure(msg: &str, seed: u64, opts: &str) -> ExitCode {
 }
 
 pub fn run_stress(args: StressArgs) -> CliResult<ExitCode> {
-    let seed = args.seed.unwrap_or_else(rand::random);
-    let _tmp;
-    let (db_dir, default_expected) = match &args.db {
-        Some(d) => (d.clone(), expected_path(d)),
-        None => {
-            let t = tempfile::tempdir()?;
-            let paths = (t.path().join("db"), t.path().join("expected"));
-            _tmp = t;
-            paths
-        }
-    };
-    let expected = args.expected_state.clone().unwrap_or(default_expected);
-    if args.keys == 0 || args.threads == 0 {
+    let seed = args.run.seed.unwrap_or_else(rand::random);
+    let paths = args.run.paths()?;
+    let (db_dir, expected) = (paths.db.clone(), paths.expected.clone());
+    if args.run.keys == 0 || args.run.threads == 0 {
         return Err("--keys and --threads must be at least 1".into());
     }
     let (db, opts) = open_db(&db_dir, seed)?;
     println!(
         "stress: seed={seed} keys={} threads={} options={opts}",
-        args.keys, args.threads
+        args.run.keys, args.run.threads
     );
-    let oracle = oracle::Oracle::open(&expected, args.keys)?;
+    let oracle = oracle::Oracle::open(&expected, args.run.keys)?;
 
     let start = match verify::verify_all(&db, &oracle, true) {
         Ok(r) => r,
@@ -110,7 +134,7 @@ pub fn run_stress(args: StressArgs) -> CliResult<ExitCode> {
     let began = Instant::now();
     let deadline = began + Duration::from_secs_f64(args.duration.max(0.0));
     std::thread::scope(|s| {
-        for t in 0..args.threads {
+        for t in 0..args.run.threads {
             let shared = &shared;
             let thread_seed = seed.wrapping_add((t as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
             s.spawn(move || worker::run(shared, thread_seed));

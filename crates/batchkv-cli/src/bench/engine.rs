@@ -39,6 +39,14 @@ pub trait BenchDb: Send + Sync {
     fn memtable_usage(&self) -> Option<(String, usize, u64)> {
         None
     }
+    /// Why this engine cannot run `benchmark`, if it cannot.
+    fn skip_reason(&self, _benchmark: &str) -> Option<String> {
+        None
+    }
+    /// Closes the engine, reporting errors that dropping would hide.
+    fn close_box(self: Box<Self>) -> BenchResult<()> {
+        Ok(())
+    }
 }
 
 /// Engine settings shared by every engine (mapped to each one's options).
@@ -206,5 +214,9 @@ impl BenchDb for BatchKv {
             s.memtable_bytes,
             s.memtable_entries,
         ))
+    }
+
+    fn close_box(self: Box<Self>) -> BenchResult<()> {
+        self.close()
     }
 }

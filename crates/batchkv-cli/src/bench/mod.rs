@@ -4,8 +4,13 @@
 //! `--batch_size`, …) and accept both `--name=value` and `--name value`;
 //! booleans may be bare (`--sync`) or valued (`--sync=0|1|true|false`).
 
+mod compare;
 mod engine;
 mod gen;
+mod histogram;
+mod peers;
+mod plot;
+mod progress;
 mod report;
 mod workloads;
 
@@ -14,7 +19,7 @@ use std::process::ExitCode;
 
 use batchkv::{BatchLookup, MemTableKind};
 
-use engine::{BatchKv, BenchDb, EngineConfig};
+use engine::EngineConfig;
 use report::{BenchRecord, Report};
 
 fn parse_bool(s: &str) -> Result<bool, String> {
@@ -132,6 +137,29 @@ pub struct BenchArgs {
     /// Write results as JSON to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    // Peers and reporting (issue 6).
+    /// Engine to run: batchkv, rocksdb, speedb or fjall (peers need their
+    /// cargo feature: peer-rocksdb, peer-speedb, peer-fjall).
+    #[arg(long, default_value = "batchkv")]
+    pub engine: String,
+    /// Comma-separated engines to compare, run in alternation (A B A B …)
+    /// --repeat times, each on a fresh directory; prints medians and
+    /// batchkv/peer ratios.
+    #[arg(long)]
+    pub engines: Option<String>,
+    /// Repetitions per engine with --engines.
+    #[arg(long, default_value_t = 1)]
+    pub repeat: usize,
+    /// ENGINE=PATH: the binary that runs ENGINE when it is not linked into
+    /// this one (default: `batchkv-ENGINE` next to this binary).
+    #[arg(long, value_delimiter = ',')]
+    pub engine_bin: Vec<String>,
+    /// Draw the --engines comparison as an SVG bar chart.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+    /// Print per-operation latency percentiles (p50/p95/p99/p99.9/max).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool, default_value = "false")]
+    pub histogram: bool,
 }
 
 impl BenchArgs {
@@ -165,6 +193,23 @@ impl BenchArgs {
     }
 }
 
+/// Operations the progress bar expects for `name` (0: unknown).
+fn progress_total(name: &str, args: &BenchArgs) -> u64 {
+    if args.duration > 0 {
+        return 0;
+    }
+    match name {
+        "fillseq" | "fillrandom" | "overwrite" | "deleterandom" => args.num,
+        "readrandom"
+        | "readmissing"
+        | "multireadrandom"
+        | "seekrandom"
+        | "readwhilewriting"
+        | "multireadwhilewriting" => args.reads().saturating_mul(args.threads as u64),
+        _ => 0,
+    }
+}
+
 pub fn run(args: BenchArgs) -> Result<ExitCode, Box<dyn std::error::Error + Send + Sync>> {
     if args.batch_size == 0 || args.key_size == 0 || args.threads == 0 {
         return Err("--batch_size, --key_size and --threads must be at least 1".into());
@@ -184,6 +229,9 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, Box<dyn std::error::Error + Send
             .into());
         }
     }
+    if args.engines.is_some() {
+        return compare::run(&args, &names);
+    }
     let cfg = args.engine_config()?;
     let tmp;
     let dir = match &args.db {
@@ -198,13 +246,27 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, Box<dyn std::error::Error + Send
     if !args.use_existing_db && dir.exists() && args.db.is_some() {
         std::fs::remove_dir_all(&dir)?;
     }
-    report::print_header(&args, "batchkv", &dir);
-    let db = BatchKv::open(&dir, &cfg, !args.use_existing_db)?;
-    let mut report = Report::new("batchkv");
+    let opened = peers::open(&args.engine, &dir, &args, &cfg)?;
+    let mapping = opened.mapping;
+    report::print_header(&args, &opened.version, &mapping, &dir);
+    let db = opened.db;
+    histogram::enable(args.histogram);
+    let mut report = Report::new(&args.engine, &opened.version);
     for name in names {
-        let stats = workloads::run(name, &db, &args)?;
-        let rec = BenchRecord::new(name, &stats, &args);
+        if let Some(why) = db.skip_reason(name) {
+            println!("{name:<12} : skipped ({why})");
+            report.push(BenchRecord::skipped(name, &why));
+            continue;
+        }
+        progress::begin(name, progress_total(name, &args));
+        let stats = workloads::run(name, db.as_ref(), &args);
+        progress::finish();
+        let mut rec = BenchRecord::new(name, &stats?, &args);
         println!("{}", rec.db_bench_line());
+        rec.latency = histogram::take();
+        if let Some(l) = &rec.latency {
+            println!("{}", l.lines());
+        }
         report.push(rec);
         if name.starts_with("fill") || name == "overwrite" {
             if let Some((kind, bytes, entries)) = db.memtable_usage() {
@@ -215,7 +277,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, Box<dyn std::error::Error + Send
             }
         }
     }
-    db.close()?;
+    db.close_box()?;
     if let Some(path) = &args.json {
         report.write_json(path, &args)?;
     }

@@ -4,11 +4,12 @@ use std::path::Path;
 
 use serde_json::json;
 
+use super::histogram::Summary;
 use super::workloads::Stats;
 use super::BenchArgs;
 
-pub fn print_header(args: &BenchArgs, engine: &str, dir: &Path) {
-    println!("Engine:     {engine} {}", batchkv_version());
+pub fn print_header(args: &BenchArgs, engine_version: &str, mapping: &[String], dir: &Path) {
+    println!("Engine:     {engine_version}");
     println!("Keys:       {} bytes each", args.key_size);
     println!(
         "Values:     {} bytes each ({} bytes after compression)",
@@ -23,6 +24,16 @@ pub fn print_header(args: &BenchArgs, engine: &str, dir: &Path) {
         args.compression_type, args.separate_key_value_in_data_block
     );
     println!("DB path:    {}", dir.display());
+    for (i, line) in mapping.iter().enumerate() {
+        println!(
+            "{}{line}",
+            if i == 0 {
+                "Mapping:    "
+            } else {
+                "            "
+            }
+        );
+    }
     println!("------------------------------------------------");
 }
 
@@ -35,6 +46,10 @@ pub struct BenchRecord {
     pub ops: u64,
     pub seconds: f64,
     pub extra: String,
+    /// Per-operation latencies, with `--histogram`.
+    pub latency: Option<Summary>,
+    /// Why the engine did not run this benchmark.
+    pub skipped: Option<String>,
 }
 
 impl BenchRecord {
@@ -44,6 +59,19 @@ impl BenchRecord {
             ops: stats.ops,
             seconds: stats.seconds,
             extra: stats.extra.clone(),
+            latency: None,
+            skipped: None,
+        }
+    }
+
+    pub fn skipped(name: &str, why: &str) -> BenchRecord {
+        BenchRecord {
+            name: name.to_string(),
+            ops: 0,
+            seconds: 0.0,
+            extra: String::new(),
+            latency: None,
+            skipped: Some(why.to_string()),
         }
     }
 
@@ -80,13 +108,15 @@ impl BenchRecord {
 
 pub struct Report {
     engine: String,
+    version: String,
     records: Vec<BenchRecord>,
 }
 
 impl Report {
-    pub fn new(engine: &str) -> Report {
+    pub fn new(engine: &str, version: &str) -> Report {
         Report {
             engine: engine.to_string(),
+            version: version.to_string(),
             records: Vec::new(),
         }
     }
@@ -115,19 +145,30 @@ impl Report {
             "max_bytes_for_level_multiplier": args.max_bytes_for_level_multiplier,
             "target_file_size_base": args.target_file_size_base,
             "disable_auto_compactions": args.disable_auto_compactions,
+            "memtablerep": args.memtablerep, "histogram": args.histogram,
         });
         let benchmarks: Vec<_> = self
             .records
             .iter()
             .map(|r| {
-                json!({
+                let mut e = json!({
                     "name": r.name, "ops": r.ops, "seconds": r.seconds,
                     "ops_per_sec": r.ops_per_sec(), "micros_per_op": r.micros_per_op(),
-                    "options": options,
-                })
+                    "options": options, "engine": self.engine, "engine_version": self.version,
+                });
+                if let Some(l) = &r.latency {
+                    e["latency"] = l.to_json();
+                }
+                if let Some(why) = &r.skipped {
+                    e["skipped"] = json!(why);
+                }
+                e
             })
             .collect();
-        let doc = json!({ "engine": self.engine, "version": batchkv_version(), "benchmarks": benchmarks });
+        let doc = json!({
+            "engine": self.engine, "engine_version": self.version,
+            "version": batchkv_version(), "benchmarks": benchmarks,
+        });
         std::fs::write(path, serde_json::to_vec_pretty(&doc)?)
     }
 }

@@ -8,6 +8,7 @@ use rand::{Rng, SeedableRng};
 
 use super::engine::{BenchDb, BenchResult, Entry};
 use super::gen::{make_key, ValueGen};
+use super::histogram::Probe;
 use super::BenchArgs;
 
 pub const KNOWN: &[&str] = &[
@@ -120,6 +121,7 @@ fn fill(db: &dyn BenchDb, args: &BenchArgs, order: KeyOrder, delete: bool) -> Be
     let budget = Budget::new(args, args.num);
     let mut keys: Vec<Vec<u8>> = vec![Vec::new(); args.batch_size];
     let mut done = 0u64;
+    let mut probe = Probe::new();
     while !budget.done(done) {
         let n = if budget.deadline.is_some() {
             args.batch_size as u64
@@ -140,7 +142,7 @@ fn fill(db: &dyn BenchDb, args: &BenchArgs, order: KeyOrder, delete: bool) -> Be
             .zip(ranges)
             .map(|(k, r)| (k.as_slice(), (!delete).then(|| values.get(r))))
             .collect();
-        db.write(&entries)?;
+        probe.op(n, || db.write(&entries))?;
         done += n;
     }
     Ok(done)
@@ -204,6 +206,7 @@ fn read_loop(
     let (mut ops, mut found) = (0u64, 0u64);
     let mut key = Vec::new();
     let mut batch: Vec<Vec<u8>> = vec![Vec::new(); args.batch_size];
+    let mut probe = Probe::new();
     let mut seeker = match kind {
         ReadKind::Seek => Some(db.seeker()?),
         _ => None,
@@ -216,13 +219,13 @@ fn read_loop(
                     index += num;
                 }
                 make_key(&mut key, index, args.key_size);
-                found += u64::from(db.get(&key)?);
+                found += u64::from(probe.op(1, || db.get(&key))?);
                 ops += 1;
             }
             ReadKind::Seek => {
                 make_key(&mut key, rng.random_range(0..num), args.key_size);
                 let seeker = seeker.as_mut().ok_or("seekrandom without an iterator")?;
-                found += u64::from(seeker.seek(&key, args.seek_nexts)?);
+                found += u64::from(probe.op(1, || seeker.seek(&key, args.seek_nexts))?);
                 ops += 1;
             }
             ReadKind::Multi => {
@@ -235,7 +238,7 @@ fn read_loop(
                     make_key(k, rng.random_range(0..num), args.key_size);
                 }
                 let refs: Vec<&[u8]> = batch.iter().take(n as usize).map(Vec::as_slice).collect();
-                found += db.multi_get(&refs)? as u64;
+                found += probe.op(n, || db.multi_get(&refs))? as u64;
                 ops += n;
             }
         }

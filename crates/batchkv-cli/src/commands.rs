@@ -6,7 +6,18 @@ use std::process::ExitCode;
 
 use batchkv::{Db, Options, ReadOptions};
 
-use crate::Command;
+/// The commands that work on a database directory.
+#[derive(clap::Subcommand)]
+pub enum DataCommand {
+    /// Stores VALUE under KEY.
+    Put { key: String, value: String },
+    /// Prints the value of KEY (exit status 1 if absent).
+    Get { key: String },
+    /// Deletes KEY.
+    Delete { key: String },
+    /// Prints `key<TAB>value` lines in key order.
+    Scan(ScanArgs),
+}
 
 /// Arguments of `scan`.
 #[derive(clap::Args)]
@@ -28,7 +39,7 @@ pub struct ScanArgs {
 pub fn run(
     db: Option<PathBuf>,
     options: Option<String>,
-    cmd: Command,
+    cmd: DataCommand,
 ) -> Result<ExitCode, Box<dyn std::error::Error + Send + Sync>> {
     let dir = db.ok_or("--db DIR is required for data commands")?;
     let opts: Options = match options {
@@ -37,15 +48,15 @@ pub fn run(
     };
     let db = Db::open(&dir, opts)?;
     let code = match cmd {
-        Command::Put { key, value } => {
+        DataCommand::Put { key, value } => {
             db.put(key, value)?;
             ExitCode::SUCCESS
         }
-        Command::Delete { key } => {
+        DataCommand::Delete { key } => {
             db.delete(key)?;
             ExitCode::SUCCESS
         }
-        Command::Get { key } => match db.get(&key)? {
+        DataCommand::Get { key } => match db.get(&key)? {
             Some(v) => {
                 let mut out = std::io::stdout().lock();
                 out.write_all(&v)?;
@@ -57,11 +68,10 @@ pub fn run(
                 ExitCode::from(1)
             }
         },
-        Command::Scan(args) => {
+        DataCommand::Scan(args) => {
             scan(&db, args)?;
             ExitCode::SUCCESS
         }
-        Command::Bench(_) => unreachable!("bench is dispatched before opening a database"),
     };
     db.close()?;
     Ok(code)

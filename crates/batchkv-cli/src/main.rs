@@ -1,8 +1,10 @@
 //! The `batchkv` command-line tool: data commands on a database directory,
-//! and `bench`, a db_bench-compatible benchmark.
+//! `bench`, a db_bench-compatible benchmark, and `stress`/`crashtest`.
 
 mod bench;
 mod commands;
+mod dump;
+mod stress;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -28,23 +30,27 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Stores VALUE under KEY.
-    Put { key: String, value: String },
-    /// Prints the value of KEY (exit status 1 if absent).
-    Get { key: String },
-    /// Deletes KEY.
-    Delete { key: String },
-    /// Prints `key<TAB>value` lines in key order.
-    Scan(commands::ScanArgs),
+    #[command(flatten)]
+    Data(commands::DataCommand),
     /// Runs db_bench-style benchmarks.
     Bench(Box<bench::BenchArgs>),
+    /// Prints the contents of a file of the database (`dump sst FILE`).
+    #[command(subcommand)]
+    Dump(dump::DumpTarget),
+    /// Random operations checked against an expected-state oracle.
+    Stress(stress::StressArgs),
+    /// Kill -9 cycles around `stress`, verifying after every kill.
+    Crashtest(stress::CrashtestArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Bench(args) => bench::run(*args),
-        cmd => commands::run(cli.db, cli.options, cmd),
+        Command::Data(cmd) => commands::run(cli.db, cli.options, cmd),
+        Command::Dump(target) => dump::run(target),
+        Command::Stress(args) => stress::run_stress(args),
+        Command::Crashtest(args) => stress::run_crashtest(args),
     };
     match result {
         Ok(code) => code,

@@ -20,11 +20,13 @@
 #![warn(missing_docs)]
 
 mod batch;
+mod cache;
 mod coding;
 mod compaction;
 mod db;
 mod error;
 mod fs;
+mod hash_pipeline;
 mod iter;
 mod key;
 mod memtable;
@@ -37,8 +39,20 @@ mod wal;
 pub use batch::WriteBatch;
 pub use db::{Db, DbIterator, DbStats, Snapshot};
 pub use error::{Error, Result};
+pub use fs::{
+    Fault, FaultInjectionFs, FaultOp, FileLock, FileSystem, PosixFs, RandomAccessFile, WritableFile,
+};
 pub use key::SequenceNumber;
-pub use memtable::BatchLookup;
+pub use memtable::{BatchLookup, MemTableKind};
 pub use options::{
     Options, ReadOptions, WalRecoveryMode, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE,
+};
+pub use sst::dump::{SstEntries, SstEntry, SstFileReader};
+pub use sst::CompressionType;
+/// Memtable internals for the component micro-benchmarks only.
+#[cfg(feature = "bench-internals")]
+pub use {
+    key::ValueType,
+    memtable::skiplist::{SkipListMemTable, SkipListOptions},
+    memtable::{EntryRef, MemTable},
 };

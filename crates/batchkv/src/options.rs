@@ -5,7 +5,8 @@ use std::str::FromStr;
 
 use crate::db::Snapshot;
 use crate::error::{Error, Result};
-use crate::memtable::BatchLookup;
+use crate::memtable::{BatchLookup, MemTableKind};
+use crate::sst::CompressionType;
 
 /// Largest user key accepted, in bytes. Larger keys return `InvalidArgument`.
 pub const MAX_KEY_SIZE: usize = 64 * 1024;
@@ -47,6 +48,11 @@ pub struct Options {
     pub memtable_huge_pages: bool,
     /// How memtables resolve batched lookups (default `auto`).
     pub batch_lookup: BatchLookup,
+    /// The memtable implementation (default `skiplist`).
+    pub memtable: MemTableKind,
+    /// Lookups in flight in the sorted-hash memtable's pipelined
+    /// `multi_get` (default 24).
+    pub hash_pipeline_window: usize,
     /// Target uncompressed size of an SST data block (default 4 KiB).
     pub block_size: usize,
     /// Keys between restart points in SST data blocks (default 16).
@@ -71,6 +77,22 @@ pub struct Options {
     /// Turn off background compactions (`compact_range` still works), and
     /// with them the L0 write stalls.
     pub disable_auto_compactions: bool,
+    /// Compression of SST data blocks (default LZ4; see the SST format doc).
+    pub compression: CompressionType,
+    /// ZSTD compression level (default 3; ignored by LZ4 and none).
+    pub compression_level: i32,
+    /// Store keys and values of SST data blocks in separate sections, so
+    /// seeks scan keys only (default false).
+    pub separate_key_value_in_data_block: bool,
+    /// Bytes of the shared cache of decoded data blocks; 0 disables it
+    /// (default 32 MiB).
+    pub block_cache_size: usize,
+    /// Most SST files kept open at once (default 1000; `-1` in an option
+    /// string means no limit).
+    pub max_open_files: usize,
+    /// Verify SST data block checksums on reads (default true). Index,
+    /// filter and meta blocks are always verified when a table is opened.
+    pub verify_checksums: bool,
 }
 
 impl Default for Options {
@@ -84,6 +106,8 @@ impl Default for Options {
             paranoid_memory_checks: false,
             memtable_huge_pages: true,
             batch_lookup: BatchLookup::Auto,
+            memtable: MemTableKind::SkipList,
+            hash_pipeline_window: crate::hash_pipeline::DEFAULT_WINDOW,
             block_size: 4096,
             block_restart_interval: 16,
             bloom_bits_per_key: 10,
@@ -95,6 +119,12 @@ impl Default for Options {
             max_bytes_for_level_multiplier: 10.0,
             target_file_size_base: 64 << 20,
             disable_auto_compactions: false,
+            compression: CompressionType::Lz4,
+            compression_level: 3,
+            separate_key_value_in_data_block: false,
+            block_cache_size: 32 << 20,
+            max_open_files: 1000,
+            verify_checksums: true,
         }
     }
 }
@@ -153,6 +183,32 @@ impl Options {
         if self.target_file_size_base < 4096 {
             return bad("target_file_size_base", "must be at least 4096");
         }
+        let zstd_levels = crate::sst::compression::zstd_level_range();
+        if self.compression == CompressionType::Zstd
+            && !zstd_levels.contains(&self.compression_level)
+        {
+            return bad(
+                "compression_level",
+                &format!("must be in {zstd_levels:?} for zstd"),
+            );
+        }
+        if self.max_open_files == 0 {
+            return bad("max_open_files", "must be at least 1 (or -1 for no limit)");
+        }
+        if self.hash_pipeline_window == 0 || self.hash_pipeline_window > 1024 {
+            return bad("hash_pipeline_window", "must be between 1 and 1024");
+        }
+        if let MemTableKind::SortedHash { buckets, .. } = self.memtable {
+            // The bucket array counts as memtable memory: if it alone filled
+            // the write buffer, every write would switch memtables.
+            if buckets.saturating_mul(8) >= self.write_buffer_size {
+                return bad(
+                    "memtable",
+                    "the sorted_hash bucket array (8 bytes per bucket) must be \
+                     smaller than write_buffer_size",
+                );
+            }
+        }
         Ok(())
     }
 
@@ -183,6 +239,8 @@ impl Options {
             "paranoid_memory_checks" => self.paranoid_memory_checks = parse_bool(name, value)?,
             "memtable_huge_pages" => self.memtable_huge_pages = parse_bool(name, value)?,
             "batch_lookup" => self.batch_lookup = value.parse()?,
+            "memtable" => self.memtable = value.parse()?,
+            "hash_pipeline_window" => self.hash_pipeline_window = parse_size(name, value)?,
             "block_size" => self.block_size = parse_size(name, value)?,
             "block_restart_interval" => self.block_restart_interval = parse_size(name, value)?,
             "bloom_bits_per_key" | "bloom_bits" => self.bloom_bits_per_key = parse_size(name, value)?,
@@ -200,6 +258,25 @@ impl Options {
             }
             "target_file_size_base" => self.target_file_size_base = parse_size(name, value)? as u64,
             "disable_auto_compactions" => self.disable_auto_compactions = parse_bool(name, value)?,
+            "compression" | "compression_type" => self.compression = value.parse()?,
+            "compression_level" => {
+                self.compression_level = value.parse().map_err(|_| {
+                    Error::InvalidArgument(format!(
+                        "compression_level: expected an integer, got {value:?}"
+                    ))
+                })?
+            }
+            "separate_key_value_in_data_block" => {
+                self.separate_key_value_in_data_block = parse_bool(name, value)?
+            }
+            "block_cache_size" | "cache_size" => self.block_cache_size = parse_size(name, value)?,
+            "max_open_files" => {
+                self.max_open_files = match value {
+                    "-1" => usize::MAX,
+                    _ => parse_size(name, value)?,
+                }
+            }
+            "verify_checksums" => self.verify_checksums = parse_bool(name, value)?,
             _ => return Err(Error::InvalidArgument(format!("unknown option {name:?}"))),
         }
         Ok(())
@@ -262,7 +339,7 @@ fn parse_size(name: &str, value: &str) -> Result<usize> {
 }
 
 /// Options for one read.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ReadOptions {
     /// Read as of this snapshot; `None` reads the latest committed state.
     pub snapshot: Option<Snapshot>,
@@ -272,6 +349,25 @@ pub struct ReadOptions {
     pub upper_bound: Option<Vec<u8>>,
     /// Overrides [`Options::batch_lookup`] for this read.
     pub batch_lookup: Option<BatchLookup>,
+    /// Keep the SST data blocks this read loads in the block cache
+    /// (default true; scans that should not evict hot blocks set false).
+    pub fill_cache: bool,
+    /// Verify the checksums of SST data blocks read from disk (default
+    /// true; has no effect when [`Options::verify_checksums`] is false).
+    pub verify_checksums: bool,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            snapshot: None,
+            lower_bound: None,
+            upper_bound: None,
+            batch_lookup: None,
+            fill_cache: true,
+            verify_checksums: true,
+        }
+    }
 }
 
 /// Options for one write.
@@ -325,6 +421,88 @@ mod tests {
             .to_string();
         assert!(err.contains("batch_lookup"), "{err}");
         assert!("noequals".parse::<Options>().is_err());
+    }
+
+    #[test]
+    fn table_options_parse_and_validate() {
+        let o: Options = "compression=zstd;compression_level=7;separate_key_value_in_data_block=1;\
+                          block_cache_size=8MB;max_open_files=-1;verify_checksums=false"
+            .parse()
+            .unwrap();
+        assert_eq!(o.compression, CompressionType::Zstd);
+        assert_eq!(o.compression_level, 7);
+        assert!(o.separate_key_value_in_data_block);
+        assert_eq!(o.block_cache_size, 8 << 20);
+        assert_eq!(o.max_open_files, usize::MAX);
+        assert!(!o.verify_checksums);
+        let d = Options::default();
+        assert_eq!(
+            (d.compression, d.block_cache_size, d.max_open_files),
+            (CompressionType::Lz4, 32 << 20, 1000)
+        );
+        for (s, name) in [
+            ("compression=snappy", "compression"),
+            ("compression=zstd;compression_level=99", "compression_level"),
+            ("compression_level=x", "compression_level"),
+            ("max_open_files=0", "max_open_files"),
+            (
+                "separate_key_value_in_data_block=maybe",
+                "separate_key_value_in_data_block",
+            ),
+        ] {
+            let err = s.parse::<Options>().unwrap_err().to_string();
+            assert!(err.contains(name), "{s}: {err}");
+        }
+        let r = ReadOptions::default();
+        assert!(r.fill_cache && r.verify_checksums);
+    }
+
+    #[test]
+    fn memtable_specs_parse_and_bad_ones_name_the_option() {
+        let o: Options = "memtable=vector".parse().unwrap();
+        assert_eq!(o.memtable, MemTableKind::Vector);
+        let o: Options = "memtable=sorted_hash".parse().unwrap();
+        assert_eq!(
+            o.memtable,
+            MemTableKind::SortedHash {
+                buckets: 1_000_000,
+                vector_limit: 10_000
+            }
+        );
+        let o: Options = "memtable=sorted_hash:400000".parse().unwrap();
+        assert_eq!(
+            o.memtable,
+            MemTableKind::SortedHash {
+                buckets: 400_000,
+                vector_limit: 10_000
+            }
+        );
+        let o: Options = "memtable=sorted_hash:1000:50;hash_pipeline_window=8"
+            .parse()
+            .unwrap();
+        assert_eq!(o.memtable.to_string(), "sorted_hash:1000:50");
+        assert_eq!(o.hash_pipeline_window, 8);
+        assert_eq!(
+            "memtable=skiplist".parse::<Options>().unwrap().memtable,
+            MemTableKind::SkipList
+        );
+        for bad in [
+            "memtable=hash",
+            "memtable=sorted_hash:",
+            "memtable=sorted_hash:0",
+            "memtable=sorted_hash:10:x",
+            "memtable=sorted_hash:10:10:10",
+            "memtable=vector:5",
+            "memtable=sorted_hash:1000000;write_buffer_size=4MB",
+        ] {
+            let err = bad.parse::<Options>().unwrap_err().to_string();
+            assert!(err.contains("memtable"), "{bad}: {err}");
+        }
+        let err = "hash_pipeline_window=0"
+            .parse::<Options>()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("hash_pipeline_window"), "{err}");
     }
 
     #[test]

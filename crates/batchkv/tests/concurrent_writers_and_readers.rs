@@ -22,6 +22,10 @@ fn k(w: u64, i: u64) -> Vec<u8> {
 
 #[test]
 fn four_writers_two_readers_match_the_model() {
+    common::for_each_memtable(|_| four_writers_two_readers_match_the_model_with());
+}
+
+fn four_writers_two_readers_match_the_model_with() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), common::small_buffers()).unwrap();
     let done = Arc::new(AtomicBool::new(false));

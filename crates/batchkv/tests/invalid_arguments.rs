@@ -1,10 +1,17 @@
 //! Oversized keys and values and bad options are rejected with InvalidArgument, losing nothing.
+mod common;
 use batchkv::{Db, Error, Options, WriteBatch, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 
 #[test]
 fn oversized_key_or_value_is_rejected_and_the_batch_is_not_applied() {
+    common::for_each_memtable(|_| {
+        oversized_key_or_value_is_rejected_and_the_batch_is_not_applied_with()
+    });
+}
+
+fn oversized_key_or_value_is_rejected_and_the_batch_is_not_applied_with() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(dir.path(), Options::default()).unwrap();
+    let db = Db::open(dir.path(), common::opts()).unwrap();
     let err = db.put(vec![b'k'; MAX_KEY_SIZE + 1], "v").unwrap_err();
     assert!(
         matches!(err, Error::InvalidArgument(ref m) if m.contains("key")),
@@ -33,10 +40,14 @@ fn oversized_key_or_value_is_rejected_and_the_batch_is_not_applied() {
 
 #[test]
 fn invalid_options_name_the_option() {
+    common::for_each_memtable(|_| invalid_options_name_the_option_with());
+}
+
+fn invalid_options_name_the_option_with() {
     let dir = tempfile::tempdir().unwrap();
     let opts = Options {
         max_write_buffer_number: 1,
-        ..Options::default()
+        ..common::opts()
     };
     let err = Db::open(dir.path(), opts).err().expect("open must fail");
     assert!(err.to_string().contains("max_write_buffer_number"), "{err}");

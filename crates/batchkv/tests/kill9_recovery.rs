@@ -26,7 +26,7 @@ fn kill9_child_writer() {
     let mode = std::env::var(CHILD_MODE).expect("run by the kill9 parent test");
     let opts = Options {
         write_buffer_size: 256 * 1024,
-        ..Options::default()
+        ..common::opts()
     };
     let db = Db::open(&dir, opts).unwrap();
     let start = db.stats().last_sequence; // resume numbering after earlier cycles
@@ -70,6 +70,7 @@ fn run_and_kill(dir: &std::path::Path, mode: &str, acks: u64) -> Option<u64> {
         ])
         .env(CHILD_DIR, dir)
         .env(CHILD_MODE, mode)
+        .env(common::MEMTABLE_ENV, common::memtable())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -94,6 +95,12 @@ fn run_and_kill(dir: &std::path::Path, mode: &str, acks: u64) -> Option<u64> {
 
 #[test]
 fn acknowledged_synced_batches_survive_kill9_and_batches_are_atomic() {
+    common::for_each_memtable(|_| {
+        acknowledged_synced_batches_survive_kill9_and_batches_are_atomic_with()
+    });
+}
+
+fn acknowledged_synced_batches_survive_kill9_and_batches_are_atomic_with() {
     let dir = tempfile::tempdir().unwrap();
     let mut rng = rand::rng();
     let mut last_acked = None;
@@ -101,7 +108,7 @@ fn acknowledged_synced_batches_survive_kill9_and_batches_are_atomic() {
         if let Some(n) = run_and_kill(dir.path(), "batches", rng.random_range(20..200)) {
             last_acked = Some(n);
         }
-        let db = Db::open(dir.path(), Options::default()).unwrap();
+        let db = Db::open(dir.path(), common::opts()).unwrap();
         let last = last_acked.expect("the child acknowledged writes");
         let mut n = 0;
         loop {
@@ -135,10 +142,14 @@ fn acknowledged_synced_batches_survive_kill9_and_batches_are_atomic() {
 
 #[test]
 fn sequential_synced_writer_leaves_a_contiguous_prefix() {
+    common::for_each_memtable(|_| sequential_synced_writer_leaves_a_contiguous_prefix_with());
+}
+
+fn sequential_synced_writer_leaves_a_contiguous_prefix_with() {
     let dir = tempfile::tempdir().unwrap();
     let mut rng = rand::rng();
     let last = run_and_kill(dir.path(), "sequential", rng.random_range(100..600)).unwrap();
-    let db = Db::open(dir.path(), Options::default()).unwrap();
+    let db = Db::open(dir.path(), common::opts()).unwrap();
     let keys = common::scan_all(&db);
     assert!(
         keys.len() as u64 > last,

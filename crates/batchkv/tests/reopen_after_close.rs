@@ -1,11 +1,15 @@
 //! Data written before a clean close (and before a drop) is there after reopening.
 mod common;
 
-use batchkv::{Db, Options, WriteBatch, WriteOptions};
+use batchkv::{Db, WriteBatch, WriteOptions};
 use common::{key, scan_all, small_buffers};
 
 #[test]
 fn values_survive_close_and_reopen_from_wal_and_sst() {
+    common::for_each_memtable(|_| values_survive_close_and_reopen_from_wal_and_sst_with());
+}
+
+fn values_survive_close_and_reopen_from_wal_and_sst_with() {
     let dir = tempfile::tempdir().unwrap();
     {
         let db = Db::open(dir.path(), small_buffers()).unwrap();
@@ -32,9 +36,13 @@ fn values_survive_close_and_reopen_from_wal_and_sst() {
 
 #[test]
 fn dropping_the_last_handle_shuts_down_cleanly() {
+    common::for_each_memtable(|_| dropping_the_last_handle_shuts_down_cleanly_with());
+}
+
+fn dropping_the_last_handle_shuts_down_cleanly_with() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let db = Db::open(dir.path(), Options::default()).unwrap();
+        let db = Db::open(dir.path(), common::opts()).unwrap();
         let clone = db.clone();
         let mut b = WriteBatch::new();
         b.put("a", "1");
@@ -43,15 +51,19 @@ fn dropping_the_last_handle_shuts_down_cleanly() {
         drop(db);
         assert_eq!(clone.get("a").unwrap(), Some(b"1".to_vec()));
     }
-    let db = Db::open(dir.path(), Options::default()).unwrap();
+    let db = Db::open(dir.path(), common::opts()).unwrap();
     assert_eq!(db.get("b").unwrap(), Some(b"2".to_vec()));
 }
 
 #[test]
 fn writes_without_wal_are_flushed_at_close() {
+    common::for_each_memtable(|_| writes_without_wal_are_flushed_at_close_with());
+}
+
+fn writes_without_wal_are_flushed_at_close_with() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let db = Db::open(dir.path(), Options::default()).unwrap();
+        let db = Db::open(dir.path(), common::opts()).unwrap();
         let mut b = WriteBatch::new();
         b.put("nowal", "x");
         db.write(
@@ -64,14 +76,18 @@ fn writes_without_wal_are_flushed_at_close() {
         .unwrap();
         db.close().unwrap();
     }
-    let db = Db::open(dir.path(), Options::default()).unwrap();
+    let db = Db::open(dir.path(), common::opts()).unwrap();
     assert_eq!(db.get("nowal").unwrap(), Some(b"x".to_vec()));
 }
 
 #[test]
 fn closed_handles_return_shutdown() {
+    common::for_each_memtable(|_| closed_handles_return_shutdown_with());
+}
+
+fn closed_handles_return_shutdown_with() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(dir.path(), Options::default()).unwrap();
+    let db = Db::open(dir.path(), common::opts()).unwrap();
     let other = db.clone();
     db.close().unwrap();
     assert!(matches!(other.put("a", "b"), Err(batchkv::Error::Shutdown)));

@@ -6,6 +6,10 @@ use common::{key, small_buffers};
 
 #[test]
 fn snapshot_reads_stay_stable_across_writes_and_flushes() {
+    common::for_each_memtable(|_| snapshot_reads_stay_stable_across_writes_and_flushes_with());
+}
+
+fn snapshot_reads_stay_stable_across_writes_and_flushes_with() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), small_buffers()).unwrap();
     for i in 0..1000 {
@@ -51,6 +55,10 @@ fn snapshot_reads_stay_stable_across_writes_and_flushes() {
 
 #[test]
 fn iterators_do_not_see_later_writes_and_outlive_the_handle() {
+    common::for_each_memtable(|_| iterators_do_not_see_later_writes_and_outlive_the_handle_with());
+}
+
+fn iterators_do_not_see_later_writes_and_outlive_the_handle_with() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), small_buffers()).unwrap();
     for i in 0..100 {

@@ -11,7 +11,7 @@ use common::key;
 /// Writes `n` batches of 3 keys (one WAL record each) and closes without a
 /// flush; returns the WAL holding them.
 fn write_batches(dir: &Path, n: u64) -> PathBuf {
-    let db = Db::open(dir, Options::default()).unwrap();
+    let db = Db::open(dir, common::opts()).unwrap();
     for i in 0..n {
         let mut b = WriteBatch::new();
         for j in 0..3 {
@@ -58,18 +58,30 @@ fn recovered_prefix(db: &Db, n: u64) -> u64 {
 fn opts(mode: WalRecoveryMode) -> Options {
     Options {
         wal_recovery_mode: mode,
-        ..Options::default()
+        ..common::opts()
     }
 }
 
 #[test]
 fn every_truncation_of_the_wal_recovers_a_prefix() {
+    // The full sweep (fsync-bound, ~20 s here) runs on the default memtable;
+    // the others replay a sparser sample of cut points.
+    common::for_each_memtable(|m| {
+        every_truncation_of_the_wal_recovers_a_prefix_with(if m == "skiplist" {
+            97
+        } else {
+            97 * 7
+        })
+    });
+}
+
+fn every_truncation_of_the_wal_recovers_a_prefix_with(stride: usize) {
     let src = tempfile::tempdir().unwrap();
     let wal = write_batches(src.path(), 20);
     let full = std::fs::read(&wal).unwrap();
     let mut last_prefix = 0;
     for cut in (0..=full.len())
-        .step_by(97)
+        .step_by(stride)
         .chain([full.len() - 1, full.len()])
     {
         let dir = tempfile::tempdir().unwrap();
@@ -95,6 +107,10 @@ fn every_truncation_of_the_wal_recovers_a_prefix() {
 
 #[test]
 fn torn_tail_is_tolerated_by_tolerate_corrupted_tail_mode() {
+    common::for_each_memtable(|_| torn_tail_is_tolerated_by_tolerate_corrupted_tail_mode_with());
+}
+
+fn torn_tail_is_tolerated_by_tolerate_corrupted_tail_mode_with() {
     let dir = tempfile::tempdir().unwrap();
     let wal = write_batches(dir.path(), 10);
     let data = std::fs::read(&wal).unwrap();
@@ -109,6 +125,12 @@ fn torn_tail_is_tolerated_by_tolerate_corrupted_tail_mode() {
 
 #[test]
 fn corrupted_middle_stops_point_in_time_and_fails_absolute_consistency() {
+    common::for_each_memtable(|_| {
+        corrupted_middle_stops_point_in_time_and_fails_absolute_consistency_with()
+    });
+}
+
+fn corrupted_middle_stops_point_in_time_and_fails_absolute_consistency_with() {
     let dir = tempfile::tempdir().unwrap();
     let wal = write_batches(dir.path(), 10);
     let mut data = std::fs::read(&wal).unwrap();

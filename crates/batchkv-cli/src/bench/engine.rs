@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use batchkv::{BatchLookup, Db, Options, ReadOptions, WriteBatch, WriteOptions};
+use batchkv::{BatchLookup, Db, MemTableKind, Options, ReadOptions, WriteBatch, WriteOptions};
 
 pub type BenchResult<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
@@ -34,6 +34,11 @@ pub trait BenchDb: Send + Sync {
     fn compact(&self) -> BenchResult<u64>;
     /// Engine-specific statistics for the `stats` benchmark.
     fn stats(&self) -> String;
+    /// (memtable kind, bytes held by memtables, entries in the active
+    /// memtable), if the engine can tell.
+    fn memtable_usage(&self) -> Option<(String, usize, u64)> {
+        None
+    }
     /// Why this engine cannot run `benchmark`, if it cannot.
     fn skip_reason(&self, _benchmark: &str) -> Option<String> {
         None
@@ -62,6 +67,11 @@ pub struct EngineConfig {
     pub max_bytes_for_level_multiplier: f64,
     pub target_file_size_base: u64,
     pub disable_auto_compactions: bool,
+    pub compression: batchkv::CompressionType,
+    pub compression_level: i32,
+    pub separate_key_value_in_data_block: bool,
+    pub cache_size: usize,
+    pub memtable: MemTableKind,
 }
 
 pub struct BatchKv {
@@ -88,6 +98,11 @@ impl BatchKv {
             max_bytes_for_level_multiplier: cfg.max_bytes_for_level_multiplier,
             target_file_size_base: cfg.target_file_size_base,
             disable_auto_compactions: cfg.disable_auto_compactions,
+            compression: cfg.compression,
+            compression_level: cfg.compression_level,
+            separate_key_value_in_data_block: cfg.separate_key_value_in_data_block,
+            block_cache_size: cfg.cache_size,
+            memtable: cfg.memtable,
             ..Options::default()
         };
         Ok(BatchKv {
@@ -190,6 +205,15 @@ impl BenchDb for BatchKv {
 
     fn stats(&self) -> String {
         format!("{:?}", self.db.stats())
+    }
+
+    fn memtable_usage(&self) -> Option<(String, usize, u64)> {
+        let s = self.db.stats();
+        Some((
+            s.memtable_kind.to_string(),
+            s.memtable_bytes,
+            s.memtable_entries,
+        ))
     }
 
     fn close_box(self: Box<Self>) -> BenchResult<()> {

@@ -17,7 +17,7 @@ mod workloads;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use batchkv::BatchLookup;
+use batchkv::{BatchLookup, MemTableKind};
 
 use engine::EngineConfig;
 use report::{BenchRecord, Report};
@@ -106,6 +106,21 @@ pub struct BenchArgs {
     /// No background compactions (the `compact` benchmark still compacts).
     #[arg(long, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool, default_value = "false")]
     pub disable_auto_compactions: bool,
+    /// SST block compression: none, lz4 or zstd.
+    #[arg(long, default_value = "lz4")]
+    pub compression_type: String,
+    /// ZSTD level.
+    #[arg(long, default_value_t = 3)]
+    pub compression_level: i32,
+    /// Store keys and values of SST data blocks apart.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool, default_value = "false")]
+    pub separate_key_value_in_data_block: bool,
+    /// Block cache bytes.
+    #[arg(long, default_value_t = 32 << 20)]
+    pub cache_size: usize,
+    /// Memtable: skiplist, vector or sorted_hash[:BUCKETS[:VECTOR_LIMIT]].
+    #[arg(long, default_value = "skiplist")]
+    pub memtablerep: String,
     /// Nexts after each seek in seekrandom.
     #[arg(long, default_value_t = 10)]
     pub seek_nexts: usize,
@@ -145,17 +160,6 @@ pub struct BenchArgs {
     /// Print per-operation latency percentiles (p50/p95/p99/p99.9/max).
     #[arg(long, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool, default_value = "false")]
     pub histogram: bool,
-    /// Block cache bytes (peers; batchkv reads through the OS page cache).
-    #[arg(long, default_value_t = 8 << 20)]
-    pub cache_size: usize,
-    /// Keys and values in separate sections of each data block (RocksDB's
-    /// option; batchkv's blocks are always interleaved).
-    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool, default_value = "false")]
-    pub separate_key_value_in_data_block: bool,
-    /// Memtable: skiplist, vector or sorted_hash[:BUCKETS[:VECTOR_LIMIT]]
-    /// (mapped to each peer's closest memtable).
-    #[arg(long, default_value = "skiplist")]
-    pub memtablerep: String,
 }
 
 impl BenchArgs {
@@ -180,6 +184,11 @@ impl BenchArgs {
             max_bytes_for_level_multiplier: self.max_bytes_for_level_multiplier,
             target_file_size_base: self.target_file_size_base,
             disable_auto_compactions: self.disable_auto_compactions,
+            compression: self.compression_type.parse()?,
+            compression_level: self.compression_level,
+            separate_key_value_in_data_block: self.separate_key_value_in_data_block,
+            cache_size: self.cache_size,
+            memtable: self.memtablerep.parse::<MemTableKind>()?,
         })
     }
 }
@@ -237,14 +246,8 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, Box<dyn std::error::Error + Send
     if !args.use_existing_db && dir.exists() && args.db.is_some() {
         std::fs::remove_dir_all(&dir)?;
     }
-    if args.engine == "batchkv" && args.memtablerep != "skiplist" {
-        return Err("--memtablerep: this build of batchkv has only skiplist".into());
-    }
     let opened = peers::open(&args.engine, &dir, &args, &cfg)?;
-    let mut mapping = opened.mapping;
-    if args.engine == "batchkv" {
-        mapping.push("--cache_size -> none: batchkv has no block cache yet".into());
-    }
+    let mapping = opened.mapping;
     report::print_header(&args, &opened.version, &mapping, &dir);
     let db = opened.db;
     histogram::enable(args.histogram);
@@ -265,6 +268,14 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, Box<dyn std::error::Error + Send
             println!("{}", l.lines());
         }
         report.push(rec);
+        if name.starts_with("fill") || name == "overwrite" {
+            if let Some((kind, bytes, entries)) = db.memtable_usage() {
+                println!(
+                    "memtable {kind}: {bytes} bytes, {entries} entries in the active memtable, {:.1} bytes/entry",
+                    bytes as f64 / entries.max(1) as f64
+                );
+            }
+        }
     }
     db.close_box()?;
     if let Some(path) = &args.json {

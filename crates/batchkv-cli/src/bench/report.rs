@@ -19,6 +19,10 @@ pub fn print_header(args: &BenchArgs, engine_version: &str, mapping: &[String], 
     println!("Entries:    {}", args.num);
     println!("Batch size: {}", args.batch_size);
     println!("Lookup:     {}", args.batch_lookup);
+    println!(
+        "SST:        {} compression, separated key/value blocks: {}",
+        args.compression_type, args.separate_key_value_in_data_block
+    );
     println!("DB path:    {}", dir.display());
     for (i, line) in mapping.iter().enumerate() {
         println!(
@@ -133,9 +137,15 @@ impl Report {
             "bloom_bits": args.bloom_bits, "block_size": args.block_size,
             "block_restart_interval": args.block_restart_interval, "seek_nexts": args.seek_nexts,
             "seed": args.seed, "duration": args.duration,
-            "memtablerep": args.memtablerep, "cache_size": args.cache_size,
+            "compression_type": args.compression_type, "compression_level": args.compression_level,
             "separate_key_value_in_data_block": args.separate_key_value_in_data_block,
-            "histogram": args.histogram,
+            "cache_size": args.cache_size, "max_background_jobs": args.max_background_jobs,
+            "level0_file_num_compaction_trigger": args.level0_file_num_compaction_trigger,
+            "max_bytes_for_level_base": args.max_bytes_for_level_base,
+            "max_bytes_for_level_multiplier": args.max_bytes_for_level_multiplier,
+            "target_file_size_base": args.target_file_size_base,
+            "disable_auto_compactions": args.disable_auto_compactions,
+            "memtablerep": args.memtablerep, "histogram": args.histogram,
         });
         let benchmarks: Vec<_> = self
             .records

@@ -14,6 +14,7 @@ use crate::compaction::{
 use crate::error::{Error, Result};
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::user_key;
+use crate::sst::BlockReadOptions;
 use crate::version::{VersionEdit, NUM_LEVELS};
 
 impl Db {
@@ -153,7 +154,13 @@ impl DbCore {
     ) -> Result<Vec<crate::version::FileMetaData>> {
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         for f in task.inputs.iter().flatten() {
-            children.push(Box::new(self.tables.get(f.number)?.iter()));
+            // Compaction reads each block once: keep it out of the cache so
+            // hot blocks stay.
+            let ro = BlockReadOptions {
+                fill_cache: false,
+                verify_checksums: true,
+            };
+            children.push(Box::new(self.tables.get(f.number)?.iter_with(ro)));
         }
         let spec = OutputSpec {
             fs: self.fs.as_ref(),
@@ -180,7 +187,13 @@ impl DbCore {
             let current: Vec<u64> = st.versions.current().file_numbers().collect();
             st.pending_outputs.retain(|n| current.contains(n));
         }
-        Ok(out?.files)
+        let files = out?.files;
+        // The outputs' names must be durable before a MANIFEST edit refers
+        // to them (and before the inputs, whose data they hold, go away).
+        if !files.is_empty() {
+            self.fs.sync_dir(&self.dir)?;
+        }
+        Ok(files)
     }
 }
 

@@ -45,6 +45,11 @@ pub(super) fn write_level0_table(
     }
     iter.status()?;
     let summary = builder.finish()?;
+    // Bug found by fault_injection.rs (power_loss_*): the table's data was
+    // fsynced but not its directory entry, so after a power loss the
+    // MANIFEST could name a table that no longer exists while its WAL was
+    // already deleted. Make the name durable before any edit refers to it.
+    fs.sync_dir(dir)?;
     // The file must be readable before a version refers to it.
     tables.get(number)?;
     Ok(Some(FileMetaData {

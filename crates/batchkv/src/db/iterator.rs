@@ -5,8 +5,10 @@ use std::sync::Arc;
 
 use super::{Db, SuperVersion};
 use crate::error::Result;
-use crate::iter::{DbIter, InternalIterator, MergingIterator};
+use crate::iter::level_iter::OpenTable;
+use crate::iter::{DbIter, InternalIterator, LevelIterator, MergingIterator};
 use crate::options::ReadOptions;
+use crate::version::FileMetaData;
 
 /// An iterator over the user keys visible at one snapshot, in ascending
 /// key order, within optional bounds.
@@ -28,15 +30,22 @@ impl Db {
         core.check_open()?;
         let seq = core.read_sequence(opts);
         let sv = core.sv.load_full();
+        let ro = super::read::block_read_options(opts);
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         children.push(Arc::clone(&sv.mem).iter());
         for imm in &sv.imms {
             children.push(Arc::clone(imm).iter());
         }
-        for files in &sv.version.levels {
-            for f in files {
-                children.push(Box::new(core.tables.get(f.number)?.iter()));
-            }
+        for f in &sv.version.levels[0] {
+            children.push(Box::new(core.tables.get(f.number)?.iter_with(ro)));
+        }
+        // Levels ≥ 1 do not overlap: one lazily opening iterator per level.
+        for files in sv.version.levels.iter().skip(1).filter(|f| !f.is_empty()) {
+            let tables = Arc::clone(&core.tables);
+            let open: OpenTable = Arc::new(move |f: &FileMetaData| {
+                Ok(Box::new(tables.get(f.number)?.iter_with(ro)) as Box<dyn InternalIterator>)
+            });
+            children.push(Box::new(LevelIterator::new(files.clone(), open)));
         }
         let merged: Box<dyn InternalIterator> = Box::new(MergingIterator::new(children));
         Ok(DbIterator {

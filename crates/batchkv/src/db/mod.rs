@@ -19,6 +19,7 @@ mod compaction;
 pub(crate) mod filename;
 mod flush;
 mod iterator;
+mod memtable_factory;
 mod multi_get;
 mod read;
 mod recovery;
@@ -37,7 +38,6 @@ use arc_swap::ArcSwap;
 use crate::error::{Error, Result};
 use crate::fs::{FileLock, FileSystem, PosixFs};
 use crate::key::SequenceNumber;
-use crate::memtable::skiplist::{SkipListMemTable, SkipListOptions};
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::sst::TableOptions;
@@ -45,6 +45,7 @@ use crate::version::{Version, VersionSet};
 use crate::wal;
 
 pub use iterator::DbIterator;
+use memtable_factory::MemTableFactory;
 pub use snapshot::Snapshot;
 use snapshot::SnapshotList;
 use table_cache::TableCache;
@@ -112,9 +113,11 @@ pub(crate) struct DbCore {
     bg_cv: Condvar,
     log: Mutex<LogState>,
     write_queue: Mutex<VecDeque<Arc<PendingWrite>>>,
-    tables: TableCache,
+    tables: Arc<TableCache>,
     snapshots: Arc<SnapshotList>,
     next_memtable_id: AtomicU64,
+    /// Builds memtables of the configured kind (with a standby for sorted_hash).
+    memtables: MemTableFactory,
     shutting_down: AtomicBool,
     /// Some write skipped the WAL since the last flush; close flushes then.
     unpersisted: AtomicBool,
@@ -170,8 +173,8 @@ impl Db {
     }
 
     /// Opens the database through a custom filesystem (tests use a
-    /// fault-injecting one).
-    pub(crate) fn open_with_fs(
+    /// fault-injecting one, [`crate::FaultInjectionFs`]).
+    pub fn open_with_fs(
         path: impl AsRef<Path>,
         opts: Options,
         fs: Arc<dyn FileSystem>,
@@ -290,10 +293,8 @@ impl Drop for DbHandle {
 
 impl DbCore {
     fn new_memtable(&self) -> Arc<dyn MemTable> {
-        new_memtable(
-            &self.opts,
-            self.next_memtable_id.fetch_add(1, Ordering::Relaxed),
-        )
+        self.memtables
+            .create(self.next_memtable_id.fetch_add(1, Ordering::Relaxed))
     }
 
     /// Publishes a new [`SuperVersion`] from `st`. Called with `state` held.
@@ -313,6 +314,12 @@ impl DbCore {
             block_size: opts.block_size,
             restart_interval: opts.block_restart_interval,
             bloom_bits_per_key: opts.bloom_bits_per_key,
+            verify_checksums: opts.verify_checksums,
+            compression: opts.compression,
+            compression_level: opts.compression_level,
+            separate_key_value: opts.separate_key_value_in_data_block,
+            block_cache_size: opts.block_cache_size,
+            max_open_files: opts.max_open_files,
             ..TableOptions::default()
         }
     }
@@ -327,17 +334,4 @@ impl DbCore {
     fn last_visible(&self) -> SequenceNumber {
         self.visible_seq.load(Ordering::Acquire)
     }
-}
-
-/// Arena blocks are an eighth of the write buffer (as in RocksDB), so a
-/// memtable's reported usage tracks its content closely, capped at 8 MiB.
-/// Huge pages need 2 MiB blocks, so small write buffers go without them.
-fn new_memtable(opts: &Options, id: u64) -> Arc<dyn MemTable> {
-    let arena_block_size = (opts.write_buffer_size / 8).clamp(4096, 8 << 20);
-    Arc::new(SkipListMemTable::new(SkipListOptions {
-        id,
-        paranoid_checks: opts.paranoid_memory_checks,
-        huge_pages: opts.memtable_huge_pages && arena_block_size >= 2 << 20,
-        arena_block_size,
-    }))
 }

@@ -79,7 +79,12 @@ impl Db {
         resolve_in_memtables(&sv, &distinct, seq, strategy, &mut slots);
         for (slot, key) in slots.iter_mut().zip(&distinct) {
             if matches!(slot, Slot::Pending) {
-                *slot = match core.get_from_tables(&sv, key, seq) {
+                *slot = match core.get_from_tables(
+                    &sv,
+                    key,
+                    seq,
+                    super::read::block_read_options(opts),
+                ) {
                     Ok(Some(v)) => Slot::Owned(v),
                     Ok(None) => Slot::Deleted,
                     Err(e) => Slot::Failed(e),

@@ -7,6 +7,15 @@ use crate::error::Result;
 use crate::key::{SequenceNumber, ValueType};
 use crate::memtable::EntryRef;
 use crate::options::ReadOptions;
+use crate::sst::BlockReadOptions;
+
+/// What the tables need of a read's options.
+pub(super) fn block_read_options(opts: &ReadOptions) -> BlockReadOptions {
+    BlockReadOptions {
+        fill_cache: opts.fill_cache,
+        verify_checksums: opts.verify_checksums,
+    }
+}
 
 impl Db {
     /// The value of `key` in the latest state, or `None` if absent.
@@ -28,7 +37,7 @@ impl Db {
                 None => {}
             }
         }
-        core.get_from_tables(&sv, key, seq)
+        core.get_from_tables(&sv, key, seq, block_read_options(opts))
     }
 }
 
@@ -48,11 +57,12 @@ impl DbCore {
         sv: &Arc<SuperVersion>,
         key: &[u8],
         seq: SequenceNumber,
+        ro: BlockReadOptions,
     ) -> Result<Option<Vec<u8>>> {
         for level in 0..sv.version.levels.len() {
             for file in sv.version.files_for_key(level, key) {
                 let table = self.tables.get(file.number)?;
-                match table.get(key, seq)? {
+                match table.get_with(key, seq, ro)? {
                     Some((ValueType::Value, v)) => return Ok(Some(v)),
                     Some((ValueType::Deletion, _)) => return Ok(None),
                     None => {}

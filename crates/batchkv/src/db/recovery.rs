@@ -14,9 +14,10 @@ use arc_swap::ArcSwap;
 
 use super::filename::{self, FileKind};
 use super::flush::write_level0_table;
+use super::memtable_factory::MemTableFactory;
 use super::snapshot::SnapshotList;
 use super::table_cache::TableCache;
-use super::{new_memtable, DbCore, DbState, LogState, SuperVersion};
+use super::{DbCore, DbState, LogState, SuperVersion};
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
@@ -54,11 +55,12 @@ pub(super) fn open(dir: &Path, opts: Options, fs: Arc<dyn FileSystem>) -> Result
     }
 
     let mut versions = VersionSet::recover(Arc::clone(&fs), dir)?;
-    let tables = TableCache::new(
+    let tables = Arc::new(TableCache::new(
         dir.to_path_buf(),
         Arc::clone(&fs),
         DbCore::table_options(&opts),
-    );
+    ));
+    let memtables = MemTableFactory::new(&opts);
     let mut next_memtable_id = 0u64;
     let mut max_sequence = versions.last_sequence();
 
@@ -81,7 +83,7 @@ pub(super) fn open(dir: &Path, opts: Options, fs: Arc<dyn FileSystem>) -> Result
             continue;
         }
         let is_last = i + 1 == logs.len();
-        let mem = new_memtable(&opts, next_memtable_id);
+        let mem = memtables.create(next_memtable_id);
         next_memtable_id += 1;
         let path = filename::path(dir, FileKind::Wal, number);
         let outcome = replay_log(&fs, &path, &opts, mem.as_ref(), is_last, &mut max_sequence)?;
@@ -105,7 +107,7 @@ pub(super) fn open(dir: &Path, opts: Options, fs: Arc<dyn FileSystem>) -> Result
     edit.last_sequence = Some(max_sequence);
     versions.log_and_apply(edit)?;
 
-    let mem = new_memtable(&opts, next_memtable_id);
+    let mem = memtables.create(next_memtable_id);
     next_memtable_id += 1;
     let version = versions.current();
     let sv = SuperVersion {
@@ -144,6 +146,7 @@ pub(super) fn open(dir: &Path, opts: Options, fs: Arc<dyn FileSystem>) -> Result
         tables,
         snapshots: Arc::new(SnapshotList::default()),
         next_memtable_id: AtomicU64::new(next_memtable_id),
+        memtables,
         shutting_down: AtomicBool::new(false),
         unpersisted: AtomicBool::new(false),
     };

@@ -1,10 +1,26 @@
-//! The table cache: open SST readers by file number.
+//! The table cache: open SST readers by file number, at most
+//! `max_open_files` of them (least recently used closed first), and the
+//! database's shared block cache, which every table it opens reads through.
+//!
+//! # Thread safety
+//! `TableCache` is `Send + Sync`; the map of open tables is behind one
+//! `Mutex`, never held while a file is opened. A table evicted (closed)
+//! while a reader or iterator holds its `Arc<Table>` stays valid until the
+//! last holder drops it; the file is closed then.
+//!
+//! # Invariants
+//! 1. At most `max_open_files` tables are held by the cache (readers may
+//!    hold more for a while, see above).
+//! 2. Blocks are cached under (file number, offset), so a table reopened
+//!    after eviction finds its blocks still cached; file numbers are never
+//!    reused within a database.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::filename::{self, FileKind};
+use crate::cache::lru::LruCache;
+use crate::cache::BlockCache;
 use crate::error::Result;
 use crate::fs::FileSystem;
 use crate::sst::{Table, TableOptions};
@@ -13,20 +29,29 @@ pub(crate) struct TableCache {
     dir: PathBuf,
     fs: Arc<dyn FileSystem>,
     opts: TableOptions,
-    open: Mutex<HashMap<u64, Arc<Table>>>,
+    /// Open tables, each charged 1.
+    open: Mutex<LruCache<u64, Arc<Table>>>,
+    /// `None` when `block_cache_size` is 0.
+    block_cache: Option<Arc<BlockCache>>,
 }
 
 impl TableCache {
+    /// A cache of tables in `dir`, bounded by `opts.max_open_files`, with a
+    /// block cache of `opts.block_cache_size` bytes.
     pub fn new(dir: PathBuf, fs: Arc<dyn FileSystem>, opts: TableOptions) -> TableCache {
+        let block_cache =
+            (opts.block_cache_size > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_size)));
         TableCache {
             dir,
             fs,
+            open: Mutex::new(LruCache::new(opts.max_open_files.max(1))),
             opts,
-            open: Mutex::new(HashMap::new()),
+            block_cache,
         }
     }
 
-    /// The reader for table `number`, opening (and verifying) it on first use.
+    /// The reader for table `number`, opening (and verifying) it if it is
+    /// not open.
     pub fn get(&self, number: u64) -> Result<Arc<Table>> {
         if let Some(t) = self
             .open
@@ -34,14 +59,23 @@ impl TableCache {
             .unwrap_or_else(PoisonError::into_inner)
             .get(&number)
         {
-            return Ok(Arc::clone(t));
+            return Ok(t);
         }
-        // Opened outside the lock: two threads may both open it; one wins.
+        // Opened outside the lock: two threads may both open it; the later
+        // insert replaces the earlier, and both readers stay valid.
         let path = filename::path(&self.dir, FileKind::Table, number);
         let file = self.fs.open_random_access(&path)?;
-        let table = Table::open(file, path.display().to_string(), self.opts.clone())?;
-        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
-        Ok(Arc::clone(open.entry(number).or_insert(table)))
+        let table = Table::open_cached(
+            file,
+            path.display().to_string(),
+            self.opts.clone(),
+            self.block_cache.as_ref().map(|c| (Arc::clone(c), number)),
+        )?;
+        self.open
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(number, Arc::clone(&table), 1);
+        Ok(table)
     }
 
     /// Forgets table `number` (its file is being deleted).
@@ -50,5 +84,148 @@ impl TableCache {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&number);
+    }
+
+    /// Number of tables held open by the cache.
+    #[cfg(test)]
+    pub fn open_count(&self) -> usize {
+        self.open
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
+    /// The shared block cache, if enabled.
+    #[cfg(test)]
+    pub fn block_cache(&self) -> Option<&Arc<BlockCache>> {
+        self.block_cache.as_ref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::PosixFs;
+    use crate::iter::InternalIterator;
+    use crate::key::{append_internal_key, ValueType};
+    use crate::sst::{BlockReadOptions, TableBuilder};
+
+    fn write_table(dir: &std::path::Path, number: u64, n: usize, opts: &TableOptions) {
+        let path = filename::path(dir, FileKind::Table, number);
+        let mut b = TableBuilder::new(
+            PosixFs.new_writable(&path).unwrap(),
+            path.display().to_string(),
+            opts.clone(),
+        )
+        .unwrap();
+        for i in 0..n {
+            let mut k = Vec::new();
+            append_internal_key(
+                &mut k,
+                format!("t{number}-k{i:05}").as_bytes(),
+                1,
+                ValueType::Value,
+            );
+            b.add(&k, format!("value-{i}-{}", "v".repeat(50)).as_bytes())
+                .unwrap();
+        }
+        b.finish().unwrap();
+    }
+
+    fn opts(max_open_files: usize, block_cache_size: usize) -> TableOptions {
+        TableOptions {
+            block_size: 512,
+            max_open_files,
+            block_cache_size,
+            ..TableOptions::default()
+        }
+    }
+
+    #[test]
+    fn open_tables_are_bounded_and_evicted_tables_stay_usable() {
+        let dir = tempfile::tempdir().unwrap();
+        let o = opts(3, 1 << 20);
+        for n in 1..=6 {
+            write_table(dir.path(), n, 100, &o);
+        }
+        let cache = TableCache::new(dir.path().to_path_buf(), Arc::new(PosixFs), o);
+        let held = cache.get(1).unwrap();
+        for n in 2..=6 {
+            cache.get(n).unwrap();
+            assert!(cache.open_count() <= 3);
+        }
+        assert_eq!(cache.open_count(), 3);
+        // Table 1 was closed by the cache but the held Arc still reads.
+        let ro = BlockReadOptions::default();
+        assert_eq!(
+            held.get_with(b"t1-k00042", 5, ro).unwrap().unwrap().1,
+            format!("value-42-{}", "v".repeat(50)).into_bytes()
+        );
+        // Reopening table 1 finds its blocks in the block cache.
+        let bc = Arc::clone(cache.block_cache().unwrap());
+        let before = bc.stats();
+        let again = cache.get(1).unwrap();
+        assert!(!Arc::ptr_eq(&held, &again), "table 1 was reopened");
+        again.get_with(b"t1-k00042", 5, ro).unwrap().unwrap();
+        let after = bc.stats();
+        assert_eq!(after.hits, before.hits + 1);
+        assert_eq!(after.misses, before.misses);
+        cache.evict(1);
+        assert_eq!(cache.open_count(), 2);
+    }
+
+    #[test]
+    fn fill_cache_false_reads_without_inserting() {
+        let dir = tempfile::tempdir().unwrap();
+        let o = opts(10, 1 << 20);
+        write_table(dir.path(), 7, 300, &o);
+        let cache = TableCache::new(dir.path().to_path_buf(), Arc::new(PosixFs), o);
+        let t = cache.get(7).unwrap();
+        let bc = Arc::clone(cache.block_cache().unwrap());
+        let no_fill = BlockReadOptions {
+            fill_cache: false,
+            ..BlockReadOptions::default()
+        };
+        for _ in 0..3 {
+            assert!(t.get_with(b"t7-k00100", 5, no_fill).unwrap().is_some());
+        }
+        assert_eq!(bc.stats().inserts, 0);
+        assert_eq!(bc.usage(), 0);
+        assert_eq!(bc.stats().misses, 3);
+        // A filling read inserts once; later reads hit.
+        for _ in 0..3 {
+            assert!(t
+                .get_with(b"t7-k00100", 5, BlockReadOptions::default())
+                .unwrap()
+                .is_some());
+        }
+        let st = bc.stats();
+        assert_eq!((st.inserts, st.hits, st.misses), (1, 2, 4));
+        assert!(bc.usage() > 0);
+        // A scan with fill_cache = false leaves the cache as it was.
+        let mut it = Arc::clone(&t).iter_with(no_fill);
+        let mut n = 0;
+        it.seek_to_first();
+        while it.valid() {
+            n += 1;
+            it.next();
+        }
+        assert_eq!(n, 300);
+        assert_eq!(bc.stats().inserts, 1);
+    }
+
+    #[test]
+    fn zero_block_cache_size_disables_the_block_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let o = opts(10, 0);
+        write_table(dir.path(), 2, 10, &o);
+        let cache = TableCache::new(dir.path().to_path_buf(), Arc::new(PosixFs), o);
+        assert!(cache.block_cache().is_none());
+        assert!(cache
+            .get(2)
+            .unwrap()
+            .get_with(b"t2-k00003", 5, BlockReadOptions::default())
+            .unwrap()
+            .is_some());
     }
 }

@@ -1,6 +1,8 @@
 //! The filesystem seam: every file the engine touches goes through
-//! [`FileSystem`], so tests can substitute a fault-injecting implementation.
+//! [`FileSystem`], so tests can substitute a fault-injecting implementation
+//! ([`FaultInjectionFs`]).
 
+mod fault;
 mod posix;
 
 use std::path::Path;
@@ -8,7 +10,7 @@ use std::sync::Arc;
 
 use crate::error::Result;
 
-#[allow(unused_imports)] // used once `Db` is wired in
+pub use fault::{Fault, FaultInjectionFs, FaultOp};
 pub use posix::PosixFs;
 
 /// A file opened for appending (WAL, MANIFEST, SST being built).

@@ -4,6 +4,7 @@
 use crate::error::Result;
 
 pub(crate) mod db_iter;
+pub(crate) mod level_iter;
 pub(crate) mod merging;
 #[cfg(test)]
 pub(crate) mod vec_iter;
@@ -12,7 +13,7 @@ pub(crate) mod vec_iter;
     unused_imports,
     reason = "used by the Db read path once it is wired in"
 )]
-pub(crate) use {db_iter::DbIter, merging::MergingIterator};
+pub(crate) use {db_iter::DbIter, level_iter::LevelIterator, merging::MergingIterator};
 
 /// A positioned cursor over entries sorted by internal key
 /// (see [`crate::key`] for the order).

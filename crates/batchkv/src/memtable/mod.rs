@@ -11,7 +11,10 @@
 //! 5. Lookups at snapshot `seq` see only entries with sequence ≤ `seq`, and
 //!    return the newest of those for the user key (a value or a tombstone).
 
+pub(crate) mod arena;
 pub mod skiplist;
+pub mod sorted_hash;
+pub mod vector;
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -56,6 +59,77 @@ impl FromStr for BatchLookup {
             _ => Err(Error::InvalidArgument(format!(
                 "batch_lookup: unknown strategy {s:?} (expected per_key, finger, bfs or auto)"
             ))),
+        }
+    }
+}
+
+/// Which memtable implementation a database uses (`memtable` option):
+/// `skiplist` (default), `vector`, or `sorted_hash[:BUCKETS[:VECTOR_LIMIT]]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MemTableKind {
+    /// Concurrent skip list: good at everything, best for mixed workloads.
+    #[default]
+    SkipList,
+    /// Append-only vector sorted on first read: fastest bulk loads.
+    Vector,
+    /// Hash buckets plus background-sorted runs: fastest point reads and
+    /// overwrites.
+    SortedHash {
+        /// Number of hash buckets (default 1,000,000).
+        buckets: usize,
+        /// Maximum entries per sorted run cut from the write list (default 10,000).
+        vector_limit: usize,
+    },
+}
+
+impl FromStr for MemTableKind {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        let bad = |why: String| Err(Error::InvalidArgument(format!("memtable: {why}")));
+        let mut parts = s.trim().split(':');
+        let name = parts.next().unwrap_or_default();
+        let mut num = |what: &str, default: usize| -> Result<usize> {
+            match parts.next() {
+                None => Ok(default),
+                Some(p) => match p.trim().parse::<usize>() {
+                    Ok(n) if n > 0 => Ok(n),
+                    _ => Err(Error::InvalidArgument(format!(
+                        "memtable: {what} must be a positive integer, got {p:?} in {s:?}"
+                    ))),
+                },
+            }
+        };
+        let kind = match name {
+            "skiplist" => MemTableKind::SkipList,
+            "vector" => MemTableKind::Vector,
+            "sorted_hash" => MemTableKind::SortedHash {
+                buckets: num("BUCKETS", sorted_hash::DEFAULT_BUCKETS)?,
+                vector_limit: num("VECTOR_LIMIT", sorted_hash::DEFAULT_VECTOR_LIMIT)?,
+            },
+            _ => {
+                return bad(format!(
+                    "unknown memtable {s:?} (expected skiplist, vector or \
+                     sorted_hash[:BUCKETS[:VECTOR_LIMIT]])"
+                ))
+            }
+        };
+        if parts.next().is_some() {
+            return bad(format!("too many fields in {s:?}"));
+        }
+        Ok(kind)
+    }
+}
+
+impl std::fmt::Display for MemTableKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MemTableKind::SkipList => f.write_str("skiplist"),
+            MemTableKind::Vector => f.write_str("vector"),
+            MemTableKind::SortedHash {
+                buckets,
+                vector_limit,
+            } => write!(f, "sorted_hash:{buckets}:{vector_limit}"),
         }
     }
 }

@@ -6,6 +6,8 @@ use std::cmp::Ordering;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::block::builder::BlockBuilder;
+use super::block::Layout;
+use super::compression::{Compressor, TYPE_NONE};
 use super::filter::{build_filter, filter_hash};
 use super::format::{put_block_trailer, BlockHandle, Footer};
 use super::properties::TableProperties;
@@ -53,6 +55,8 @@ pub(crate) struct TableBuilder {
     /// Filter hashes of the distinct user keys, in order.
     filter_hashes: Vec<u64>,
     props: TableProperties,
+    /// Compresses data blocks (index and meta blocks are stored raw).
+    compressor: Compressor,
     /// Bytes written to `file` so far.
     offset: u64,
 }
@@ -65,10 +69,16 @@ impl TableBuilder {
         opts: TableOptions,
     ) -> Result<TableBuilder> {
         opts.validate()?;
+        let layout = if opts.separate_key_value {
+            Layout::Separated
+        } else {
+            Layout::Interleaved
+        };
         let props = TableProperties {
             data_block_restart_interval: opts.restart_interval as u64,
             index_block_restart_interval: opts.index_restart_interval as u64,
-            compression_name: "none".into(),
+            separate_key_value_in_data_block: u64::from(opts.separate_key_value),
+            compression_name: opts.compression.name().into(),
             smallest_seqno: u64::MAX,
             ..TableProperties::default()
         };
@@ -76,7 +86,8 @@ impl TableBuilder {
             offset: file.len(),
             file,
             file_name,
-            data: BlockBuilder::new(opts.restart_interval),
+            data: BlockBuilder::with_layout(opts.restart_interval, layout),
+            compressor: Compressor::new(opts.compression, opts.compression_level)?,
             index: BlockBuilder::new(opts.index_restart_interval),
             opts,
             pending_index: None,
@@ -164,24 +175,16 @@ impl TableBuilder {
     fn flush_data_block(&mut self) -> Result<()> {
         debug_assert!(!self.data.is_empty());
         let contents = self.data.finish();
-        let handle = self.write_block(&contents)?;
+        let (stored, kind) = self.compressor.compress(&contents);
+        let handle = write_raw_block(&mut *self.file, &mut self.offset, stored, kind)?;
         self.props.num_data_blocks += 1;
         self.pending_index = Some(handle);
         Ok(())
     }
 
-    /// Appends `contents` and its trailer; returns where they went.
+    /// Appends uncompressed `contents` and its trailer; returns where they went.
     fn write_block(&mut self, contents: &[u8]) -> Result<BlockHandle> {
-        let handle = BlockHandle {
-            offset: self.offset,
-            size: contents.len() as u64,
-        };
-        let mut trailer = Vec::with_capacity(super::format::BLOCK_TRAILER_LEN);
-        put_block_trailer(&mut trailer, contents);
-        self.file.append(contents)?;
-        self.file.append(&trailer)?;
-        self.offset += (contents.len() + trailer.len()) as u64;
-        Ok(handle)
+        write_raw_block(&mut *self.file, &mut self.offset, contents, TYPE_NONE)
     }
 
     /// Writes the remaining data block, the filter, properties, metaindex
@@ -231,6 +234,26 @@ impl TableBuilder {
             largest: self.last_key,
         })
     }
+}
+
+/// Appends `stored` (a block's contents as stored, of compression type
+/// `kind`) and its trailer at `*offset`; advances it and returns the handle.
+fn write_raw_block(
+    file: &mut dyn WritableFile,
+    offset: &mut u64,
+    stored: &[u8],
+    kind: u8,
+) -> Result<BlockHandle> {
+    let handle = BlockHandle {
+        offset: *offset,
+        size: stored.len() as u64,
+    };
+    let mut trailer = Vec::with_capacity(super::format::BLOCK_TRAILER_LEN);
+    put_block_trailer(&mut trailer, stored, kind);
+    file.append(stored)?;
+    file.append(&trailer)?;
+    *offset += (stored.len() + trailer.len()) as u64;
+    Ok(handle)
 }
 
 /// An internal key `k` with `a <= k < b` (in internal-key order), shorter

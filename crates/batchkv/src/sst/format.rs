@@ -6,6 +6,7 @@
 //! Byte layouts and a worked example: `docs/format/sst.md`. Every constant
 //! in this file is part of the on-disk format — never change.
 
+use super::compression::decompress;
 use crate::coding::{
     decode_fixed32, decode_fixed64, get_varint64, put_fixed32, put_fixed64, put_varint64,
 };
@@ -15,9 +16,6 @@ use crate::fs::RandomAccessFile;
 /// Length of the trailer after every block: 1 byte compression type and a
 /// 4-byte masked CRC32C. Never change.
 pub(crate) const BLOCK_TRAILER_LEN: usize = 5;
-
-/// Compression type byte for an uncompressed block. Never change.
-pub(crate) const COMPRESSION_NONE: u8 = 0;
 
 /// Largest encoding of a [`BlockHandle`] (two 10-byte varint64s).
 pub(crate) const MAX_BLOCK_HANDLE_LEN: usize = 20;
@@ -149,12 +147,12 @@ impl Footer {
     }
 }
 
-/// Reads the contents of the block at `handle` (trailer stripped), checking
-/// that it lies inside `[0, limit)`, that its compression type is known and,
-/// if `verify`, its checksum.
+/// Reads the contents of the block at `handle` (trailer stripped,
+/// decompressed), checking that it lies inside `[0, limit)`, if `verify`
+/// its checksum, and that its compression type is known.
 ///
-/// This is the single place a block comes off the file; the block cache will
-/// sit in front of it.
+/// This is the single place a block comes off the file; the block cache
+/// sits in front of it (in `Table`).
 pub(crate) fn read_block(
     file: &dyn RandomAccessFile,
     file_name: &str,
@@ -198,21 +196,15 @@ pub(crate) fn read_block(
             ));
         }
     }
-    if compression != COMPRESSION_NONE {
-        return Err(Error::corruption(
-            file_name,
-            handle.offset,
-            format!("unknown block compression type {compression}"),
-        ));
-    }
     buf.truncate(n);
-    Ok(buf)
+    decompress(buf, compression, file_name, handle.offset)
 }
 
-/// Appends the trailer of an uncompressed block with `contents` to `dst`.
-pub(crate) fn put_block_trailer(dst: &mut Vec<u8>, contents: &[u8]) {
-    dst.push(COMPRESSION_NONE);
-    put_fixed32(dst, mask_crc(block_crc(contents, COMPRESSION_NONE)));
+/// Appends the trailer of a block stored as `contents` with compression
+/// type byte `compression` to `dst`.
+pub(crate) fn put_block_trailer(dst: &mut Vec<u8>, contents: &[u8], compression: u8) {
+    dst.push(compression);
+    put_fixed32(dst, mask_crc(block_crc(contents, compression)));
 }
 
 #[cfg(test)]

@@ -10,28 +10,35 @@
 //! ```
 //!
 //! Modules: [`format`] (handles, block trailer, footer, the single block
-//! read), [`block`] (block layout, builder, iterator), [`filter`] (blocked
-//! bloom filter), [`properties`], [`builder`] (the writer), [`table`] (the
-//! reader and its iterator).
+//! read), [`compression`] (the codecs), [`block`] (both block layouts,
+//! builder, iterator), [`filter`] (blocked bloom filter), [`properties`],
+//! [`builder`] (the writer), [`table`] (the reader, its block-cache use and
+//! its iterator), [`dump`] (the public inspection reader behind
+//! `batchkv dump sst`).
 
 pub(crate) mod block;
 pub(crate) mod builder;
+pub(crate) mod compression;
+pub(crate) mod dump;
 pub(crate) mod filter;
 pub(crate) mod format;
 pub(crate) mod properties;
 pub(crate) mod table;
 
 #[cfg(test)]
+mod measure;
+#[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_support;
 
 #[allow(unused_imports)] // used once the engine opens tables
 pub(crate) use builder::{TableBuilder, TableSummary};
 #[allow(unused_imports)] // used once the engine opens tables
-pub(crate) use properties::TableProperties;
-#[allow(unused_imports)] // used once the engine opens tables
-pub(crate) use table::{Table, TableIterator};
+pub(crate) use table::{BlockReadOptions, Table, TableIterator};
 
 use crate::error::{Error, Result};
+pub use compression::CompressionType;
 
 /// Metaindex name of the filter block. On disk — never change.
 pub(crate) const FILTER_BLOCK_NAME: &str = "filter.batchkv.blockedbloom64";
@@ -56,6 +63,17 @@ pub(crate) struct TableOptions {
     /// Verify data block checksums on every read (default true). Index,
     /// filter, properties and metaindex blocks are always verified.
     pub verify_checksums: bool,
+    /// Data block compression (default none here; the engine's default is
+    /// in `Options`).
+    pub compression: CompressionType,
+    /// ZSTD level (ignored by the other types).
+    pub compression_level: i32,
+    /// Write data blocks in the separated key/value layout.
+    pub separate_key_value: bool,
+    /// Table cache: bytes of the shared block cache; 0 disables it.
+    pub block_cache_size: usize,
+    /// Table cache: most tables kept open at once.
+    pub max_open_files: usize,
 }
 
 impl Default for TableOptions {
@@ -66,6 +84,11 @@ impl Default for TableOptions {
             index_restart_interval: 1,
             bloom_bits_per_key: 10,
             verify_checksums: true,
+            compression: CompressionType::None,
+            compression_level: 3,
+            separate_key_value: false,
+            block_cache_size: 0,
+            max_open_files: usize::MAX,
         }
     }
 }
@@ -91,6 +114,18 @@ impl TableOptions {
                 "bloom_bits_per_key {} must be at most 100",
                 self.bloom_bits_per_key
             ));
+        }
+        if self.compression == CompressionType::Zstd
+            && !compression::zstd_level_range().contains(&self.compression_level)
+        {
+            return bad(format!(
+                "compression_level {} is outside zstd's range {:?}",
+                self.compression_level,
+                compression::zstd_level_range()
+            ));
+        }
+        if self.max_open_files == 0 {
+            return bad("max_open_files must be at least 1".into());
         }
         Ok(())
     }

@@ -45,9 +45,10 @@ pub(crate) struct TableProperties {
     pub data_block_restart_interval: u64,
     /// Restart interval of the index block.
     pub index_block_restart_interval: u64,
-    /// 1 if data blocks use the separated key/value layout (always 0 today).
+    /// 1 if data blocks use the separated key/value layout.
     pub separate_key_value_in_data_block: u64,
-    /// Compression of the data blocks ("none").
+    /// Compression of the data blocks ("none", "lz4" or "zstd"; a block
+    /// that would not shrink by an eighth is stored raw whatever this says).
     pub compression_name: String,
     /// When the table was written (unix seconds).
     pub creation_time: u64,
@@ -94,6 +95,33 @@ impl TableProperties {
         );
         num(&mut b, names::SMALLEST_SEQNO, self.smallest_seqno);
         b.finish()
+    }
+
+    /// Every property as `(on-disk name, printable value)`, in name order.
+    pub(crate) fn to_pairs(&self) -> Vec<(&'static str, String)> {
+        vec![
+            (names::COMPRESSION, self.compression_name.clone()),
+            (names::CREATION_TIME, self.creation_time.to_string()),
+            (
+                names::DATA_RESTART_INTERVAL,
+                self.data_block_restart_interval.to_string(),
+            ),
+            (
+                names::INDEX_RESTART_INTERVAL,
+                self.index_block_restart_interval.to_string(),
+            ),
+            (names::LARGEST_SEQNO, self.largest_seqno.to_string()),
+            (names::NUM_DATA_BLOCKS, self.num_data_blocks.to_string()),
+            (names::NUM_DELETIONS, self.num_deletions.to_string()),
+            (names::NUM_ENTRIES, self.num_entries.to_string()),
+            (names::RAW_KEY_BYTES, self.raw_key_bytes.to_string()),
+            (names::RAW_VALUE_BYTES, self.raw_value_bytes.to_string()),
+            (
+                names::SEPARATED,
+                self.separate_key_value_in_data_block.to_string(),
+            ),
+            (names::SMALLEST_SEQNO, self.smallest_seqno.to_string()),
+        ]
     }
 
     /// Decodes a properties block read from `file` at `offset`.
@@ -157,6 +185,9 @@ mod tests {
         };
         let enc = p.encode();
         assert_eq!(TableProperties::decode(enc, "t".into(), 0).unwrap(), p);
+        let pairs = p.to_pairs();
+        assert!(pairs.windows(2).all(|w| w[0].0 < w[1].0));
+        assert!(pairs.contains(&(names::RAW_VALUE_BYTES, (1u64 << 40).to_string())));
         let all = [
             names::COMPRESSION,
             names::CREATION_TIME,

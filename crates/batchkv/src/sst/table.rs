@@ -1,6 +1,6 @@
 //! [`Table`]: an open SST file — footer, index, filter and properties held
-//! in memory, data blocks read on demand — and [`TableIterator`], the
-//! two-level (index → data block) iterator over it.
+//! in memory, data blocks read on demand through the shared block cache —
+//! and [`TableIterator`], the two-level (index → data block) iterator over it.
 
 use std::sync::Arc;
 
@@ -10,20 +10,45 @@ use super::filter::BloomFilter;
 use super::format::{read_block, BlockHandle, Footer, FOOTER_LEN};
 use super::properties::TableProperties;
 use super::{TableOptions, FILTER_BLOCK_NAME, PROPERTIES_BLOCK_NAME};
+use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
 use crate::iter::InternalIterator;
 use crate::key::{lookup_key, parse_internal_key, SequenceNumber, ValueType};
 
+/// How one read uses the data blocks it needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BlockReadOptions {
+    /// Insert blocks read from the file into the block cache (default true).
+    pub fill_cache: bool,
+    /// Verify data block checksums (default true; a table opened with
+    /// `verify_checksums = false` never verifies them).
+    pub verify_checksums: bool,
+}
+
+impl Default for BlockReadOptions {
+    fn default() -> Self {
+        BlockReadOptions {
+            fill_cache: true,
+            verify_checksums: true,
+        }
+    }
+}
+
 /// An open table. Immutable; shared by readers and iterators as `Arc<Table>`.
 ///
 /// # Thread safety
 /// All methods take `&self` and may run concurrently: the table holds no
-/// mutable state, and the file is read with positional reads.
+/// mutable state, the file is read with positional reads, and the block
+/// cache is thread-safe.
 pub(crate) struct Table {
     file: Arc<dyn RandomAccessFile>,
     file_name: Arc<str>,
     opts: TableOptions,
+    /// The shared block cache and this table's key in it (its file number).
+    cache: Option<(Arc<BlockCache>, u64)>,
+    /// Data-block restart interval (a property; the separated layout needs it).
+    data_restart_interval: usize,
     index: Arc<Block>,
     filter: Option<BloomFilter>,
     properties: TableProperties,
@@ -35,12 +60,24 @@ pub(crate) struct Table {
 }
 
 impl Table {
-    /// Opens a table: reads and verifies the footer, metaindex, properties,
-    /// filter and index blocks.
+    /// Opens a table without a block cache: reads and verifies the footer,
+    /// metaindex, properties, filter and index blocks.
     pub(crate) fn open(
         file: Arc<dyn RandomAccessFile>,
         file_name: String,
         opts: TableOptions,
+    ) -> Result<Arc<Table>> {
+        Table::open_cached(file, file_name, opts, None)
+    }
+
+    /// Opens a table whose data blocks go through `cache`, keyed by
+    /// `(file_number, block offset)`: a table reopened after the table cache
+    /// closed it finds its blocks still cached.
+    pub(crate) fn open_cached(
+        file: Arc<dyn RandomAccessFile>,
+        file_name: String,
+        opts: TableOptions,
+        cache: Option<(Arc<BlockCache>, u64)>,
     ) -> Result<Arc<Table>> {
         let name: Arc<str> = file_name.into();
         let size = file.size();
@@ -92,13 +129,12 @@ impl Table {
         })?;
         let properties =
             TableProperties::decode(read(props_handle)?, name.clone(), props_handle.offset)?;
-        if properties.separate_key_value_in_data_block != 0 {
-            return Err(Error::corruption(
-                &*name,
-                props_handle.offset,
-                "unrecognized block feature: separated key/value data blocks are not supported by this version",
-            ));
-        }
+        // 0 (absent or out of range) makes every separated data block fail
+        // to parse with `Corruption`; interleaved blocks do not need it.
+        let data_restart_interval = usize::try_from(properties.data_block_restart_interval)
+            .ok()
+            .filter(|&i| i <= u32::MAX as usize)
+            .unwrap_or(0);
         let filter = match filter_handle {
             Some(h) => Some(BloomFilter::parse(read(h)?).ok_or_else(|| {
                 Error::corruption(
@@ -119,6 +155,8 @@ impl Table {
             file,
             file_name: name,
             opts,
+            cache,
+            data_restart_interval,
             index: Arc::new(index),
             filter,
             properties,
@@ -128,7 +166,6 @@ impl Table {
     }
 
     /// The table's recorded properties.
-    #[allow(dead_code, reason = "`batchkv dump sst` (issue 3) prints them")]
     pub(crate) fn properties(&self) -> &TableProperties {
         &self.properties
     }
@@ -138,12 +175,23 @@ impl Table {
         self.filter.as_ref().is_none_or(|f| f.may_contain(user_key))
     }
 
-    /// The newest version of `user_key` with sequence ≤ `seq`: its type and
-    /// value (empty for a deletion), or `None` if the table has none.
+    /// [`Table::get_with`] with default read options.
+    #[cfg(test)]
     pub(crate) fn get(
         &self,
         user_key: &[u8],
         seq: SequenceNumber,
+    ) -> Result<Option<(ValueType, Vec<u8>)>> {
+        self.get_with(user_key, seq, BlockReadOptions::default())
+    }
+
+    /// The newest version of `user_key` with sequence ≤ `seq`: its type and
+    /// value (empty for a deletion), or `None` if the table has none.
+    pub(crate) fn get_with(
+        &self,
+        user_key: &[u8],
+        seq: SequenceNumber,
+        ro: BlockReadOptions,
     ) -> Result<Option<(ValueType, Vec<u8>)>> {
         if !self.may_contain(user_key) {
             return Ok(None);
@@ -154,7 +202,7 @@ impl Table {
         // Usually one block; the loop moves on when the block's entries all
         // sort before `target` (the separator lies past its last key).
         while index.valid() {
-            let block = self.read_data_block(index.value())?;
+            let block = self.read_data_block(index.value(), ro)?;
             let mut it = BlockIter::new(block);
             it.seek(&target);
             it.status()?;
@@ -173,9 +221,9 @@ impl Table {
         Ok(None)
     }
 
-    /// Reads the data block an index entry points at. All data block reads
-    /// go through here (the block cache slots in at this point).
-    fn read_data_block(&self, index_value: &[u8]) -> Result<Arc<Block>> {
+    /// The data block an index entry points at, from the block cache or the
+    /// file. All data block reads go through here.
+    fn read_data_block(&self, index_value: &[u8], ro: BlockReadOptions) -> Result<Arc<Block>> {
         let handle = BlockHandle::decode_exact(index_value).ok_or_else(|| {
             Error::corruption(
                 &*self.file_name,
@@ -183,28 +231,45 @@ impl Table {
                 "index entry holds a malformed block handle",
             )
         })?;
+        if let Some((cache, number)) = &self.cache {
+            if let Some(b) = cache.get(&(*number, handle.offset)) {
+                return Ok(b);
+            }
+        }
         let contents = read_block(
             &*self.file,
             &self.file_name,
             handle,
             self.blocks_end,
-            self.opts.verify_checksums,
+            self.opts.verify_checksums && ro.verify_checksums,
         )?;
-        Ok(Arc::new(Block::new(
+        let block = Arc::new(Block::new_data(
             contents,
-            KeyOrder::Internal,
+            self.data_restart_interval,
             self.file_name.clone(),
             handle.offset,
-        )?))
+        )?);
+        if let (Some((cache, number)), true) = (&self.cache, ro.fill_cache) {
+            cache.insert((*number, handle.offset), Arc::clone(&block));
+        }
+        Ok(block)
+    }
+
+    /// An iterator over every entry of the table with default read
+    /// options; it keeps the table alive.
+    #[cfg(test)]
+    pub(crate) fn iter(self: Arc<Self>) -> TableIterator {
+        self.iter_with(BlockReadOptions::default())
     }
 
     /// An iterator over every entry of the table; it keeps the table alive.
-    pub(crate) fn iter(self: Arc<Self>) -> TableIterator {
+    pub(crate) fn iter_with(self: Arc<Self>, ro: BlockReadOptions) -> TableIterator {
         let index = BlockIter::new(self.index.clone());
         TableIterator {
             table: self,
             index,
             data: None,
+            ro,
             err: None,
         }
     }
@@ -221,6 +286,7 @@ pub(crate) struct TableIterator {
     table: Arc<Table>,
     index: BlockIter,
     data: Option<BlockIter>,
+    ro: BlockReadOptions,
     err: Option<Error>,
 }
 
@@ -243,7 +309,7 @@ impl TableIterator {
         if !self.index.valid() {
             return false;
         }
-        match self.table.read_data_block(self.index.value()) {
+        match self.table.read_data_block(self.index.value(), self.ro) {
             Ok(b) => {
                 self.data = Some(BlockIter::new(b));
                 true

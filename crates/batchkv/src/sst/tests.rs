@@ -5,79 +5,21 @@
 use std::cmp::Ordering;
 use std::sync::{Arc, Mutex};
 
-use super::{Table, TableBuilder, TableOptions, TableSummary};
-use crate::error::{Error, Result};
-use crate::fs::{FileSystem, PosixFs, RandomAccessFile, WritableFile};
+use super::format::{block_crc, mask_crc};
+use super::{BlockReadOptions, CompressionType, Table, TableBuilder, TableOptions};
+use crate::error::Error;
+use crate::fs::{FileSystem, PosixFs};
 use crate::iter::InternalIterator;
 use crate::key::{append_internal_key, compare_internal_keys, parse_internal_key, ValueType};
 
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
-/// A writable file whose bytes the test can take afterwards.
-struct MemWritable(Arc<Mutex<Vec<u8>>>);
-
-impl WritableFile for MemWritable {
-    fn append(&mut self, data: &[u8]) -> Result<()> {
-        self.0.lock().unwrap().extend_from_slice(data);
-        Ok(())
-    }
-    fn flush(&mut self) -> Result<()> {
-        Ok(())
-    }
-    fn sync(&mut self) -> Result<()> {
-        Ok(())
-    }
-    fn len(&self) -> u64 {
-        self.0.lock().unwrap().len() as u64
-    }
-}
-
-struct MemFile(Vec<u8>);
-
-impl RandomAccessFile for MemFile {
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
-        let start = offset as usize;
-        match self.0.get(start..start + buf.len()) {
-            Some(src) => {
-                buf.copy_from_slice(src);
-                Ok(())
-            }
-            None => Err(Error::io(
-                "reading MemFile",
-                std::io::Error::from(std::io::ErrorKind::UnexpectedEof),
-            )),
-        }
-    }
-    fn size(&self) -> u64 {
-        self.0.len() as u64
-    }
-}
+use super::tests_support::{build_in_memory, open_mem, MemWritable};
 
 fn ik(user_key: &[u8], seq: u64, t: ValueType) -> Vec<u8> {
     let mut k = Vec::new();
     append_internal_key(&mut k, user_key, seq, t);
     k
-}
-
-fn build_in_memory(entries: &Entries, opts: &TableOptions) -> (Vec<u8>, TableSummary) {
-    let buf = Arc::new(Mutex::new(Vec::new()));
-    let mut b = TableBuilder::new(
-        Box::new(MemWritable(buf.clone())),
-        "mem.sst".into(),
-        opts.clone(),
-    )
-    .unwrap();
-    for (k, v) in entries {
-        b.add(k, v).unwrap();
-    }
-    let summary = b.finish().unwrap();
-    let bytes = std::mem::take(&mut *buf.lock().unwrap());
-    assert_eq!(summary.file_size, bytes.len() as u64);
-    (bytes, summary)
-}
-
-fn open_mem(bytes: Vec<u8>, opts: &TableOptions) -> Result<Arc<Table>> {
-    Table::open(Arc::new(MemFile(bytes)), "mem.sst".into(), opts.clone())
 }
 
 /// A deterministic data set: `n_keys` user keys, key `i` with `1 + i % 4`
@@ -312,26 +254,49 @@ fn versions_of_one_key_spanning_blocks_are_found_at_every_snapshot() {
     check_seeks(&table, &entries);
 }
 
+/// Every (layout, compression) pair.
+fn formats() -> Vec<(bool, CompressionType)> {
+    let mut v = Vec::new();
+    for sep in [false, true] {
+        for c in [
+            CompressionType::None,
+            CompressionType::Lz4,
+            CompressionType::Zstd,
+        ] {
+            v.push((sep, c));
+        }
+    }
+    v
+}
+
 #[test]
 fn many_shapes_round_trip() {
-    for (n, block_size, ri, iri, bits) in [
+    for ((n, block_size, ri, iri, bits), (sep, compression)) in [
         (0usize, 4096usize, 16usize, 1usize, 10usize),
         (1, 4096, 16, 1, 10),
         (50, 1, 1, 1, 0),
         (200, 100, 32, 2, 3),
         (1000, 4096, 16, 1, 10),
-    ] {
+    ]
+    .into_iter()
+    .flat_map(|shape| formats().into_iter().map(move |f| (shape, f)))
+    {
         let opts = TableOptions {
             block_size,
             restart_interval: ri,
             index_restart_interval: iri,
             bloom_bits_per_key: bits,
-            verify_checksums: true,
+            separate_key_value: sep,
+            compression,
+            ..TableOptions::default()
         };
         let entries = if n == 0 { Vec::new() } else { data_set(n) };
         let (bytes, summary) = build_in_memory(&entries, &opts);
         assert_eq!(summary.num_entries, entries.len() as u64);
         let table = open_mem(bytes, &opts).unwrap();
+        let p = table.properties();
+        assert_eq!(p.separate_key_value_in_data_block, u64::from(sep));
+        assert_eq!(p.compression_name, compression.name());
         assert_eq!(scan_forward(&mut table.clone().iter()), entries);
         assert_eq!(scan_backward(&mut table.clone().iter()), entries);
         check_gets(&table, &entries);
@@ -339,6 +304,98 @@ fn many_shapes_round_trip() {
             check_seeks(&table, &entries);
         }
     }
+}
+
+/// Compressible values shrink the file with LZ4 and ZSTD; the separated
+/// layout round-trips the same data.
+#[test]
+fn compression_shrinks_compressible_tables() {
+    let entries: Entries = (0..2000u32)
+        .map(|i| {
+            (
+                ik(format!("user{i:08}").as_bytes(), 1, ValueType::Value),
+                format!("{i:05}").repeat(20).into_bytes(),
+            )
+        })
+        .collect();
+    let size = |sep: bool, compression| {
+        let opts = TableOptions {
+            separate_key_value: sep,
+            compression,
+            ..TableOptions::default()
+        };
+        let (bytes, _) = build_in_memory(&entries, &opts);
+        let n = bytes.len();
+        let t = open_mem(bytes, &opts).unwrap();
+        assert_eq!(scan_forward(&mut t.iter()), entries);
+        n
+    };
+    for sep in [false, true] {
+        let none = size(sep, CompressionType::None);
+        let lz4 = size(sep, CompressionType::Lz4);
+        let zstd = size(sep, CompressionType::Zstd);
+        assert!(lz4 < none / 2, "{sep}: lz4 {lz4} vs {none}");
+        assert!(zstd < lz4, "{sep}: zstd {zstd} vs lz4 {lz4}");
+    }
+}
+
+/// Finds the first block trailer of `bytes` (the first data block starts
+/// at 0): the `n` whose 5 bytes at `n` are a valid trailer of `bytes[..n]`.
+fn first_block_size(bytes: &[u8]) -> usize {
+    (1..bytes.len() - 5)
+        .find(|&n| {
+            let stored = u32::from_le_bytes(bytes[n + 1..n + 5].try_into().unwrap());
+            stored == mask_crc(block_crc(&bytes[..n], bytes[n]))
+        })
+        .unwrap()
+}
+
+#[test]
+fn unknown_compression_type_is_corruption() {
+    for compression in [CompressionType::None, CompressionType::Lz4] {
+        let opts = TableOptions {
+            compression,
+            ..TableOptions::default()
+        };
+        let entries = data_set(200);
+        let (mut bytes, _) = build_in_memory(&entries, &opts);
+        let n = first_block_size(&bytes);
+        // A new type byte with a matching checksum: only the type is wrong.
+        bytes[n] = 9;
+        let crc = mask_crc(block_crc(&bytes[..n], 9));
+        bytes[n + 1..n + 5].copy_from_slice(&crc.to_le_bytes());
+        let table = open_mem(bytes, &opts).unwrap();
+        let uk = parse_internal_key(&entries[0].0).unwrap().user_key.to_vec();
+        let err = table.get(&uk, u64::MAX >> 8).unwrap_err();
+        assert!(err.is_corruption(), "{err}");
+        assert!(
+            err.to_string().contains("unknown block compression type 9"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn verify_checksums_false_skips_the_data_block_check() {
+    let opts = TableOptions::default();
+    let entries = vec![(ik(b"k", 1, ValueType::Value), b"value".to_vec())];
+    let (mut bytes, _) = build_in_memory(&entries, &opts);
+    let at = bytes.windows(5).position(|w| w == b"value").unwrap();
+    bytes[at] = b'V';
+    let table = open_mem(bytes.clone(), &opts).unwrap();
+    assert!(table.get(b"k", 5).unwrap_err().is_corruption());
+    let no_verify = BlockReadOptions {
+        verify_checksums: false,
+        ..BlockReadOptions::default()
+    };
+    let got = table.get_with(b"k", 5, no_verify).unwrap().unwrap();
+    assert_eq!(got.1, b"Value");
+    // A table opened with verification off never verifies data blocks.
+    let off = TableOptions {
+        verify_checksums: false,
+        ..TableOptions::default()
+    };
+    assert!(open_mem(bytes, &off).unwrap().get(b"k", 5).is_ok());
 }
 
 #[test]
@@ -439,11 +496,23 @@ fn checksum_mismatch_names_file_offset_size_and_both_checksums() {
 /// a panic.
 #[test]
 fn every_flipped_byte_is_detected_or_harmless() {
-    let opts = TableOptions {
-        block_size: 128,
-        restart_interval: 2,
-        ..TableOptions::default()
-    };
+    for (separate_key_value, compression) in [
+        (false, CompressionType::None),
+        (true, CompressionType::None),
+        (true, CompressionType::Lz4),
+        (false, CompressionType::Zstd),
+    ] {
+        flip_every_byte(TableOptions {
+            block_size: 128,
+            restart_interval: 2,
+            separate_key_value,
+            compression,
+            ..TableOptions::default()
+        });
+    }
+}
+
+fn flip_every_byte(opts: TableOptions) {
     let entries = data_set(12);
     let (good, _) = build_in_memory(&entries, &opts);
     let mut user_keys: Vec<Vec<u8>> = entries
@@ -552,6 +621,8 @@ proptest::proptest! {
             0..200),
         block_size in 16usize..400,
         restart_interval in 1usize..8,
+        separate_key_value in proptest::bool::ANY,
+        compression in proptest::sample::select(vec![CompressionType::None, CompressionType::Lz4, CompressionType::Zstd]),
     ) {
         let mut entries: Entries = raw
             .into_iter()
@@ -562,7 +633,9 @@ proptest::proptest! {
             .collect();
         entries.sort_by(|a, b| compare_internal_keys(&a.0, &b.0));
         entries.dedup_by(|a, b| a.0 == b.0);
-        let opts = TableOptions { block_size, restart_interval, ..TableOptions::default() };
+        let opts = TableOptions {
+            block_size, restart_interval, separate_key_value, compression, ..TableOptions::default()
+        };
         let (bytes, _) = build_in_memory(&entries, &opts);
         let table = open_mem(bytes, &opts).unwrap();
         proptest::prop_assert_eq!(&scan_forward(&mut table.clone().iter()), &entries);

@@ -69,6 +69,7 @@ impl VersionSet {
         let mut version = Version::default();
         let (mut log_number, mut next_file, mut last_seq) = (None, None, None);
         let mut reader = wal::Reader::new(&data, &file);
+        let mut torn_tail = None;
         loop {
             match reader.next() {
                 wal::ReadOutcome::Record { data, offset } => {
@@ -87,8 +88,12 @@ impl VersionSet {
                 }
                 wal::ReadOutcome::Eof => break,
                 // A torn last record is an edit whose write never completed
-                // (and so was never acknowledged): recovery ends before it.
-                wal::ReadOutcome::TornTail { .. } => break,
+                // (and so was never acknowledged): recovery ends before it —
+                // unless the files checked below show it had been applied.
+                wal::ReadOutcome::TornTail { offset, detail } => {
+                    torn_tail = Some((offset, detail));
+                    break;
+                }
                 wal::ReadOutcome::Corrupt { offset, detail } => {
                     return Err(reader.corruption(offset, detail))
                 }
@@ -98,12 +103,17 @@ impl VersionSet {
             |what: &str| Error::corruption(&file, 0, format!("MANIFEST records no {what}"));
         let next_file_number = next_file.ok_or_else(|| missing("next file number"))?;
         let manifest_number = filename::parse(&manifest_name).map(|(_, n)| n).unwrap_or(0);
+        let log_number = log_number.ok_or_else(|| missing("log number"))?;
+        if let Some((offset, detail)) = torn_tail {
+            check_dropped_edit_was_unapplied(fs.as_ref(), dir, &version, log_number)
+                .map_err(|why| Error::corruption(&file, offset, format!("{detail}; {why}")))?;
+        }
         Ok(VersionSet {
             dir: dir.to_path_buf(),
             fs,
             current: Arc::new(version),
             next_file_number: next_file_number.max(manifest_number + 1),
-            log_number: log_number.ok_or_else(|| missing("log number"))?,
+            log_number,
             last_sequence: last_seq.ok_or_else(|| missing("last sequence"))?,
             manifest: None,
             manifest_number,
@@ -208,6 +218,44 @@ fn set_current(fs: &dyn FileSystem, dir: &Path, manifest_number: u64) -> Result<
     drop(f);
     fs.rename(&tmp, &dir.join(filename::CURRENT))?;
     fs.sync_dir(dir)
+}
+
+/// Bug found by `tests/corruption_sweep.rs`: damage to the last MANIFEST
+/// record (a flipped checksum or length byte) looks exactly like a torn
+/// write, and recovery silently dropped that edit — losing the tables it
+/// added, whose WALs had already been deleted. A genuinely torn edit was
+/// never applied, so nothing was deleted after it: every table of the
+/// recovered version and the oldest WAL it needs still exist. If one is
+/// missing, the dropped edit had been applied, and this is corruption.
+fn check_dropped_edit_was_unapplied(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    version: &Version,
+    log_number: u64,
+) -> std::result::Result<(), String> {
+    for number in version.file_numbers() {
+        if !fs.exists(&filename::path(dir, FileKind::Table, number)) {
+            return Err(format!(
+                "table {number} of the recovered version is missing"
+            ));
+        }
+    }
+    if log_number > 0 && !fs.exists(&filename::path(dir, FileKind::Wal, log_number)) {
+        return Err(format!("WAL {log_number} that recovery needs is missing"));
+    }
+    // Log number 0 means no open ever completed: then no flush ran either.
+    if log_number == 0 {
+        let names = fs.list_dir(dir).map_err(|e| e.to_string())?;
+        if let Some(t) = names
+            .iter()
+            .find(|n| matches!(filename::parse(n), Some((FileKind::Table, _))))
+        {
+            return Err(format!(
+                "table {t} exists but the recovered state has never been opened"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// CURRENT must hold one MANIFEST file name followed by a newline.

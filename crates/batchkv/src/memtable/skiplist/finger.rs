@@ -43,6 +43,8 @@ pub(super) fn multi_get<const P: bool>(
         // Concurrent inserts may have raised the list: new top levels start
         // with the bracket (head, +∞).
         let top = list.max_height();
+        // The first search has no finger yet: a full descent from the top.
+        let fresh = f.height == 0;
         while f.height < top {
             f.prev[f.height] = list.head;
             f.next[f.height] = std::ptr::null_mut();
@@ -50,7 +52,7 @@ pub(super) fn multi_get<const P: bool>(
         }
         // Walk up while the target is beyond next[l]. The nodes compared here
         // were checked when the previous search first compared them.
-        let mut l = 0;
+        let mut l = if fresh { top - 1 } else { 0 };
         // SAFETY: finger nodes are linked non-head nodes (or null, skipped).
         while l + 1 < f.height
             && !f.next[l].is_null()
@@ -68,7 +70,7 @@ pub(super) fn multi_get<const P: bool>(
             let mut z = unsafe { node::next(x, l) };
             while !z.is_null() {
                 if P {
-                    list.check_step(x, z)?;
+                    list.check_step(x, z, l)?;
                 }
                 // SAFETY: `z` is a linked non-head node.
                 if !unsafe { node_lt(z, user, trailer) } {
@@ -84,6 +86,9 @@ pub(super) fn multi_get<const P: bool>(
                 break;
             }
             l -= 1;
+        }
+        if P {
+            list.check_pred(f.prev[0])?;
         }
         emit(i, f.next[0])?;
     }

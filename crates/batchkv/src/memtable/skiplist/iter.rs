@@ -121,7 +121,7 @@ impl InternalIterator for SkipListIter {
         // SAFETY: `cur` is a linked non-head node (valid iterator).
         let n = unsafe { node::next(cur, 0) };
         if self.mt.paranoid && !n.is_null() {
-            if let Err(e) = self.mt.list.check_step(cur, n) {
+            if let Err(e) = self.mt.list.check_step(cur, n, 0) {
                 self.fail(e);
                 return;
             }

@@ -19,12 +19,17 @@
 //!
 //! # Batch strategy (`Auto`)
 //! See [`choose_strategy`]: per-key descents for batches of
-//! ≤ [`AUTO_PER_KEY_MAX`] keys, the breadth-first descent above. Finger
-//! search is never chosen: on random batches it does not beat per-key
-//! (measured by `cargo bench -p batchkv --bench memtable_multiget`).
+//! ≤ [`AUTO_PER_KEY_MAX`] keys, the breadth-first descent above. Measured
+//! with `cargo bench -p batchkv --bench memtable_multiget` (2M entries,
+//! random sorted batches, median of 5 interleaved rounds, on a 2-core VM
+//! shared with 4 compiling builders — load 5–8, so ±30% noise): bfs/per-key
+//! = 0.73–0.98× at batch 1, 1.04–1.17× at 2, 2.1–2.7× at 8, 4.1–4.2× at 32,
+//! 3.1–5.4× at 64, 4.3× at 256. So a single key takes the per-key path
+//! (bfs pays its item bookkeeping for nothing) and every real batch takes
+//! bfs. Finger search is never chosen: 0.87–1.23× of per-key, i.e. no gain
+//! on random batches (each search waits on the previous one's misses).
 #![allow(unsafe_code)]
 
-mod arena;
 mod bfs;
 mod finger;
 mod iter;
@@ -66,7 +71,7 @@ impl Default for SkipListOptions {
             id: 0,
             paranoid_checks: false,
             huge_pages: true,
-            arena_block_size: arena::HUGE_PAGE,
+            arena_block_size: crate::memtable::arena::HUGE_PAGE,
         }
     }
 }
@@ -114,6 +119,10 @@ impl SkipListMemTable {
         if e.key.len() < TRAILER_LEN || &e.key[..ulen] != user {
             return Ok(None);
         }
+        if self.paranoid {
+            // Returned entries get the full check (walked nodes had their keys checked).
+            self.list.check_entry(z)?;
+        }
         match ValueType::from_u8(e.key[ulen]) {
             Some(ValueType::Value) => Ok(Some(EntryRef::Value(e.value))),
             Some(ValueType::Deletion) => Ok(Some(EntryRef::Deleted)),
@@ -150,7 +159,8 @@ impl SkipListMemTable {
     }
 
     /// Test hook: flips bits of one entry's byte at `offset` from the start
-    /// of its internal key (the first node with `user_key`); with
+    /// of its internal key (the first node with `user_key`; offsets past the
+    /// key reach the key protection, value length and value); with
     /// `fix_checksum`, rewrites the protection bytes to match, so that only
     /// an order check can notice. Single-threaded tests only.
     #[cfg(test)]
@@ -171,11 +181,19 @@ impl SkipListMemTable {
         // is a 1-byte varint for the short keys tests use.
         unsafe {
             let e = node::entry(z);
-            assert!(offset < e.key.len() && e.key.len() < 128);
+            let entry_len = e
+                .value
+                .as_ptr()
+                .add(e.value.len())
+                .offset_from(e.key.as_ptr());
+            assert!((offset as isize) < entry_len && e.key.len() < 128);
             let p = node::entry_addr(z).add(1 + offset);
             *p ^= xor;
             if fix_checksum {
                 let e = node::entry(z);
+                let kprot = node::key_protection(e.key).to_le_bytes();
+                let kp = e.key.as_ptr().add(e.key.len()).cast_mut();
+                std::ptr::copy_nonoverlapping(kprot.as_ptr(), kp, kprot.len());
                 let prot = node::protection(e.key, e.value).to_le_bytes();
                 let pp = e.value.as_ptr().add(e.value.len()).cast_mut();
                 std::ptr::copy_nonoverlapping(prot.as_ptr(), pp, prot.len());

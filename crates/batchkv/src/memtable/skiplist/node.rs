@@ -6,13 +6,21 @@
 //!  │                                        │
 //!  ▼                                        ▼
 //!  next[h-1] ‖ … ‖ next[1] ‖ next[0] ‖ varint32 klen ‖ internal key (klen bytes)
+//!                                    ‖ fixed32_le key protection
 //!                                    ‖ varint32 vlen ‖ value (vlen bytes)
 //!                                    ‖ fixed32_le protection
 //! ```
 //! `next[i]` lives at `node - 8·i`; the entry starts at `node + 8`. The
 //! height is not stored: a node is only ever reached at levels below it.
 //! `protection` is the CRC32C of `internal key ‖ value` (the internal key
-//! holds the sequence number and type), checked by paranoid lookups.
+//! holds the user key, sequence number and type); `key protection` is the
+//! CRC32C of the internal key alone. Paranoid lookups check the key
+//! protection of every node they walk — it sits in the line the comparison
+//! already fetched — and the full protection of every entry they return;
+//! checking the full word on walked nodes would fetch each passed node's
+//! value lines (measured: per-key lookups at 0.44–0.64× of unchecked ones,
+//! 2M entries, loaded machine), for no gain in what a search reads (it only
+//! reads the keys of passed nodes).
 #![allow(unsafe_code)]
 
 use std::cell::Cell;
@@ -26,6 +34,8 @@ pub(super) const MAX_HEIGHT: usize = 12;
 pub(super) const BRANCHING: u32 = 4;
 /// Bytes of protection stored after the value.
 pub(super) const PROTECTION_LEN: usize = 4;
+/// Bytes of key protection stored after the key.
+pub(super) const KEY_PROTECTION_LEN: usize = 4;
 
 /// Opaque node: the address of its level-0 forward pointer.
 #[repr(C)]
@@ -39,6 +49,8 @@ pub(super) struct Entry<'a> {
     pub key: &'a [u8],
     /// The value bytes.
     pub value: &'a [u8],
+    /// The stored key protection word.
+    pub key_protection: u32,
     /// The stored protection word.
     pub protection: u32,
 }
@@ -53,15 +65,55 @@ pub(super) fn node_size(height: usize, ikey_len: usize, value_len: usize) -> usi
     8 * height
         + varint_len(ikey_len)
         + ikey_len
+        + KEY_PROTECTION_LEN
         + varint_len(value_len)
         + value_len
         + PROTECTION_LEN
 }
 
-/// The protection word of an entry.
-#[inline]
+/// The protection word of an entry (tests recompute it to check and to
+/// forge entries; the hot paths inline the same computation).
+#[cfg(test)]
 pub(super) fn protection(ikey: &[u8], value: &[u8]) -> u32 {
-    crc32c::crc32c_append(crc32c::crc32c(ikey), value)
+    crc32c::crc32c_append(key_protection(ikey), value)
+}
+
+/// The key protection word of an entry: CRC32C of the internal key.
+/// Paranoid searches compute it for every node they pass, so short keys take
+/// an inlined SSE4.2 loop: the `crc32c` crate's general path made paranoid
+/// per-key lookups cost +7.7k instructions per lookup, this loop +3.6k
+/// (callgrind, 100k entries, batch 64); same value either way.
+#[inline]
+pub(super) fn key_protection(ikey: &[u8]) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("sse4.2") {
+        // SAFETY: the CPU supports SSE4.2 (checked just above).
+        return unsafe { crc32c_sse42(ikey) };
+    }
+    crc32c::crc32c(ikey)
+}
+
+/// CRC32C (Castagnoli, reflected, init and final xor !0) with the SSE4.2
+/// `crc32` instruction, 8 bytes at a time.
+///
+/// # Safety
+/// The CPU must support SSE4.2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse4.2")]
+unsafe fn crc32c_sse42(data: &[u8]) -> u32 {
+    use core::arch::x86_64::{_mm_crc32_u64, _mm_crc32_u8};
+    let mut c = u64::from(u32::MAX);
+    let mut chunks = data.chunks_exact(8);
+    for ch in &mut chunks {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(ch);
+        c = _mm_crc32_u64(c, u64::from_le_bytes(w));
+    }
+    let mut c = c as u32;
+    for &b in chunks.remainder() {
+        c = _mm_crc32_u8(c, b);
+    }
+    !c
 }
 
 /// Writes a node into `mem` (`node_size(height, ..)` fresh bytes, 8-aligned)
@@ -94,7 +146,10 @@ pub(super) unsafe fn init_node(
     std::ptr::copy_nonoverlapping(trailer.to_le_bytes().as_ptr(), p, 8);
     p = p.add(8);
     let ikey = std::slice::from_raw_parts(key_start, ikey_len);
-    let prot = protection(ikey, value);
+    let key_prot = key_protection(ikey);
+    let prot = crc32c::crc32c_append(key_prot, value);
+    std::ptr::copy_nonoverlapping(key_prot.to_le_bytes().as_ptr(), p, KEY_PROTECTION_LEN);
+    p = p.add(KEY_PROTECTION_LEN);
     p = write_varint(p, value.len() as u32);
     std::ptr::copy_nonoverlapping(value.as_ptr(), p, value.len());
     p = p.add(value.len());
@@ -179,15 +234,33 @@ pub(super) unsafe fn key<'a>(n: *mut Node) -> &'a [u8] {
 #[inline]
 pub(super) unsafe fn entry<'a>(n: *mut Node) -> Entry<'a> {
     let (klen, kp) = read_varint(n.cast::<u8>().add(8));
-    let (vlen, vp) = read_varint(kp.add(klen));
-    let pp = vp.add(vlen);
-    let mut prot = [0u8; PROTECTION_LEN];
-    std::ptr::copy_nonoverlapping(pp, prot.as_mut_ptr(), PROTECTION_LEN);
+    let kpp = kp.add(klen);
+    let (vlen, vp) = read_varint(kpp.add(KEY_PROTECTION_LEN));
     Entry {
         key: std::slice::from_raw_parts(kp, klen),
         value: std::slice::from_raw_parts(vp, vlen),
-        protection: u32::from_le_bytes(prot),
+        key_protection: read_u32(kpp),
+        protection: read_u32(vp.add(vlen)),
     }
+}
+
+/// The internal key of `n` and its stored key protection word.
+///
+/// # Safety
+/// As for [`key`].
+#[inline]
+pub(super) unsafe fn key_with_protection<'a>(n: *mut Node) -> (&'a [u8], u32) {
+    let (klen, kp) = read_varint(n.cast::<u8>().add(8));
+    (std::slice::from_raw_parts(kp, klen), read_u32(kp.add(klen)))
+}
+
+/// # Safety
+/// `p` must be valid for reads of 4 bytes.
+#[inline(always)]
+unsafe fn read_u32(p: *const u8) -> u32 {
+    let mut b = [0u8; 4];
+    std::ptr::copy_nonoverlapping(p, b.as_mut_ptr(), 4);
+    u32::from_le_bytes(b)
 }
 
 /// Address of the first entry byte (the key length), for tests that
@@ -247,10 +320,25 @@ mod tests {
             assert_eq!(crate::key::trailer(e.key), 0x0012_3401);
             assert_eq!(e.value, &value[..]);
             assert_eq!(e.protection, protection(e.key, e.value));
+            assert_eq!(e.key_protection, key_protection(e.key));
+            // SAFETY: as above.
+            assert_eq!(unsafe { key_with_protection(n) }, (e.key, e.key_protection));
             // SAFETY: as above; height 5 > 4.
             assert!(unsafe { next(n, 4) }.is_null());
             // SAFETY: as above.
             assert_eq!(unsafe { key(n) }, e.key);
+        }
+    }
+
+    #[test]
+    fn key_protection_is_crc32c() {
+        let data: Vec<u8> = (0..100u8).map(|i| i.wrapping_mul(37)).collect();
+        for n in 0..data.len() {
+            assert_eq!(
+                key_protection(&data[..n]),
+                crc32c::crc32c(&data[..n]),
+                "len {n}"
+            );
         }
     }
 

@@ -1,6 +1,7 @@
-//! Writes one block in the interleaved layout (see the module docs of
-//! [`super`] and `docs/format/sst.md`).
+//! Writes one block, interleaved or separated (see the module docs of
+//! [`super`] and `docs/format/sst.md` §2).
 
+use super::{Layout, RESTART_COUNT_MASK, SEPARATED_LAYOUT_BIT};
 use crate::coding::{put_fixed32, put_varint32};
 
 /// Accumulates sorted entries and produces the block's bytes.
@@ -9,7 +10,11 @@ use crate::coding::{put_fixed32, put_varint32};
 /// checks this); the block does not look at key contents.
 #[derive(Debug)]
 pub(crate) struct BlockBuilder {
+    layout: Layout,
+    /// Interleaved: the entries. Separated: the keys section.
     buf: Vec<u8>,
+    /// Separated: the values section (empty when interleaved).
+    values: Vec<u8>,
     restarts: Vec<u32>,
     restart_interval: usize,
     /// Entries since the last restart point.
@@ -19,11 +24,18 @@ pub(crate) struct BlockBuilder {
 }
 
 impl BlockBuilder {
-    /// An empty builder; `restart_interval >= 1`.
+    /// An empty interleaved builder; `restart_interval >= 1`.
     pub(crate) fn new(restart_interval: usize) -> BlockBuilder {
+        BlockBuilder::with_layout(restart_interval, Layout::Interleaved)
+    }
+
+    /// An empty builder for `layout`; `restart_interval >= 1`.
+    pub(crate) fn with_layout(restart_interval: usize, layout: Layout) -> BlockBuilder {
         debug_assert!(restart_interval >= 1);
         BlockBuilder {
+            layout,
             buf: Vec::new(),
+            values: Vec::new(),
             restarts: vec![0],
             restart_interval: restart_interval.max(1),
             counter: 0,
@@ -35,23 +47,37 @@ impl BlockBuilder {
     /// Appends an entry. Key and value must each be shorter than 4 GiB and the
     /// block must stay below 4 GiB (the table builder bounds both).
     pub(crate) fn add(&mut self, key: &[u8], value: &[u8]) {
-        let shared = if self.counter < self.restart_interval {
+        let restart = self.counter == self.restart_interval;
+        let shared = if restart {
+            self.restarts.push(self.buf.len() as u32);
+            self.counter = 0;
+            0
+        } else {
             self.last_key
                 .iter()
                 .zip(key)
                 .take_while(|(a, b)| a == b)
                 .count()
-        } else {
-            self.restarts.push(self.buf.len() as u32);
-            self.counter = 0;
-            0
         };
+        // The first entry is a restart point too (restart[0] = 0).
+        let at_restart = restart || self.num_entries == 0;
         let non_shared = key.len() - shared;
         put_varint32(&mut self.buf, shared as u32);
         put_varint32(&mut self.buf, non_shared as u32);
         put_varint32(&mut self.buf, value.len() as u32);
-        self.buf.extend_from_slice(&key[shared..]);
-        self.buf.extend_from_slice(value);
+        match self.layout {
+            Layout::Interleaved => {
+                self.buf.extend_from_slice(&key[shared..]);
+                self.buf.extend_from_slice(value);
+            }
+            Layout::Separated => {
+                if at_restart {
+                    put_varint32(&mut self.buf, self.values.len() as u32);
+                }
+                self.buf.extend_from_slice(&key[shared..]);
+                self.values.extend_from_slice(value);
+            }
+        }
         self.last_key.truncate(shared);
         self.last_key.extend_from_slice(&key[shared..]);
         self.counter += 1;
@@ -60,7 +86,11 @@ impl BlockBuilder {
 
     /// Size of the block if it were finished now.
     pub(crate) fn estimated_size(&self) -> usize {
-        self.buf.len() + 4 * self.restarts.len() + 4
+        let tail = match self.layout {
+            Layout::Interleaved => 4,
+            Layout::Separated => 8,
+        };
+        self.buf.len() + self.values.len() + 4 * self.restarts.len() + tail
     }
 
     /// True if nothing was added since the last reset.
@@ -68,15 +98,22 @@ impl BlockBuilder {
         self.num_entries == 0
     }
 
-    /// Appends the restart array and footer word, returns the block's bytes
-    /// and resets the builder for the next block.
+    /// Appends the values section (separated), the restart array, the
+    /// values offset (separated) and the footer word, returns the block's
+    /// bytes and resets the builder for the next block.
     pub(crate) fn finish(&mut self) -> Vec<u8> {
+        let values_offset = self.buf.len() as u32;
+        self.buf.append(&mut self.values);
         for &r in &self.restarts {
             put_fixed32(&mut self.buf, r);
         }
-        // Interleaved layout: no feature bits, only the restart count.
-        debug_assert!(self.restarts.len() <= super::RESTART_COUNT_MASK as usize);
-        put_fixed32(&mut self.buf, self.restarts.len() as u32);
+        debug_assert!(self.restarts.len() <= RESTART_COUNT_MASK as usize);
+        let mut word = self.restarts.len() as u32;
+        if self.layout == Layout::Separated {
+            put_fixed32(&mut self.buf, values_offset);
+            word |= SEPARATED_LAYOUT_BIT;
+        }
+        put_fixed32(&mut self.buf, word);
         let out = std::mem::take(&mut self.buf);
         self.restarts.clear();
         self.restarts.push(0);

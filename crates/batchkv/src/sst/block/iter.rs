@@ -20,7 +20,11 @@ use crate::key::TRAILER_LEN;
 struct RawEntry {
     shared: usize,
     key_delta: Range<usize>,
-    value: Range<usize>,
+    value_len: usize,
+    /// Where the value starts, when the header says: always in the
+    /// interleaved layout, at restart points in the separated one. `None`
+    /// means "where the previous value ended".
+    value_start: Option<usize>,
     /// Offset of the following entry.
     next: usize,
 }
@@ -29,15 +33,22 @@ struct RawEntry {
 ///
 /// # Invariants
 /// 1. Valid ⇔ `current < block.data_end`; then `key` holds the full key of
-///    the entry at `current`, `value` its value range and `next` the offset
-///    of the following entry.
+///    the entry at `current`, `value` its value range, `next` the offset of
+///    the following entry and `at_restart` whether the current entry is a
+///    restart point.
 /// 2. When valid, `restart_index` is the last restart point `<= current`.
-/// 3. `err.is_some()` ⇒ not valid.
+/// 3. Separated layout: `next_index` is the index in the block of the entry
+///    at `next`, and `next_value` is `Some(end of the current value)` after
+///    a sequential step, `None` right after jumping to a restart point.
+/// 4. `err.is_some()` ⇒ not valid.
 pub(crate) struct BlockIter {
     block: Arc<Block>,
     current: usize,
     next: usize,
     restart_index: usize,
+    at_restart: bool,
+    next_index: usize,
+    next_value: Option<usize>,
     key: Vec<u8>,
     value: Range<usize>,
     err: Option<Error>,
@@ -53,6 +64,9 @@ impl BlockIter {
             current: end,
             next: end,
             restart_index: count,
+            at_restart: false,
+            next_index: 0,
+            next_value: None,
             key: Vec::new(),
             value: 0..0,
             err: None,
@@ -64,36 +78,64 @@ impl BlockIter {
         self.block.corruption(self.current, detail)
     }
 
-    /// Decodes the entry header at `p`, checking every length against the
-    /// end of the entries. This is the only layout-specific code of the reader.
-    fn decode_at(&self, p: usize) -> Result<RawEntry> {
+    /// True if the current entry is a restart point (stores its whole key
+    /// and, in the separated layout, its value offset).
+    #[cfg(test)]
+    pub(crate) fn at_restart(&self) -> bool {
+        debug_assert!(self.valid());
+        self.at_restart
+    }
+
+    /// Decodes the entry header at `p` (a restart point if `at_restart`),
+    /// checking every length against the end of the entries (keys section).
+    /// This and the value resolution in [`Self::parse_next`] are the only
+    /// layout-specific code of the reader; neither reads value bytes.
+    fn decode_at(&self, p: usize, at_restart: bool) -> Result<RawEntry> {
         let b = &*self.block;
         let data = &b.contents[..b.data_end];
+        let bad = |what: &str| b.corruption(p, what);
+        let rest = data
+            .get(p..)
+            .ok_or_else(|| bad("entry offset past end of entries"))?;
+        let mut n = 0;
+        let mut varint = |rest: &[u8]| -> Result<usize> {
+            let (v, len) = get_varint32(&rest[n..]).ok_or_else(|| bad("malformed entry header"))?;
+            n += len;
+            Ok(v as usize)
+        };
+        let shared = varint(rest)?;
+        let non_shared = varint(rest)?;
+        let value_len = varint(rest)?;
+        let separated_start = match b.layout {
+            Layout::Separated if at_restart => Some(varint(rest)?),
+            _ => None,
+        };
+        let key_start = p + n;
+        let key_end = key_start + non_shared;
+        if key_end > data.len() {
+            return Err(bad("key extends past the end of the block's entries"));
+        }
         match b.layout {
             Layout::Interleaved => {
-                let bad = |what: &str| b.corruption(p, what);
-                let rest = data
-                    .get(p..)
-                    .ok_or_else(|| bad("entry offset past end of entries"))?;
-                let (shared, n1) =
-                    get_varint32(rest).ok_or_else(|| bad("malformed entry header"))?;
-                let (non_shared, n2) =
-                    get_varint32(&rest[n1..]).ok_or_else(|| bad("malformed entry header"))?;
-                let (value_len, n3) =
-                    get_varint32(&rest[n1 + n2..]).ok_or_else(|| bad("malformed entry header"))?;
-                let key_start = p + n1 + n2 + n3;
-                let key_end = key_start + non_shared as usize;
                 let value_end = key_end
-                    .checked_add(value_len as usize)
+                    .checked_add(value_len)
                     .filter(|&e| e <= data.len())
                     .ok_or_else(|| bad("entry extends past the end of the block's entries"))?;
                 Ok(RawEntry {
-                    shared: shared as usize,
+                    shared,
                     key_delta: key_start..key_end,
-                    value: key_end..value_end,
+                    value_len,
+                    value_start: Some(key_end),
                     next: value_end,
                 })
             }
+            Layout::Separated => Ok(RawEntry {
+                shared,
+                key_delta: key_start..key_end,
+                value_len,
+                value_start: separated_start.map(|off| b.values.start.saturating_add(off)),
+                next: key_end,
+            }),
         }
     }
 
@@ -108,6 +150,7 @@ impl BlockIter {
         self.current = self.block.data_end;
         self.next = self.block.data_end;
         self.restart_index = self.block.restart_count;
+        self.at_restart = false;
         self.key.clear();
         self.value = 0..0;
     }
@@ -116,55 +159,90 @@ impl BlockIter {
         self.key.clear();
         self.restart_index = i;
         self.next = self.block.restart(i);
+        self.next_index = i * self.block.restart_interval;
+        self.next_value = None;
     }
 
     /// Decodes the entry at `self.next` and makes it current; false (and
     /// invalid) at the end of the block or on corruption.
     fn parse_next(&mut self) -> bool {
-        let p = self.next;
-        if p >= self.block.data_end {
-            self.invalidate();
-            return false;
+        match self.try_parse_next() {
+            Ok(valid) => valid,
+            Err(e) => {
+                self.corrupt(e);
+                false
+            }
         }
-        let e = match self.decode_at(p) {
-            Ok(e) => e,
-            Err(err) => {
-                self.corrupt(err);
-                return false;
+    }
+
+    fn try_parse_next(&mut self) -> Result<bool> {
+        let p = self.next;
+        let b = &*self.block;
+        if p >= b.data_end {
+            self.invalidate();
+            return Ok(false);
+        }
+        // Which restart point the entry belongs to, and whether it is one.
+        let (restart_index, at_restart) = match b.layout {
+            Layout::Interleaved => {
+                let mut r = self.restart_index.min(b.restart_count - 1);
+                while r + 1 < b.restart_count && b.restart(r + 1) <= p {
+                    r += 1;
+                }
+                (r, b.restart(r) == p)
+            }
+            Layout::Separated => {
+                let idx = self.next_index;
+                let r = idx / b.restart_interval;
+                let at = idx.is_multiple_of(b.restart_interval);
+                if at && (r >= b.restart_count || b.restart(r) != p) {
+                    return Err(b.corruption(
+                        p,
+                        &format!("entry {idx} is not listed as restart point {r}"),
+                    ));
+                }
+                (r, at)
             }
         };
-        if e.shared > self.key.len() {
-            let err = self
-                .block
-                .corruption(p, "entry shares more key bytes than the previous key has");
-            self.corrupt(err);
-            return false;
+        let e = self.decode_at(p, at_restart)?;
+        if e.shared > self.key.len() || (at_restart && e.shared != 0) {
+            return Err(b.corruption(
+                p,
+                "entry shares more key bytes than the previous key has (or a restart entry shares any)",
+            ));
         }
+        let value_start = match (e.value_start, self.next_value) {
+            (Some(s), Some(prev_end)) if b.layout == Layout::Separated && s != prev_end => {
+                return Err(b.corruption(p, "value offset does not follow the previous value"))
+            }
+            (Some(s), _) | (None, Some(s)) => s,
+            (None, None) => {
+                return Err(b.corruption(p, "entry has no value offset (not a restart point)"))
+            }
+        };
+        let value_end = value_start
+            .checked_add(e.value_len)
+            .filter(|&end| b.layout == Layout::Interleaved || end <= b.values.end)
+            .ok_or_else(|| b.corruption(p, "value extends past the end of the values section"))?;
         self.key.truncate(e.shared);
-        self.key
-            .extend_from_slice(&self.block.contents[e.key_delta.clone()]);
-        if self.block.order == KeyOrder::Internal && self.key.len() < TRAILER_LEN {
-            let err = self
-                .block
-                .corruption(p, "internal key shorter than its 8-byte trailer");
-            self.corrupt(err);
-            return false;
+        self.key.extend_from_slice(&b.contents[e.key_delta]);
+        if b.order == KeyOrder::Internal && self.key.len() < TRAILER_LEN {
+            return Err(b.corruption(p, "internal key shorter than its 8-byte trailer"));
         }
         self.current = p;
         self.next = e.next;
-        self.value = e.value;
-        while self.restart_index + 1 < self.block.restart_count
-            && self.block.restart(self.restart_index + 1) <= self.current
-        {
-            self.restart_index += 1;
-        }
-        true
+        self.value = value_start..value_end;
+        self.restart_index = restart_index;
+        self.at_restart = at_restart;
+        self.next_index += 1;
+        self.next_value = Some(value_end);
+        Ok(true)
     }
 
     /// Compares the full key stored at restart point `i` with `target`.
     fn compare_restart_key(&self, i: usize, target: &[u8]) -> Result<Ordering> {
         let p = self.block.restart(i);
-        let e = self.decode_at(p)?;
+        let e = self.decode_at(p, true)?;
         if e.shared != 0 {
             return Err(self
                 .block

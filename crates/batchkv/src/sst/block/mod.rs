@@ -2,39 +2,43 @@
 //! key/value entries with prefix-compressed keys and a restart array that
 //! lets a reader binary-search it.
 //!
-//! This module owns the parsed, validated [`Block`] (its footer word and
-//! restart array); [`builder`] writes blocks and [`iter`] reads them.
+//! This module owns the parsed, validated [`Block`] (its footer word,
+//! restart array and, in the separated layout, its values section);
+//! [`builder`] writes blocks and [`iter`] reads them.
 //!
-//! # Layout (interleaved, the only one written today)
+//! # Layouts (byte by byte, with worked examples: `docs/format/sst.md` §2)
 //! ```text
-//! entry*  ‖ fixed32 restart[0..n] ‖ fixed32 footer_word
-//! entry = varint32 shared ‖ varint32 non_shared ‖ varint32 value_len ‖ key_delta ‖ value
+//! interleaved: entry* ‖ fixed32 restart[0..n] ‖ fixed32 footer_word
+//!   entry = varint32 shared ‖ varint32 non_shared ‖ varint32 value_len ‖ key_delta ‖ value
+//! separated:   key_entry* ‖ value* ‖ fixed32 restart[0..n] ‖ fixed32 values_offset ‖ fixed32 footer_word
+//!   restart key_entry = varint32 0 ‖ varint32 non_shared ‖ varint32 value_size ‖ varint32 value_offset ‖ key
+//!   other key_entry   = varint32 shared ‖ varint32 non_shared ‖ varint32 value_size ‖ key_delta
 //! footer_word = n (low 28 bits) | separated (bit 28) | reserved (bits 29–31)
 //! ```
 //! Every `restart_interval`-th entry stores its whole key (`shared = 0`) and
-//! its offset is listed in the restart array. Full byte layout with a worked
-//! example: `docs/format/sst.md`.
+//! its offset is listed in the restart array. In the separated layout, an
+//! entry is a restart point iff its index in the block is a multiple of the
+//! table's data-block restart interval (a table property, passed to
+//! [`Block::new_data`]); a value's offset (relative to the values section)
+//! is stored only at restart points, otherwise it starts where the previous
+//! value ended. Index and meta blocks are always interleaved.
 //!
-//! # Invariants of a [`Block`] (checked by [`Block::new`])
+//! # Invariants of a [`Block`] (checked by [`Block::new`] / [`Block::new_data`])
 //! 1. `restart_count >= 1` and `restart[0] == 0`.
 //! 2. Restart offsets strictly increase and each is `< data_end` (the only
 //!    exception: an empty block, `data_end == 0`, with the single restart 0).
-//! 3. `data_end + 4 * restart_count + 4 == contents.len()`.
-//! 4. No unknown footer-word bit is set.
-//!
-//! # Adding the separated layout (DESIGN §6)
-//! [`Layout`] names the layout; [`Block::new`] will parse the extra fixed32
-//! values offset (and check it lies before the restart array), and the entry
-//! decoder in [`iter`] (`BlockIter::decode_at`) grows a second arm that takes
-//! the value from the values section. Seeking, restart search and backward
-//! iteration do not change.
-
+//! 3. Interleaved: `data_end + 4 * restart_count + 4 == contents.len()`.
+//!    Separated: `data_end = values_offset <= values.end`, and
+//!    `values.end + 4 * restart_count + 8 == contents.len()`.
+//! 4. No unknown footer-word bit is set; the separated bit only in data
+//!    blocks, and only with a restart interval `>= 1`.
 pub(crate) mod builder;
 pub(crate) mod iter;
 #[cfg(test)]
 mod tests;
 
 use std::cmp::Ordering;
+use std::ops::Range;
 use std::sync::Arc;
 
 use crate::coding::decode_fixed32;
@@ -53,6 +57,8 @@ pub(crate) const RESERVED_BITS: u32 = !(RESTART_COUNT_MASK | SEPARATED_LAYOUT_BI
 pub(crate) enum Layout {
     /// Key and value of each entry next to each other.
     Interleaved,
+    /// All keys (with value sizes) first, then all values.
+    Separated,
 }
 
 /// The order of the keys in a block.
@@ -81,10 +87,17 @@ impl KeyOrder {
 #[derive(Debug)]
 pub(crate) struct Block {
     contents: Vec<u8>,
-    /// End of the entries (start of the restart array).
+    /// End of the entries (interleaved) or of the keys section (separated).
     data_end: usize,
+    /// Start of the restart array.
+    restarts_at: usize,
     restart_count: usize,
     layout: Layout,
+    /// Separated layout: the values section (`data_end..restarts_at`).
+    /// Empty (at `restarts_at`) when interleaved.
+    values: Range<usize>,
+    /// Separated layout: entries per restart point. 0 when interleaved.
+    restart_interval: usize,
     order: KeyOrder,
     /// File the block came from, for error messages.
     file: Arc<str>,
@@ -93,11 +106,39 @@ pub(crate) struct Block {
 }
 
 impl Block {
-    /// Parses the footer word and restart array of `contents`, read from
-    /// `file` at `offset`.
+    /// Parses an index or meta block (always interleaved) of `contents`,
+    /// read from `file` at `offset`.
     pub(crate) fn new(
         contents: Vec<u8>,
         order: KeyOrder,
+        file: Arc<str>,
+        offset: u64,
+    ) -> Result<Block> {
+        Block::parse(contents, order, None, file, offset)
+    }
+
+    /// Parses a data block, in either layout. `restart_interval` is the
+    /// table's data-block restart interval (a property); the separated
+    /// layout needs it to tell restart entries apart.
+    pub(crate) fn new_data(
+        contents: Vec<u8>,
+        restart_interval: usize,
+        file: Arc<str>,
+        offset: u64,
+    ) -> Result<Block> {
+        Block::parse(
+            contents,
+            KeyOrder::Internal,
+            Some(restart_interval),
+            file,
+            offset,
+        )
+    }
+
+    fn parse(
+        contents: Vec<u8>,
+        order: KeyOrder,
+        data_restart_interval: Option<usize>,
         file: Arc<str>,
         offset: u64,
     ) -> Result<Block> {
@@ -114,26 +155,58 @@ impl Block {
                 "unrecognized block feature: footer word {word:#010x} sets reserved bits"
             )));
         }
-        if word & SEPARATED_LAYOUT_BIT != 0 {
-            return Err(bad(format!(
-                "unrecognized block feature: separated key/value layout (footer word {word:#010x}) is not supported by this version"
-            )));
-        }
+        let layout = if word & SEPARATED_LAYOUT_BIT == 0 {
+            Layout::Interleaved
+        } else {
+            Layout::Separated
+        };
+        let restart_interval = match (layout, data_restart_interval) {
+            (Layout::Interleaved, _) => 0,
+            (Layout::Separated, Some(i)) if i >= 1 => i,
+            (Layout::Separated, Some(_)) => {
+                return Err(bad(format!(
+                    "separated data block (footer word {word:#010x}) but the table records no data block restart interval"
+                )))
+            }
+            (Layout::Separated, None) => {
+                return Err(bad(format!(
+                    "unrecognized block feature: separated key/value layout (footer word {word:#010x}) in an index or meta block"
+                )))
+            }
+        };
+        // Bytes after the restart array: the footer word, and the values
+        // offset in the separated layout.
+        let tail = if layout == Layout::Separated { 8 } else { 4 };
         let restart_count = (word & RESTART_COUNT_MASK) as usize;
         let array_len = restart_count
             .checked_mul(4)
-            .filter(|&n| restart_count >= 1 && n + 4 <= len)
+            .filter(|&n| restart_count >= 1 && n + tail <= len)
             .ok_or_else(|| {
                 bad(format!(
                     "block of {len} bytes cannot hold {restart_count} restart points"
                 ))
             })?;
-        let data_end = len - 4 - array_len;
+        let restarts_at = len - tail - array_len;
+        let (data_end, values) = match layout {
+            Layout::Interleaved => (restarts_at, restarts_at..restarts_at),
+            Layout::Separated => {
+                let v = decode_fixed32(&contents[len - 8..]) as usize;
+                if v > restarts_at {
+                    return Err(bad(format!(
+                        "values section offset {v} lies past the restart array at {restarts_at}"
+                    )));
+                }
+                (v, v..restarts_at)
+            }
+        };
         let block = Block {
             contents,
             data_end,
+            restarts_at,
             restart_count,
-            layout: Layout::Interleaved,
+            layout,
+            values,
+            restart_interval,
             order,
             file: file.clone(),
             offset,
@@ -159,12 +232,11 @@ impl Block {
     /// Offset of restart point `i` (`i < restart_count`).
     #[inline]
     pub(crate) fn restart(&self, i: usize) -> usize {
-        let p = self.data_end + 4 * i;
+        let p = self.restarts_at + 4 * i;
         decode_fixed32(&self.contents[p..p + 4]) as usize
     }
 
     /// Number of bytes the block occupies in memory.
-    #[allow(dead_code, reason = "the block cache (issue 3) charges by it")]
     pub(crate) fn size(&self) -> usize {
         self.contents.len()
     }

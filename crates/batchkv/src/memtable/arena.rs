@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 /// Size and alignment of a transparent huge page on x86_64 Linux.
-pub(super) const HUGE_PAGE: usize = 2 << 20;
+pub(crate) const HUGE_PAGE: usize = 2 << 20;
 /// Smallest block size accepted (tests use small blocks to exercise switching).
 const MIN_BLOCK: usize = 4096;
 /// Alignment of every allocation (atomic pointers live at its start).
@@ -46,7 +46,7 @@ struct State {
 }
 
 /// A bump allocator over large blocks (see the module docs).
-pub(super) struct Arena {
+pub(crate) struct Arena {
     block_size: usize,
     huge_pages: bool,
     state: Mutex<State>,
@@ -64,7 +64,7 @@ unsafe impl Sync for Arena {}
 impl Arena {
     /// An arena of `block_size`-byte blocks (rounded up to 4 KiB, and to
     /// 2 MiB when `huge_pages`).
-    pub(super) fn new(block_size: usize, huge_pages: bool) -> Arena {
+    pub(crate) fn new(block_size: usize, huge_pages: bool) -> Arena {
         let granule = if huge_pages { HUGE_PAGE } else { MIN_BLOCK };
         let block_size = block_size.max(MIN_BLOCK).div_ceil(granule) * granule;
         Arena {
@@ -82,7 +82,7 @@ impl Arena {
     /// Returns `size` bytes, 8-aligned, uninitialised, valid until the arena
     /// is dropped. Entries larger than a quarter block get a block of their
     /// own so the current block is not wasted.
-    pub(super) fn allocate(&self, size: usize) -> *mut u8 {
+    pub(crate) fn allocate(&self, size: usize) -> *mut u8 {
         let size = size.div_ceil(ALIGN) * ALIGN;
         let mut st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         if size <= st.remaining {
@@ -131,13 +131,13 @@ impl Arena {
     }
 
     /// Bytes of all blocks allocated so far.
-    pub(super) fn memory_usage(&self) -> usize {
+    pub(crate) fn memory_usage(&self) -> usize {
         self.memory.load(Ordering::Relaxed)
     }
 
     /// The offset of `p` in the arena's address space (blocks laid end to end
     /// in allocation order), for naming a bad node in errors; 0 if unknown.
-    pub(super) fn offset_of(&self, p: *const u8) -> u64 {
+    pub(crate) fn offset_of(&self, p: *const u8) -> u64 {
         let st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let mut base = 0u64;
         for b in &st.blocks {

@@ -1,0 +1,346 @@
+//! One stress thread: random operations over the key space, every read
+//! checked against the oracle.
+//!
+//! A thread locks the keys an operation touches (ascending order) for the
+//! whole operation, so while it holds them no other write to them is in
+//! flight and the oracle's acknowledged state is exactly what the database
+//! must return. Writes follow the oracle's begin → write → commit protocol.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use batchkv::{BatchLookup, Db, ReadOptions, WriteBatch, WriteOptions};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use super::oracle::{key_bytes, value_bytes, KeyGuard, KeyState, Observed, Oracle, OracleResult};
+
+/// State shared by the stress threads.
+pub struct Shared {
+    pub db: Db,
+    pub oracle: Oracle,
+    pub stop: AtomicBool,
+    /// The first failure; set once, then every thread stops.
+    pub failure: Mutex<Option<String>>,
+    /// Operations completed.
+    pub ops: AtomicU64,
+    /// Key reads checked against the oracle.
+    pub verified: AtomicU64,
+    next_batch: AtomicU64,
+}
+
+impl Shared {
+    pub fn new(db: Db, oracle: Oracle) -> Shared {
+        let first_batch = oracle.epoch() << 32;
+        Shared {
+            db,
+            oracle,
+            stop: AtomicBool::new(false),
+            failure: Mutex::new(None),
+            ops: AtomicU64::new(0),
+            verified: AtomicU64::new(0),
+            next_batch: AtomicU64::new(first_batch + 1),
+        }
+    }
+
+    fn fail(&self, msg: String) {
+        let mut f = self.failure.lock().unwrap_or_else(|e| e.into_inner());
+        f.get_or_insert(msg);
+        self.stop.store(true, Ordering::Release);
+    }
+}
+
+const STRATEGIES: [BatchLookup; 4] = [
+    BatchLookup::PerKey,
+    BatchLookup::Finger,
+    BatchLookup::Bfs,
+    BatchLookup::Auto,
+];
+
+/// Runs random operations until `shared.stop`.
+pub fn run(shared: &Shared, seed: u64) {
+    let mut w = Worker {
+        s: shared,
+        rng: StdRng::seed_from_u64(seed),
+    };
+    while !shared.stop.load(Ordering::Acquire) {
+        let r = match w.rng.random_range(0..100) {
+            0..20 => w.put_or_delete(true),
+            20..26 => w.put_or_delete(false),
+            26..38 => w.write_batch(),
+            38..56 => w.get(),
+            56..78 => w.multi_get(),
+            78..90 => w.scan(),
+            _ => w.snapshot_read(),
+        };
+        if let Err(msg) = r {
+            shared.fail(msg);
+            return;
+        }
+        shared.ops.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+struct Worker<'a> {
+    s: &'a Shared,
+    rng: StdRng,
+}
+
+fn mismatch(i: u64, what: &str, st: &KeyState, obs: &Observed) -> String {
+    format!(
+        "MISMATCH key {} (index {i}) in {what}: expected {}, actual {}",
+        String::from_utf8_lossy(&key_bytes(i)),
+        st.describe(),
+        obs.describe()
+    )
+}
+
+impl<'a> Worker<'a> {
+    fn key(&mut self) -> u64 {
+        self.rng.random_range(0..self.s.oracle.num_keys())
+    }
+
+    /// `n` random distinct keys, ascending.
+    fn keys(&mut self, n: usize) -> Vec<u64> {
+        let mut v: Vec<u64> = (0..n).map(|_| self.key()).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    fn lock_all(&self, keys: &[u64]) -> Vec<KeyGuard<'a>> {
+        let s: &'a Shared = self.s;
+        keys.iter().map(|&i| s.oracle.lock(i)).collect()
+    }
+
+    fn write_opts(&mut self) -> WriteOptions {
+        WriteOptions {
+            sync: self.rng.random_ratio(1, 8),
+            disable_wal: false,
+        }
+    }
+
+    fn check(&self, g: &KeyGuard<'_>, what: &str, got: Option<&[u8]>) -> OracleResult<()> {
+        let obs = Observed::parse(g.index, got);
+        let st = g.state();
+        if !st.allows(&obs) {
+            return Err(mismatch(g.index, what, &st, &obs));
+        }
+        self.s.verified.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn put_or_delete(&mut self, put: bool) -> OracleResult<()> {
+        let i = self.key();
+        self.single_write(i, put)
+    }
+
+    /// One put or delete of key `i`, through the oracle's protocol.
+    fn single_write(&mut self, i: u64, put: bool) -> OracleResult<()> {
+        let opts = self.write_opts();
+        let mut g = self.s.oracle.lock(i);
+        let v = g.begin(put, 0)?;
+        let mut b = WriteBatch::new();
+        if put {
+            b.put(key_bytes(i), value_bytes(i, v, 0));
+        } else {
+            b.delete(key_bytes(i));
+        }
+        self.s
+            .db
+            .write(&opts, b)
+            .map_err(|e| format!("write of key {i} failed: {e}"))?;
+        g.commit()
+    }
+
+    fn write_batch(&mut self) -> OracleResult<()> {
+        let n = self.rng.random_range(2..=8);
+        let keys = self.keys(n);
+        let opts = self.write_opts();
+        let batch = self.s.next_batch.fetch_add(1, Ordering::Relaxed);
+        let puts: Vec<bool> = keys.iter().map(|_| self.rng.random_ratio(4, 5)).collect();
+        let mut guards = self.lock_all(&keys);
+        let mut b = WriteBatch::new();
+        for (g, &put) in guards.iter_mut().zip(&puts) {
+            let v = g.begin(put, batch)?;
+            if put {
+                b.put(key_bytes(g.index), value_bytes(g.index, v, batch));
+            } else {
+                b.delete(key_bytes(g.index));
+            }
+        }
+        self.s
+            .db
+            .write(&opts, b)
+            .map_err(|e| format!("write of batch {batch:#x} failed: {e}"))?;
+        for g in &mut guards {
+            g.commit()?;
+        }
+        Ok(())
+    }
+
+    fn get(&mut self) -> OracleResult<()> {
+        let i = self.key();
+        let g = self.s.oracle.lock(i);
+        let got = self
+            .s
+            .db
+            .get(key_bytes(i))
+            .map_err(|e| format!("get of key {i} failed: {e}"))?;
+        self.check(&g, "get", got.as_deref())
+    }
+
+    fn multi_get(&mut self) -> OracleResult<()> {
+        let n = self.rng.random_range(1..=64);
+        // With duplicates, in random order.
+        let wanted: Vec<u64> = (0..n).map(|_| self.key()).collect();
+        let mut distinct = wanted.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        let guards = self.lock_all(&distinct);
+        let ropts = ReadOptions {
+            batch_lookup: Some(STRATEGIES[self.rng.random_range(0..STRATEGIES.len())]),
+            ..ReadOptions::default()
+        };
+        let keys: Vec<Vec<u8>> = wanted.iter().map(|&i| key_bytes(i)).collect();
+        let results = self.s.db.multi_get(&ropts, &keys);
+        let what = format!("multi_get ({:?})", ropts.batch_lookup);
+        for (&i, r) in wanted.iter().zip(results) {
+            let got = r.map_err(|e| format!("multi_get of key {i} failed: {e}"))?;
+            let pos = distinct
+                .binary_search(&i)
+                .map_err(|_| "internal: key not locked")?;
+            self.check(&guards[pos], &what, got.as_deref())?;
+        }
+        Ok(())
+    }
+
+    fn scan(&mut self) -> OracleResult<()> {
+        let n = self.s.oracle.num_keys();
+        let len = self.rng.random_range(1..=64).min(n);
+        let start = self.rng.random_range(0..=n - len);
+        let range: Vec<u64> = (start..start + len).collect();
+        let guards = self.lock_all(&range);
+        let reverse = self.rng.random_bool(0.3);
+        let ropts = ReadOptions {
+            lower_bound: Some(key_bytes(start)),
+            upper_bound: Some(key_bytes(start + len)),
+            ..ReadOptions::default()
+        };
+        let found = read_range(&self.s.db, &ropts, reverse)?;
+        let what = if reverse { "reverse scan" } else { "scan" };
+        for g in &guards {
+            self.check(g, what, found.get(&key_bytes(g.index)).map(Vec::as_slice))?;
+        }
+        if found.len() > guards.len() {
+            return Err(format!(
+                "{what} of [{start}, {}) returned keys outside its bounds",
+                start + len
+            ));
+        }
+        Ok(())
+    }
+
+    /// Takes a snapshot while holding some keys, overwrites one of them,
+    /// then reads them all through the snapshot: it must show the old state.
+    fn snapshot_read(&mut self) -> OracleResult<()> {
+        // Keys within a window of 64, so the snapshot scan stays short.
+        let window = 64.min(self.s.oracle.num_keys());
+        let base = self.rng.random_range(0..=self.s.oracle.num_keys() - window);
+        let n = self.rng.random_range(1..=16);
+        let mut keys: Vec<u64> = (0..n)
+            .map(|_| base + self.rng.random_range(0..window))
+            .collect();
+        keys.sort_unstable();
+        keys.dedup();
+        let (snap, states) = {
+            let guards = self.lock_all(&keys);
+            let snap = self.s.db.snapshot();
+            let states: Vec<KeyState> = guards.iter().map(KeyGuard::state).collect();
+            (snap, states)
+        };
+        let victim = keys[self.rng.random_range(0..keys.len())];
+        let put = self.rng.random_ratio(3, 4);
+        self.single_write(victim, put)?;
+        let ropts = ReadOptions {
+            snapshot: Some(snap),
+            batch_lookup: Some(STRATEGIES[self.rng.random_range(0..STRATEGIES.len())]),
+            ..ReadOptions::default()
+        };
+        let bytes: Vec<Vec<u8>> = keys.iter().map(|&i| key_bytes(i)).collect();
+        let results = self.s.db.multi_get(&ropts, &bytes);
+        let first = keys[0];
+        let last = keys[keys.len() - 1];
+        let scan_opts = ReadOptions {
+            lower_bound: Some(key_bytes(first)),
+            upper_bound: Some(key_bytes(last + 1)),
+            ..ropts.clone()
+        };
+        let scanned = read_range(&self.s.db, &scan_opts, false)?;
+        for ((&i, st), r) in keys.iter().zip(&states).zip(results) {
+            let got = r.map_err(|e| format!("snapshot multi_get of key {i} failed: {e}"))?;
+            let single = self
+                .s
+                .db
+                .get_opt(&ropts, key_bytes(i))
+                .map_err(|e| format!("snapshot get of key {i} failed: {e}"))?;
+            for (what, got) in [
+                ("snapshot multi_get", got.as_deref()),
+                ("snapshot get", single.as_deref()),
+                (
+                    "snapshot scan",
+                    scanned.get(&key_bytes(i)).map(Vec::as_slice),
+                ),
+            ] {
+                let obs = Observed::parse(i, got);
+                // Exact: no write to these keys was in flight at the snapshot.
+                if !obs.matches(st.acked) {
+                    return Err(mismatch(i, what, st, &obs));
+                }
+                self.s.verified.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Every key/value an iterator with `ropts` yields, forward or backward
+/// (checking the order as it goes).
+fn read_range(
+    db: &Db,
+    ropts: &ReadOptions,
+    reverse: bool,
+) -> OracleResult<BTreeMap<Vec<u8>, Vec<u8>>> {
+    let mut it = db
+        .iter(ropts)
+        .map_err(|e| format!("creating an iterator failed: {e}"))?;
+    if reverse {
+        it.seek_to_last();
+    } else {
+        it.seek_to_first();
+    }
+    let mut out = BTreeMap::new();
+    let mut prev: Option<Vec<u8>> = None;
+    while it.valid() {
+        let k = it.key().to_vec();
+        if let Some(p) = &prev {
+            if (reverse && p <= &k) || (!reverse && p >= &k) {
+                return Err(format!(
+                    "iterator out of order: {:?} after {:?}",
+                    String::from_utf8_lossy(&k),
+                    String::from_utf8_lossy(p)
+                ));
+            }
+        }
+        out.insert(k.clone(), it.value().to_vec());
+        prev = Some(k);
+        if reverse {
+            it.prev();
+        } else {
+            it.next();
+        }
+    }
+    it.status().map_err(|e| format!("iterator failed: {e}"))?;
+    Ok(out)
+}

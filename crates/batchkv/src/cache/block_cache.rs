@@ -1,0 +1,240 @@
+//! [`BlockCache`]: decoded SST data blocks shared by every reader of a
+//! database, keyed by (table file number, block offset), charged by the
+//! block's size in bytes.
+//!
+//! # Thread safety
+//! `BlockCache` is `Send + Sync`. The key space is split over
+//! [`NUM_SHARDS`] shards by a hash of the key; each shard is an
+//! [`LruCache`] behind its own `Mutex`, held only for the map operation
+//! (never during I/O), so readers of different blocks rarely contend.
+//! Blocks are handed out as `Arc<Block>`: a block evicted while a reader
+//! uses it stays alive until that reader drops it (such blocks are no
+//! longer charged to the cache).
+//!
+//! # Invariants
+//! 1. Each shard's capacity is `capacity / NUM_SHARDS` (at least 1 byte),
+//!    so the cache holds at most `capacity` bytes of blocks in total.
+//! 2. The counters only grow; they are statistics, read with `Relaxed`
+//!    ordering (no other memory depends on them).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use super::lru::LruCache;
+use crate::sst::block::Block;
+
+/// Number of shards (a power of two).
+pub(crate) const NUM_SHARDS: usize = 16;
+
+/// Cache key: the table's file number and the block's offset in it.
+pub(crate) type BlockKey = (u64, u64);
+
+/// Counters of a [`BlockCache`] since it was created.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct CacheStats {
+    /// Lookups that found the block.
+    pub hits: u64,
+    /// Lookups that did not.
+    pub misses: u64,
+    /// Blocks inserted.
+    pub inserts: u64,
+    /// Blocks evicted to make room.
+    pub evictions: u64,
+}
+
+/// A sharded LRU cache of data blocks with a byte capacity.
+pub(crate) struct BlockCache {
+    capacity: usize,
+    shards: Vec<Mutex<LruCache<BlockKey, Arc<Block>>>>,
+    hits: AtomicU64,
+    misses: AtomicU64,
+    inserts: AtomicU64,
+    evictions: AtomicU64,
+}
+
+impl BlockCache {
+    /// A cache holding at most `capacity` bytes of blocks.
+    pub(crate) fn new(capacity: usize) -> BlockCache {
+        let per_shard = (capacity / NUM_SHARDS).max(1);
+        BlockCache {
+            capacity,
+            shards: (0..NUM_SHARDS)
+                .map(|_| Mutex::new(LruCache::new(per_shard)))
+                .collect(),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+            inserts: AtomicU64::new(0),
+            evictions: AtomicU64::new(0),
+        }
+    }
+
+    fn shard(&self, key: &BlockKey) -> &Mutex<LruCache<BlockKey, Arc<Block>>> {
+        // Mix both halves (offsets are multiples of small block sizes, file
+        // numbers are small): multiply-shift, top bits pick the shard.
+        let h =
+            (key.0.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ key.1).wrapping_mul(0xff51_afd7_ed55_8ccd);
+        let i = (h >> (64 - NUM_SHARDS.trailing_zeros())) as usize;
+        &self.shards[i]
+    }
+
+    /// The cached block under `key`, if any (counts a hit or a miss).
+    pub(crate) fn get(&self, key: &BlockKey) -> Option<Arc<Block>> {
+        let found = self
+            .shard(key)
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(key);
+        let counter = if found.is_some() {
+            &self.hits
+        } else {
+            &self.misses
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        found
+    }
+
+    /// Caches `block` under `key`, charged by its size.
+    pub(crate) fn insert(&self, key: BlockKey, block: Arc<Block>) {
+        let charge = block.size();
+        let evicted = self
+            .shard(&key)
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key, block, charge);
+        self.inserts.fetch_add(1, Ordering::Relaxed);
+        self.evictions.fetch_add(evicted as u64, Ordering::Relaxed);
+    }
+
+    /// Bytes of blocks held now.
+    #[cfg(test)]
+    pub(crate) fn usage(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|s| s.lock().unwrap_or_else(PoisonError::into_inner).usage())
+            .sum()
+    }
+
+    /// The configured capacity in bytes.
+    #[cfg(test)]
+    pub(crate) fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// The counters so far.
+    pub(crate) fn stats(&self) -> CacheStats {
+        CacheStats {
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+            inserts: self.inserts.load(Ordering::Relaxed),
+            evictions: self.evictions.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl std::fmt::Debug for BlockCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BlockCache")
+            .field("capacity", &self.capacity)
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sst::block::builder::BlockBuilder;
+    use crate::sst::block::KeyOrder;
+
+    /// A valid block of roughly `n` bytes.
+    fn block(n: usize) -> Arc<Block> {
+        let mut b = BlockBuilder::new(1);
+        b.add(b"k", &vec![7u8; n.saturating_sub(20)]);
+        Arc::new(Block::new(b.finish(), KeyOrder::Bytewise, "t".into(), 0).unwrap())
+    }
+
+    #[test]
+    fn hits_misses_and_eviction_by_bytes() {
+        let cache = BlockCache::new(16 * 1000);
+        assert_eq!(cache.capacity(), 16_000);
+        // Keys landing in one shard (capacity 1000 bytes there).
+        let same_shard: Vec<BlockKey> = (0..10_000u64)
+            .map(|o| (1, o * 4096))
+            .filter(|k| std::ptr::eq(cache.shard(k), cache.shard(&(1, 0))))
+            .take(5)
+            .collect();
+        assert_eq!(same_shard.len(), 5);
+        let b = block(400);
+        let size = b.size();
+        assert!(size > 333 && size <= 500, "{size}");
+        cache.insert(same_shard[0], b.clone());
+        cache.insert(same_shard[1], b.clone());
+        assert!(cache.get(&same_shard[0]).is_some()); // [1] is now older
+        cache.insert(same_shard[2], b.clone()); // 3 × size > 1000: evicts [1]
+        assert!(cache.get(&same_shard[1]).is_none());
+        assert!(cache.get(&same_shard[0]).is_some());
+        assert!(cache.get(&same_shard[2]).is_some());
+        assert_eq!(cache.usage(), 2 * size);
+        assert_eq!(
+            cache.stats(),
+            CacheStats {
+                hits: 3,
+                misses: 1,
+                inserts: 3,
+                evictions: 1
+            }
+        );
+        // A block larger than a shard is never kept.
+        cache.insert((9, 9), block(2000));
+        assert!(cache.get(&(9, 9)).is_none());
+    }
+
+    #[test]
+    fn keys_spread_over_every_shard_and_total_stays_bounded() {
+        let cache = BlockCache::new(64 * 1024);
+        let mut used = [0usize; NUM_SHARDS];
+        let b = block(1000);
+        for file in 1..20u64 {
+            for off in 0..50u64 {
+                let key = (file, off * 4123);
+                let s = cache.shard(&key) as *const _;
+                let idx = cache
+                    .shards
+                    .iter()
+                    .position(|m| std::ptr::eq(m, s))
+                    .unwrap();
+                used[idx] += 1;
+                cache.insert(key, b.clone());
+            }
+        }
+        // 950 keys over 16 shards: every shard gets a fair share.
+        assert!(used.iter().all(|&n| n > 950 / NUM_SHARDS / 2), "{used:?}");
+        assert!(cache.usage() <= 64 * 1024);
+        assert!(cache.usage() > 64 * 1024 / 2);
+        assert!(cache.stats().evictions > 0);
+    }
+
+    #[test]
+    fn concurrent_readers_and_writers() {
+        let cache = Arc::new(BlockCache::new(1 << 20));
+        let b = block(500);
+        std::thread::scope(|s| {
+            for t in 0..4u64 {
+                let cache = &cache;
+                let b = b.clone();
+                s.spawn(move || {
+                    for i in 0..2000u64 {
+                        let key = (t, i % 300);
+                        if cache.get(&key).is_none() {
+                            cache.insert(key, b.clone());
+                        }
+                    }
+                });
+            }
+        });
+        let st = cache.stats();
+        assert_eq!(st.hits + st.misses, 8000);
+        assert_eq!(st.inserts, st.misses);
+        assert!(cache.usage() <= 1 << 20);
+    }
+}

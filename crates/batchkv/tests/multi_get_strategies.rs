@@ -1,0 +1,106 @@
+//! `Db::multi_get` gives the same answers as one `get` per key for every
+//! batch strategy: duplicate keys in a batch, many versions of a key with
+//! snapshots between them, tombstones, keys outside the stored range, empty
+//! batches, and keys spread over the memtable, immutable memtables and SSTs.
+use batchkv::{BatchLookup, Db, Options, ReadOptions, WriteBatch, WriteOptions};
+use proptest::prelude::*;
+
+const STRATEGIES: [BatchLookup; 4] = [
+    BatchLookup::PerKey,
+    BatchLookup::Finger,
+    BatchLookup::Bfs,
+    BatchLookup::Auto,
+];
+
+fn key(k: u16) -> Vec<u8> {
+    format!("k{k:04}").into_bytes()
+}
+
+#[test]
+fn duplicates_versions_tombstones_and_snapshots() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    let mut snaps = Vec::new();
+    for v in 0..5u8 {
+        db.put("a", [v]).unwrap();
+        db.put("c", [v]).unwrap();
+        if v == 3 {
+            db.delete("c").unwrap();
+        }
+        snaps.push(db.snapshot());
+    }
+    let batch: Vec<&[u8]> = vec![b"c", b"a", b"a", b"0", b"b", b"zz", b"c", b"a"];
+    for s in STRATEGIES {
+        for (v, snap) in snaps.iter().enumerate() {
+            let ro = ReadOptions {
+                snapshot: Some(snap.clone()),
+                batch_lookup: Some(s),
+                ..ReadOptions::default()
+            };
+            let got: Vec<Option<Vec<u8>>> = db
+                .multi_get(&ro, &batch)
+                .into_iter()
+                .map(|r| r.unwrap())
+                .collect();
+            let a = Some(vec![v as u8]);
+            let c = if v >= 3 {
+                (v == 4).then(|| vec![4u8])
+            } else {
+                Some(vec![v as u8])
+            };
+            assert_eq!(
+                got,
+                vec![c.clone(), a.clone(), a.clone(), None, None, None, c, a],
+                "{s:?} at snapshot {v}"
+            );
+        }
+        let ro = ReadOptions {
+            batch_lookup: Some(s),
+            ..ReadOptions::default()
+        };
+        assert!(db.multi_get(&ro, &[] as &[&[u8]]).is_empty());
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_strategy_matches_get_across_memtables_and_ssts(
+        writes in proptest::collection::vec((0..300u16, proptest::option::of(any::<u8>())), 1..1500),
+        flush_every in 50..600usize,
+        batches in proptest::collection::vec(proptest::collection::vec(0..320u16, 0..80), 1..8),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = Options { write_buffer_size: 16 * 1024, max_write_buffer_number: 4, ..Options::default() };
+        let db = Db::open(dir.path(), opts).unwrap();
+        let mut snaps = Vec::new();
+        for (i, (k, v)) in writes.iter().enumerate() {
+            let mut b = WriteBatch::new();
+            match v {
+                Some(v) => b.put(key(*k), vec![*v; 20]),
+                None => b.delete(key(*k)),
+            }
+            db.write(&WriteOptions::default(), b).unwrap();
+            if i % flush_every == flush_every - 1 {
+                db.flush().unwrap();
+            }
+            if i % 200 == 0 {
+                snaps.push(Some(db.snapshot()));
+            }
+        }
+        snaps.push(None);
+        for snap in &snaps {
+            for batch in &batches {
+                let keys: Vec<Vec<u8>> = batch.iter().map(|&k| key(k)).collect();
+                let base = ReadOptions { snapshot: snap.clone(), ..ReadOptions::default() };
+                let want: Vec<Option<Vec<u8>>> = keys.iter().map(|k| db.get_opt(&base, k).unwrap()).collect();
+                for s in STRATEGIES {
+                    let ro = ReadOptions { batch_lookup: Some(s), ..base.clone() };
+                    let got: Vec<Option<Vec<u8>>> = db.multi_get(&ro, &keys).into_iter().map(|r| r.unwrap()).collect();
+                    prop_assert_eq!(&got, &want, "strategy {:?}", s);
+                }
+            }
+        }
+    }
+}

@@ -120,19 +120,82 @@ impl BatchKv {
     }
 }
 
-impl Seeker for batchkv::DbIterator {
+/// The iterator operations a full scan and a seek-and-step need: every
+/// engine with a RocksDB-style cursor (batchkv, RocksDB, Speedb) runs the
+/// same loops ([`scan_cursor`], [`CursorSeeker`]) over it.
+pub trait Cursor {
+    fn to_first(&mut self);
+    fn to_last(&mut self);
+    fn seek_to(&mut self, key: &[u8]);
+    fn is_valid(&self) -> bool;
+    fn current_value(&self) -> &[u8];
+    fn step(&mut self, reverse: bool);
+    fn check(&self) -> BenchResult<()>;
+}
+
+/// Reads every entry, forward or backward; returns how many.
+pub fn scan_cursor(it: &mut impl Cursor, reverse: bool) -> BenchResult<u64> {
+    if reverse {
+        it.to_last();
+    } else {
+        it.to_first();
+    }
+    let mut n = 0;
+    while it.is_valid() {
+        std::hint::black_box(it.current_value());
+        n += 1;
+        it.step(reverse);
+    }
+    it.check()?;
+    Ok(n)
+}
+
+/// A [`Seeker`] over a [`Cursor`]: seek, then step forward `nexts` times
+/// reading each value (db_bench's seekrandom).
+pub struct CursorSeeker<C>(pub C);
+
+impl<C: Cursor> Seeker for CursorSeeker<C> {
     fn seek(&mut self, key: &[u8], nexts: usize) -> BenchResult<bool> {
-        batchkv::DbIterator::seek(self, key);
-        let found = self.valid();
+        let it = &mut self.0;
+        it.seek_to(key);
+        let found = it.is_valid();
         for _ in 0..nexts {
-            if !self.valid() {
+            if !it.is_valid() {
                 break;
             }
-            std::hint::black_box(self.value());
+            std::hint::black_box(it.current_value());
+            it.step(false);
+        }
+        it.check()?;
+        Ok(found)
+    }
+}
+
+impl Cursor for batchkv::DbIterator {
+    fn to_first(&mut self) {
+        self.seek_to_first();
+    }
+    fn to_last(&mut self) {
+        self.seek_to_last();
+    }
+    fn seek_to(&mut self, key: &[u8]) {
+        self.seek(key);
+    }
+    fn is_valid(&self) -> bool {
+        self.valid()
+    }
+    fn current_value(&self) -> &[u8] {
+        self.value()
+    }
+    fn step(&mut self, reverse: bool) {
+        if reverse {
+            self.prev();
+        } else {
             self.next();
         }
-        self.status()?;
-        Ok(found)
+    }
+    fn check(&self) -> BenchResult<()> {
+        Ok(self.status()?)
     }
 }
 
@@ -170,28 +233,11 @@ impl BenchDb for BatchKv {
     }
 
     fn scan(&self, reverse: bool) -> BenchResult<u64> {
-        let mut it = self.db.iter(&self.ropts)?;
-        let mut n = 0;
-        if reverse {
-            it.seek_to_last();
-        } else {
-            it.seek_to_first();
-        }
-        while it.valid() {
-            std::hint::black_box(it.value());
-            n += 1;
-            if reverse {
-                it.prev();
-            } else {
-                it.next();
-            }
-        }
-        it.status()?;
-        Ok(n)
+        scan_cursor(&mut self.db.iter(&self.ropts)?, reverse)
     }
 
     fn seeker(&self) -> BenchResult<Box<dyn Seeker + '_>> {
-        Ok(Box::new(self.db.iter(&self.ropts)?))
+        Ok(Box::new(CursorSeeker(self.db.iter(&self.ropts)?)))
     }
 
     fn flush(&self) -> BenchResult<()> {

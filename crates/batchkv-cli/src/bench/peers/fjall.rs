@@ -10,7 +10,7 @@ use fjall::config::{
     BlockSizePolicy, BloomConstructionPolicy, CompressionPolicy, FilterPolicy, FilterPolicyEntry,
     RestartIntervalPolicy,
 };
-use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
+use fjall::{CompressionType, Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 
 use super::super::engine::{BenchDb, BenchResult, EngineConfig, Entry, Seeker};
 use super::super::BenchArgs;
@@ -56,9 +56,30 @@ pub fn open(dir: &Path, args: &BenchArgs, cfg: &EngineConfig, fresh: bool) -> Be
         format!("--block_restart_interval={}", cfg.block_restart_interval),
         format!("data_block_restart_interval_policy=all({restart})"),
     );
+    let compression_flag = format!("--compression_type={}", cfg.compression.name());
+    let data_compression = match cfg.compression {
+        batchkv::CompressionType::None => {
+            note(
+                compression_flag,
+                "data_block_compression_policy=none".into(),
+            );
+            CompressionType::None
+        }
+        batchkv::CompressionType::Lz4 => {
+            note(compression_flag, "data_block_compression_policy=lz4".into());
+            CompressionType::Lz4
+        }
+        batchkv::CompressionType::Zstd => {
+            note(
+                compression_flag,
+                "NOT SET: fjall 3 has no zstd; data_block_compression_policy=lz4 instead".into(),
+            );
+            CompressionType::Lz4
+        }
+    };
     note(
-        "(batchkv has no compression)".into(),
-        "data/index block compression disabled".into(),
+        "(index blocks)".into(),
+        "index_block_compression_policy=none, as batchkv".into(),
     );
     let filter = if cfg.bloom_bits > 0 {
         note(
@@ -78,7 +99,7 @@ pub fn open(dir: &Path, args: &BenchArgs, cfg: &EngineConfig, fresh: bool) -> Be
             .max_memtable_size(wbs)
             .data_block_size_policy(BlockSizePolicy::all(block))
             .data_block_restart_interval_policy(RestartIntervalPolicy::all(restart))
-            .data_block_compression_policy(CompressionPolicy::disabled())
+            .data_block_compression_policy(CompressionPolicy::all(data_compression))
             .index_block_compression_policy(CompressionPolicy::disabled())
             .filter_policy(filter)
     })?;

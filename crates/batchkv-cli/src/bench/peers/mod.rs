@@ -20,6 +20,8 @@
 mod fjall;
 #[cfg(any(test, feature = "peer-rocksdb", feature = "peer-speedb"))]
 mod options;
+#[cfg(any(feature = "peer-rocksdb", feature = "peer-speedb"))]
+mod rocks_family;
 #[cfg(feature = "peer-rocksdb")]
 mod rocksdb;
 #[cfg(feature = "peer-speedb")]

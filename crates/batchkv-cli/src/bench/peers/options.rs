@@ -171,12 +171,27 @@ pub fn map(args: &BenchArgs, cfg: &EngineConfig, flavor: Flavor) -> RocksFamily 
         "disable_auto_compactions",
         cfg.disable_auto_compactions,
     );
-    o.set(
-        Cf,
-        "(batchkv has no compression)",
-        "compression",
-        "kNoCompression",
-    );
+    let flag = format!("--compression_type={}", cfg.compression.name());
+    let kind = match cfg.compression {
+        batchkv::CompressionType::None => "kNoCompression",
+        batchkv::CompressionType::Lz4 => "kLZ4Compression",
+        batchkv::CompressionType::Zstd => "kZSTD",
+    };
+    o.set(Cf, &flag, "compression", kind);
+    o.checks.push(("compression".into(), kind.into()));
+    if cfg.compression == batchkv::CompressionType::Zstd {
+        o.set(
+            Cf,
+            &format!("--compression_level={}", cfg.compression_level),
+            "compression_opts",
+            format!("{{level={}}}", cfg.compression_level),
+        );
+        // The OPTIONS file writes the struct as `{…;level=N;…}`.
+        o.checks.push((
+            "compression_opts".into(),
+            format!(";level={};", cfg.compression_level),
+        ));
+    }
 
     // Memtable representation.
     let rep = args.memtablerep.as_str();
@@ -281,6 +296,12 @@ pub fn map(args: &BenchArgs, cfg: &EngineConfig, flavor: Flavor) -> RocksFamily 
             format!("bloomfilter:{}:false", cfg.bloom_bits),
         );
     }
+    o.set(
+        Table,
+        "(index blocks stored raw, as batchkv)",
+        "enable_index_compression",
+        false,
+    );
     let flag = format!("--cache_size={}", args.cache_size);
     match flavor {
         // The Speedb path hands its cache to Options::load_latest instead.
@@ -408,6 +429,33 @@ mod tests {
             "{lines}"
         );
         assert!(lines.contains("--batch_lookup=auto -> NOT SET"), "{lines}");
+    }
+
+    #[test]
+    fn compression_maps_to_the_rocksdb_type_and_zstd_level() {
+        for (flag, kind) in [
+            ("none", "kNoCompression"),
+            ("lz4", "kLZ4Compression"),
+            ("zstd", "kZSTD"),
+        ] {
+            let a = args(&[
+                &format!("--compression_type={flag}"),
+                "--compression_level=7",
+            ]);
+            for flavor in [Flavor::RocksDb, Flavor::Speedb] {
+                let o = map(&a, &a.engine_config().unwrap(), flavor);
+                let cf: HashMap<_, _> = o.cf.iter().cloned().collect();
+                assert_eq!(cf["compression"], kind, "{flag} on {flavor:?}");
+                assert_eq!(
+                    cf.get("compression_opts").map(String::as_str),
+                    (flag == "zstd").then_some("{level=7}"),
+                    "{flag} on {flavor:?}"
+                );
+                assert!(o.checks.contains(&("compression".into(), kind.into())));
+                let t: HashMap<_, _> = o.table.iter().cloned().collect();
+                assert_eq!(t["enable_index_compression"], "false");
+            }
+        }
     }
 
     #[test]

@@ -12,11 +12,12 @@
 
 use std::path::Path;
 
-use speedb::{Cache, DBRawIterator, Env, Options, ReadOptions, WriteBatch, WriteOptions, DB};
+use speedb::{Cache, Env, Options, ReadOptions, WriteOptions, DB};
 
-use super::super::engine::{BenchDb, BenchResult, EngineConfig, Entry, Seeker};
+use super::super::engine::{BenchResult, EngineConfig};
 use super::super::BenchArgs;
 use super::options::{map, Flavor};
+use super::rocks_family::rocks_family_engine;
 use super::{options_file_report, Opened};
 
 /// The RocksDB version Speedb 2.7 is built on (for the OPTIONS file header).
@@ -74,101 +75,10 @@ pub fn open(dir: &Path, args: &BenchArgs, cfg: &EngineConfig, fresh: bool) -> Be
     })
 }
 
-struct SpeedbSeeker<'a>(DBRawIterator<'a>);
-
-impl Seeker for SpeedbSeeker<'_> {
-    fn seek(&mut self, key: &[u8], nexts: usize) -> BenchResult<bool> {
-        self.0.seek(key);
-        let found = self.0.valid();
-        for _ in 0..nexts {
-            if !self.0.valid() {
-                break;
-            }
-            std::hint::black_box(self.0.value());
-            self.0.next();
-        }
-        self.0.status()?;
-        Ok(found)
+impl SpeedbBench {
+    fn iter_opts(&self) -> ReadOptions {
+        ReadOptions::default()
     }
 }
 
-impl BenchDb for SpeedbBench {
-    fn write(&self, entries: &[Entry<'_>]) -> BenchResult<()> {
-        let mut b = WriteBatch::default();
-        for (k, v) in entries {
-            match v {
-                Some(v) => b.put(k, v),
-                None => b.delete(k),
-            }
-        }
-        Ok(self.db.write_opt(b, &self.wopts)?)
-    }
-
-    fn get(&self, key: &[u8]) -> BenchResult<bool> {
-        let v = self.db.get_pinned_opt(key, &self.ropts)?;
-        Ok(std::hint::black_box(v).is_some())
-    }
-
-    fn multi_get(&self, keys: &[&[u8]]) -> BenchResult<usize> {
-        let cf = self
-            .db
-            .cf_handle("default")
-            .ok_or("no default column family")?;
-        let mut found = 0;
-        for r in self
-            .db
-            .batched_multi_get_cf_opt(cf, keys.iter().copied(), false, &self.ropts)
-        {
-            if let Some(v) = r? {
-                std::hint::black_box(&*v);
-                found += 1;
-            }
-        }
-        Ok(found)
-    }
-
-    fn scan(&self, reverse: bool) -> BenchResult<u64> {
-        let mut it = self.db.raw_iterator();
-        if reverse {
-            it.seek_to_last();
-        } else {
-            it.seek_to_first();
-        }
-        let mut n = 0;
-        while it.valid() {
-            std::hint::black_box(it.value());
-            n += 1;
-            if reverse {
-                it.prev();
-            } else {
-                it.next();
-            }
-        }
-        it.status()?;
-        Ok(n)
-    }
-
-    fn seeker(&self) -> BenchResult<Box<dyn Seeker + '_>> {
-        Ok(Box::new(SpeedbSeeker(self.db.raw_iterator())))
-    }
-
-    fn flush(&self) -> BenchResult<()> {
-        Ok(self.db.flush()?)
-    }
-
-    fn compact(&self) -> BenchResult<u64> {
-        self.db.compact_range(None::<&[u8]>, None::<&[u8]>);
-        Ok(self
-            .db
-            .property_int_value("rocksdb.live-sst-files-size")?
-            .unwrap_or(0))
-    }
-
-    fn stats(&self) -> String {
-        match self.db.property_value("rocksdb.stats") {
-            Ok(Some(s)) => s,
-            Ok(None) => "(no rocksdb.stats)".into(),
-            Err(e) => format!("(rocksdb.stats failed: {e})"),
-        }
-    }
-}
+rocks_family_engine!(speedb, SpeedbBench);

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Reproduces the README's "Performance" tables: batchkv vs RocksDB, Speedb and
-# fjall, memtable-resident and SST-resident, engines alternating, 2 runs each.
+# fjall, memtable-resident and SST-resident, engines alternating, 3 runs each
+# (medians). Compression off on every engine: the reads are served from
+# memtables or the block cache, so it would only add noise to the fills.
 # Needs the peer binaries from scripts/build-peers.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B="${CARGO_TARGET_DIR:-target}/release/batchkv"
 out=docs/perf
-common=(--engines=batchkv,rocksdb,speedb,fjall --repeat=2 --num=2000000 --reads=1000000)
+common=(--engines=batchkv,rocksdb,speedb,fjall --repeat=3 --num=2000000 --reads=1000000
+    --compression_type=none)
 
 # Memtable-resident: a 4 GB write buffer keeps all 2M keys in the memtable.
 mem=(--write_buffer_size=4000000000)
@@ -18,7 +21,7 @@ mem=(--write_buffer_size=4000000000)
     --json=$out/memtable-b64.json --plot=$out/memtable-b64.svg
 
 # SST-resident: 64 MB write buffers, everything compacted, then a readseq to
-# warm the 1 GB block cache (batchkv reads through the OS page cache).
+# warm the 1 GB block cache of every engine.
 sst=(--write_buffer_size=67108864 --cache_size=1073741824)
 "$B" bench "${common[@]}" "${sst[@]}" --batch_size=8 \
     --benchmarks=fillrandom,overwrite,compact,readseq,readrandom,multireadrandom,readseq,seekrandom \

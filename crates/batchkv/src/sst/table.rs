@@ -5,7 +5,7 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use super::block::iter::{collect_entries, BlockIter};
+use super::block::iter::{collect_entries, search_restarts, BlockIter};
 use super::block::{Block, KeyOrder};
 use super::filter::{filter_hash, BloomFilter};
 use super::format::{read_block, BlockHandle, Footer, FOOTER_LEN};
@@ -235,12 +235,13 @@ impl Table {
     /// The batch goes through in phases, so the cache misses of different
     /// keys overlap instead of queueing one after another:
     /// 1. filter: hash every key and prefetch its filter line, then probe;
-    /// 2. locate: one index iterator for the whole batch (keys ascend, so a
-    ///    key at or below the current index entry's separator reuses its
-    ///    data block without a new index search); fetch each key's block and
-    ///    prefetch the middle of its restart array, then the first key the
-    ///    block search will compare;
-    /// 3. search each key in its block. A block whose entries all sort
+    /// 2. locate: the binary searches of the index run in lockstep
+    ///    ([`search_restarts`]: each round prefetches every search's next
+    ///    probe before comparing any); then one forward pass of an index
+    ///    iterator fetches each key's block (keys ascend, so a key at or
+    ///    below the current separator reuses the block at hand);
+    /// 3. search each key in its block, the searches again in lockstep.
+    ///    A block whose entries all sort
     ///    before the key sends it down the single-key path, so a block
     ///    chosen too early costs time, never a wrong answer.
     pub(crate) fn multi_get_with(
@@ -265,20 +266,36 @@ impl Table {
             None => (0..keys.len()).collect(),
         };
 
-        // 2. Locate each candidate's data block.
-        let mut located: Vec<(usize, Vec<u8>, Arc<Block>)> = Vec::with_capacity(candidates.len());
+        // 2. Locate each candidate's data block: the index searches in
+        //    lockstep, then one forward pass over the index.
+        let targets: Vec<Vec<u8>> = candidates
+            .iter()
+            .map(|&j| lookup_key(keys[j], seq))
+            .collect();
+        let searches: Vec<(&Block, &[u8])> = targets
+            .iter()
+            .map(|t| (&*self.index, t.as_slice()))
+            .collect();
+        let index_restarts = search_restarts(&searches);
+        let mut located: Vec<(usize, &[u8], Arc<Block>)> = Vec::with_capacity(candidates.len());
         let mut index = BlockIter::new(self.index.clone());
         let mut current: Option<Arc<Block>> = None;
         for (n, &j) in candidates.iter().enumerate() {
-            let target = lookup_key(keys[j], seq);
+            let target = &targets[n][..];
             // Every index entry before the iterator's separates keys below
             // the previous target, so when `target` is at or below the
             // current separator this entry is still the first that can
-            // hold it.
+            // hold it, and its block is already at hand.
             let same_entry =
-                index.valid() && compare_internal_keys(&target, index.key()) != Ordering::Greater;
+                index.valid() && compare_internal_keys(target, index.key()) != Ordering::Greater;
             if !same_entry {
-                index.seek(&target);
+                match &index_restarts[n] {
+                    Ok(r) => index.seek_from_restart(*r, target),
+                    Err(e) => {
+                        on_result(j, Err(e.clone()));
+                        continue;
+                    }
+                }
                 current = None;
             }
             if !index.valid() {
@@ -300,18 +317,22 @@ impl Table {
                     }
                 },
             };
-            block.prefetch_seek(false);
             current = Some(Arc::clone(&block));
             located.push((j, target, block));
         }
-        for (_, _, block) in &located {
-            block.prefetch_seek(true);
-        }
 
-        // 3. Search the blocks.
-        for (j, target, block) in located {
+        // 3. Search the blocks, again in lockstep.
+        let searches: Vec<(&Block, &[u8])> = located.iter().map(|(_, t, b)| (&**b, *t)).collect();
+        let block_restarts = search_restarts(&searches);
+        for ((j, target, block), restart) in located.into_iter().zip(block_restarts) {
             let mut it = BlockIter::new(block);
-            it.seek(&target);
+            match restart {
+                Ok(r) => it.seek_from_restart(r, target),
+                Err(e) => {
+                    on_result(j, Err(e));
+                    continue;
+                }
+            }
             if let Err(e) = it.status() {
                 on_result(j, Err(e));
                 continue;

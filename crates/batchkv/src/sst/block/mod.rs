@@ -236,20 +236,6 @@ impl Block {
         decode_fixed32(&self.contents[p..p + 4]) as usize
     }
 
-    /// Starts loading what a seek touches first: the middle of the restart
-    /// array, then (with `probe_key`, once that line is likely cached) the
-    /// key at the middle restart point. Only hints; any block is fine.
-    pub(crate) fn prefetch_seek(&self, probe_key: bool) {
-        let mid = self.restart_count / 2;
-        let slot = self.restarts_at + 4 * mid;
-        if !probe_key {
-            crate::prefetch::prefetch_read(self.contents.as_ptr().wrapping_add(slot));
-        } else if let Some(b) = self.contents.get(slot..slot + 4) {
-            let at = decode_fixed32(b) as usize;
-            crate::prefetch::prefetch_read(self.contents.as_ptr().wrapping_add(at));
-        }
-    }
-
     /// Number of bytes the block occupies in memory.
     pub(crate) fn size(&self) -> usize {
         self.contents.len()

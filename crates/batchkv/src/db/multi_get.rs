@@ -8,14 +8,18 @@
 //!    in sorted order. Memtables resolve them with a batch algorithm
 //!    ([`BatchLookup`]) that overlaps cache misses. A value or a tombstone
 //!    resolves a key; a stage's error resolves every key it was given.
+//!    The SST stage asks each table once for all the keys in its range
+//!    (filter probes, index search and block reads batched per table).
 //! 3. Results are handed back in input order.
 
 use std::sync::Arc;
 
-use super::{Db, SuperVersion};
+use super::{Db, DbCore, SuperVersion};
 use crate::error::{Error, Result};
+use crate::key::{user_key, ValueType};
 use crate::memtable::{BatchLookup, EntryRef};
 use crate::options::ReadOptions;
+use crate::sst::BlockReadOptions;
 
 /// Resolution state of one distinct key; `'a` borrows memtable memory.
 enum Slot<'a> {
@@ -77,20 +81,14 @@ impl Db {
         // 2. Stage by stage.
         let mut slots: Vec<Slot<'_>> = distinct.iter().map(|_| Slot::Pending).collect();
         resolve_in_memtables(&sv, &distinct, seq, strategy, &mut slots);
-        for (slot, key) in slots.iter_mut().zip(&distinct) {
-            if matches!(slot, Slot::Pending) {
-                *slot = match core.get_from_tables(
-                    &sv,
-                    key,
-                    seq,
-                    super::read::block_read_options(opts),
-                ) {
-                    Ok(Some(v)) => Slot::Owned(v),
-                    Ok(None) => Slot::Deleted,
-                    Err(e) => Slot::Failed(e),
-                };
-            }
-        }
+        resolve_in_tables(
+            core,
+            &sv,
+            &distinct,
+            seq,
+            super::read::block_read_options(opts),
+            &mut slots,
+        );
 
         // 3. Input order.
         for (i, &s) in slot_of.iter().enumerate() {
@@ -134,6 +132,74 @@ fn resolve_in_memtables<'a>(
                     slots[u as usize] = Slot::Failed(e.clone());
                 }
             }
+        }
+        pending.retain(|&u| matches!(slots[u as usize], Slot::Pending));
+    }
+}
+
+/// Runs the SST stages: L0 files newest first, then each deeper level.
+/// Every table is asked once, for the still-unresolved keys inside its key
+/// range, in ascending order ([`Table::multi_get_with`]). Levels ≥ 1 do not
+/// overlap, so their files and the sorted keys are walked together.
+fn resolve_in_tables(
+    core: &DbCore,
+    sv: &SuperVersion,
+    distinct: &[&[u8]],
+    seq: u64,
+    ro: BlockReadOptions,
+    slots: &mut [Slot<'_>],
+) {
+    let mut pending: Vec<u32> = (0..distinct.len() as u32)
+        .filter(|&u| matches!(slots[u as usize], Slot::Pending))
+        .collect();
+    let mut group: Vec<u32> = Vec::with_capacity(pending.len());
+    let mut group_keys: Vec<&[u8]> = Vec::with_capacity(pending.len());
+    for (level, files) in sv.version.levels.iter().enumerate() {
+        let mut rest = &pending[..];
+        for file in files {
+            if pending.is_empty() {
+                return;
+            }
+            let (lo, hi) = (user_key(&file.smallest), user_key(&file.largest));
+            if level > 0 {
+                // Sorted, disjoint files: keys below this file's range
+                // belong to no file of the level.
+                let skip = rest.partition_point(|&u| distinct[u as usize] < lo);
+                rest = &rest[skip..];
+            }
+            group.clear();
+            group.extend(
+                rest.iter()
+                    .copied()
+                    .take_while(|&u| distinct[u as usize] <= hi)
+                    .filter(|&u| {
+                        distinct[u as usize] >= lo && matches!(slots[u as usize], Slot::Pending)
+                    }),
+            );
+            if level > 0 {
+                rest = &rest[rest.partition_point(|&u| distinct[u as usize] <= hi)..];
+            }
+            if group.is_empty() {
+                continue;
+            }
+            group_keys.clear();
+            group_keys.extend(group.iter().map(|&u| distinct[u as usize]));
+            let table = match core.tables.get(file.number) {
+                Ok(t) => t,
+                Err(e) => {
+                    for &u in &group {
+                        slots[u as usize] = Slot::Failed(e.clone());
+                    }
+                    continue;
+                }
+            };
+            table.multi_get_with(&group_keys, seq, ro, &mut |j, r| {
+                slots[group[j] as usize] = match r {
+                    Ok((ValueType::Value, v)) => Slot::Owned(v.to_vec()),
+                    Ok((ValueType::Deletion, _)) => Slot::Deleted,
+                    Err(e) => Slot::Failed(e),
+                };
+            });
         }
         pending.retain(|&u| matches!(slots[u as usize], Slot::Pending));
     }

@@ -126,6 +126,13 @@ impl BloomFilter {
         self.may_contain_hash(filter_hash(user_key))
     }
 
+    /// Starts loading the line [`Self::may_contain_hash`] will probe for
+    /// `h`, so a batch can put all its filter misses in flight at once.
+    pub(crate) fn prefetch_hash(&self, h: u64) {
+        let line = line_of(h, self.num_lines) * LINE_BYTES;
+        crate::prefetch::prefetch_read(self.lines.as_ptr().wrapping_add(line));
+    }
+
     /// [`Self::may_contain`] for a precomputed [`filter_hash`].
     pub(crate) fn may_contain_hash(&self, h: u64) -> bool {
         let line = &self.lines[line_of(h, self.num_lines) * LINE_BYTES..][..LINE_BYTES];

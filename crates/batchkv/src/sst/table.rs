@@ -2,11 +2,12 @@
 //! in memory, data blocks read on demand through the shared block cache —
 //! and [`TableIterator`], the two-level (index → data block) iterator over it.
 
+use std::cmp::Ordering;
 use std::sync::Arc;
 
-use super::block::iter::{collect_entries, BlockIter};
+use super::block::iter::{collect_entries, search_restarts, BlockIter};
 use super::block::{Block, KeyOrder};
-use super::filter::BloomFilter;
+use super::filter::{filter_hash, BloomFilter};
 use super::format::{read_block, BlockHandle, Footer, FOOTER_LEN};
 use super::properties::TableProperties;
 use super::{TableOptions, FILTER_BLOCK_NAME, PROPERTIES_BLOCK_NAME};
@@ -14,7 +15,9 @@ use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
 use crate::iter::InternalIterator;
-use crate::key::{lookup_key, parse_internal_key, SequenceNumber, ValueType};
+use crate::key::{
+    compare_internal_keys, lookup_key, parse_internal_key, SequenceNumber, ValueType,
+};
 
 /// How one read uses the data blocks it needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,6 +37,9 @@ impl Default for BlockReadOptions {
         }
     }
 }
+
+/// A version found in a table: its type and value (empty for a deletion).
+pub(crate) type Found<'a> = (ValueType, &'a [u8]);
 
 /// An open table. Immutable; shared by readers and iterators as `Arc<Table>`.
 ///
@@ -219,6 +225,140 @@ impl Table {
         }
         index.status()?;
         Ok(None)
+    }
+
+    /// [`Table::get_with`] for a batch. `keys` are distinct user keys in
+    /// ascending order. Calls `on_result(j, …)` for each key `keys[j]` that
+    /// has a version with sequence ≤ `seq` here (its type and value), or
+    /// whose lookup failed; keys the table does not hold get no call.
+    ///
+    /// The batch goes through in phases, so the cache misses of different
+    /// keys overlap instead of queueing one after another:
+    /// 1. filter: hash every key and prefetch its filter line, then probe;
+    /// 2. locate: the binary searches of the index run in lockstep
+    ///    ([`search_restarts`]: each round prefetches every search's next
+    ///    probe before comparing any); then one forward pass of an index
+    ///    iterator fetches each key's block (keys ascend, so a key at or
+    ///    below the current separator reuses the block at hand);
+    /// 3. search each key in its block, the searches again in lockstep.
+    ///    A block whose entries all sort
+    ///    before the key sends it down the single-key path, so a block
+    ///    chosen too early costs time, never a wrong answer.
+    pub(crate) fn multi_get_with(
+        &self,
+        keys: &[&[u8]],
+        seq: SequenceNumber,
+        ro: BlockReadOptions,
+        on_result: &mut dyn FnMut(usize, Result<Found<'_>>),
+    ) {
+        debug_assert!(keys.windows(2).all(|w| w[0] < w[1]), "keys must ascend");
+        // 1. Filter.
+        let candidates: Vec<usize> = match &self.filter {
+            Some(f) => {
+                let hashes: Vec<u64> = keys.iter().map(|k| filter_hash(k)).collect();
+                for &h in &hashes {
+                    f.prefetch_hash(h);
+                }
+                (0..keys.len())
+                    .filter(|&j| f.may_contain_hash(hashes[j]))
+                    .collect()
+            }
+            None => (0..keys.len()).collect(),
+        };
+
+        // 2. Locate each candidate's data block: the index searches in
+        //    lockstep, then one forward pass over the index.
+        let targets: Vec<Vec<u8>> = candidates
+            .iter()
+            .map(|&j| lookup_key(keys[j], seq))
+            .collect();
+        let searches: Vec<(&Block, &[u8])> = targets
+            .iter()
+            .map(|t| (&*self.index, t.as_slice()))
+            .collect();
+        let index_restarts = search_restarts(&searches);
+        let mut located: Vec<(usize, &[u8], Arc<Block>)> = Vec::with_capacity(candidates.len());
+        let mut index = BlockIter::new(self.index.clone());
+        let mut current: Option<Arc<Block>> = None;
+        for (n, &j) in candidates.iter().enumerate() {
+            let target = &targets[n][..];
+            // Every index entry before the iterator's separates keys below
+            // the previous target, so when `target` is at or below the
+            // current separator this entry is still the first that can
+            // hold it, and its block is already at hand.
+            let same_entry =
+                index.valid() && compare_internal_keys(target, index.key()) != Ordering::Greater;
+            if !same_entry {
+                match &index_restarts[n] {
+                    Ok(r) => index.seek_from_restart(*r, target),
+                    Err(e) => {
+                        on_result(j, Err(e.clone()));
+                        continue;
+                    }
+                }
+                current = None;
+            }
+            if !index.valid() {
+                if let Err(e) = index.status() {
+                    for &rest in &candidates[n..] {
+                        on_result(rest, Err(e.clone()));
+                    }
+                    return;
+                }
+                break; // past the table's last key, and so are the keys after
+            }
+            let block = match &current {
+                Some(b) => Arc::clone(b),
+                None => match self.read_data_block(index.value(), ro) {
+                    Ok(b) => b,
+                    Err(e) => {
+                        on_result(j, Err(e));
+                        continue;
+                    }
+                },
+            };
+            current = Some(Arc::clone(&block));
+            located.push((j, target, block));
+        }
+
+        // 3. Search the blocks, again in lockstep.
+        let searches: Vec<(&Block, &[u8])> = located.iter().map(|(_, t, b)| (&**b, *t)).collect();
+        let block_restarts = search_restarts(&searches);
+        for ((j, target, block), restart) in located.into_iter().zip(block_restarts) {
+            let mut it = BlockIter::new(block);
+            match restart {
+                Ok(r) => it.seek_from_restart(r, target),
+                Err(e) => {
+                    on_result(j, Err(e));
+                    continue;
+                }
+            }
+            if let Err(e) = it.status() {
+                on_result(j, Err(e));
+                continue;
+            }
+            if !it.valid() {
+                // Every entry of the block sorts before `target` (it lies
+                // between the block's last key and the separator). With
+                // this crate's shortened separators only an absent key gets
+                // here; a table whose separators were chosen otherwise may
+                // hold the answer in a later block. Take the single-key path.
+                match self.get_with(keys[j], seq, ro) {
+                    Ok(Some((t, v))) => on_result(j, Ok((t, &v))),
+                    Ok(None) => {}
+                    Err(e) => on_result(j, Err(e)),
+                }
+                continue;
+            }
+            match parse_internal_key(it.key()) {
+                None => on_result(
+                    j,
+                    Err(it.corruption_here("entry has an unknown value type")),
+                ),
+                Some(p) if p.user_key == keys[j] => on_result(j, Ok((p.value_type, it.value()))),
+                Some(_) => {}
+            }
+        }
     }
 
     /// The data block an index entry points at, from the block cache or the

@@ -184,8 +184,37 @@ fn check_gets(table: &Table, entries: &Entries) {
         assert!(table.may_contain(uk));
     }
     // Absent keys between, before and after the present ones.
-    for absent in [&b""[..], b"a", b"key000001", b"key000300a", b"zzz"] {
+    let absent_keys = [&b""[..], b"a", b"key000001", b"key000300a", b"zzz"];
+    for absent in absent_keys {
         assert_eq!(table.get(absent, u64::MAX >> 8).unwrap(), None);
+    }
+    // The batch path answers like the single-key one, for the whole key set
+    // with the absent keys mixed in, and for every third key alone.
+    let mut batch: Vec<&[u8]> = user_keys.iter().map(Vec::as_slice).collect();
+    batch.extend(absent_keys);
+    batch.sort();
+    let thinned: Vec<&[u8]> = batch.iter().copied().step_by(3).collect();
+    for seq in [0u64, 2, 333, 10_000, 10_075, 10_149, u64::MAX >> 8] {
+        check_multi_get(table, &batch, seq);
+        check_multi_get(table, &thinned, seq);
+    }
+}
+
+/// `Table::multi_get_with` over ascending distinct `keys` equals a
+/// `Table::get` of each key, and reports each key at most once.
+fn check_multi_get(table: &Table, keys: &[&[u8]], seq: u64) {
+    let mut got: Vec<Option<(ValueType, Vec<u8>)>> = vec![None; keys.len()];
+    table.multi_get_with(keys, seq, BlockReadOptions::default(), &mut |j, r| {
+        assert!(got[j].is_none(), "key {j} reported twice");
+        got[j] = Some(r.map(|(t, v)| (t, v.to_vec())).unwrap());
+    });
+    for (j, k) in keys.iter().enumerate() {
+        assert_eq!(
+            got[j],
+            table.get(k, seq).unwrap(),
+            "multi_get of {:?} at snapshot {seq}",
+            String::from_utf8_lossy(k)
+        );
     }
 }
 
@@ -623,6 +652,7 @@ proptest::proptest! {
         restart_interval in 1usize..8,
         separate_key_value in proptest::bool::ANY,
         compression in proptest::sample::select(vec![CompressionType::None, CompressionType::Lz4, CompressionType::Zstd]),
+        probes in proptest::collection::vec(proptest::collection::vec(0u8..4, 0..6), 0..40),
     ) {
         let mut entries: Entries = raw
             .into_iter()
@@ -644,6 +674,21 @@ proptest::proptest! {
             let uk = parse_internal_key(k).unwrap().user_key;
             for seq in 0..21 {
                 proptest::prop_assert_eq!(table.get(uk, seq).unwrap(), model_get(&entries, uk, seq));
+            }
+        }
+        // Batches: the probe keys (present and absent, from the same small
+        // alphabet) sorted and deduplicated.
+        let mut batch: Vec<&[u8]> = probes.iter().map(Vec::as_slice).collect();
+        batch.sort();
+        batch.dedup();
+        for seq in [0u64, 5, 10, 19, 20] {
+            check_multi_get(&table, &batch, seq);
+            for (j, k) in batch.iter().enumerate() {
+                let mut got = None;
+                table.multi_get_with(&batch[j..=j], seq, BlockReadOptions::default(), &mut |_, r| {
+                    got = Some(r.map(|(t, v)| (t, v.to_vec())).unwrap());
+                });
+                proptest::prop_assert_eq!(got, model_get(&entries, k, seq));
             }
         }
     }

@@ -15,6 +15,7 @@ use crate::coding::get_varint32;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::TRAILER_LEN;
+use crate::prefetch::prefetch_read;
 
 /// One decoded entry header: where its bytes are inside the block.
 struct RawEntry {
@@ -86,57 +87,9 @@ impl BlockIter {
         self.at_restart
     }
 
-    /// Decodes the entry header at `p` (a restart point if `at_restart`),
-    /// checking every length against the end of the entries (keys section).
-    /// This and the value resolution in [`Self::parse_next`] are the only
-    /// layout-specific code of the reader; neither reads value bytes.
+    /// [`decode_entry`] in this iterator's block.
     fn decode_at(&self, p: usize, at_restart: bool) -> Result<RawEntry> {
-        let b = &*self.block;
-        let data = &b.contents[..b.data_end];
-        let bad = |what: &str| b.corruption(p, what);
-        let rest = data
-            .get(p..)
-            .ok_or_else(|| bad("entry offset past end of entries"))?;
-        let mut n = 0;
-        let mut varint = |rest: &[u8]| -> Result<usize> {
-            let (v, len) = get_varint32(&rest[n..]).ok_or_else(|| bad("malformed entry header"))?;
-            n += len;
-            Ok(v as usize)
-        };
-        let shared = varint(rest)?;
-        let non_shared = varint(rest)?;
-        let value_len = varint(rest)?;
-        let separated_start = match b.layout {
-            Layout::Separated if at_restart => Some(varint(rest)?),
-            _ => None,
-        };
-        let key_start = p + n;
-        let key_end = key_start + non_shared;
-        if key_end > data.len() {
-            return Err(bad("key extends past the end of the block's entries"));
-        }
-        match b.layout {
-            Layout::Interleaved => {
-                let value_end = key_end
-                    .checked_add(value_len)
-                    .filter(|&e| e <= data.len())
-                    .ok_or_else(|| bad("entry extends past the end of the block's entries"))?;
-                Ok(RawEntry {
-                    shared,
-                    key_delta: key_start..key_end,
-                    value_len,
-                    value_start: Some(key_end),
-                    next: value_end,
-                })
-            }
-            Layout::Separated => Ok(RawEntry {
-                shared,
-                key_delta: key_start..key_end,
-                value_len,
-                value_start: separated_start.map(|off| b.values.start.saturating_add(off)),
-                next: key_end,
-            }),
-        }
+        decode_entry(&self.block, p, at_restart)
     }
 
     fn corrupt(&mut self, e: Error) {
@@ -241,21 +194,135 @@ impl BlockIter {
 
     /// Compares the full key stored at restart point `i` with `target`.
     fn compare_restart_key(&self, i: usize, target: &[u8]) -> Result<Ordering> {
-        let p = self.block.restart(i);
-        let e = self.decode_at(p, true)?;
-        if e.shared != 0 {
-            return Err(self
-                .block
-                .corruption(p, "restart entry has a shared key prefix"));
-        }
-        let key = &self.block.contents[e.key_delta];
-        if self.block.order == KeyOrder::Internal && key.len() < TRAILER_LEN {
-            return Err(self
-                .block
-                .corruption(p, "internal key shorter than its 8-byte trailer"));
-        }
-        Ok(self.block.order.compare(key, target))
+        restart_key_order(&self.block, i, target)
     }
+
+    /// [`InternalIterator::seek`] given the restart point its binary search
+    /// would find (from [`search_restarts`]): scans forward from there.
+    pub(crate) fn seek_from_restart(&mut self, restart: usize, target: &[u8]) {
+        if self.err.is_some() {
+            return;
+        }
+        self.seek_to_restart(restart.min(self.block.restart_count - 1));
+        while self.parse_next() {
+            if self.block.order.compare(&self.key, target) != Ordering::Less {
+                return;
+            }
+        }
+    }
+}
+
+/// How the key at restart point `i` of `block` compares with `target`.
+fn restart_key_order(block: &Block, i: usize, target: &[u8]) -> Result<Ordering> {
+    let p = block.restart(i);
+    let e = decode_entry(block, p, true)?;
+    if e.shared != 0 {
+        return Err(block.corruption(p, "restart entry has a shared key prefix"));
+    }
+    let key = &block.contents[e.key_delta];
+    if block.order == KeyOrder::Internal && key.len() < TRAILER_LEN {
+        return Err(block.corruption(p, "internal key shorter than its 8-byte trailer"));
+    }
+    Ok(block.order.compare(key, target))
+}
+
+/// Decodes the entry header at `p` of `b` (a restart point if
+/// `at_restart`), checking every length against the end of the entries
+/// (keys section). This and the value resolution in
+/// [`BlockIter::parse_next`] are the only layout-specific code of the
+/// reader; neither reads value bytes.
+fn decode_entry(b: &Block, p: usize, at_restart: bool) -> Result<RawEntry> {
+    let data = &b.contents[..b.data_end];
+    let bad = |what: &str| b.corruption(p, what);
+    let rest = data
+        .get(p..)
+        .ok_or_else(|| bad("entry offset past end of entries"))?;
+    let mut n = 0;
+    let mut varint = |rest: &[u8]| -> Result<usize> {
+        let (v, len) = get_varint32(&rest[n..]).ok_or_else(|| bad("malformed entry header"))?;
+        n += len;
+        Ok(v as usize)
+    };
+    let shared = varint(rest)?;
+    let non_shared = varint(rest)?;
+    let value_len = varint(rest)?;
+    let separated_start = match b.layout {
+        Layout::Separated if at_restart => Some(varint(rest)?),
+        _ => None,
+    };
+    let key_start = p + n;
+    let key_end = key_start + non_shared;
+    if key_end > data.len() {
+        return Err(bad("key extends past the end of the block's entries"));
+    }
+    match b.layout {
+        Layout::Interleaved => {
+            let value_end = key_end
+                .checked_add(value_len)
+                .filter(|&e| e <= data.len())
+                .ok_or_else(|| bad("entry extends past the end of the block's entries"))?;
+            Ok(RawEntry {
+                shared,
+                key_delta: key_start..key_end,
+                value_len,
+                value_start: Some(key_end),
+                next: value_end,
+            })
+        }
+        Layout::Separated => Ok(RawEntry {
+            shared,
+            key_delta: key_start..key_end,
+            value_len,
+            value_start: separated_start.map(|off| b.values.start.saturating_add(off)),
+            next: key_end,
+        }),
+    }
+}
+
+/// The binary searches of [`InternalIterator::seek`] for many
+/// `(block, target)` pairs at once, in lockstep: each round moves every
+/// unfinished search one probe on, in three passes over the searches —
+/// prefetch the restart slot each will probe, prefetch the key that slot
+/// points at, then compare — so the cache misses of a whole round are in
+/// flight together instead of one after another. Returns, per search, the
+/// last restart point whose key is below the target (0 if none), which
+/// [`BlockIter::seek_from_restart`] scans on from, or the corruption met.
+pub(crate) fn search_restarts(searches: &[(&Block, &[u8])]) -> Vec<Result<usize>> {
+    let mut left = vec![0usize; searches.len()];
+    let mut right: Vec<usize> = searches.iter().map(|(b, _)| b.restart_count - 1).collect();
+    let mut mid = vec![0usize; searches.len()];
+    let mut failed: Vec<Option<Error>> = vec![None; searches.len()];
+    let mut active: Vec<usize> = (0..searches.len())
+        .filter(|&i| left[i] < right[i])
+        .collect();
+    while !active.is_empty() {
+        for &i in &active {
+            mid[i] = (left[i] + right[i]).div_ceil(2);
+            let b = searches[i].0;
+            prefetch_read(b.contents.as_ptr().wrapping_add(b.restarts_at + 4 * mid[i]));
+        }
+        for &i in &active {
+            let b = searches[i].0;
+            prefetch_read(b.contents.as_ptr().wrapping_add(b.restart(mid[i])));
+        }
+        for &i in &active {
+            let (b, target) = searches[i];
+            match restart_key_order(b, mid[i], target) {
+                Ok(Ordering::Less) => left[i] = mid[i],
+                Ok(_) => right[i] = mid[i] - 1,
+                Err(e) => failed[i] = Some(e),
+            }
+        }
+        active.retain(|&i| failed[i].is_none() && left[i] < right[i]);
+    }
+    failed
+        .into_iter()
+        .zip(left)
+        .map(|(f, l)| match f {
+            Some(e) => Err(e),
+            None => Ok(l),
+        })
+        .collect()
 }
 
 impl InternalIterator for BlockIter {

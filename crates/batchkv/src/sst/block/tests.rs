@@ -6,7 +6,7 @@ use std::sync::Arc;
 use proptest::prelude::*;
 
 use super::builder::BlockBuilder;
-use super::iter::BlockIter;
+use super::iter::{search_restarts, BlockIter};
 use super::{Block, KeyOrder, Layout};
 use crate::coding::put_fixed32;
 use crate::iter::InternalIterator;
@@ -175,6 +175,41 @@ proptest! {
             }
         }
         prop_assert!(it.status().is_ok());
+    }
+
+    /// The lockstep searches land where `seek` does, for every target of
+    /// two blocks searched together (so searches of different depths and
+    /// blocks share rounds).
+    #[test]
+    fn lockstep_restart_search_matches_seek(
+        entries in entries_strategy(),
+        other in entries_strategy(),
+        interval in 1usize..=32,
+        layout in layout_strategy(),
+    ) {
+        let blocks = [build(&entries, interval, layout), build(&other, interval.div_ceil(3), layout)];
+        let ts = [targets(&entries), targets(&other)];
+        let searches: Vec<(&Block, &[u8])> = (0..2)
+            .flat_map(|b| ts[b].iter().map(move |t| (b, t.as_slice())))
+            .map(|(b, t)| (&*blocks[b], t))
+            .collect();
+        let restarts = search_restarts(&searches);
+        prop_assert_eq!(restarts.len(), searches.len());
+        let mut n = 0;
+        for (b, block) in blocks.iter().enumerate() {
+            for t in &ts[b] {
+                let mut want = BlockIter::new(block.clone());
+                want.seek(t);
+                let mut got = BlockIter::new(block.clone());
+                got.seek_from_restart(*restarts[n].as_ref().unwrap(), t);
+                prop_assert_eq!(got.valid(), want.valid());
+                if want.valid() {
+                    prop_assert_eq!(got.key(), want.key());
+                    prop_assert_eq!(got.value(), want.value());
+                }
+                n += 1;
+            }
+        }
     }
 }
 

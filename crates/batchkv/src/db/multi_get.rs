@@ -143,7 +143,7 @@ fn resolve_in_memtables<'a>(
 /// overlap, so their files and the sorted keys are walked together.
 fn resolve_in_tables(
     core: &DbCore,
-    sv: &SuperVersion,
+    sv: &Arc<SuperVersion>,
     distinct: &[&[u8]],
     seq: u64,
     ro: BlockReadOptions,
@@ -152,6 +152,15 @@ fn resolve_in_tables(
     let mut pending: Vec<u32> = (0..distinct.len() as u32)
         .filter(|&u| matches!(slots[u as usize], Slot::Pending))
         .collect();
+    if let [u] = pending[..] {
+        // One key: nothing to overlap; the single-key path allocates less.
+        slots[u as usize] = match core.get_from_tables(sv, distinct[u as usize], seq, ro) {
+            Ok(Some(v)) => Slot::Owned(v),
+            Ok(None) => Slot::Deleted,
+            Err(e) => Slot::Failed(e),
+        };
+        return;
+    }
     let mut group: Vec<u32> = Vec::with_capacity(pending.len());
     let mut group_keys: Vec<&[u8]> = Vec::with_capacity(pending.len());
     for (level, files) in sv.version.levels.iter().enumerate() {

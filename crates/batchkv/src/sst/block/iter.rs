@@ -193,10 +193,6 @@ impl BlockIter {
     }
 
     /// Compares the full key stored at restart point `i` with `target`.
-    fn compare_restart_key(&self, i: usize, target: &[u8]) -> Result<Ordering> {
-        restart_key_order(&self.block, i, target)
-    }
-
     /// [`InternalIterator::seek`] given the restart point its binary search
     /// would find (from [`search_restarts`]): scans forward from there.
     pub(crate) fn seek_from_restart(&mut self, restart: usize, target: &[u8]) {
@@ -288,41 +284,91 @@ fn decode_entry(b: &Block, p: usize, at_restart: bool) -> Result<RawEntry> {
 /// last restart point whose key is below the target (0 if none), which
 /// [`BlockIter::seek_from_restart`] scans on from, or the corruption met.
 pub(crate) fn search_restarts(searches: &[(&Block, &[u8])]) -> Vec<Result<usize>> {
-    let mut left = vec![0usize; searches.len()];
-    let mut right: Vec<usize> = searches.iter().map(|(b, _)| b.restart_count - 1).collect();
-    let mut mid = vec![0usize; searches.len()];
-    let mut failed: Vec<Option<Error>> = vec![None; searches.len()];
-    let mut active: Vec<usize> = (0..searches.len())
-        .filter(|&i| left[i] < right[i])
+    let mut state: Vec<RestartSearch> = searches
+        .iter()
+        .map(|(b, _)| RestartSearch::new(b))
         .collect();
+    let mut failed: Vec<Option<Error>> = vec![None; searches.len()];
+    let mut active: Vec<usize> = (0..searches.len()).filter(|&i| !state[i].done()).collect();
     while !active.is_empty() {
         for &i in &active {
-            mid[i] = (left[i] + right[i]).div_ceil(2);
             let b = searches[i].0;
-            prefetch_read(b.contents.as_ptr().wrapping_add(b.restarts_at + 4 * mid[i]));
+            prefetch_read(
+                b.contents
+                    .as_ptr()
+                    .wrapping_add(b.restarts_at + 4 * state[i].probe()),
+            );
         }
         for &i in &active {
             let b = searches[i].0;
-            prefetch_read(b.contents.as_ptr().wrapping_add(b.restart(mid[i])));
+            prefetch_read(
+                b.contents
+                    .as_ptr()
+                    .wrapping_add(b.restart(state[i].probe())),
+            );
         }
         for &i in &active {
             let (b, target) = searches[i];
-            match restart_key_order(b, mid[i], target) {
-                Ok(Ordering::Less) => left[i] = mid[i],
-                Ok(_) => right[i] = mid[i] - 1,
-                Err(e) => failed[i] = Some(e),
+            if let Err(e) = state[i].step(b, target) {
+                failed[i] = Some(e);
             }
         }
-        active.retain(|&i| failed[i].is_none() && left[i] < right[i]);
+        active.retain(|&i| failed[i].is_none() && !state[i].done());
     }
     failed
         .into_iter()
-        .zip(left)
-        .map(|(f, l)| match f {
+        .zip(state)
+        .map(|(f, s)| match f {
             Some(e) => Err(e),
-            None => Ok(l),
+            None => Ok(s.left),
         })
         .collect()
+}
+
+/// One binary search over a block's restart array for the last restart
+/// point whose key is below a target; it lies in `left..=right`.
+#[derive(Clone, Copy)]
+struct RestartSearch {
+    left: usize,
+    right: usize,
+}
+
+impl RestartSearch {
+    fn new(block: &Block) -> RestartSearch {
+        RestartSearch {
+            left: 0,
+            right: block.restart_count - 1,
+        }
+    }
+
+    fn done(&self) -> bool {
+        self.left >= self.right
+    }
+
+    /// The restart point the next step compares.
+    fn probe(&self) -> usize {
+        (self.left + self.right).div_ceil(2)
+    }
+
+    /// Compares the probe's key with `target` and halves the range.
+    fn step(&mut self, block: &Block, target: &[u8]) -> Result<()> {
+        let mid = self.probe();
+        if restart_key_order(block, mid, target)? == Ordering::Less {
+            self.left = mid;
+        } else {
+            self.right = mid - 1;
+        }
+        Ok(())
+    }
+}
+
+/// The plain binary search of [`InternalIterator::seek`].
+fn search_restart(block: &Block, target: &[u8]) -> Result<usize> {
+    let mut s = RestartSearch::new(block);
+    while !s.done() {
+        s.step(block, target)?;
+    }
+    Ok(s.left)
 }
 
 impl InternalIterator for BlockIter {
@@ -357,24 +403,9 @@ impl InternalIterator for BlockIter {
         if self.err.is_some() {
             return;
         }
-        // Find the last restart point whose key is < target.
-        let (mut left, mut right) = (0usize, self.block.restart_count - 1);
-        while left < right {
-            let mid = (left + right).div_ceil(2);
-            match self.compare_restart_key(mid, target) {
-                Ok(Ordering::Less) => left = mid,
-                Ok(_) => right = mid - 1,
-                Err(e) => {
-                    self.corrupt(e);
-                    return;
-                }
-            }
-        }
-        self.seek_to_restart(left);
-        while self.parse_next() {
-            if self.block.order.compare(&self.key, target) != Ordering::Less {
-                return;
-            }
+        match search_restart(&self.block, target) {
+            Ok(r) => self.seek_from_restart(r, target),
+            Err(e) => self.corrupt(e),
         }
     }
 

@@ -276,6 +276,7 @@ impl InternalIterator for MergingIterator {
 mod tests {
     use super::*;
     use crate::iter::vec_iter::{FailingIterator, VecIterator};
+    use crate::iter::{scan_backward, scan_forward};
     use crate::key::{append_internal_key, ValueType};
     use proptest::prelude::*;
 
@@ -363,21 +364,8 @@ mod tests {
         fn scans_match_sorted_union(raw in prop::collection::vec(child_strategy(), 0..6)) {
             let (children, model) = build(&raw);
             let mut it = MergingIterator::new(children);
-            let mut fwd = Vec::new();
-            it.seek_to_first();
-            while let Some(kv) = current(&it) {
-                fwd.push(kv);
-                it.next();
-            }
-            prop_assert_eq!(&fwd, &model);
-            let mut bwd = Vec::new();
-            it.seek_to_last();
-            while let Some(kv) = current(&it) {
-                bwd.push(kv);
-                it.prev();
-            }
-            bwd.reverse();
-            prop_assert_eq!(&bwd, &model);
+            prop_assert_eq!(&scan_forward(&mut it), &model);
+            prop_assert_eq!(&scan_backward(&mut it), &model);
             prop_assert!(it.status().is_ok());
         }
 

@@ -42,3 +42,30 @@ pub trait InternalIterator: Send {
     /// The first error met, if any.
     fn status(&self) -> Result<()>;
 }
+
+/// Every `(key, value)` of `it`, read front to back (tests). Leaves the
+/// status unchecked: callers that expect an error look at it themselves.
+#[cfg(test)]
+pub(crate) fn scan_forward(it: &mut dyn InternalIterator) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut out = Vec::new();
+    it.seek_to_first();
+    while it.valid() {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        it.next();
+    }
+    out
+}
+
+/// Every `(key, value)` of `it`, read back to front and returned in
+/// ascending order (tests). Leaves the status unchecked.
+#[cfg(test)]
+pub(crate) fn scan_backward(it: &mut dyn InternalIterator) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut out = Vec::new();
+    it.seek_to_last();
+    while it.valid() {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        it.prev();
+    }
+    out.reverse();
+    out
+}

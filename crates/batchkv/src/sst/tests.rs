@@ -9,7 +9,7 @@ use super::format::{block_crc, mask_crc};
 use super::{BlockReadOptions, CompressionType, Table, TableBuilder, TableOptions};
 use crate::error::Error;
 use crate::fs::{FileSystem, PosixFs};
-use crate::iter::InternalIterator;
+use crate::iter::{scan_backward, scan_forward, InternalIterator};
 use crate::key::{append_internal_key, compare_internal_keys, parse_internal_key, ValueType};
 
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
@@ -62,27 +62,6 @@ fn model_get(entries: &Entries, user_key: &[u8], seq: u64) -> Option<(ValueType,
         let p = parse_internal_key(k).unwrap();
         (p.user_key == user_key && p.sequence <= seq).then(|| (p.value_type, v.clone()))
     })
-}
-
-fn scan_forward(it: &mut dyn InternalIterator) -> Entries {
-    let mut out = Vec::new();
-    it.seek_to_first();
-    while it.valid() {
-        out.push((it.key().to_vec(), it.value().to_vec()));
-        it.next();
-    }
-    out
-}
-
-fn scan_backward(it: &mut dyn InternalIterator) -> Entries {
-    let mut out = Vec::new();
-    it.seek_to_last();
-    while it.valid() {
-        out.push((it.key().to_vec(), it.value().to_vec()));
-        it.prev();
-    }
-    out.reverse();
-    out
 }
 
 fn small_blocks() -> TableOptions {

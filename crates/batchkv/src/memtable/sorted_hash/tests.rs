@@ -11,7 +11,7 @@ use std::sync::Arc;
 use proptest::prelude::*;
 
 use super::{SortedHashMemTable, SortedHashOptions};
-use crate::iter::InternalIterator;
+use crate::iter::{scan_backward, scan_forward, InternalIterator};
 use crate::key::{append_internal_key, compare_internal_keys, lookup_key, ValueType};
 use crate::memtable::vector::{VectorMemTable, VectorOptions};
 use crate::memtable::{BatchLookup, EntryRef, MemTable};
@@ -68,25 +68,14 @@ fn model_entries(m: &Model) -> Vec<(Vec<u8>, Vec<u8>)> {
 }
 
 fn collect_forward(it: &mut dyn InternalIterator) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut out = Vec::new();
-    it.seek_to_first();
-    while it.valid() {
-        out.push((it.key().to_vec(), it.value().to_vec()));
-        it.next();
-    }
+    let out = scan_forward(it);
     it.status().unwrap();
     out
 }
 
 fn collect_backward(it: &mut dyn InternalIterator) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut out = Vec::new();
-    it.seek_to_last();
-    while it.valid() {
-        out.push((it.key().to_vec(), it.value().to_vec()));
-        it.prev();
-    }
+    let out = scan_backward(it);
     it.status().unwrap();
-    out.reverse();
     out
 }
 

@@ -9,7 +9,7 @@ use super::builder::BlockBuilder;
 use super::iter::{search_restarts, BlockIter};
 use super::{Block, KeyOrder, Layout};
 use crate::coding::put_fixed32;
-use crate::iter::InternalIterator;
+use crate::iter::{scan_backward, scan_forward, InternalIterator};
 use crate::key::{append_internal_key, compare_internal_keys, ValueType};
 
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
@@ -80,27 +80,6 @@ fn check_restart_points(it: &mut BlockIter, interval: usize) {
     }
 }
 
-fn collect_forward(it: &mut BlockIter) -> Entries {
-    let mut out = Vec::new();
-    it.seek_to_first();
-    while it.valid() {
-        out.push((it.key().to_vec(), it.value().to_vec()));
-        it.next();
-    }
-    out
-}
-
-fn collect_backward(it: &mut BlockIter) -> Entries {
-    let mut out = Vec::new();
-    it.seek_to_last();
-    while it.valid() {
-        out.push((it.key().to_vec(), it.value().to_vec()));
-        it.prev();
-    }
-    out.reverse();
-    out
-}
-
 /// Targets: every key, and keys just before/after every key.
 fn targets(entries: &Entries) -> Vec<Vec<u8>> {
     let mut t = Vec::new();
@@ -139,8 +118,8 @@ proptest! {
         let block = build(&entries, interval, layout);
         let mut it = BlockIter::new(block);
         check_restart_points(&mut it, interval);
-        prop_assert_eq!(&collect_forward(&mut it), &entries);
-        prop_assert_eq!(&collect_backward(&mut it), &entries);
+        prop_assert_eq!(&scan_forward(&mut it), &entries);
+        prop_assert_eq!(&scan_backward(&mut it), &entries);
         for t in targets(&entries) {
             // seek: first entry >= t
             let want = entries.iter().position(|(k, _)| compare_internal_keys(k, &t) != Ordering::Less);
@@ -310,8 +289,8 @@ fn malformed_entries_surface_as_corruption_not_panics() {
         for cut in 0..good.len() {
             if let Ok(b) = open_data(good[..cut].to_vec(), 2) {
                 let mut it = BlockIter::new(Arc::new(b));
-                let _ = collect_forward(&mut it);
-                let _ = collect_backward(&mut it);
+                let _ = scan_forward(&mut it);
+                let _ = scan_backward(&mut it);
             }
         }
         for i in 0..good.len() {
@@ -320,8 +299,8 @@ fn malformed_entries_surface_as_corruption_not_panics() {
                 bad[i] ^= x;
                 if let Ok(b) = open_data(bad, 2) {
                     let mut it = BlockIter::new(Arc::new(b));
-                    let _ = collect_forward(&mut it);
-                    let _ = collect_backward(&mut it);
+                    let _ = scan_forward(&mut it);
+                    let _ = scan_backward(&mut it);
                     it.seek(b"banana\0\0\0\0\0\0\0\0");
                 }
             }
@@ -340,7 +319,7 @@ fn open_data(bytes: Vec<u8>, interval: usize) -> crate::Result<Block> {
 #[test]
 fn separated_block_flips_never_misplace_keys() {
     let good = small_block_in(Layout::Separated);
-    let want = collect_forward(&mut BlockIter::new(Arc::new(
+    let want = scan_forward(&mut BlockIter::new(Arc::new(
         open_data(good.clone(), 2).unwrap(),
     )));
     assert_eq!(want.len(), 5);
@@ -359,7 +338,7 @@ fn separated_block_flips_never_misplace_keys() {
                 continue;
             };
             let mut it = BlockIter::new(Arc::new(b));
-            let got = collect_forward(&mut it);
+            let got = scan_forward(&mut it);
             if it.status().is_err() {
                 detected += 1;
                 continue;
@@ -398,7 +377,7 @@ fn separated_layout_rejects_bad_values_offset_and_interval() {
             Err(e) => assert!(e.to_string().contains("restart point"), "{e}"),
             Ok(b) => {
                 let mut it = BlockIter::new(Arc::new(b));
-                collect_forward(&mut it);
+                scan_forward(&mut it);
                 assert!(it.status().unwrap_err().is_corruption());
             }
         }
@@ -410,7 +389,7 @@ fn separated_layout_rejects_bad_values_offset_and_interval() {
     bad[n - 8..n - 4].copy_from_slice(&(vo + 1).to_le_bytes());
     if let Ok(b) = open_data(bad, 2) {
         let mut it = BlockIter::new(Arc::new(b));
-        let got = collect_forward(&mut it);
+        let got = scan_forward(&mut it);
         assert!(it.status().is_err() || got.len() < 5);
     }
     // No recorded restart interval.
@@ -419,7 +398,7 @@ fn separated_layout_rejects_bad_values_offset_and_interval() {
     // Wrong restart interval: restart entries do not line up.
     let b = open_data(good.clone(), 3).unwrap();
     let mut it = BlockIter::new(Arc::new(b));
-    collect_forward(&mut it);
+    scan_forward(&mut it);
     assert!(it.status().unwrap_err().is_corruption());
     // The separated bit in an index/meta block.
     let err = open(good).unwrap_err();
@@ -476,7 +455,7 @@ fn separated_worked_example_bytes() {
     let hex: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
     assert_eq!(hex.join(" "), SEPARATED_EXAMPLE_HEX,);
     let mut it = BlockIter::new(Arc::new(open_data(bytes, 2).unwrap()));
-    assert_eq!(collect_forward(&mut it), entries);
+    assert_eq!(scan_forward(&mut it), entries);
 }
 
 const SEPARATED_EXAMPLE_HEX: &str = "00 0d 03 00 61 70 70 6c 65 01 02 00 00 00 00 00 00 \

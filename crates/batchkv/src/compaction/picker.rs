@@ -95,7 +95,12 @@ pub(crate) fn task_for(
     if start.iter().chain(&next).any(|f| busy.contains(&f.number)) {
         return None;
     }
-    let bottommost = (level + 2..NUM_LEVELS).all(|l| overlapping(version, l, &lo, &hi).is_empty());
+    // Bottommost is judged over everything the task rewrites: the next
+    // level's inputs may reach past `start`'s range, and a tombstone there
+    // must survive while an older version lives deeper (issue 12, bug 1).
+    let all: Vec<Arc<FileMetaData>> = start.iter().chain(&next).cloned().collect();
+    let (lo, hi) = key_range(&all)?;
+    let bottommost = (level + 2..NUM_LEVELS).all(|l| overlapping(version, l, lo, hi).is_empty());
     Some(CompactionTask {
         level,
         inputs: [start, next],
@@ -240,6 +245,23 @@ mod tests {
         let cursor = vec![Vec::new(), b"z".to_vec()];
         let t = pick_compaction(&v, &cfg(), &HashSet::new(), &cursor).unwrap();
         assert_eq!(numbers(&t.inputs[0]), vec![1]);
+    }
+
+    /// Issue 12, bug 1: a deleted key came back. `bottommost` was judged
+    /// from the upper input's range only; the L2 input reaching past it held
+    /// the tombstone of `k5`, which was dropped while `k5`'s value lived in L3.
+    #[test]
+    fn bottommost_covers_the_next_level_inputs_too() {
+        let mut v = Version::default();
+        v.levels[1] = vec![file(1, "a", "a", 10)];
+        v.levels[2] = vec![file(2, "a", "k5", 10)];
+        v.levels[3] = vec![file(3, "k5", "k5", 10)];
+        let t = task_for(&v, 1, vec![Arc::clone(&v.levels[1][0])], &HashSet::new()).unwrap();
+        assert_eq!(numbers(&t.inputs[1]), vec![2]);
+        assert!(!t.bottommost, "L3 holds k5, inside the L2 input's range");
+        v.levels[3].clear();
+        let t = task_for(&v, 1, vec![Arc::clone(&v.levels[1][0])], &HashSet::new()).unwrap();
+        assert!(t.bottommost);
     }
 
     #[test]

@@ -106,19 +106,20 @@ impl DbCore {
                     .push(((task.level + which) as u32, f.number));
             }
         }
+        // The file numbers this job allocated (and protected in
+        // `pending_outputs`); only these may lose that protection below.
+        let mut allocated: Vec<u64> = Vec::new();
         let outputs = if allow_trivial_move && task.is_trivial_move() {
             Ok(task.inputs[0].iter().map(|f| (**f).clone()).collect())
         } else {
             let snapshots = self.snapshots.sequences();
             drop(st);
-            let merged = self.merge_inputs(&task, &snapshots);
+            let merged = self.merge_inputs(&task, &snapshots, &mut allocated);
             st = lock(&self.state);
             merged
         };
-        let mut produced: Vec<u64> = Vec::new();
         let result = outputs.and_then(|files| {
             for f in files {
-                produced.push(f.number);
                 edit.new_files.push((task.output_level() as u32, f));
             }
             st.versions.log_and_apply(edit)
@@ -127,8 +128,11 @@ impl DbCore {
             st.compacting.remove(&n);
         }
         // Installed outputs are protected by the version now; failed ones
-        // are garbage for the obsolete-file sweep.
-        st.pending_outputs.retain(|n| !produced.contains(n));
+        // are garbage for the obsolete-file sweep. Other jobs' pending
+        // outputs keep their protection (issue 12, bug 2: a failed
+        // compaction used to drop every job's, and a concurrent sweep then
+        // deleted another compaction's finished outputs).
+        st.pending_outputs.retain(|n| !allocated.contains(n));
         match &result {
             Ok(()) => {
                 if let Some(last) = task.inputs[0].iter().map(|f| user_key(&f.largest)).max() {
@@ -147,10 +151,13 @@ impl DbCore {
     }
 
     /// Merges the task's input files into new tables (no lock held).
+    /// Every file number it allocates is pushed to `allocated` (and to
+    /// `pending_outputs`, which the caller cleans up).
     fn merge_inputs(
         &self,
         task: &CompactionTask,
         snapshots: &[u64],
+        allocated: &mut Vec<u64>,
     ) -> Result<Vec<crate::version::FileMetaData>> {
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         for f in task.inputs.iter().flatten() {
@@ -172,22 +179,17 @@ impl DbCore {
             let mut st = lock(&self.state);
             let n = st.versions.new_file_number();
             st.pending_outputs.push(n);
+            allocated.push(n);
             n
         };
-        let out = run_compaction(
+        let files = run_compaction(
             task,
             Box::new(MergingIterator::new(children)),
             snapshots,
             &spec,
             &mut new_number,
-        );
-        if out.is_err() {
-            // Partial outputs are not referenced by any version: drop their protection.
-            let mut st = lock(&self.state);
-            let current: Vec<u64> = st.versions.current().file_numbers().collect();
-            st.pending_outputs.retain(|n| current.contains(n));
-        }
-        let files = out?.files;
+        )?
+        .files;
         // The outputs' names must be durable before a MANIFEST edit refers
         // to them (and before the inputs, whose data they hold, go away).
         if !files.is_empty() {
@@ -218,5 +220,58 @@ pub(super) fn run(core: &DbCore) {
             .bg_cv
             .wait(st)
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::super::filename::{self, FileKind};
+    use super::*;
+    use crate::fs::{Fault, FaultInjectionFs, FaultOp, FileSystem, PosixFs};
+    use crate::options::Options;
+
+    /// Issue 12, bug 2: a failed compaction dropped the `pending_outputs`
+    /// protection of every other job, so the next obsolete-file sweep (a
+    /// concurrent flush's) deleted another job's finished outputs, which
+    /// that job then installed in the MANIFEST anyway.
+    #[test]
+    fn failed_compaction_keeps_other_jobs_outputs_protected() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = Arc::new(FaultInjectionFs::new(Arc::new(PosixFs)));
+        let opts = Options {
+            disable_auto_compactions: true,
+            ..Options::default()
+        };
+        let db = Db::open_with_fs(dir.path(), opts, fs.clone()).unwrap();
+        for k in [b"a", b"b", b"c"] {
+            db.put(k, b"v").unwrap();
+        }
+        db.flush().unwrap();
+        // Another job in flight: its output number is allocated and
+        // protected, and its file is already written.
+        let core = db.core();
+        let other = {
+            let mut st = lock(&core.state);
+            let n = st.versions.new_file_number();
+            st.pending_outputs.push(n);
+            n
+        };
+        let other_path = filename::path(dir.path(), FileKind::Table, other);
+        let mut f = fs.new_writable(&other_path).unwrap();
+        f.append(b"finished output of another job").unwrap();
+        f.sync().unwrap();
+        drop(f);
+
+        fs.inject(Fault::next(FaultOp::Create).on_files(".sst"));
+        assert!(db.compact_range(None, None).is_err(), "the fault fires");
+        // The sweep a concurrent flush or compaction runs after installing.
+        core.delete_obsolete_files(&mut lock(&core.state));
+        assert!(
+            other_path.exists(),
+            "another job's pending output was deleted by the sweep"
+        );
+        assert!(lock(&core.state).pending_outputs.contains(&other));
     }
 }

@@ -17,7 +17,10 @@ fn wait_for(db: &Db, what: &str, done: impl Fn(&batchkv::DbStats) -> bool) {
         if done(&s) {
             return;
         }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}: {s:?}");
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what}: {s:?}"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
 }
@@ -47,7 +50,12 @@ fn tombstone_is_kept_while_an_older_value_lives_deeper() {
     db.compact_range(Some(b"a"), Some(b"a")).unwrap();
     db.put(b"m", b"1").unwrap();
     db.compact_range(Some(b"m"), Some(b"m")).unwrap();
-    assert_eq!(db.get(b"k5").unwrap(), None, "deleted key resurrected: {:?}", db.stats());
+    assert_eq!(
+        db.get(b"k5").unwrap(),
+        None,
+        "deleted key resurrected: {:?}",
+        db.stats()
+    );
     db.close().unwrap();
     let db = Db::open(dir.path(), common::opts()).unwrap();
     assert_eq!(db.get(b"k5").unwrap(), None, "after reopen");

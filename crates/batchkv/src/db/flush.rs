@@ -134,7 +134,8 @@ fn flush_oldest<'a>(
 }
 
 /// Freezes the active memtable (if non-empty) and waits until every
-/// memtable frozen so far has been flushed.
+/// memtable frozen so far has been flushed — not memtables frozen later by
+/// writers, which would starve this call under a steady write load.
 pub(super) fn flush_and_wait(core: &DbCore) -> Result<()> {
     core.check_open()?;
     {
@@ -142,12 +143,12 @@ pub(super) fn flush_and_wait(core: &DbCore) -> Result<()> {
         core.switch_memtable(&mut log, true)?;
     }
     let mut st = lock(&core.state);
+    let target = st.frozen_count;
     loop {
         if let Some(e) = &st.bg_error {
             return Err(Error::Background(Box::new(e.clone())));
         }
-        if st.imms.is_empty() {
-            core.unpersisted.store(false, Ordering::Release);
+        if st.flush_count >= target {
             return Ok(());
         }
         if core.shutting_down.load(Ordering::Acquire) {

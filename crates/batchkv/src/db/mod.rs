@@ -63,6 +63,8 @@ pub(crate) struct SuperVersion {
 struct ImmTable {
     mem: Arc<dyn MemTable>,
     log_number: u64,
+    /// It holds writes that skipped the WAL: close must flush it.
+    unpersisted: bool,
 }
 
 /// Mutable database state, under `DbCore::state`.
@@ -81,8 +83,12 @@ struct DbState {
     live_versions: Vec<Weak<Version>>,
     /// A flush is running.
     flushing: bool,
-    /// Completed flushes.
+    /// Completed flushes. Memtables are flushed oldest first, so the
+    /// memtables frozen so far are all flushed once `flush_count` reaches
+    /// `frozen_count` (invariant: `frozen_count - flush_count == imms.len()`).
     flush_count: u64,
+    /// Memtables frozen since open.
+    frozen_count: u64,
     /// Input files of running compactions.
     compacting: HashSet<u64>,
     /// Per level, the largest user key compacted last (round-robin).
@@ -119,7 +125,10 @@ pub(crate) struct DbCore {
     /// Builds memtables of the configured kind (with a standby for sorted_hash).
     memtables: MemTableFactory,
     shutting_down: AtomicBool,
-    /// Some write skipped the WAL since the last flush; close flushes then.
+    /// The active memtable holds a write that skipped the WAL; close
+    /// flushes then. Set by the write leader and moved to the frozen
+    /// [`ImmTable`] at the memtable switch, both under the `log` lock, so no
+    /// WAL-less write can fall between the two memtables' flags.
     unpersisted: AtomicBool,
 }
 
@@ -261,7 +270,9 @@ impl DbHandle {
     fn shutdown(&self) -> Result<()> {
         let core = &self.core;
         let mut result = Ok(());
-        if !core.shutting_down.load(Ordering::Acquire) && core.unpersisted.load(Ordering::Acquire) {
+        let unpersisted = core.unpersisted.load(Ordering::Acquire)
+            || lock(&core.state).imms.iter().any(|i| i.unpersisted);
+        if !core.shutting_down.load(Ordering::Acquire) && unpersisted {
             // Writes that skipped the WAL exist only in memory: persist them.
             result = flush::flush_and_wait(core);
         }

@@ -125,6 +125,7 @@ pub(super) fn open(dir: &Path, opts: Options, fs: Arc<dyn FileSystem>) -> Result
         live_versions: vec![Arc::downgrade(&version)],
         flushing: false,
         flush_count: 0,
+        frozen_count: 0,
         compacting: Default::default(),
         compact_cursor: vec![Vec::new(); crate::version::NUM_LEVELS],
         compaction_count: 0,

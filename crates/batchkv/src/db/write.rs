@@ -305,7 +305,10 @@ impl DbCore {
             st.imms.push_back(ImmTable {
                 mem: old,
                 log_number: old_log,
+                // Under the log lock: no leader is inserting right now.
+                unpersisted: self.unpersisted.swap(false, Ordering::AcqRel),
             });
+            st.frozen_count += 1;
             self.install_super_version(&mut st);
             self.bg_cv.notify_all();
             force = false;

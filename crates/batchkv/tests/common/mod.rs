@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod gate_fs;
+
 use batchkv::{Db, Options, ReadOptions};
 
 /// Options with tiny memtables so tests exercise flushes to SST files.

@@ -37,7 +37,7 @@ mod version;
 mod wal;
 
 pub use batch::WriteBatch;
-pub use db::{Db, DbIterator, DbStats, Snapshot};
+pub use db::{Db, DbIterator, DbStats, RecoveryReport, Snapshot, WalDamage};
 pub use error::{Error, Result};
 pub use fs::{
     Fault, FaultInjectionFs, FaultOp, FileLock, FileSystem, PosixFs, RandomAccessFile, WritableFile,

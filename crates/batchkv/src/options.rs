@@ -21,9 +21,15 @@ pub enum WalRecoveryMode {
     TolerateCorruptedTailRecords,
     /// Any damaged or incomplete record fails the open with `Corruption`.
     AbsoluteConsistency,
-    /// Stop at the first damaged record and keep everything before it.
+    /// Stop at the first damaged record and keep everything before it (the
+    /// default). Never silent: what was dropped is reported by
+    /// [`Db::recovery_report`](crate::Db::recovery_report) and logged, and a
+    /// WAL whose intact records were dropped is copied to `lost/` first.
     #[default]
     PointInTime,
+    /// Skip damaged records and apply every intact one after them
+    /// (salvage; the result may not be a prefix of the write order).
+    SkipAnyCorruptedRecords,
 }
 
 /// Database options. Construct with `Options::default()` and set fields, or
@@ -228,10 +234,14 @@ impl Options {
                         WalRecoveryMode::AbsoluteConsistency
                     }
                     "kPointInTimeRecovery" | "point_in_time" => WalRecoveryMode::PointInTime,
+                    "kSkipAnyCorruptedRecords" | "skip_any_corrupted_records" => {
+                        WalRecoveryMode::SkipAnyCorruptedRecords
+                    }
                     _ => {
                         return Err(Error::InvalidArgument(format!(
                             "wal_recovery_mode: unknown mode {value:?} (expected \
-                             tolerate_corrupted_tail_records, absolute_consistency or point_in_time)"
+                             tolerate_corrupted_tail_records, absolute_consistency, point_in_time \
+                             or skip_any_corrupted_records)"
                         )))
                     }
                 }
@@ -243,14 +253,22 @@ impl Options {
             "hash_pipeline_window" => self.hash_pipeline_window = parse_size(name, value)?,
             "block_size" => self.block_size = parse_size(name, value)?,
             "block_restart_interval" => self.block_restart_interval = parse_size(name, value)?,
-            "bloom_bits_per_key" | "bloom_bits" => self.bloom_bits_per_key = parse_size(name, value)?,
+            "bloom_bits_per_key" | "bloom_bits" => {
+                self.bloom_bits_per_key = parse_size(name, value)?
+            }
             "max_background_jobs" => self.max_background_jobs = parse_size(name, value)?,
             "level0_file_num_compaction_trigger" => {
                 self.level0_file_num_compaction_trigger = parse_size(name, value)?
             }
-            "level0_slowdown_writes_trigger" => self.level0_slowdown_writes_trigger = parse_size(name, value)?,
-            "level0_stop_writes_trigger" => self.level0_stop_writes_trigger = parse_size(name, value)?,
-            "max_bytes_for_level_base" => self.max_bytes_for_level_base = parse_size(name, value)? as u64,
+            "level0_slowdown_writes_trigger" => {
+                self.level0_slowdown_writes_trigger = parse_size(name, value)?
+            }
+            "level0_stop_writes_trigger" => {
+                self.level0_stop_writes_trigger = parse_size(name, value)?
+            }
+            "max_bytes_for_level_base" => {
+                self.max_bytes_for_level_base = parse_size(name, value)? as u64
+            }
             "max_bytes_for_level_multiplier" => {
                 self.max_bytes_for_level_multiplier = value.parse().map_err(|_| {
                     Error::InvalidArgument(format!("{name}: expected a number, got {value:?}"))

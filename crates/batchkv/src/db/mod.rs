@@ -25,6 +25,7 @@ mod read;
 mod recovery;
 mod snapshot;
 mod table_cache;
+mod wal_replay;
 mod write;
 
 use std::collections::{HashSet, VecDeque};
@@ -49,6 +50,7 @@ use memtable_factory::MemTableFactory;
 pub use snapshot::Snapshot;
 use snapshot::SnapshotList;
 use table_cache::TableCache;
+pub use wal_replay::{RecoveryReport, WalDamage};
 use write::PendingWrite;
 
 /// What a read needs, swapped as one immutable unit.
@@ -130,6 +132,8 @@ pub(crate) struct DbCore {
     /// [`ImmTable`] at the memtable switch, both under the `log` lock, so no
     /// WAL-less write can fall between the two memtables' flags.
     unpersisted: AtomicBool,
+    /// What opening replayed from the WALs and what it dropped.
+    recovery: wal_replay::RecoveryReport,
 }
 
 /// A description of the database's shape, from [`Db::stats`].
@@ -217,6 +221,13 @@ impl Db {
     /// The directory holding the database.
     pub fn path(&self) -> &Path {
         &self.core().dir
+    }
+
+    /// What opening this database replayed from its WALs, and any damage
+    /// found there: what was dropped (file, offset, records, bytes) and
+    /// where damaged WALs were copied. Also logged (the `log` crate) at open.
+    pub fn recovery_report(&self) -> &RecoveryReport {
+        &self.core().recovery
     }
 
     /// Takes a snapshot of the current state.

@@ -17,12 +17,12 @@ use super::flush::write_level0_table;
 use super::memtable_factory::MemTableFactory;
 use super::snapshot::SnapshotList;
 use super::table_cache::TableCache;
+use super::wal_replay::{replay_logs, RecoveryReport};
 use super::{DbCore, DbState, LogState, SuperVersion};
-use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::memtable::MemTable;
-use crate::options::{Options, WalRecoveryMode};
+use crate::options::Options;
 use crate::version::{VersionEdit, VersionSet};
 use crate::wal;
 
@@ -46,6 +46,7 @@ pub(super) fn open(dir: &Path, opts: Options, fs: Arc<dyn FileSystem>) -> Result
             )));
         }
     } else if opts.create_if_missing {
+        refuse_foreign_files(fs.as_ref(), dir)?;
         VersionSet::create_new(&fs, dir)?;
     } else {
         return Err(Error::InvalidArgument(format!(
@@ -73,30 +74,35 @@ pub(super) fn open(dir: &Path, opts: Options, fs: Arc<dyn FileSystem>) -> Result
         .map(|(_, n)| n)
         .collect();
     logs.sort_unstable();
-    let mut edit = VersionEdit::default();
-    let mut stopped = false;
-    for (i, &number) in logs.iter().enumerate() {
+    for &number in &logs {
         versions.mark_file_number_used(number);
-        if stopped {
-            // Point-in-time recovery stopped in an earlier log: later logs
-            // would leave a hole in the write order, so they are dropped.
-            continue;
-        }
-        let is_last = i + 1 == logs.len();
-        let mem = memtables.create(next_memtable_id);
-        next_memtable_id += 1;
-        let path = filename::path(dir, FileKind::Wal, number);
-        let outcome = replay_log(&fs, &path, &opts, mem.as_ref(), is_last, &mut max_sequence)?;
-        stopped = outcome == ReplayEnd::Stopped;
-        if mem.num_entries() > 0 {
+    }
+    let mut edit = VersionEdit::default();
+    let report = {
+        let mut new_mem = || {
+            next_memtable_id += 1;
+            memtables.create(next_memtable_id - 1)
+        };
+        let mut sink = |mem: Arc<dyn MemTable>| -> Result<()> {
             let file_number = versions.new_file_number();
             if let Some(meta) =
                 write_level0_table(fs.as_ref(), dir, &tables, mem, file_number, &opts)?
             {
                 edit.new_files.push((0, meta));
             }
-        }
-    }
+            Ok(())
+        };
+        replay_logs(
+            &fs,
+            dir,
+            &logs,
+            opts.wal_recovery_mode,
+            &mut new_mem,
+            &mut sink,
+            &mut max_sequence,
+        )?
+    };
+    log_report(&report);
 
     // A fresh WAL for new writes; everything replayed is now in L0 files.
     let log_number = versions.new_file_number();
@@ -150,6 +156,7 @@ pub(super) fn open(dir: &Path, opts: Options, fs: Arc<dyn FileSystem>) -> Result
         memtables,
         shutting_down: AtomicBool::new(false),
         unpersisted: AtomicBool::new(false),
+        recovery: report,
     };
     {
         let mut st = super::lock(&core.state);
@@ -158,52 +165,74 @@ pub(super) fn open(dir: &Path, opts: Options, fs: Arc<dyn FileSystem>) -> Result
     Ok(core)
 }
 
-#[derive(Debug, PartialEq, Eq)]
-enum ReplayEnd {
-    /// The whole log was applied.
-    Complete,
-    /// Point-in-time recovery stopped at damage; nothing after it applies.
-    Stopped,
+/// A directory without CURRENT may be used for a new database only if it
+/// holds nothing but what an interrupted creation leaves (the lock file, the
+/// first MANIFEST, a CURRENT being written): anything else would be taken
+/// for database files and deleted as obsolete.
+fn refuse_foreign_files(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
+    let ours = |name: &str| {
+        name == filename::LOCK
+            || matches!(
+                filename::parse(name),
+                Some((FileKind::Manifest, 1)) | Some((FileKind::Temp, _))
+            )
+    };
+    let mut foreign: Vec<String> = fs.list_dir(dir)?.into_iter().filter(|n| !ours(n)).collect();
+    if foreign.is_empty() {
+        return Ok(());
+    }
+    foreign.sort();
+    let shown = foreign
+        .iter()
+        .take(5)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    Err(Error::InvalidArgument(format!(
+        "{} holds no database (CURRENT is missing) and is not empty ({} entries: {shown}{}); \
+         refusing to create a database over files it did not write",
+        dir.display(),
+        foreign.len(),
+        if foreign.len() > 5 { ", ..." } else { "" }
+    )))
 }
 
-/// Applies the batches of one WAL to `mem`, honouring the recovery mode.
-fn replay_log(
-    fs: &Arc<dyn FileSystem>,
-    path: &Path,
-    opts: &Options,
-    mem: &dyn MemTable,
-    is_last: bool,
-    max_sequence: &mut u64,
-) -> Result<ReplayEnd> {
-    let data = fs.read_all(path)?;
-    let file = path.display().to_string();
-    let mut reader = wal::Reader::new(&data, &file);
-    loop {
-        let (offset, detail, torn) = match reader.next() {
-            wal::ReadOutcome::Record { data, offset } => {
-                let batch = WriteBatch::from_rep(data.to_vec(), &file, offset)?;
-                let mut seq = batch.sequence();
-                for entry in batch.iter() {
-                    mem.insert(seq, entry.value_type, entry.key, entry.value)?;
-                    seq += 1;
-                }
-                if !batch.is_empty() {
-                    *max_sequence = (*max_sequence).max(seq - 1);
-                }
-                continue;
-            }
-            wal::ReadOutcome::Eof => return Ok(ReplayEnd::Complete),
-            wal::ReadOutcome::TornTail { offset, detail } => (offset, detail, true),
-            wal::ReadOutcome::Corrupt { offset, detail } => (offset, detail, false),
-        };
-        let fail = || Err(reader.corruption(offset, detail.clone()));
-        return match opts.wal_recovery_mode {
-            WalRecoveryMode::PointInTime => Ok(ReplayEnd::Stopped),
-            WalRecoveryMode::TolerateCorruptedTailRecords if torn && is_last => {
-                Ok(ReplayEnd::Complete)
-            }
-            WalRecoveryMode::TolerateCorruptedTailRecords
-            | WalRecoveryMode::AbsoluteConsistency => fail(),
-        };
+/// Tells the log what recovery replayed and, loudly, what it dropped.
+fn log_report(report: &RecoveryReport) {
+    if !report.wals_replayed.is_empty() {
+        log::info!(
+            "recovery: replayed {} write batches from {} WAL(s)",
+            report.records_replayed,
+            report.wals_replayed.len()
+        );
+    }
+    for d in &report.damage {
+        if d.torn_tail {
+            log::info!(
+                "recovery: torn tail in {} at offset {} ({} bytes not applied): {}",
+                d.file.display(),
+                d.offset,
+                d.bytes_dropped,
+                d.detail
+            );
+        } else {
+            log::warn!(
+                "recovery: corruption in {} at offset {}: {}; {} intact write batches and {} bytes after it were not applied",
+                d.file.display(),
+                d.offset,
+                d.detail,
+                d.records_dropped,
+                d.bytes_dropped
+            );
+        }
+    }
+    for (path, n) in &report.wals_dropped {
+        log::warn!(
+            "recovery: {} not applied ({n} intact write batches) because an earlier WAL is damaged",
+            path.display()
+        );
+    }
+    for path in &report.kept_aside {
+        log::warn!("recovery: damaged WAL copied to {}", path.display());
     }
 }

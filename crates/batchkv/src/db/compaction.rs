@@ -118,12 +118,24 @@ impl DbCore {
             st = lock(&self.state);
             merged
         };
-        let result = outputs.and_then(|files| {
-            for f in files {
-                edit.new_files.push((task.output_level() as u32, f));
+        let (mut st, result) = match outputs {
+            Ok(files) => {
+                for f in files {
+                    edit.new_files.push((task.output_level() as u32, f));
+                }
+                self.apply_edit(st, edit, |st| {
+                    if let Some(last) = task.inputs[0].iter().map(|f| user_key(&f.largest)).max() {
+                        st.compact_cursor[task.level] = last.to_vec();
+                    }
+                    st.compaction_count += 1;
+                    self.install_super_version(st);
+                })
             }
-            st.versions.log_and_apply(edit)
-        });
+            Err(e) => {
+                st.bg_error.get_or_insert(e.clone());
+                (st, Err(e))
+            }
+        };
         for n in task.input_numbers() {
             st.compacting.remove(&n);
         }
@@ -133,20 +145,12 @@ impl DbCore {
         // compaction used to drop every job's, and a concurrent sweep then
         // deleted another compaction's finished outputs).
         st.pending_outputs.retain(|n| !allocated.contains(n));
-        match &result {
-            Ok(()) => {
-                if let Some(last) = task.inputs[0].iter().map(|f| user_key(&f.largest)).max() {
-                    st.compact_cursor[task.level] = last.to_vec();
-                }
-                st.compaction_count += 1;
-                self.install_super_version(&mut st);
-                self.delete_obsolete_files(&mut st);
-            }
-            Err(e) => {
-                st.bg_error.get_or_insert(e.clone());
-            }
-        }
         self.bg_cv.notify_all();
+        if result.is_ok() {
+            drop(st);
+            self.delete_obsolete_files();
+            st = lock(&self.state);
+        }
         (st, result)
     }
 
@@ -267,7 +271,7 @@ mod tests {
         fs.inject(Fault::next(FaultOp::Create).on_files(".sst"));
         assert!(db.compact_range(None, None).is_err(), "the fault fires");
         // The sweep a concurrent flush or compaction runs after installing.
-        core.delete_obsolete_files(&mut lock(&core.state));
+        core.delete_obsolete_files();
         assert!(
             other_path.exists(),
             "another job's pending output was deleted by the sweep"

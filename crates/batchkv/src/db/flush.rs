@@ -102,34 +102,39 @@ fn flush_oldest<'a>(
         &core.opts,
     );
 
-    let mut st = lock(&core.state);
-    let result = written.and_then(|meta| {
-        let mut edit = VersionEdit::default();
-        if let Some(meta) = meta {
-            edit.new_files.push((0, meta));
-        }
-        // The WALs before the next memtable's hold only flushed data now.
-        let next_log = st.imms.get(1).map_or(st.mem_log_number, |i| i.log_number);
-        edit.log_number = Some(next_log);
-        // The table's sequence numbers must stay visible after a reopen
-        // even once its WAL is gone.
-        edit.last_sequence = Some(core.last_visible());
-        st.versions.log_and_apply(edit)
-    });
-    st.pending_outputs.retain(|&n| n != number);
-    st.flushing = false;
-    match result {
-        Ok(()) => {
-            st.imms.pop_front();
-            st.flush_count += 1;
-            core.install_super_version(&mut st);
-            core.delete_obsolete_files(&mut st);
+    let st = lock(&core.state);
+    let (mut st, result) = match written {
+        Ok(meta) => {
+            let mut edit = VersionEdit::default();
+            if let Some(meta) = meta {
+                edit.new_files.push((0, meta));
+            }
+            // The WALs before the next memtable's hold only flushed data now.
+            let next_log = st.imms.get(1).map_or(st.mem_log_number, |i| i.log_number);
+            edit.log_number = Some(next_log);
+            // The table's sequence numbers must stay visible after a reopen
+            // even once its WAL is gone.
+            edit.last_sequence = Some(core.last_visible());
+            core.apply_edit(st, edit, |st| {
+                st.imms.pop_front();
+                st.flush_count += 1;
+                core.install_super_version(st);
+            })
         }
         Err(e) => {
-            st.bg_error.get_or_insert(e);
+            let mut st = st;
+            st.bg_error.get_or_insert(e.clone());
+            (st, Err(e))
         }
-    }
+    };
+    st.pending_outputs.retain(|&n| n != number);
+    st.flushing = false;
     core.bg_cv.notify_all();
+    if result.is_ok() {
+        drop(st);
+        core.delete_obsolete_files();
+        st = lock(&core.state);
+    }
     st
 }
 
@@ -163,36 +168,45 @@ pub(super) fn flush_and_wait(core: &DbCore) -> Result<()> {
 
 impl DbCore {
     /// Deletes WALs, tables and MANIFESTs that no live version, pending
-    /// output or recovery needs. Deletion failures are ignored: the file is
-    /// retried at the next call.
-    pub(super) fn delete_obsolete_files(&self, st: &mut DbState) {
-        st.live_versions.retain(|w| w.strong_count() > 0);
-        let mut live: BTreeSet<u64> = st.pending_outputs.iter().copied().collect();
-        live.extend(st.versions.current().file_numbers());
-        for v in st.live_versions.iter().filter_map(|w| w.upgrade()) {
-            live.extend(v.file_numbers());
-        }
+    /// output or recovery needs. Takes `state` only to decide; the directory
+    /// listing comes before (a file created after it is not considered) and
+    /// the unlinks after, so writers never wait for them. Once obsolete, a
+    /// file stays obsolete (file numbers are never reused while open), so
+    /// deciding and deleting apart is safe. Failures are ignored: the file
+    /// is retried at the next call.
+    pub(super) fn delete_obsolete_files(&self) {
         let Ok(names) = self.fs.list_dir(&self.dir) else {
             return;
         };
-        let log_number = st.versions.log_number();
-        let manifest = st.versions.manifest_number();
-        for name in names {
-            let Some((kind, number)) = filename::parse(&name) else {
-                continue;
-            };
-            let obsolete = match kind {
-                FileKind::Wal => number < log_number,
-                FileKind::Table => !live.contains(&number),
-                FileKind::Manifest => number < manifest,
-                FileKind::Temp => true,
-            };
-            if obsolete {
-                if kind == FileKind::Table {
-                    self.tables.evict(number);
-                }
-                let _ = self.fs.remove_file(&self.dir.join(&name));
+        let obsolete: Vec<(FileKind, u64, String)> = {
+            let mut st = lock(&self.state);
+            st.live_versions.retain(|w| w.strong_count() > 0);
+            let mut live: BTreeSet<u64> = st.pending_outputs.iter().copied().collect();
+            live.extend(st.versions.current().file_numbers());
+            for v in st.live_versions.iter().filter_map(|w| w.upgrade()) {
+                live.extend(v.file_numbers());
             }
+            let log_number = st.versions.log_number();
+            let manifest = st.versions.manifest_number();
+            names
+                .into_iter()
+                .filter_map(|name| {
+                    let (kind, number) = filename::parse(&name)?;
+                    let obsolete = match kind {
+                        FileKind::Wal => number < log_number,
+                        FileKind::Table => !live.contains(&number),
+                        FileKind::Manifest => number < manifest,
+                        FileKind::Temp => true,
+                    };
+                    obsolete.then_some((kind, number, name))
+                })
+                .collect()
+        };
+        for (kind, number, name) in obsolete {
+            if kind == FileKind::Table {
+                self.tables.evict(number);
+            }
+            let _ = self.fs.remove_file(&self.dir.join(&name));
         }
     }
 }

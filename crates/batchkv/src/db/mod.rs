@@ -10,8 +10,10 @@
 //!    later [`SuperVersion`] (as `mem`, in `imms`, or flushed into `version`).
 //! 2. Only the write leader (the front of the write queue) touches the WAL
 //!    writer and inserts into memtables on behalf of its group.
-//! 3. Lock order: `log` before `state`; `write_queue` is never held while
-//!    waiting for either.
+//! 3. Lock order: `log` before `state`, `manifest` before `state`;
+//!    `write_queue` is never held while waiting for either. The MANIFEST
+//!    append and fsync run under `manifest` only, never under `state`, so
+//!    writers do not wait for them (see [`DbCore::apply_edit`]).
 //! 4. An immutable memtable leaves `imms` only after the MANIFEST edit that
 //!    adds its SST is durable.
 
@@ -117,6 +119,9 @@ pub(crate) struct DbCore {
     /// so the inserted entries are visible to them.
     visible_seq: AtomicU64,
     state: Mutex<DbState>,
+    /// Held by the one job preparing, writing and installing a version
+    /// edit: between its prepare and install no other version is installed.
+    manifest: Mutex<()>,
     /// Signalled when memtables are queued for flush, a flush ends, or shutdown starts.
     bg_cv: Condvar,
     log: Mutex<LogState>,
@@ -317,6 +322,50 @@ impl DbCore {
     fn new_memtable(&self) -> Arc<dyn MemTable> {
         self.memtables
             .create(self.next_memtable_id.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Writes `edit` to the MANIFEST and installs its version, with the
+    /// fsync outside `state`: the guard is released during the write and
+    /// re-taken (callers must not rely on state read before the call). On
+    /// success `on_installed` runs under `state` right after the install,
+    /// before any other job can see the new version without it; on failure
+    /// the error becomes the background error (the MANIFEST may end in a
+    /// partial record).
+    fn apply_edit<'a>(
+        &'a self,
+        st: MutexGuard<'a, DbState>,
+        edit: crate::version::VersionEdit,
+        on_installed: impl FnOnce(&mut DbState),
+    ) -> (MutexGuard<'a, DbState>, Result<()>) {
+        drop(st);
+        let _one_writer = lock(&self.manifest);
+        let mut st = lock(&self.state);
+        if let Some(e) = &st.bg_error {
+            // A failed MANIFEST write leaves a partial record: append no more.
+            let e = Error::Background(Box::new(e.clone()));
+            return (st, Err(e));
+        }
+        let prepared = match st.versions.prepare(edit) {
+            Ok(p) => p,
+            Err(e) => {
+                st.bg_error.get_or_insert(e.clone());
+                return (st, Err(e));
+            }
+        };
+        drop(st);
+        let written = prepared.write();
+        let mut st = lock(&self.state);
+        match written {
+            Ok(()) => {
+                st.versions.install(prepared);
+                on_installed(&mut st);
+                (st, Ok(()))
+            }
+            Err(e) => {
+                st.bg_error.get_or_insert(e.clone());
+                (st, Err(e))
+            }
+        }
     }
 
     /// Publishes a new [`SuperVersion`] from `st`. Called with `state` held.

@@ -144,6 +144,7 @@ pub(super) fn open(dir: &Path, opts: Options, fs: Arc<dyn FileSystem>) -> Result
         sv: ArcSwap::from_pointee(sv),
         visible_seq: AtomicU64::new(max_sequence),
         state: Mutex::new(state),
+        manifest: Mutex::new(()),
         bg_cv: Condvar::new(),
         log: Mutex::new(LogState {
             writer,
@@ -158,10 +159,7 @@ pub(super) fn open(dir: &Path, opts: Options, fs: Arc<dyn FileSystem>) -> Result
         unpersisted: AtomicBool::new(false),
         recovery: report,
     };
-    {
-        let mut st = super::lock(&core.state);
-        core.delete_obsolete_files(&mut st);
-    }
+    core.delete_obsolete_files();
     Ok(core)
 }
 

@@ -9,7 +9,7 @@
 //! its state mutex.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use super::edit::VersionEdit;
 use super::version::Version;
@@ -33,9 +33,33 @@ pub(crate) struct VersionSet {
     log_number: u64,
     /// Highest sequence number known to be in SST files or recorded here.
     last_sequence: SequenceNumber,
-    /// Open MANIFEST writer; `None` until the first `log_and_apply`.
-    manifest: Option<wal::Writer>,
+    /// Open MANIFEST writer; `None` until the first `prepare`. Shared with
+    /// the [`ManifestEdit`]s in flight, which append outside the database's
+    /// state lock.
+    manifest: Option<Arc<Mutex<wal::Writer>>>,
     manifest_number: u64,
+}
+
+/// An edit prepared by [`VersionSet::prepare`]: its encoded record and the
+/// version it produces once written.
+pub(crate) struct ManifestEdit {
+    record: Vec<u8>,
+    next: Arc<Version>,
+    log_number: Option<u64>,
+    /// The version `next` was built on (checked at install).
+    base: Arc<Version>,
+    writer: Arc<Mutex<wal::Writer>>,
+}
+
+impl ManifestEdit {
+    /// Appends the record to the MANIFEST and fsyncs it. Needs no database
+    /// lock; on error the MANIFEST may end in a partial record and must not
+    /// be appended to again.
+    pub fn write(&self) -> Result<()> {
+        let mut w = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        w.add_record(&self.record)?;
+        w.sync()
+    }
 }
 
 impl VersionSet {
@@ -150,7 +174,21 @@ impl VersionSet {
     /// Persists `edit` (with the current counters filled in) to the MANIFEST,
     /// fsyncs it, and installs the resulting version. On error nothing is
     /// installed and the database must treat the MANIFEST as unusable.
-    pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<()> {
+    /// (The three steps apart: [`prepare`](Self::prepare),
+    /// [`ManifestEdit::write`], [`install`](Self::install).)
+    pub fn log_and_apply(&mut self, edit: VersionEdit) -> Result<()> {
+        let prepared = self.prepare(edit)?;
+        prepared.write()?;
+        self.install(prepared);
+        Ok(())
+    }
+
+    /// Fills in the counters, builds the next version and encodes the
+    /// record, without writing it. The caller must not let another edit be
+    /// prepared or installed until this one is installed or abandoned (the
+    /// database serializes them with its MANIFEST lock), so the version it
+    /// was built on is still current at [`install`](Self::install).
+    pub fn prepare(&mut self, mut edit: VersionEdit) -> Result<ManifestEdit> {
         if let Some(n) = edit.log_number {
             debug_assert!(n >= self.log_number, "log number only grows");
         }
@@ -164,18 +202,27 @@ impl VersionSet {
         edit.next_file_number = Some(self.next_file_number);
         let file = filename::path(&self.dir, FileKind::Manifest, self.manifest_number);
         let next = self.current.apply(&edit, &file.display().to_string())?;
+        let mut record = Vec::new();
+        edit.encode(&mut record);
+        Ok(ManifestEdit {
+            record,
+            next: Arc::new(next),
+            log_number: edit.log_number,
+            base: Arc::clone(&self.current),
+            writer: Arc::clone(self.manifest.as_ref().expect("manifest opened just above")),
+        })
+    }
 
-        let mut rec = Vec::new();
-        edit.encode(&mut rec);
-        let writer = self.manifest.as_mut().expect("manifest opened just above");
-        writer.add_record(&rec)?;
-        writer.sync()?;
-
-        self.current = Arc::new(next);
+    /// Makes a written edit's version current.
+    pub fn install(&mut self, edit: ManifestEdit) {
+        debug_assert!(
+            Arc::ptr_eq(&edit.base, &self.current),
+            "another version was installed between prepare and install"
+        );
+        self.current = edit.next;
         if let Some(n) = edit.log_number {
             self.log_number = n;
         }
-        Ok(())
     }
 
     /// Opens a new MANIFEST holding a snapshot of the current state and
@@ -201,7 +248,7 @@ impl VersionSet {
         writer.add_record(&rec)?;
         writer.sync()?;
         set_current(self.fs.as_ref(), &self.dir, number)?;
-        self.manifest = Some(writer);
+        self.manifest = Some(Arc::new(Mutex::new(writer)));
         self.manifest_number = number;
         Ok(())
     }

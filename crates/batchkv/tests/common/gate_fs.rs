@@ -21,6 +21,8 @@ pub enum GateOp {
     Rename,
     /// `FileSystem::remove_file`.
     Remove,
+    /// `WritableFile::sync` of a file opened through the wrapper.
+    Sync,
 }
 
 #[derive(Default)]
@@ -43,17 +45,49 @@ pub struct GateFs {
     inner: Arc<dyn FileSystem>,
     gates: Mutex<Gates>,
     cv: Condvar,
+    /// Itself, for the files it opens.
+    this: std::sync::Weak<GateFs>,
+}
+
+/// A file opened through [`GateFs`]: its `sync` passes the gates.
+struct GatedFile {
+    inner: Box<dyn WritableFile>,
+    path: std::path::PathBuf,
+    gates: Arc<GateFs>,
+}
+
+impl WritableFile for GatedFile {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        self.inner.append(data)
+    }
+    fn flush(&mut self) -> Result<()> {
+        self.inner.flush()
+    }
+    fn sync(&mut self) -> Result<()> {
+        self.gates.pass(GateOp::Sync, &self.path);
+        self.inner.sync()
+    }
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
 }
 
 const WAIT: Duration = Duration::from_secs(30);
 
 impl GateFs {
     pub fn new(inner: Arc<dyn FileSystem>) -> Arc<GateFs> {
-        Arc::new(GateFs {
+        Arc::new_cyclic(|this| GateFs {
             inner,
             gates: Mutex::new(Gates::default()),
             cv: Condvar::new(),
+            this: this.clone(),
         })
+    }
+
+    fn me(&self) -> Arc<GateFs> {
+        self.this
+            .upgrade()
+            .expect("a GateFs outlives its files' calls")
     }
 
     /// The next `op` on a path containing `name_part` blocks until its
@@ -110,7 +144,11 @@ impl FileSystem for GateFs {
     }
     fn new_writable(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         self.pass(GateOp::Create, path);
-        self.inner.new_writable(path)
+        Ok(Box::new(GatedFile {
+            inner: self.inner.new_writable(path)?,
+            path: path.to_path_buf(),
+            gates: Arc::clone(&self.me()),
+        }))
     }
     fn open_random_access(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         self.inner.open_random_access(path)

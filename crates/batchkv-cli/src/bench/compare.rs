@@ -17,7 +17,7 @@ use std::process::{Command, ExitCode};
 use serde_json::{json, Value};
 
 use super::engine::BenchResult;
-use super::{peers, plot, BenchArgs};
+use super::{cleanup, peers, plot, BenchArgs};
 
 /// Flags this module consumes instead of forwarding to the runs.
 const CONSUMED: &[&str] = &[
@@ -42,9 +42,11 @@ pub fn run(args: &BenchArgs, names: &[&str]) -> BenchResult<ExitCode> {
     if args.repeat == 0 {
         return Err("--repeat must be at least 1".into());
     }
-    if args.use_existing_db {
+    if args.use_existing_db || args.destroy_db {
         return Err(
-            "--use_existing_db cannot be combined with --engines (each run starts fresh)".into(),
+            "--use_existing_db and --destroy_db cannot be combined with --engines (each run \
+             starts fresh in a directory of its own)"
+                .into(),
         );
     }
     let bins = engines
@@ -52,14 +54,14 @@ pub fn run(args: &BenchArgs, names: &[&str]) -> BenchResult<ExitCode> {
         .map(|e| Ok((e.clone(), binary_for(e, &args.engine_bin)?)))
         .collect::<BenchResult<HashMap<String, PathBuf>>>()?;
     let forwarded = forwarded_args(std::env::args_os().collect());
+    // The runs' directories live in a directory of bench's own (inside
+    // --db if given), removed at the end and on a signal.
     let root = match &args.db {
         Some(d) => {
             std::fs::create_dir_all(d)?;
-            tempfile::Builder::new().prefix("compare-").tempdir_in(d)?
+            cleanup::TempDir::new("compare-", Some(d))?
         }
-        None => tempfile::Builder::new()
-            .prefix("batchkv-compare-")
-            .tempdir()?,
+        None => cleanup::TempDir::new("batchkv-compare-", None)?,
     };
 
     let total = engines.len() * args.repeat;
@@ -73,18 +75,26 @@ pub fn run(args: &BenchArgs, names: &[&str]) -> BenchResult<ExitCode> {
             );
             let dir = root.path().join(format!("{engine}-{rep}"));
             let json_path = root.path().join(format!("{engine}-{rep}.json"));
-            let status = Command::new(&bins[engine])
-                .arg("bench")
-                .args(&forwarded)
-                .arg(format!("--engine={engine}"))
-                .arg(format!("--db={}", dir.display()))
-                .arg(format!("--json={}", json_path.display()))
-                .status()?;
+            let status = cleanup::run_child(
+                Command::new(&bins[engine])
+                    .arg("bench")
+                    .args(&forwarded)
+                    .arg(format!("--engine={engine}"))
+                    .arg(format!("--db={}", dir.display()))
+                    .arg(format!("--json={}", json_path.display())),
+            )?;
+            if let Some(code @ (129 | 130 | 143)) = status.code() {
+                // The run was interrupted (Ctrl-C reaches the whole process
+                // group): stop as interrupted too, removing `root`.
+                eprintln!("bench: the {engine} run was interrupted");
+                return Ok(ExitCode::from(code as u8));
+            }
             if !status.success() {
                 return Err(format!("the {engine} run (repetition {rep}) failed: {status}").into());
             }
             let doc: Value = serde_json::from_slice(&std::fs::read(&json_path)?)?;
-            // Free the disk before the next run.
+            // Free the disk before the next run (the directory is inside
+            // `root`, bench's own).
             if dir.exists() {
                 std::fs::remove_dir_all(&dir)?;
             }

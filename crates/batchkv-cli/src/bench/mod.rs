@@ -4,7 +4,9 @@
 //! `--batch_size`, …) and accept both `--name=value` and `--name value`;
 //! booleans may be bare (`--sync`) or valued (`--sync=0|1|true|false`).
 
+mod cleanup;
 mod compare;
+mod db_dir;
 mod engine;
 mod gen;
 mod histogram;
@@ -127,13 +129,20 @@ pub struct BenchArgs {
     /// Seconds per benchmark; overrides counts when > 0.
     #[arg(long, default_value_t = 0)]
     pub duration: u64,
-    /// Database directory; kept afterwards. Without it a temporary
-    /// directory is used and removed.
+    /// Database directory; kept afterwards. It must be missing, empty, or
+    /// hold a database of --engine (see --use_existing_db, --destroy_db):
+    /// bench deletes nothing it did not create. Without it a temporary
+    /// directory is used and removed (also on Ctrl-C / SIGTERM).
     #[arg(long)]
     pub db: Option<PathBuf>,
     /// Reuse the database in --db instead of starting empty.
     #[arg(long, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool, default_value = "false")]
     pub use_existing_db: bool,
+    /// Delete the database in --db first: only its own files, after taking
+    /// its lock (fails if another process has it open). Other files and
+    /// directories in --db are kept.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool, default_value = "false")]
+    pub destroy_db: bool,
     /// Write results as JSON to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -229,23 +238,26 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, Box<dyn std::error::Error + Send
             .into());
         }
     }
+    cleanup::install()?;
     if args.engines.is_some() {
         return compare::run(&args, &names);
     }
     let cfg = args.engine_config()?;
+    peers::check_linked(&args.engine)?;
     let tmp;
     let dir = match &args.db {
-        Some(d) => d.clone(),
+        Some(d) => {
+            db_dir::prepare(&args.engine, d, args.use_existing_db, args.destroy_db)?;
+            d.clone()
+        }
         None => {
-            tmp = tempfile::Builder::new()
-                .prefix("batchkv-bench-")
-                .tempdir()?;
+            if args.use_existing_db || args.destroy_db {
+                return Err("--use_existing_db and --destroy_db need --db".into());
+            }
+            tmp = cleanup::TempDir::new("batchkv-bench-", None)?;
             tmp.path().to_path_buf()
         }
     };
-    if !args.use_existing_db && dir.exists() && args.db.is_some() {
-        std::fs::remove_dir_all(&dir)?;
-    }
     let opened = peers::open(&args.engine, &dir, &args, &cfg)?;
     let mapping = opened.mapping;
     report::print_header(&args, &opened.version, &mapping, &dir);

@@ -1,4 +1,5 @@
-//! The database options a stress run randomizes, chosen from its seed.
+//! The database options and workload mix a stress run randomizes, chosen
+//! from its seed.
 //!
 //! Each knob is one line of [`KNOBS`]: an option name and the values to
 //! pick from. The choice is a RocksDB-style option string, printed with the
@@ -43,6 +44,40 @@ pub fn for_seed(seed: u64) -> String {
         .map(|(name, values)| format!("{name}={}", values[rng.random_range(0..values.len())]))
         .collect::<Vec<_>>()
         .join(";")
+}
+
+/// The parts of the operation mix a run randomizes (per mille).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Workload {
+    /// Writes that skip the WAL (`disable_wal`).
+    pub wal_less: u32,
+    /// Operations that are a `flush()` (which persists WAL-less writes).
+    pub flush: u32,
+    /// Operations that are a manual `compact_range` (random bounds, a
+    /// quarter of them unbounded), racing background compactions.
+    pub compact_range: u32,
+}
+
+impl std::fmt::Display for Workload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "wal_less={}/1000 flush={}/1000 compact_range={}/1000",
+            self.wal_less, self.flush, self.compact_range
+        )
+    }
+}
+
+/// The workload mix for a run with `seed`.
+pub fn workload_for_seed(seed: u64) -> Workload {
+    // A stream of its own, like the options'.
+    let mut rng = StdRng::seed_from_u64(seed ^ 0x776f_726b_6c6f_6164);
+    let mut pick = |values: &[u32]| values[rng.random_range(0..values.len())];
+    Workload {
+        wal_less: pick(&[0, 100, 500]),
+        flush: pick(&[1, 5]),
+        compact_range: pick(&[0, 1, 3]),
+    }
 }
 
 #[cfg(test)]

@@ -1,27 +1,47 @@
-//! The expected-state oracle: per key, the last acknowledged state and the
-//! write in flight, kept in memory and written through to a file so that it
-//! survives a SIGKILL of the stress process (the bytes sit in the OS page
-//! cache; a process crash cannot lose them).
+//! The expected-state oracle: per key, the last acknowledged state, the
+//! write in flight, and the acknowledged writes that skipped the WAL and are
+//! not yet known to be durable, kept in memory and written through to a file
+//! so that it survives a SIGKILL of the stress process (the bytes sit in the
+//! OS page cache; a process crash cannot lose them).
 //!
 //! # File layout (little-endian)
 //! ```text
-//! header (32 bytes): magic "BKVORCL1" | keys u64 | epoch u64 | reserved u64
-//! record i (32 bytes, at 32 + 32·i):
+//! header (32 bytes): magic "BKVORCL2" | keys u64 | epoch u64 | reserved u64
+//! record i (40 bytes, at 32 + 40·i):
 //!   0  acked_version   u32   version of the last acknowledged write (0 = never written)
 //!   4  acked_exists    u32   1 if that write was a put, 0 if a delete
 //!   8  pending_version u32   version of the write in flight (if pending_flag)
 //!   12 pending_flags   u32   bit 0: a write is in flight; bit 1: it is a put
 //!   16 pending_batch   u64   batch id of the write in flight (0 = single write)
 //!   24 max_version     u32   highest version ever issued for the key
-//!   28 reserved        u32
+//!   28 durable_version u32   version of the newest write known to be durable
+//!   32 window_low      u32   lowest version of the unpersisted window (0 = none)
+//!   36 durable_flags   u32   bit 0: the durable write was a put;
+//!                            bit 1: the window holds a delete
 //! ```
 //! A record is written with one `pwrite`, which a SIGKILL cannot tear.
 //!
 //! # Protocol
 //! A writer locks the key ([`Oracle::lock`]), records the pending write
 //! ([`KeyGuard::begin`]), issues it, and on acknowledgement records it as
-//! acknowledged ([`KeyGuard::commit`]). So after a crash, a key's allowed
-//! states are its acknowledged one and, if marked, the pending one.
+//! acknowledged: [`KeyGuard::commit`] for a write through the WAL, which a
+//! SIGKILL cannot lose, [`KeyGuard::commit_unpersisted`] for one that skipped
+//! the WAL (`disable_wal`). So after a crash, a key's allowed states are its
+//! durable one, any acknowledged WAL-less write after it (the *window*,
+//! versions `window_low..=acked_version`: all of them WAL-less, since a
+//! write through the WAL moves the durable state to itself and empties the
+//! window), and, if marked, the pending one.
+//!
+//! WAL-less writes become durable (RocksDB's rule) once a `flush()` that
+//! started after their acknowledgement returns OK ([`Oracle::persist_upto`],
+//! with tickets numbering the acknowledgements), or a clean `close()`
+//! returns OK ([`Oracle::persist_all`]). A window lives within one process:
+//! its tickets are kept in memory only, and a new process resolves every
+//! key ([`KeyGuard::resolve`]) before writing, which empties the windows.
+//!
+//! While the database is open and no crash happened, reads must return
+//! exactly the acknowledged state ([`KeyState::allows`]); after a crash,
+//! anything [`KeyState::allows_after_crash`].
 //!
 //! # Values
 //! A put of version `v` by batch `b` to key `i` stores
@@ -37,9 +57,9 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-const MAGIC: &[u8; 8] = b"BKVORCL1";
+const MAGIC: &[u8; 8] = b"BKVORCL2";
 const HEADER: u64 = 32;
-const RECORD: u64 = 32;
+const RECORD: u64 = 40;
 
 /// One state of a key: version `version`, present (a put) or not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,6 +75,14 @@ pub struct KeyState {
     /// The write in flight and its batch id.
     pub pending: Option<(Ver, u64)>,
     pub max_version: u32,
+    /// The newest state known to survive a crash (`acked` unless WAL-less
+    /// writes followed it).
+    pub durable: Ver,
+    /// Lowest version of the acknowledged WAL-less writes after `durable`
+    /// (up to `acked`), or 0 if there are none.
+    pub window_low: u32,
+    /// True if one of the window's writes is a delete.
+    pub window_has_delete: bool,
 }
 
 impl KeyState {
@@ -69,6 +97,10 @@ impl KeyState {
             r[16..24].copy_from_slice(&batch.to_le_bytes());
         }
         r[24..28].copy_from_slice(&self.max_version.to_le_bytes());
+        r[28..32].copy_from_slice(&self.durable.version.to_le_bytes());
+        r[32..36].copy_from_slice(&self.window_low.to_le_bytes());
+        let flags = u32::from(self.durable.exists) | (u32::from(self.window_has_delete) << 1);
+        r[36..40].copy_from_slice(&flags.to_le_bytes());
         r
     }
 
@@ -92,12 +124,42 @@ impl KeyState {
                 )
             }),
             max_version: u32_at(24),
+            durable: Ver {
+                version: u32_at(28),
+                exists: u32_at(36) & 1 != 0,
+            },
+            window_low: u32_at(32),
+            window_has_delete: u32_at(36) & 2 != 0,
         }
     }
 
-    /// True if `obs` is one of the states this key may be in.
+    /// True if `obs` is one of the states this key may be in while the
+    /// database is open: the acknowledged one, or the one in flight.
     pub fn allows(&self, obs: &Observed) -> bool {
         obs.matches(self.acked) || self.pending.is_some_and(|(p, _)| obs.matches(p))
+    }
+
+    /// True if `obs` is the durable state or one of the window's (the
+    /// states an acknowledged history may show after a crash).
+    pub fn allows_settled(&self, obs: &Observed) -> bool {
+        if obs.matches(self.durable) {
+            return true;
+        }
+        if self.window_low == 0 {
+            return false;
+        }
+        match obs {
+            Observed::Absent => self.window_has_delete,
+            Observed::Value { version, .. } => {
+                (self.window_low..=self.acked.version).contains(version)
+            }
+            Observed::Garbage(_) => false,
+        }
+    }
+
+    /// True if `obs` is one of the states this key may be in after a crash.
+    pub fn allows_after_crash(&self, obs: &Observed) -> bool {
+        self.allows_settled(obs) || self.pending.is_some_and(|(p, _)| obs.matches(p))
     }
 
     /// The allowed states, for messages.
@@ -111,9 +173,22 @@ impl KeyState {
                 format!("absent (deleted at version {})", v.version)
             }
         };
+        let mut text = show(self.acked);
+        if self.window_low != 0 {
+            text = format!(
+                "{text} (WAL-less since version {}{}; durable: {})",
+                self.window_low,
+                if self.window_has_delete {
+                    ", deletes among them"
+                } else {
+                    ""
+                },
+                show(self.durable)
+            );
+        }
         match self.pending {
-            None => show(self.acked),
-            Some((p, b)) => format!("{} or pending {} (batch {b:#x})", show(self.acked), show(p)),
+            None => text,
+            Some((p, b)) => format!("{text} or pending {} (batch {b:#x})", show(p)),
         }
     }
 }
@@ -203,8 +278,15 @@ pub type OracleResult<T> = Result<T, String>;
 /// The expected state of every key (see the module documentation).
 pub struct Oracle {
     file: File,
-    keys: Vec<Mutex<KeyState>>,
+    keys: Vec<Mutex<KeyEntry>>,
     epoch: u64,
+}
+
+/// One key: its recorded state and, in memory only, the window's writes
+/// as (acknowledgement ticket, state), oldest first.
+struct KeyEntry {
+    state: KeyState,
+    unpersisted: Vec<(u64, Ver)>,
 }
 
 impl Oracle {
@@ -250,7 +332,12 @@ impl Oracle {
             .map_err(|e| err("reading", e))?;
         let keys = data
             .chunks_exact(RECORD as usize)
-            .map(|r| Mutex::new(KeyState::decode(r)))
+            .map(|r| {
+                Mutex::new(KeyEntry {
+                    state: KeyState::decode(r),
+                    unpersisted: Vec::new(),
+                })
+            })
             .collect();
         Ok(Oracle { file, keys, epoch })
     }
@@ -269,10 +356,39 @@ impl Oracle {
         KeyGuard {
             oracle: self,
             index: i,
-            state: self.keys[i as usize]
+            entry: self.keys[i as usize]
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner),
         }
+    }
+
+    /// WAL-less writes acknowledged with a ticket up to `ticket` are
+    /// durable (a flush that started after them returned OK).
+    pub fn persist_upto(&self, ticket: u64) -> OracleResult<()> {
+        for i in 0..self.num_keys() {
+            let mut g = self.lock(i);
+            let done = g.entry.unpersisted.partition_point(|&(t, _)| t <= ticket);
+            if done > 0 {
+                let (_, newest) = g.entry.unpersisted[done - 1];
+                g.entry.unpersisted.drain(..done);
+                g.entry.state.durable = newest;
+                g.reset_window()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Every acknowledged write is durable (the database closed cleanly).
+    pub fn persist_all(&self) -> OracleResult<()> {
+        for i in 0..self.num_keys() {
+            let mut g = self.lock(i);
+            if g.entry.state.durable != g.entry.state.acked || g.entry.state.window_low != 0 {
+                g.entry.unpersisted.clear();
+                g.entry.state.durable = g.entry.state.acked;
+                g.reset_window()?;
+            }
+        }
+        Ok(())
     }
 
     fn store(&self, i: u64, st: &KeyState) -> OracleResult<()> {
@@ -286,41 +402,87 @@ impl Oracle {
 pub struct KeyGuard<'a> {
     oracle: &'a Oracle,
     pub index: u64,
-    state: MutexGuard<'a, KeyState>,
+    entry: MutexGuard<'a, KeyEntry>,
 }
 
 impl KeyGuard<'_> {
     pub fn state(&self) -> KeyState {
-        *self.state
+        self.entry.state
     }
 
     /// Marks a write of this key as in flight; returns its version.
     pub fn begin(&mut self, exists: bool, batch: u64) -> OracleResult<u32> {
-        let version = self.state.max_version + 1;
-        self.state.max_version = version;
-        self.state.pending = Some((Ver { version, exists }, batch));
-        self.oracle.store(self.index, &self.state).map(|()| version)
+        let st = &mut self.entry.state;
+        let version = st.max_version + 1;
+        st.max_version = version;
+        st.pending = Some((Ver { version, exists }, batch));
+        self.oracle.store(self.index, st).map(|()| version)
     }
 
-    /// The write in flight was acknowledged.
+    /// The write in flight, through the WAL, was acknowledged: it is
+    /// durable, and so is everything before it.
     pub fn commit(&mut self) -> OracleResult<()> {
-        if let Some((v, _)) = self.state.pending.take() {
-            self.state.acked = v;
+        if let Some((v, _)) = self.entry.state.pending.take() {
+            self.entry.state.acked = v;
+            self.entry.state.durable = v;
+            self.entry.unpersisted.clear();
         }
-        self.oracle.store(self.index, &self.state)
+        self.reset_window()
+    }
+
+    /// The write in flight, which skipped the WAL, was acknowledged as
+    /// number `ticket` (tickets grow with acknowledgement order): a crash
+    /// may lose it until [`Oracle::persist_upto`] `ticket` or
+    /// [`Oracle::persist_all`].
+    pub fn commit_unpersisted(&mut self, ticket: u64) -> OracleResult<()> {
+        if let Some((v, _)) = self.entry.state.pending.take() {
+            self.entry.state.acked = v;
+            self.entry.unpersisted.push((ticket, v));
+        }
+        self.reset_window()
+    }
+
+    /// Recomputes the window from the in-memory writes and stores the key.
+    fn reset_window(&mut self) -> OracleResult<()> {
+        let e = &mut *self.entry;
+        debug_assert!(e
+            .unpersisted
+            .windows(2)
+            .all(|w| w[0].1.version < w[1].1.version));
+        e.state.window_low = e.unpersisted.first().map_or(0, |(_, v)| v.version);
+        e.state.window_has_delete = e.unpersisted.iter().any(|(_, v)| !v.exists);
+        self.oracle.store(self.index, &e.state)
     }
 
     /// After a crash: the key was found in state `obs` (which the caller
-    /// checked is allowed); make it the acknowledged state.
+    /// checked [`KeyState::allows_after_crash`]); make it the acknowledged
+    /// and durable state.
     pub fn resolve(&mut self, obs: &Observed) -> OracleResult<()> {
-        if let Some((p, _)) = self.state.pending.take() {
+        let st = self.entry.state;
+        let found = match (obs, st.pending) {
             // Prefer the pending state when both match (two deletions).
-            if obs.matches(p) {
-                self.state.acked = p;
-            }
-            self.oracle.store(self.index, &self.state)?;
+            (_, Some((p, _))) if obs.matches(p) => p,
+            (_, _) if obs.matches(st.acked) => st.acked,
+            (Observed::Value { version, .. }, _) => Ver {
+                version: *version,
+                exists: true,
+            },
+            // Absent: the durable state, or some delete in the window.
+            (_, _) if obs.matches(st.durable) => st.durable,
+            (_, _) => Ver {
+                version: st.acked.version,
+                exists: false,
+            },
+        };
+        if st.pending.is_none() && st.window_low == 0 && found == st.acked && st.durable == found {
+            return Ok(());
         }
-        Ok(())
+        let e = &mut *self.entry;
+        e.state.pending = None;
+        e.state.acked = found;
+        e.state.durable = found;
+        e.unpersisted.clear();
+        self.reset_window()
     }
 }
 
@@ -343,8 +505,74 @@ mod tests {
                 0x1234_5678_9abc,
             )),
             max_version: 9,
+            durable: Ver {
+                version: 5,
+                exists: true,
+            },
+            window_low: 6,
+            window_has_delete: true,
         };
         assert_eq!(KeyState::decode(&st.encode()), st);
+    }
+
+    fn put(version: u32) -> Observed {
+        Observed::Value { version, batch: 0 }
+    }
+
+    /// WAL-less writes may be lost by a crash until a flush that started
+    /// after them (or a clean close) persists them; a WAL write persists
+    /// everything before it.
+    #[test]
+    fn wal_less_writes_are_durable_only_once_persisted() {
+        let dir = tempfile::tempdir().unwrap();
+        let o = Oracle::open(&dir.path().join("expected"), 4).unwrap();
+        let write = |i: u64, exists: bool, ticket: Option<u64>| {
+            let mut g = o.lock(i);
+            g.begin(exists, 0).unwrap();
+            match ticket {
+                Some(t) => g.commit_unpersisted(t).unwrap(),
+                None => g.commit().unwrap(),
+            }
+        };
+        write(0, true, None); // v1 durable
+        write(0, true, Some(1)); // v2
+        write(0, false, Some(2)); // v3 delete
+        write(0, true, Some(3)); // v4
+        let st = o.lock(0).state();
+        for ok in [put(1), put(2), Observed::Absent, put(4)] {
+            assert!(st.allows_after_crash(&ok), "{ok:?}: {}", st.describe());
+        }
+        assert!(!st.allows_after_crash(&put(5)));
+        // While open, only the acknowledged state.
+        assert!(st.allows(&put(4)) && !st.allows(&put(2)));
+
+        // A flush that started after ticket 2: v3 (the delete) is durable.
+        o.persist_upto(2).unwrap();
+        let st = o.lock(0).state();
+        assert!(!st.allows_after_crash(&put(1)) && !st.allows_after_crash(&put(2)));
+        assert!(st.allows_after_crash(&Observed::Absent) && st.allows_after_crash(&put(4)));
+
+        // A WAL write empties the window.
+        write(0, true, None); // v5
+        let st = o.lock(0).state();
+        assert!(st.allows_after_crash(&put(5)) && !st.allows_after_crash(&put(4)));
+
+        // A resolved crash empties it too; a lost version stays out.
+        write(1, true, None); // v1
+        write(1, true, Some(4)); // v2, lost by the "crash"
+        let mut g = o.lock(1);
+        g.resolve(&put(1)).unwrap();
+        assert_eq!(g.state().window_low, 0);
+        drop(g);
+        write(1, true, Some(5)); // v3
+        let st = o.lock(1).state();
+        assert!(!st.allows_after_crash(&put(2)), "{}", st.describe());
+        assert!(st.allows_after_crash(&put(1)) && st.allows_after_crash(&put(3)));
+
+        // A clean close persists everything.
+        o.persist_all().unwrap();
+        let st = o.lock(1).state();
+        assert!(!st.allows_after_crash(&put(1)) && st.allows_after_crash(&put(3)));
     }
 
     #[test]

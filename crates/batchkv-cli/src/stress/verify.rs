@@ -2,10 +2,12 @@
 //! end of every stress run and by `crashtest` after every kill.
 //!
 //! Every key is read twice — by a full scan and by `multi_get` (plus `get`
-//! for a sample) — and both must agree and be allowed by the oracle: the
-//! acknowledged state or, after a crash, the pending one. Batches in flight
-//! at the crash must be all-or-nothing. With `resolve`, the state found
-//! becomes the acknowledged one, so the next run starts exact.
+//! for a sample) — and both must agree and be allowed by the oracle: with
+//! [`Mode::Live`] exactly the acknowledged state; with [`Mode::AfterCrash`]
+//! also the pending one and the unpersisted WAL-less ones (see the oracle),
+//! and batches in flight at the crash must be all-or-nothing; the state
+//! found then becomes the acknowledged and durable one, so the next run
+//! starts exact.
 
 use std::collections::HashMap;
 
@@ -22,6 +24,22 @@ pub struct Report {
     pub pending: u64,
     /// Batches that were in flight.
     pub batches: u64,
+    /// Keys with acknowledged WAL-less writes not yet known to be durable.
+    pub unpersisted: u64,
+    /// Of those, keys found in an older state than acknowledged (the crash
+    /// lost WAL-less writes, as it may).
+    pub lost: u64,
+}
+
+/// What verification may assume.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// The database has been open in this process since the writes: every
+    /// acknowledged write is visible, no write is in flight.
+    Live,
+    /// The database was reopened after a crash or a close: resolve what
+    /// was in flight or unpersisted.
+    AfterCrash,
 }
 
 /// Per batch in flight: keys found in their old state only, in their new
@@ -32,7 +50,7 @@ struct BatchSeen {
     new: Vec<u64>,
 }
 
-pub fn verify_all(db: &Db, oracle: &Oracle, resolve: bool) -> OracleResult<Report> {
+pub fn verify_all(db: &Db, oracle: &Oracle, mode: Mode) -> OracleResult<Report> {
     let n = oracle.num_keys();
     let dberr = |what: &str, e: batchkv::Error| format!("{what} failed: {e}");
 
@@ -101,7 +119,11 @@ pub fn verify_all(db: &Db, oracle: &Oracle, resolve: bool) -> OracleResult<Repor
         let mut g = oracle.lock(i);
         let st = g.state();
         let obs = Observed::parse(i, scanned[i as usize].as_deref());
-        if !st.allows(&obs) {
+        let allowed = match mode {
+            Mode::Live => st.pending.is_none() && obs.matches(st.acked),
+            Mode::AfterCrash => st.allows_after_crash(&obs),
+        };
+        if !allowed {
             return Err(format!(
                 "MISMATCH key {} (index {i}): expected {}, actual {}",
                 String::from_utf8_lossy(&key_bytes(i)),
@@ -113,8 +135,8 @@ pub fn verify_all(db: &Db, oracle: &Oracle, resolve: bool) -> OracleResult<Repor
             report.pending += 1;
             if batch != 0 {
                 // Two deletions look alike: such a key counts as neither.
-                let is_old = obs.matches(st.acked) && !obs.matches(p);
-                let is_new = obs.matches(p) && !obs.matches(st.acked);
+                let is_old = st.allows_settled(&obs) && !obs.matches(p);
+                let is_new = obs.matches(p) && !st.allows_settled(&obs);
                 let seen = batches.entry(batch).or_default();
                 if is_old {
                     seen.old.push(i);
@@ -124,7 +146,13 @@ pub fn verify_all(db: &Db, oracle: &Oracle, resolve: bool) -> OracleResult<Repor
                 }
             }
         }
-        if resolve {
+        if st.window_low != 0 {
+            report.unpersisted += 1;
+            if !st.allows(&obs) {
+                report.lost += 1;
+            }
+        }
+        if mode == Mode::AfterCrash {
             g.resolve(&obs)?;
         }
     }

@@ -4,7 +4,10 @@
 //! A thread locks the keys an operation touches (ascending order) for the
 //! whole operation, so while it holds them no other write to them is in
 //! flight and the oracle's acknowledged state is exactly what the database
-//! must return. Writes follow the oracle's begin → write → commit protocol.
+//! must return. Writes follow the oracle's begin → write → commit protocol;
+//! a write that skipped the WAL commits with a ticket (its place in the
+//! order of WAL-less acknowledgements), and a `flush()` or `compact_range`
+//! that returns OK persists the tickets issued before it started.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -14,6 +17,7 @@ use batchkv::{BatchLookup, Db, ReadOptions, WriteBatch, WriteOptions};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+use super::options::Workload;
 use super::oracle::{key_bytes, value_bytes, KeyGuard, KeyState, Observed, Oracle, OracleResult};
 
 /// State shared by the stress threads.
@@ -28,14 +32,26 @@ pub struct Shared {
     /// Key reads checked against the oracle.
     pub verified: AtomicU64,
     next_batch: AtomicU64,
+    /// The last ticket given to an acknowledged WAL-less write.
+    wal_less_ticket: AtomicU64,
+    /// Acknowledged WAL-less writes, `flush()` calls, `compact_range` calls.
+    pub wal_less_writes: AtomicU64,
+    pub flushes: AtomicU64,
+    pub compact_ranges: AtomicU64,
+    pub workload: Workload,
 }
 
 impl Shared {
-    pub fn new(db: Db, oracle: Oracle) -> Shared {
+    pub fn new(db: Db, oracle: Oracle, workload: Workload) -> Shared {
         let first_batch = oracle.epoch() << 32;
         Shared {
             db,
             oracle,
+            wal_less_ticket: AtomicU64::new(0),
+            wal_less_writes: AtomicU64::new(0),
+            flushes: AtomicU64::new(0),
+            compact_ranges: AtomicU64::new(0),
+            workload,
             stop: AtomicBool::new(false),
             failure: Mutex::new(None),
             ops: AtomicU64::new(0),
@@ -64,15 +80,22 @@ pub fn run(shared: &Shared, seed: u64) {
         s: shared,
         rng: StdRng::seed_from_u64(seed),
     };
+    let mix = shared.workload;
     while !shared.stop.load(Ordering::Acquire) {
-        let r = match w.rng.random_range(0..100) {
-            0..20 => w.put_or_delete(true),
-            20..26 => w.put_or_delete(false),
-            26..38 => w.write_batch(),
-            38..56 => w.get(),
-            56..78 => w.multi_get(),
-            78..90 => w.scan(),
-            _ => w.snapshot_read(),
+        let r = if w.rng.random_ratio(mix.flush, 1000) {
+            w.flush()
+        } else if w.rng.random_ratio(mix.compact_range, 1000) {
+            w.compact_range()
+        } else {
+            match w.rng.random_range(0..100) {
+                0..20 => w.put_or_delete(true),
+                20..26 => w.put_or_delete(false),
+                26..38 => w.write_batch(),
+                38..56 => w.get(),
+                56..78 => w.multi_get(),
+                78..90 => w.scan(),
+                _ => w.snapshot_read(),
+            }
         };
         if let Err(msg) = r {
             shared.fail(msg);
@@ -115,10 +138,63 @@ impl<'a> Worker<'a> {
     }
 
     fn write_opts(&mut self) -> WriteOptions {
+        let disable_wal = self.rng.random_ratio(self.s.workload.wal_less, 1000);
         WriteOptions {
-            sync: self.rng.random_ratio(1, 8),
-            disable_wal: false,
+            sync: !disable_wal && self.rng.random_ratio(1, 8),
+            disable_wal,
         }
+    }
+
+    /// Records the acknowledgement of a write made with `opts` to the keys
+    /// of `guards`.
+    fn commit(&self, opts: &WriteOptions, guards: &mut [KeyGuard<'_>]) -> OracleResult<()> {
+        if opts.disable_wal {
+            // AcqRel: a flush that reads the counter after this increment
+            // started after the write was acknowledged.
+            let ticket = self.s.wal_less_ticket.fetch_add(1, Ordering::AcqRel) + 1;
+            self.s.wal_less_writes.fetch_add(1, Ordering::Relaxed);
+            for g in guards {
+                g.commit_unpersisted(ticket)?;
+            }
+        } else {
+            for g in guards {
+                g.commit()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `flush()`: every WAL-less write acknowledged before it started is
+    /// durable once it returns OK.
+    fn flush(&mut self) -> OracleResult<()> {
+        let ticket = self.s.wal_less_ticket.load(Ordering::Acquire);
+        self.s
+            .db
+            .flush()
+            .map_err(|e| format!("flush failed: {e}"))?;
+        self.s.flushes.fetch_add(1, Ordering::Relaxed);
+        self.s.oracle.persist_upto(ticket)
+    }
+
+    /// A manual compaction of a random range (a quarter of them unbounded,
+    /// some half-open), racing the background compactions and the other
+    /// threads' writes. It flushes first, so it persists like `flush()`.
+    fn compact_range(&mut self) -> OracleResult<()> {
+        let (a, b) = (self.key(), self.key());
+        let (lo, hi) = (a.min(b), a.max(b));
+        let (begin, end) = match self.rng.random_range(0..8) {
+            0 | 1 => (None, None),
+            2 => (None, Some(key_bytes(hi))),
+            3 => (Some(key_bytes(lo)), None),
+            _ => (Some(key_bytes(lo)), Some(key_bytes(hi))),
+        };
+        let ticket = self.s.wal_less_ticket.load(Ordering::Acquire);
+        self.s
+            .db
+            .compact_range(begin.as_deref(), end.as_deref())
+            .map_err(|e| format!("compact_range({lo}..={hi}) failed: {e}"))?;
+        self.s.compact_ranges.fetch_add(1, Ordering::Relaxed);
+        self.s.oracle.persist_upto(ticket)
     }
 
     fn check(&self, g: &KeyGuard<'_>, what: &str, got: Option<&[u8]>) -> OracleResult<()> {
@@ -151,7 +227,7 @@ impl<'a> Worker<'a> {
             .db
             .write(&opts, b)
             .map_err(|e| format!("write of key {i} failed: {e}"))?;
-        g.commit()
+        self.commit(&opts, std::slice::from_mut(&mut g))
     }
 
     fn write_batch(&mut self) -> OracleResult<()> {
@@ -174,10 +250,7 @@ impl<'a> Worker<'a> {
             .db
             .write(&opts, b)
             .map_err(|e| format!("write of batch {batch:#x} failed: {e}"))?;
-        for g in &mut guards {
-            g.commit()?;
-        }
-        Ok(())
+        self.commit(&opts, &mut guards)
     }
 
     fn get(&mut self) -> OracleResult<()> {

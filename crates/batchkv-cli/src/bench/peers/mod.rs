@@ -76,18 +76,49 @@ pub fn open(engine: &str, dir: &Path, args: &BenchArgs, cfg: &EngineConfig) -> B
         "speedb" => speedb::open(dir, args, cfg, fresh),
         #[cfg(feature = "peer-fjall")]
         "fjall" => fjall::open(dir, args, cfg, fresh),
-        other if ENGINES.contains(&other) => Err(format!(
-            "engine {other:?} is not linked into this binary: build it with \
+        other => Err(check_linked(other)
+            .err()
+            .unwrap_or_else(|| format!("internal: engine {other:?} has no open").into())),
+    }
+}
+
+/// Ok if `engine` is known and linked into this binary; else why not.
+pub fn check_linked(engine: &str) -> BenchResult<()> {
+    if linked(engine) {
+        Ok(())
+    } else if ENGINES.contains(&engine) {
+        Err(format!(
+            "engine {engine:?} is not linked into this binary: build it with \
              `cargo build --release -p batchkv-cli --features {}`{}",
-            feature_of(other),
-            if other == "speedb" {
+            feature_of(engine),
+            if engine == "speedb" {
                 " into its own CARGO_TARGET_DIR (it cannot link with RocksDB)"
             } else {
                 ""
             }
         )
-        .into()),
-        other => Err(format!("unknown engine {other:?} (known: {})", ENGINES.join(", ")).into()),
+        .into())
+    } else {
+        Err(format!("unknown engine {engine:?} (known: {})", ENGINES.join(", ")).into())
+    }
+}
+
+/// `--destroy_db` for a RocksDB-family `engine`: the engine's own
+/// `DestroyDB`, which takes the database's LOCK first (failing if another
+/// process has it open) and deletes only the files the engine names.
+#[cfg_attr(
+    not(any(feature = "peer-rocksdb", feature = "peer-speedb")),
+    allow(unused_variables, reason = "dir is used by the linked peers only")
+)]
+pub fn destroy(engine: &str, dir: &Path) -> BenchResult<()> {
+    match engine {
+        #[cfg(feature = "peer-rocksdb")]
+        "rocksdb" => rocksdb::destroy(dir),
+        #[cfg(feature = "peer-speedb")]
+        "speedb" => speedb::destroy(dir),
+        other => check_linked(other).and_then(|()| {
+            Err(format!("--destroy_db: bench cannot destroy a {other} database").into())
+        }),
     }
 }
 

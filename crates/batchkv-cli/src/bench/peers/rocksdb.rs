@@ -73,3 +73,17 @@ impl RocksBench {
 }
 
 rocks_family_engine!(rocksdb, RocksBench);
+
+/// `--destroy_db`: RocksDB's own `DestroyDB`, which takes the database's
+/// LOCK first (failing if another process has it open) and deletes only the
+/// files RocksDB names, then the directory if nothing else is in it.
+pub fn destroy(dir: &Path) -> BenchResult<()> {
+    DB::destroy(&Options::default(), dir).map_err(|e| {
+        format!(
+            "--destroy_db: RocksDB could not destroy the database in {} (is another \
+             process using it?): {e}",
+            dir.display()
+        )
+        .into()
+    })
+}

@@ -82,3 +82,18 @@ impl SpeedbBench {
 }
 
 rocks_family_engine!(speedb, SpeedbBench);
+
+/// `--destroy_db`: Speedb's own `DestroyDB` (RocksDB's), which takes the
+/// database's LOCK first (failing if another process has it open) and
+/// deletes only the files it names, then the directory if nothing else is
+/// in it.
+pub fn destroy(dir: &Path) -> BenchResult<()> {
+    DB::destroy(&Options::default(), dir).map_err(|e| {
+        format!(
+            "--destroy_db: Speedb could not destroy the database in {} (is another \
+             process using it?): {e}",
+            dir.display()
+        )
+        .into()
+    })
+}

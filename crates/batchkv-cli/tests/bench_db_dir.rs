@@ -38,25 +38,12 @@ fn names(dir: &Path) -> BTreeSet<String> {
         .collect()
 }
 
-/// Opens the database in `dir`. Other tests of this binary spawn processes
-/// in parallel, and a child between fork and exec briefly shares every open
-/// file, so the LOCK of a database just closed here may still be held for
-/// a moment: retry that.
+/// Opens the database in `dir`. (Processes the other tests spawn meanwhile
+/// do not inherit its lock: batchkv's LOCK is a per-process record lock.)
 fn open(dir: &Path) -> Db {
-    let began = std::time::Instant::now();
-    loop {
-        match Db::open(dir, Options::default()) {
-            Err(batchkv::Error::Locked { .. })
-                if began.elapsed() < std::time::Duration::from_secs(5) =>
-            {
-                std::thread::sleep(std::time::Duration::from_millis(10))
-            }
-            r => return r.unwrap(),
-        }
-    }
+    Db::open(dir, Options::default()).unwrap()
 }
 
-/// A database in `dir` holding `user-key` = `precious`, closed.
 fn make_db(dir: &Path) {
     let db = open(dir);
     db.put(b"user-key", b"precious").unwrap();
@@ -187,25 +174,44 @@ fn destroy_db_deletes_database_files_only() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
     make_db(&dir);
-    std::fs::write(dir.join("README.txt"), "keep me").unwrap();
-    std::fs::write(dir.join("notes.log"), "not a WAL").unwrap();
-    std::fs::create_dir(dir.join("backup")).unwrap();
-    std::fs::write(dir.join("backup").join("000001.sst"), "mine").unwrap();
+    // batchkv's salvage directory is its own: kept, and no obstacle.
+    std::fs::create_dir(dir.join("lost")).unwrap();
+    std::fs::write(dir.join("lost").join("000003.log"), "salvage").unwrap();
 
     let out = bench(&dir, &["--destroy_db"]);
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(
-        std::fs::read_to_string(dir.join("README.txt")).unwrap(),
-        "keep me"
+        std::fs::read_to_string(dir.join("lost").join("000003.log")).unwrap(),
+        "salvage"
     );
+    // The old database is gone: bench started a fresh one in its place.
+    assert_eq!(read_user_key(&dir), None);
+}
+
+/// batchkv creates a database only in an empty directory, so with foreign
+/// files beside the database `--destroy_db` refuses before deleting.
+#[test]
+fn destroy_db_refuses_a_database_with_foreign_files_beside_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    make_db(&dir);
+    std::fs::write(dir.join("README.txt"), "keep me").unwrap();
+    std::fs::write(dir.join("notes.log"), "not a WAL").unwrap();
+    std::fs::create_dir(dir.join("backup")).unwrap();
+    std::fs::write(dir.join("backup").join("000001.sst"), "mine").unwrap();
+    let before = names(&dir);
+
+    let out = bench(&dir, &["--destroy_db"]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("README.txt"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(names(&dir), before, "nothing deleted");
     assert_eq!(
         std::fs::read_to_string(dir.join("notes.log")).unwrap(),
         "not a WAL"
     );
-    assert_eq!(
-        std::fs::read_to_string(dir.join("backup").join("000001.sst")).unwrap(),
-        "mine"
-    );
-    // The old database is gone: bench started a fresh one in its place.
-    assert_eq!(read_user_key(&dir), None);
+    assert_eq!(read_user_key(&dir).as_deref(), Some(&b"precious"[..]));
 }

@@ -60,3 +60,30 @@ fn error_if_exists_refuses_an_existing_database_with() {
     let err = Db::open(dir.path(), opts).err().expect("open must fail");
     assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
 }
+
+/// A child process forked while the database is open (and that never
+/// execs) does not keep it locked after the parent closes it: the lock is
+/// a per-process record lock, not an `flock` shared with the child (issue
+/// 12: tests that spawned processes saw a just-closed database "locked").
+#[test]
+fn a_forked_child_does_not_inherit_the_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    db.put(b"k", b"v").unwrap();
+    // SAFETY: the child calls only async-signal-safe functions (sleep,
+    // _exit) before exiting; it never returns into Rust code.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        unsafe {
+            libc::sleep(3);
+            libc::_exit(0);
+        }
+    }
+    db.close().unwrap();
+    let reopened = Db::open(dir.path(), Options::default());
+    let mut status = 0;
+    // SAFETY: waits for the child forked above.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+    assert_eq!(reopened.unwrap().get(b"k").unwrap(), Some(b"v".to_vec()));
+}

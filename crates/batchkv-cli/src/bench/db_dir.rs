@@ -170,6 +170,20 @@ pub fn prepare(engine: &str, dir: &Path, use_existing: bool, destroy_db: bool) -
             dir.display()
         )
         .into()),
+        Contents::Database { others }
+            if layout == Layout::Batchkv && others.iter().any(|n| n != "lost") =>
+        {
+            // batchkv creates a database only in an empty directory (its
+            // salvage directory `lost/` aside), so bench would delete the
+            // database and then fail: refuse before deleting anything.
+            Err(format!(
+                "--db {} holds a batchkv database and other files ({}); batchkv creates a \
+                 database only in an empty directory: move them away first",
+                dir.display(),
+                some_names(&others)
+            )
+            .into())
+        }
         Contents::Database { others } => {
             match layout {
                 Layout::Batchkv => destroy(dir, layout)?,

@@ -81,21 +81,33 @@ impl DbIterator {
     pub fn seek_for_prev(&mut self, key: impl AsRef<[u8]>) {
         self.inner.seek_for_prev(key.as_ref());
     }
-    /// Moves to the next key. Requires `valid()`.
+    /// Moves to the next key; does nothing unless `valid()`.
     pub fn next(&mut self) {
-        self.inner.next();
+        if self.inner.valid() {
+            self.inner.next();
+        }
     }
-    /// Moves to the previous key. Requires `valid()`.
+    /// Moves to the previous key; does nothing unless `valid()`.
     pub fn prev(&mut self) {
-        self.inner.prev();
+        if self.inner.valid() {
+            self.inner.prev();
+        }
     }
-    /// The current key. Requires `valid()`.
+    /// The current key; empty unless `valid()` (no call order panics).
     pub fn key(&self) -> &[u8] {
-        self.inner.key()
+        if self.inner.valid() {
+            self.inner.key()
+        } else {
+            &[]
+        }
     }
-    /// The current value. Requires `valid()`.
+    /// The current value; empty unless `valid()`.
     pub fn value(&self) -> &[u8] {
-        self.inner.value()
+        if self.inner.valid() {
+            self.inner.value()
+        } else {
+            &[]
+        }
     }
     /// The first error met (I/O or corruption); an iterator that stopped
     /// early because of an error is invalid and reports it here.

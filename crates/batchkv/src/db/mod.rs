@@ -238,7 +238,7 @@ impl Db {
     /// Takes a snapshot of the current state.
     pub fn snapshot(&self) -> Snapshot {
         let core = self.core();
-        Snapshot::new(&core.snapshots, core.visible_seq.load(Ordering::Acquire))
+        Snapshot::new(&core.snapshots, || core.visible_seq.load(Ordering::Acquire))
     }
 
     /// Freezes the active memtable (if it holds anything) and waits until

@@ -165,11 +165,13 @@ pub(super) fn open(dir: &Path, opts: Options, fs: Arc<dyn FileSystem>) -> Result
 
 /// A directory without CURRENT may be used for a new database only if it
 /// holds nothing but what an interrupted creation leaves (the lock file, the
-/// first MANIFEST, a CURRENT being written): anything else would be taken
-/// for database files and deleted as obsolete.
+/// first MANIFEST, a CURRENT being written) and the salvage directory
+/// `lost/`: anything else would be taken for database files and deleted as
+/// obsolete.
 fn refuse_foreign_files(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
     let ours = |name: &str| {
         name == filename::LOCK
+            || name == super::wal_replay::LOST_DIR
             || matches!(
                 filename::parse(name),
                 Some((FileKind::Manifest, 1)) | Some((FileKind::Temp, _))

@@ -15,10 +15,6 @@ pub(crate) struct SnapshotList {
 
 impl SnapshotList {
     /// Sequence numbers of all live snapshots, ascending.
-    #[allow(
-        dead_code,
-        reason = "compaction (issue 3) keeps versions these can see"
-    )]
     pub fn sequences(&self) -> Vec<SequenceNumber> {
         self.live
             .lock()
@@ -45,13 +41,20 @@ struct SnapshotInner {
 }
 
 impl Snapshot {
-    pub(crate) fn new(list: &Arc<SnapshotList>, sequence: SequenceNumber) -> Snapshot {
-        *list
-            .live
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .entry(sequence)
-            .or_insert(0) += 1;
+    /// Registers a snapshot at the sequence `visible()` returns, read under
+    /// the list's lock: a compaction that asks for [`SnapshotList::sequences`]
+    /// either sees this snapshot or ran before its sequence was read, when
+    /// every entry it can drop was newer than nothing this snapshot needs
+    /// (issue 12: reading the sequence before taking the lock let a
+    /// compaction drop a version the new snapshot could see).
+    pub(crate) fn new(
+        list: &Arc<SnapshotList>,
+        visible: impl FnOnce() -> SequenceNumber,
+    ) -> Snapshot {
+        let mut live = list.live.lock().unwrap_or_else(PoisonError::into_inner);
+        let sequence = visible();
+        *live.entry(sequence).or_insert(0) += 1;
+        drop(live);
         Snapshot {
             inner: Arc::new(SnapshotInner {
                 sequence,

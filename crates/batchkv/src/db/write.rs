@@ -267,7 +267,7 @@ impl DbCore {
                     continue;
                 }
             }
-            let used = st.mem.approximate_memory_usage();
+            let used = st.mem.bytes_in_use();
             let full = used >= self.opts.write_buffer_size;
             if !(full || force) || st.mem.num_entries() == 0 {
                 return Ok(());

@@ -3,6 +3,7 @@
 //! ([`FaultInjectionFs`]).
 
 mod fault;
+mod lock;
 mod posix;
 
 use std::path::Path;

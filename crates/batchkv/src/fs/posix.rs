@@ -1,6 +1,6 @@
 //! The real filesystem, on `std::fs`.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{BufWriter, Write};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -73,12 +73,6 @@ impl RandomAccessFile for PosixRandomAccess {
     }
 }
 
-struct PosixLock {
-    _file: File,
-}
-
-impl FileLock for PosixLock {}
-
 impl FileSystem for PosixFs {
     fn create_dir_all(&self, dir: &Path) -> Result<()> {
         fs::create_dir_all(dir).map_err(|e| io_err("creating directory", dir, e))
@@ -140,18 +134,6 @@ impl FileSystem for PosixFs {
     }
 
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(path)
-            .map_err(|e| io_err("opening lock file", path, e))?;
-        match file.try_lock() {
-            Ok(()) => Ok(Box::new(PosixLock { _file: file })),
-            Err(std::fs::TryLockError::WouldBlock) => Err(Error::Locked {
-                path: path.to_path_buf(),
-            }),
-            Err(std::fs::TryLockError::Error(e)) => Err(io_err("locking", path, e)),
-        }
+        Ok(Box::new(super::lock::lock(path)?))
     }
 }

@@ -52,6 +52,8 @@ pub(crate) struct Arena {
     state: Mutex<State>,
     /// Bytes of all blocks; written under the mutex, read without it.
     memory: AtomicUsize,
+    /// Bytes handed out by `allocate` (≤ `memory`); as `memory`.
+    in_use: AtomicUsize,
 }
 
 // SAFETY: the raw pointers in `State` point into blocks the arena owns
@@ -76,6 +78,7 @@ impl Arena {
                 blocks: Vec::new(),
             }),
             memory: AtomicUsize::new(0),
+            in_use: AtomicUsize::new(0),
         }
     }
 
@@ -85,6 +88,8 @@ impl Arena {
     pub(crate) fn allocate(&self, size: usize) -> *mut u8 {
         let size = size.div_ceil(ALIGN) * ALIGN;
         let mut st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        // Relaxed: a statistic; readers need no ordering with the bytes.
+        self.in_use.fetch_add(size, Ordering::Relaxed);
         if size <= st.remaining {
             let p = st.cur;
             // SAFETY: `size ≤ remaining`, so `cur + size` stays inside the block.
@@ -133,6 +138,13 @@ impl Arena {
     /// Bytes of all blocks allocated so far.
     pub(crate) fn memory_usage(&self) -> usize {
         self.memory.load(Ordering::Relaxed)
+    }
+
+    /// Bytes handed out so far (the unused tail of the current block is not
+    /// counted): what decides that a memtable is full, so a write buffer the
+    /// size of one block is not full after its first entry.
+    pub(crate) fn bytes_in_use(&self) -> usize {
+        self.in_use.load(Ordering::Relaxed)
     }
 
     /// The offset of `p` in the arena's address space (blocks laid end to end

@@ -174,6 +174,12 @@ pub trait MemTable: Send + Sync + 'static {
     /// Bytes held by the memtable (arena blocks, indexes).
     fn approximate_memory_usage(&self) -> usize;
 
+    /// Bytes taken by entries and indexes, without the unused rest of the
+    /// current arena block: compared with `write_buffer_size` to decide
+    /// that the memtable is full (issue 12: a 4 KiB write buffer in 4 KiB
+    /// blocks was "full" after every write).
+    fn bytes_in_use(&self) -> usize;
+
     /// Number of entries inserted.
     fn num_entries(&self) -> u64;
 }

@@ -37,9 +37,9 @@ use std::sync::Arc;
 use super::sorted_hash::arena::{Arena, NodeRef};
 use super::sorted_hash::runs::{self, find_in_runs, Runs};
 use super::{BatchLookup, EntryRef, MemTable};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::iter::InternalIterator;
-use crate::key::{lookup_trailer, pack_trailer, SequenceNumber, ValueType, TRAILER_LEN};
+use crate::key::{lookup_trailer, pack_trailer, SequenceNumber, ValueType};
 
 /// Options of a [`VectorMemTable`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,19 +90,8 @@ impl VectorMemTable {
     }
 
     fn resolve(&self, n: Option<NodeRef>) -> Result<Option<EntryRef<'_>>> {
-        let Some(n) = n else { return Ok(None) };
-        // SAFETY: the arena lives as long as `self`.
-        let (ik, v) = unsafe { (n.ikey(), n.value()) };
-        let t = ik[ik.len() - TRAILER_LEN];
-        match ValueType::from_u8(t) {
-            Some(ValueType::Value) => Ok(Some(EntryRef::Value(v))),
-            Some(ValueType::Deletion) => Ok(Some(EntryRef::Deleted)),
-            None => Err(Error::corruption(
-                format!("memtable#{}", self.id),
-                0,
-                format!("unknown value type {t} in entry"),
-            )),
-        }
+        n.map(|n| self.arena.resolve(n, || format!("memtable#{}", self.id)))
+            .transpose()
     }
 }
 
@@ -158,6 +147,10 @@ impl MemTable for VectorMemTable {
 
     fn approximate_memory_usage(&self) -> usize {
         self.arena.memory_usage() + self.runs.memory_usage()
+    }
+
+    fn bytes_in_use(&self) -> usize {
+        self.arena.bytes_in_use() + self.runs.memory_usage()
     }
 
     fn num_entries(&self) -> u64 {

@@ -261,6 +261,10 @@ impl MemTable for SkipListMemTable {
         self.list.arena.memory_usage()
     }
 
+    fn bytes_in_use(&self) -> usize {
+        self.list.arena.bytes_in_use()
+    }
+
     fn num_entries(&self) -> u64 {
         self.entries.load(Ordering::Relaxed)
     }

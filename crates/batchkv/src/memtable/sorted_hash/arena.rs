@@ -30,8 +30,10 @@
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
-use crate::key::TRAILER_LEN;
+use crate::error::{Error, Result};
+use crate::key::{ValueType, TRAILER_LEN};
 use crate::memtable::arena::Arena as BlockArena;
+use crate::memtable::EntryRef;
 
 /// Node alignment (the header holds atomics).
 const ALIGN: usize = 8;
@@ -146,6 +148,37 @@ impl Arena {
     /// Bytes of all blocks allocated so far.
     pub(crate) fn memory_usage(&self) -> usize {
         self.blocks.memory_usage()
+    }
+
+    /// Bytes of nodes allocated so far.
+    pub(crate) fn bytes_in_use(&self) -> usize {
+        self.blocks.bytes_in_use()
+    }
+
+    /// What node `n` (allocated here) holds for a point read; a damaged
+    /// type byte is `Corruption` naming the memtable, the node's offset in
+    /// this arena and its key.
+    /// `memtable` names it, called only on error (reads stay allocation-free).
+    pub(crate) fn resolve(
+        &self,
+        n: NodeRef,
+        memtable: impl FnOnce() -> String,
+    ) -> Result<EntryRef<'_>> {
+        // SAFETY: `n` was allocated by this arena, which `&self` keeps alive.
+        let (ik, v) = unsafe { (n.ikey(), n.value()) };
+        let (user_key, t) = (&ik[..ik.len() - TRAILER_LEN], ik[ik.len() - TRAILER_LEN]);
+        match ValueType::from_u8(t) {
+            Some(ValueType::Value) => Ok(EntryRef::Value(v)),
+            Some(ValueType::Deletion) => Ok(EntryRef::Deleted),
+            None => Err(Error::corruption(
+                memtable(),
+                self.blocks.offset_of(n.addr()),
+                format!(
+                    "unknown value type {t} in the entry for key {:?}",
+                    String::from_utf8_lossy(user_key)
+                ),
+            )),
+        }
     }
 
     /// Copies an entry into a new, unpublished node with null links.
@@ -270,6 +303,33 @@ mod tests {
             let (ik, val) = unsafe { (g.ikey(), g.value()) };
             assert_eq!(&ik[..ik.len() - 8], k.as_bytes());
             assert_eq!(val, &v[..]);
+        }
+    }
+
+    /// Issue 12: corruption found by the vector and sorted-hash memtables
+    /// named offset 0 and no key; it names the node's offset and key now.
+    #[test]
+    fn a_damaged_type_byte_names_the_node_offset_and_key() {
+        let arena = Arena::new(4096, false);
+        for i in 0..10u64 {
+            arena.alloc_node(format!("k{i}").as_bytes(), (i << 8) | 1, b"v");
+        }
+        let bad = arena.alloc_node(b"victim", (11 << 8) | 0x7f, b"v");
+        let expected = arena.blocks.offset_of(bad.addr());
+        assert!(expected > 0);
+        match arena.resolve(bad, || "memtable#3".into()) {
+            Err(crate::error::Error::Corruption {
+                file,
+                offset,
+                detail,
+            }) => {
+                assert_eq!((file.as_str(), offset), ("memtable#3", expected));
+                assert!(
+                    detail.contains("victim") && detail.contains("127"),
+                    "{detail}"
+                );
+            }
+            other => panic!("expected Corruption, got {other:?}"),
         }
     }
 }

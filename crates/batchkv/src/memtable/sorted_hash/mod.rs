@@ -50,7 +50,7 @@ use std::sync::Arc;
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 #[cfg(test)]
 use crate::hash_pipeline::PipelineCounts;
 use crate::hash_pipeline::{lookup_batch, PipelineStats, DEFAULT_WINDOW};
@@ -158,19 +158,8 @@ impl SortedHashMemTable {
     }
 
     fn resolve(&self, n: Option<NodeRef>) -> Result<Option<EntryRef<'_>>> {
-        let Some(n) = n else { return Ok(None) };
-        // SAFETY: the arena lives as long as `self`.
-        let (ik, v) = unsafe { (n.ikey(), n.value()) };
-        let t = ik[ik.len() - crate::key::TRAILER_LEN];
-        match ValueType::from_u8(t) {
-            Some(ValueType::Value) => Ok(Some(EntryRef::Value(v))),
-            Some(ValueType::Deletion) => Ok(Some(EntryRef::Deleted)),
-            None => Err(Error::corruption(
-                format!("memtable#{}", self.id.load(Ordering::Relaxed)),
-                0,
-                format!("unknown value type {t} in entry"),
-            )),
-        }
+        let name = || format!("memtable#{}", self.id.load(Ordering::Relaxed));
+        n.map(|n| self.shared.arena.resolve(n, name)).transpose()
     }
 
     #[cfg(test)]
@@ -293,6 +282,11 @@ impl MemTable for SortedHashMemTable {
     fn approximate_memory_usage(&self) -> usize {
         let sh = &*self.shared;
         sh.arena.memory_usage() + sh.buckets.memory_usage() + sh.runs.memory_usage()
+    }
+
+    fn bytes_in_use(&self) -> usize {
+        let sh = &*self.shared;
+        sh.arena.bytes_in_use() + sh.buckets.memory_usage() + sh.runs.memory_usage()
     }
 
     fn num_entries(&self) -> u64 {

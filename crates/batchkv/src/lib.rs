@@ -26,6 +26,9 @@ mod compaction;
 mod db;
 mod error;
 mod fs;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
 mod hash_pipeline;
 mod iter;
 mod key;

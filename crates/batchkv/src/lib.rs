@@ -25,6 +25,8 @@ mod coding;
 mod compaction;
 mod db;
 mod error;
+#[cfg(test)]
+mod format_examples;
 mod fs;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]

@@ -12,7 +12,7 @@ use crate::fs::{FileLock, FileSystem, RandomAccessFile, WritableFile};
 type Files = Arc<Mutex<BTreeMap<PathBuf, Vec<u8>>>>;
 
 /// Files held in a map; directories are implicit.
-pub(super) struct MemFs {
+pub(crate) struct MemFs {
     files: Files,
 }
 
@@ -30,7 +30,7 @@ fn lock(files: &Files) -> std::sync::MutexGuard<'_, BTreeMap<PathBuf, Vec<u8>>> 
 
 impl MemFs {
     /// A file system holding exactly `files`.
-    pub(super) fn with_files(files: &[(PathBuf, Vec<u8>)]) -> MemFs {
+    pub(crate) fn with_files(files: &[(PathBuf, Vec<u8>)]) -> MemFs {
         MemFs {
             files: Arc::new(Mutex::new(files.iter().cloned().collect())),
         }

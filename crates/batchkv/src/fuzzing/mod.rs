@@ -21,7 +21,7 @@
 //! Not a stable API: hidden from the docs and compiled only for tests and
 //! with the `fuzzing` feature.
 
-mod memfs;
+pub(crate) mod memfs;
 mod sst;
 
 use std::path::Path;

@@ -32,7 +32,7 @@ use crate::error::Error;
 use crate::key::{ValueType, MAX_SEQUENCE};
 use crate::options::Options;
 use crate::version::{Version, VersionEdit, VersionSet, NUM_LEVELS};
-use crate::wal::format::HEADER_SIZE;
+use crate::wal::format::{mask_crc, record_crc, BLOCK_SIZE, HEADER_SIZE};
 use crate::wal::{ReadOutcome, Reader};
 
 pub use sst::{block, table};
@@ -165,15 +165,24 @@ fn check_version(v: &Version) {
 
 /// A whole MANIFEST file, recovered through the real
 /// [`VersionSet::recover`] from an in-memory directory whose `CURRENT`
-/// names it.
+/// names it. The first byte holds flags: bit 0 recomputes every record
+/// checksum first ([`reseal_log_checksums`]) so that mutated edits reach
+/// the decoder and the version logic behind the log reader.
 pub fn manifest(data: &[u8]) {
+    let Some((&flags, data)) = data.split_first() else {
+        return;
+    };
+    let mut data = data.to_vec();
+    if flags & 1 != 0 {
+        reseal_log_checksums(&mut data);
+    }
     let dir = Path::new("/fuzz-db");
     let fs = memfs::MemFs::with_files(&[
         (
             dir.join("CURRENT"),
             format!("{MANIFEST_FILE}\n").into_bytes(),
         ),
-        (dir.join(MANIFEST_FILE), data.to_vec()),
+        (dir.join(MANIFEST_FILE), data),
     ]);
     let manifest_path = dir.join(MANIFEST_FILE).display().to_string();
     match VersionSet::recover(Arc::new(fs), dir) {
@@ -184,6 +193,29 @@ pub fn manifest(data: &[u8]) {
         // A well-formed MANIFEST of another comparator.
         Err(Error::InvalidArgument(msg)) => assert!(msg.contains("comparator"), "{msg}"),
         Err(e) => assert_corruption(&e, &manifest_path, None),
+    }
+}
+
+/// Rewrites the checksum of every physical record whose header frames it
+/// inside its block, walking the log as the reader does. Harness code: it
+/// trusts nothing and skips what it cannot frame.
+pub(crate) fn reseal_log_checksums(log: &mut [u8]) {
+    let mut pos = 0;
+    while pos + HEADER_SIZE <= log.len() {
+        let left_in_block = BLOCK_SIZE - pos % BLOCK_SIZE;
+        if left_in_block < HEADER_SIZE {
+            pos += left_in_block;
+            continue;
+        }
+        let length = usize::from(u16::from_le_bytes([log[pos + 4], log[pos + 5]]));
+        let end = pos + HEADER_SIZE + length;
+        if end > log.len() || HEADER_SIZE + length > left_in_block {
+            pos += left_in_block;
+            continue;
+        }
+        let crc = mask_crc(record_crc(log[pos + 6], &log[pos + HEADER_SIZE..end]));
+        log[pos..pos + 4].copy_from_slice(&crc.to_le_bytes());
+        pos = end;
     }
 }
 

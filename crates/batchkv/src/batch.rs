@@ -13,7 +13,7 @@ use std::fmt;
 
 use crate::coding::{decode_fixed32, decode_fixed64, get_length_prefixed, put_length_prefixed};
 use crate::error::{Error, Result};
-use crate::key::{SequenceNumber, ValueType};
+use crate::key::{SequenceNumber, ValueType, MAX_SEQUENCE};
 
 /// Bytes of the rep header: fixed64 sequence ‖ fixed32 count.
 const HEADER_LEN: usize = 12;
@@ -156,6 +156,14 @@ impl WriteBatch {
             )));
         }
         let count = decode_fixed32(&data[8..12]);
+        // Entry i gets sequence + i, and every one must fit in the 56 bits
+        // of an internal key's trailer.
+        let sequence = decode_fixed64(&data[..8]);
+        if count > 0 && sequence > MAX_SEQUENCE - (u64::from(count) - 1) {
+            return Err(bad(format!(
+                "sequence {sequence} with {count} entries runs past the largest sequence number {MAX_SEQUENCE}"
+            )));
+        }
         let (mut max_key_len, mut max_value_len) = (0, 0);
         let mut pos = HEADER_LEN;
         let mut found: u64 = 0;
@@ -386,6 +394,29 @@ mod tests {
         assert!(err(c).is_corruption());
     }
 
+    /// Found by the `write_batch` fuzz target: `from_rep` accepted a
+    /// checksum-valid rep whose sequence number (or sequence + count - 1)
+    /// exceeds the 56 bits a trailer holds, so recovery would have packed
+    /// wrapped sequence numbers into internal keys (or overflowed `seq + 1`).
+    #[test]
+    fn fuzz_regression_sequence_past_56_bits_is_corruption() {
+        let mut b = WriteBatch::new();
+        b.put("key", "value");
+        b.delete("gone");
+        b.set_sequence(MAX_SEQUENCE - 1);
+        assert!(WriteBatch::from_rep(b.rep().to_vec(), "f", 0).is_ok());
+        b.set_sequence(MAX_SEQUENCE);
+        let e = WriteBatch::from_rep(b.rep().to_vec(), "000005.log", 40).unwrap_err();
+        assert!(matches!(&e, Error::Corruption { file, offset: 40, .. } if file == "000005.log"));
+        assert!(e.to_string().contains("largest sequence number"), "{e}");
+        b.set_sequence(u64::MAX);
+        assert!(WriteBatch::from_rep(b.rep().to_vec(), "f", 0).is_err());
+        // An empty batch uses no sequence number.
+        let mut empty = WriteBatch::new();
+        empty.set_sequence(u64::MAX);
+        assert!(WriteBatch::from_rep(empty.rep().to_vec(), "f", 0).is_ok());
+    }
+
     #[test]
     fn every_truncation_is_rejected() {
         let b = build(&[
@@ -405,7 +436,7 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(128))]
 
         #[test]
-        fn round_trip(ops in ops_strategy(), seq in 0u64..(1 << 56)) {
+        fn round_trip(ops in ops_strategy(), seq in 0u64..(1 << 56) - 64) {
             let mut b = build(&ops);
             b.set_sequence(seq);
             prop_assert_eq!(b.len(), ops.len());

@@ -1,4 +1,4 @@
-//! Software-pipelined batched lookups in a chained hash table (DESIGN §5):
+//! Software-pipelined batched lookups in a chained hash table (docs/design.md §5):
 //! Redis's prefetch state machine, with an AMAC-style rolling window.
 //!
 //! Each in-flight lookup moves `Bucket → Entry → Key → Value → Done`:

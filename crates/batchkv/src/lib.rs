@@ -25,7 +25,12 @@ mod coding;
 mod compaction;
 mod db;
 mod error;
+#[cfg(test)]
+mod format_examples;
 mod fs;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
 mod hash_pipeline;
 mod iter;
 mod key;

@@ -1,5 +1,5 @@
 //! Software prefetch: the one helper the batched read paths use to put
-//! several cache misses in flight at once (see DESIGN §4.3 and §5).
+//! several cache misses in flight at once (see docs/design.md §4.3 and §5).
 //!
 //! A prefetch is only a hint: it never faults, never changes memory and never
 //! changes the result of any later load, so calling it with any address —

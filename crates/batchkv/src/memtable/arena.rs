@@ -14,7 +14,7 @@
 //! 3. With `huge_pages`, blocks of ≥ 2 MiB are 2 MiB-aligned and, on Linux,
 //!    advised `MADV_HUGEPAGE` (transparent huge pages are in `madvise` mode
 //!    on the target machines; huge pages make random node reads 1.3–1.6×
-//!    faster, DESIGN §4.3).
+//!    faster, docs/design.md §4.3).
 #![allow(unsafe_code)]
 
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};

@@ -1,4 +1,4 @@
-//! The vector memtable, for bulk loads (DESIGN §4.5): writes append, reads
+//! The vector memtable, for bulk loads (docs/design.md §4.5): writes append, reads
 //! sort.
 //!
 //! # Write

@@ -11,8 +11,9 @@
 //!
 //! Decompression never trusts the declared length further than needed: it
 //! must be below 4 GiB, within what the codec can expand to (LZ4 at most
-//! 255:1; ZSTD's frame header must declare the same size), and the codec
-//! must produce exactly that many bytes.
+//! 255:1, ZSTD at most 32768:1, and ZSTD's frame header must declare the
+//! same size), and the codec must produce exactly that many bytes; only
+//! then is the output buffer allocated.
 
 use std::cell::RefCell;
 use std::fmt;
@@ -141,6 +142,10 @@ impl Compressor {
     }
 }
 
+/// The most a ZSTD frame can expand: each block yields at most 128 KiB and
+/// takes at least 4 stored bytes (an RLE block: 3-byte header, 1 byte).
+const ZSTD_MAX_RATIO: usize = (128 << 10) / 4;
+
 thread_local! {
     /// One ZSTD decompression context per thread (creating one allocates).
     static ZSTD_DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> =
@@ -179,6 +184,14 @@ pub(crate) fn decompress(stored: Vec<u8>, kind: u8, file: &str, offset: u64) -> 
             Err(e) => return Err(bad(format!("lz4 block does not decompress: {e}"))),
         }
     } else {
+        // Reserve no more than the stored bytes can expand to (the frame
+        // header's size is as untrusted as the varint).
+        if raw_len > src.len().saturating_mul(ZSTD_MAX_RATIO) {
+            return Err(bad(format!(
+                "zstd block of {} bytes cannot expand to {raw_len}",
+                src.len()
+            )));
+        }
         match zstd::zstd_safe::get_frame_content_size(src) {
             Ok(Some(size)) if size == raw_len as u64 => {}
             other => {

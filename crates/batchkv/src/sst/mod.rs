@@ -3,7 +3,7 @@
 //! A table is written once by [`TableBuilder`] and then read by [`Table`]
 //! (point lookups through the bloom filter and the index) and
 //! [`TableIterator`] (ordered scans both ways). The byte format is
-//! documented in `docs/format/sst.md`; DESIGN §6 gives the rationale.
+//! documented in `docs/format/sst.md`; docs/design.md §6 gives the rationale.
 //!
 //! ```text
 //! data block* ‖ filter block? ‖ properties block ‖ metaindex block ‖ index block ‖ footer

@@ -24,7 +24,7 @@ use crate::coding::{
     put_varint64,
 };
 use crate::error::{Error, Result};
-use crate::key::parse_internal_key;
+use crate::key::{parse_internal_key, MAX_SEQUENCE};
 
 /// Field tags. On disk — never renumber.
 mod tag {
@@ -134,7 +134,15 @@ impl VersionEdit {
                 tag::NEXT_FILE_NUMBER => {
                     edit.next_file_number = Some(d.varint64("next file number")?)
                 }
-                tag::LAST_SEQUENCE => edit.last_sequence = Some(d.varint64("last sequence")?),
+                tag::LAST_SEQUENCE => {
+                    let seq = d.varint64("last sequence")?;
+                    if seq > MAX_SEQUENCE {
+                        return Err(d.error(format!(
+                            "last sequence {seq} at byte {tag_at} exceeds the largest sequence number {MAX_SEQUENCE}"
+                        )));
+                    }
+                    edit.last_sequence = Some(seq);
+                }
                 tag::DELETED_FILE => {
                     let level = d.varint32("deleted file level")?;
                     let number = d.varint64("deleted file number")?;
@@ -314,6 +322,30 @@ mod tests {
         }
     }
 
+    /// Found by the `version_edit` fuzz target: a last sequence beyond the
+    /// 56 bits an internal key's trailer holds was accepted, and the
+    /// database would have numbered new writes past it (wrapping the
+    /// sequence into the type byte of every key written).
+    #[test]
+    fn fuzz_regression_last_sequence_past_56_bits_is_corruption() {
+        let mut v = vec![4];
+        put_varint64(&mut v, MAX_SEQUENCE);
+        assert_eq!(
+            VersionEdit::decode(&v, "m", 0).unwrap().last_sequence,
+            Some(MAX_SEQUENCE)
+        );
+        for bad in [MAX_SEQUENCE + 1, u64::MAX] {
+            let mut v = vec![2, 1, 4];
+            put_varint64(&mut v, bad);
+            let e = VersionEdit::decode(&v, "MANIFEST-000003", 17).unwrap_err();
+            assert!(
+                matches!(&e, Error::Corruption { file, offset: 17, .. } if file == "MANIFEST-000003"),
+                "{e}"
+            );
+            assert!(e.to_string().contains("at byte 2 exceeds"), "{e}");
+        }
+    }
+
     #[test]
     fn bad_keys_and_names_are_corruption() {
         // smallest key shorter than the 8-byte trailer.
@@ -361,7 +393,7 @@ mod tests {
             comparator in proptest::option::of(".{0,20}"),
             log_number in proptest::option::of(any::<u64>()),
             next_file_number in proptest::option::of(any::<u64>()),
-            last_sequence in proptest::option::of(any::<u64>()),
+            last_sequence in proptest::option::of(0..=MAX_SEQUENCE),
             deleted_files in proptest::collection::vec((any::<u32>(), any::<u64>()), 0..5),
             new_files in proptest::collection::vec(file_strategy(), 0..5),
         ) {

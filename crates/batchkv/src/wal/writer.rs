@@ -17,7 +17,7 @@ use super::format::{encode_header, RecordType, BLOCK_SIZE, HEADER_SIZE, TRAILER_
 /// 2. After any failed append, flush or sync the writer is *failed*: every
 ///    later call returns that first error. Partially appended bytes cannot
 ///    be taken back, and a failed fsync must never be retried as if nothing
-///    happened (DESIGN §8), so the caller must switch to a new file.
+///    happened (docs/design.md §8), so the caller must switch to a new file.
 pub(crate) struct Writer {
     file: Box<dyn WritableFile>,
     /// Bytes already used in the current block.

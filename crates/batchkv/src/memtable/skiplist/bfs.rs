@@ -1,4 +1,4 @@
-//! Breadth-first prefetching descent of a sorted batch (DESIGN §4.3).
+//! Breadth-first prefetching descent of a sorted batch (docs/design.md §4.3).
 //!
 //! The batch is cut into chunks of at most [`CHUNK`] keys (a core keeps only
 //! ~16 misses in flight and L1 holds ~500 lines, so prefetching thousands of

@@ -1,4 +1,4 @@
-//! Finger search over a sorted batch (DESIGN §4.2): the complete search path
+//! Finger search over a sorted batch (docs/design.md §4.2): the complete search path
 //! of key *i* is the starting point for key *i + 1*, so a lookup costs
 //! O(log d) for a distance d from the previous key.
 //!

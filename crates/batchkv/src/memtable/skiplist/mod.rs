@@ -1,4 +1,4 @@
-//! The default memtable: a concurrent arena skip list (DESIGN §4.1) with
+//! The default memtable: a concurrent arena skip list (docs/design.md §4.1) with
 //! batched lookups — finger search (§4.2) and a breadth-first prefetching
 //! descent (§4.3) — and optional paranoid checks (§4.4).
 //!
@@ -57,7 +57,7 @@ pub const AUTO_PER_KEY_MAX: usize = 1;
 pub struct SkipListOptions {
     /// Names the memtable in errors: `memtable#<id>`.
     pub id: u64,
-    /// Check order and entry checksums on every lookup (DESIGN §4.4).
+    /// Check order and entry checksums on every lookup (docs/design.md §4.4).
     pub paranoid_checks: bool,
     /// Back the arena with 2 MiB transparent huge pages (Linux, `madvise`).
     pub huge_pages: bool,

@@ -1,4 +1,4 @@
-//! The sorted-hash memtable (Speedb's design, DESIGN §4.6): O(1) point
+//! The sorted-hash memtable (Speedb's design, docs/design.md §4.6): O(1) point
 //! lookups in a fixed bucket array, and ordered iteration from sorted runs
 //! that a background thread cuts from the write list.
 //!
@@ -34,7 +34,7 @@
 //! Arena blocks + bucket array (8 bytes/bucket) + run vectors (8 bytes per
 //! sorted entry): all of it is reported.
 //!
-//! Paranoid memory checks (DESIGN §4.4) are not implemented for this
+//! Paranoid memory checks (docs/design.md §4.4) are not implemented for this
 //! memtable: the option is ignored.
 #![allow(unsafe_code)]
 

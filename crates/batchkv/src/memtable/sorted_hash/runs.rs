@@ -7,7 +7,7 @@
 //! are immutable `Arc<Run>`s and the list is swapped whole ([`ArcSwap`]), so a
 //! reader or iterator keeps the runs it started with while a merge replaces
 //! two adjacent runs by one: merging can never free what an iterator reads
-//! (the use-after-free Speedb removed its merge for, DESIGN §4.6).
+//! (the use-after-free Speedb removed its merge for, docs/design.md §4.6).
 //!
 //! Merge policy ([`pick_tiered`]): merge adjacent runs `i, i+1` when
 //! `len(i) ≤ 2·len(i+1)`, so sizes fall geometrically from old to new and a

@@ -1,0 +1,7 @@
+//! libFuzzer entry point for `batchkv::fuzzing::table` (the body and the
+//! properties it checks are documented there).
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| batchkv::fuzzing::table(data));

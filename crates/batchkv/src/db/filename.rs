@@ -32,11 +32,17 @@ pub(crate) fn path(dir: &Path, kind: FileKind, number: u64) -> PathBuf {
 
 /// Recognizes a numbered file name; `None` for CURRENT, LOCK and strangers.
 pub(crate) fn parse(name: &str) -> Option<(FileKind, u64)> {
+    // Digits only: `u64::from_str` would also take a leading `+`.
+    let number = |s: &str| {
+        (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| s.parse().ok())
+            .flatten()
+    };
     if let Some(n) = name.strip_prefix("MANIFEST-") {
-        return n.parse().ok().map(|n| (FileKind::Manifest, n));
+        return number(n).map(|n| (FileKind::Manifest, n));
     }
     let (stem, ext) = name.split_once('.')?;
-    let number = stem.parse().ok()?;
+    let number = number(stem)?;
     let kind = match ext {
         "log" => FileKind::Wal,
         "sst" => FileKind::Table,
@@ -63,5 +69,14 @@ mod tests {
         assert_eq!(parse("CURRENT"), None);
         assert_eq!(parse("LOCK"), None);
         assert_eq!(parse("abc.log"), None);
+    }
+
+    /// Found by fuzzing: `u64::from_str` takes a leading `+`.
+    #[test]
+    fn fuzz_regression_numbers_are_digits_only() {
+        assert_eq!(parse("MANIFEST-+1"), None);
+        assert_eq!(parse("+7.log"), None);
+        assert_eq!(parse("MANIFEST-"), None);
+        assert_eq!(parse(".sst"), None);
     }
 }

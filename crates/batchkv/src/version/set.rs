@@ -127,6 +127,18 @@ impl VersionSet {
             |what: &str| Error::corruption(&file, 0, format!("MANIFEST records no {what}"));
         let next_file_number = next_file.ok_or_else(|| missing("next file number"))?;
         let manifest_number = filename::parse(&manifest_name).map(|(_, n)| n).unwrap_or(0);
+        // File numbers count files created: far below this in any real
+        // database, and room for `+ 1` without overflow (found by fuzzing).
+        const MAX_FILE_NUMBER: u64 = 1 << 62;
+        if next_file_number > MAX_FILE_NUMBER || manifest_number > MAX_FILE_NUMBER {
+            return Err(Error::corruption(
+                &file,
+                0,
+                format!(
+                    "file number out of range: next {next_file_number}, MANIFEST {manifest_number} (limit {MAX_FILE_NUMBER})"
+                ),
+            ));
+        }
         let log_number = log_number.ok_or_else(|| missing("log number"))?;
         if let Some((offset, detail)) = torn_tail {
             check_dropped_edit_was_unapplied(fs.as_ref(), dir, &version, log_number)
@@ -315,5 +327,32 @@ fn parse_current(data: &[u8], path: &Path) -> Result<String> {
     match filename::parse(name) {
         Some((FileKind::Manifest, _)) => Ok(name.to_string()),
         _ => Err(bad(&format!("CURRENT names {name:?}, not a MANIFEST file"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::PosixFs;
+
+    /// Found by fuzzing: a MANIFEST recording a `next_file_number` near `u64::MAX`
+    /// made `new_file_number` overflow (a panic in debug builds, repeated
+    /// file numbers in release). It is `Corruption` now.
+    #[test]
+    fn fuzz_regression_next_file_number_out_of_range_is_corruption() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs: Arc<dyn FileSystem> = Arc::new(PosixFs);
+        VersionSet::create_new(&fs, dir.path()).unwrap();
+        let mut vs = VersionSet::recover(Arc::clone(&fs), dir.path()).unwrap();
+        vs.mark_file_number_used(1 << 63);
+        vs.log_and_apply(VersionEdit::default()).unwrap();
+        drop(vs);
+        match VersionSet::recover(fs, dir.path()) {
+            Err(Error::Corruption { detail, .. }) => {
+                assert!(detail.contains("out of range"), "{detail}")
+            }
+            Err(e) => panic!("expected Corruption, got {e}"),
+            Ok(_) => panic!("recovered a MANIFEST whose next file number overflows"),
+        }
     }
 }

@@ -358,6 +358,8 @@ impl DbCore {
         match written {
             Ok(()) => {
                 st.versions.install(prepared);
+                #[cfg(feature = "invariants")]
+                self.check_invariants(&st);
                 on_installed(&mut st);
                 (st, Ok(()))
             }
@@ -366,6 +368,33 @@ impl DbCore {
                 (st, Err(e))
             }
         }
+    }
+
+    /// Whole-database checks after a version install (the `invariants`
+    /// feature): level order and non-overlap, every live table on disk,
+    /// and no sequence number recorded in the MANIFEST beyond what readers
+    /// may see (new writes would otherwise be shadowed by older data).
+    /// Violations are bugs: they panic with what was found.
+    #[cfg(feature = "invariants")]
+    fn check_invariants(&self, st: &DbState) {
+        let v = st.versions.current();
+        if let Err(e) = v.check_invariants() {
+            panic!("invariant violated after a version install: {e}");
+        }
+        for n in v.file_numbers() {
+            let path = filename::path(&self.dir, filename::FileKind::Table, n);
+            assert!(
+                self.fs.exists(&path),
+                "invariant violated: live table {} is missing on disk",
+                path.display()
+            );
+        }
+        assert!(
+            st.versions.last_sequence() <= self.last_visible(),
+            "invariant violated: MANIFEST last sequence {} > visible sequence {}",
+            st.versions.last_sequence(),
+            self.last_visible()
+        );
     }
 
     /// Publishes a new [`SuperVersion`] from `st`. Called with `state` held.

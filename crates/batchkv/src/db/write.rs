@@ -123,6 +123,14 @@ impl DbCore {
             .map(|w| lock(&w.batch).take().unwrap_or_default())
             .collect();
         let first_seq = self.last_visible() + 1;
+        #[cfg(feature = "invariants")]
+        {
+            let recorded = lock(&self.state).versions.last_sequence();
+            assert!(
+                recorded < first_seq,
+                "invariant violated: sequence {first_seq} would reuse one the MANIFEST records ({recorded})"
+            );
+        }
         let mut seq = first_seq;
         for b in &mut batches {
             b.set_sequence(seq);

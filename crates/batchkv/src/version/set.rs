@@ -123,6 +123,11 @@ impl VersionSet {
                 }
             }
         }
+        // A MANIFEST describing overlapping or misordered levels would make
+        // reads return wrong data: refuse it.
+        version.check_invariants().map_err(|e| {
+            Error::corruption(&file, 0, format!("MANIFEST describes a bad version: {e}"))
+        })?;
         let missing =
             |what: &str| Error::corruption(&file, 0, format!("MANIFEST records no {what}"));
         let next_file_number = next_file.ok_or_else(|| missing("next file number"))?;

@@ -42,9 +42,17 @@ type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 /// Operations per seed unless `BATCHKV_MODEL_STEPS` says otherwise.
 const DEFAULT_STEPS: usize = 400;
 
-/// The seeds `cargo test` runs. They pass on a correct engine; see the
-/// README's testing section for seeds that found bugs.
+/// The seeds `cargo test` runs (about 20 s in release here; a debug build
+/// runs the first three). All pass on a correct engine. On the engine
+/// before the fix of the compaction picker's bottommost decision (it looked
+/// at the upper input's key range only, and dropped tombstones that still
+/// hid values deeper down), seeds 2 and 1071 failed in every run here and 1072
+/// in about one run of three (it depends on background-compaction timing),
+/// each with a deleted key coming back.
 const SEEDS: [u64; 9] = [1, 2, 3, 4, 5, 6, 8, 1071, 1072];
+
+/// How many of [`SEEDS`] a debug build runs (about ten times slower).
+const DEBUG_SEEDS: usize = 3;
 
 fn env_u64(name: &str) -> Option<u64> {
     std::env::var(name).ok().map(|v| {
@@ -470,6 +478,7 @@ fn run_seed(seed: u64, steps: usize) -> Result<(), String> {
 fn model_seeds() {
     let seeds: Vec<u64> = match env_u64("BATCHKV_MODEL_SEED") {
         Some(s) => vec![s],
+        None if cfg!(debug_assertions) => SEEDS[..DEBUG_SEEDS].to_vec(),
         None => SEEDS.to_vec(),
     };
     let mut failures = Vec::new();

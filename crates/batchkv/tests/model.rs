@@ -112,7 +112,12 @@ struct LiveIter {
 }
 
 impl LiveIter {
-    fn new(it: DbIterator, model: &Model, lower: &Option<Vec<u8>>, upper: &Option<Vec<u8>>) -> Self {
+    fn new(
+        it: DbIterator,
+        model: &Model,
+        lower: &Option<Vec<u8>>,
+        upper: &Option<Vec<u8>>,
+    ) -> Self {
         let entries = model
             .iter()
             .filter(|(k, _)| lower.as_ref().is_none_or(|l| *k >= l))
@@ -211,7 +216,9 @@ fn open(dir: &Path, options: &str) -> Result<Db, String> {
 
 impl<'a> Runner<'a> {
     fn db(&self) -> &Db {
-        self.db.as_ref().expect("the database is open between operations")
+        self.db
+            .as_ref()
+            .expect("the database is open between operations")
     }
 
     /// The read options and model of a view.
@@ -224,7 +231,11 @@ impl<'a> Runner<'a> {
                     snapshot: Some(snap.clone()),
                     ..ReadOptions::default()
                 };
-                (ro, model, format!("snapshot #{i} (seq {})", snap.sequence()))
+                (
+                    ro,
+                    model,
+                    format!("snapshot #{i} (seq {})", snap.sequence()),
+                )
             }
             _ => (ReadOptions::default(), &self.model, "latest".into()),
         }
@@ -336,10 +347,20 @@ impl<'a> Runner<'a> {
         Ok(())
     }
 
-    fn check_multi_get(&self, ro: &ReadOptions, model: &Model, keys: &[Vec<u8>], name: &str) -> Check {
+    fn check_multi_get(
+        &self,
+        ro: &ReadOptions,
+        model: &Model,
+        keys: &[Vec<u8>],
+        name: &str,
+    ) -> Check {
         let got = self.db().multi_get(ro, keys);
         if got.len() != keys.len() {
-            return Err(format!("multi_get of {} keys returned {} results", keys.len(), got.len()));
+            return Err(format!(
+                "multi_get of {} keys returned {} results",
+                keys.len(),
+                got.len()
+            ));
         }
         for (i, (k, r)) in keys.iter().zip(got).enumerate() {
             let r = engine("multi_get", r)?;
@@ -420,8 +441,8 @@ fn run(case: &Case) -> Result<(), Failure> {
         detail,
         options: options.to_string(),
     };
-    let db = open(dir.path(), &case.options)
-        .map_err(|e| fail(0, "open".into(), e, &case.options))?;
+    let db =
+        open(dir.path(), &case.options).map_err(|e| fail(0, "open".into(), e, &case.options))?;
     let mut r = Runner {
         dir: dir.path(),
         db: Some(db),
@@ -492,7 +513,10 @@ fn model_seeds() {
             }
         }
     }
-    assert!(failures.is_empty(), "failing seeds: {failures:?} (reports above)");
+    assert!(
+        failures.is_empty(),
+        "failing seeds: {failures:?} (reports above)"
+    );
 }
 
 /// Fresh seeds until `BATCHKV_MODEL_SECONDS` (default 60) are up, from

@@ -116,15 +116,23 @@ impl fmt::Debug for Move {
 /// One operation of a run.
 #[derive(Clone)]
 pub enum Op {
-    Put { key: Vec<u8>, val: Val },
-    Delete { key: Vec<u8> },
+    Put {
+        key: Vec<u8>,
+        val: Val,
+    },
+    Delete {
+        key: Vec<u8>,
+    },
     /// A `WriteBatch`: `None` deletes. May name one key several times.
     Write {
         entries: Vec<(Vec<u8>, Option<Val>)>,
         sync: bool,
         disable_wal: bool,
     },
-    Get { view: View, key: Vec<u8> },
+    Get {
+        view: View,
+        key: Vec<u8>,
+    },
     MultiGet {
         view: View,
         keys: Vec<Vec<u8>>,
@@ -140,17 +148,26 @@ pub enum Op {
         keep: bool,
     },
     /// More moves on a kept iterator (index modulo the live count).
-    IterMoves { which: usize, moves: Vec<Move> },
+    IterMoves {
+        which: usize,
+        moves: Vec<Move>,
+    },
     TakeSnapshot,
     ReleaseSnapshot(usize),
     Flush,
     CompactRange(Option<Vec<u8>>, Option<Vec<u8>>),
     /// Gives the background threads time to flush and compact.
-    Pause { millis: u64 },
+    Pause {
+        millis: u64,
+    },
     /// Full comparison: forward and backward scans, `multi_get` of every key.
-    CheckAll { view: View },
+    CheckAll {
+        view: View,
+    },
     /// `close` then `open` with these options (an option string).
-    Reopen { options: String },
+    Reopen {
+        options: String,
+    },
 }
 
 fn opt_bytes(k: &Option<Vec<u8>>) -> String {
@@ -241,10 +258,7 @@ pub fn random_options(rng: &mut StdRng) -> String {
         format!("write_buffer_size={write_buffer}"),
         format!("max_write_buffer_number={}", rng.random_range(2..=4)),
         format!("compression={compression}"),
-        format!(
-            "separate_key_value_in_data_block={}",
-            rng.random_bool(0.5)
-        ),
+        format!("separate_key_value_in_data_block={}", rng.random_bool(0.5)),
         format!(
             "max_bytes_for_level_base={}",
             pick(rng, &[4096, 8192, 16 << 10, 64 << 10])
@@ -377,10 +391,7 @@ impl Generator {
         let mut rng = StdRng::seed_from_u64(seed);
         let keys = key_universe(&mut rng);
         let n_hot = rng.random_range(3..12);
-        let hot: Vec<Vec<u8>> = keys
-            .choose_multiple(&mut rng, n_hot)
-            .cloned()
-            .collect();
+        let hot: Vec<Vec<u8>> = keys.choose_multiple(&mut rng, n_hot).cloned().collect();
         let mix = Mix::random(&mut rng);
         let large = rng.random_range(0.05..0.5);
         Generator {
@@ -422,7 +433,11 @@ impl Generator {
             1 => {
                 k.pop();
             }
-            2 => k = (0..self.rng.random_range(0..4)).map(|_| self.rng.random()).collect(),
+            2 => {
+                k = (0..self.rng.random_range(0..4))
+                    .map(|_| self.rng.random())
+                    .collect()
+            }
             _ => {}
         }
         k

@@ -51,7 +51,7 @@ const DEFAULT_STEPS: usize = 400;
 /// each with a deleted key coming back.
 const SEEDS: [u64; 9] = [1, 2, 3, 4, 5, 6, 8, 1071, 1072];
 
-/// How many of [`SEEDS`] a debug build runs (about ten times slower).
+/// How many of [`SEEDS`] a debug build runs (two to three times slower).
 const DEBUG_SEEDS: usize = 3;
 
 fn env_u64(name: &str) -> Option<u64> {

@@ -289,10 +289,18 @@ impl<'a> Runner<'a> {
                     ));
                 }
             }
-            Op::MultiGet { view, keys, lookup } => {
+            Op::MultiGet {
+                view,
+                keys,
+                lookup,
+                callback,
+                cold,
+            } => {
                 let (mut ro, model, name) = self.view(*view);
                 ro.batch_lookup = *lookup;
-                self.check_multi_get(&ro, model, keys, &name)?;
+                ro.fill_cache = !cold;
+                ro.verify_checksums = !cold;
+                self.check_multi_get(&ro, model, keys, &name, *callback)?;
             }
             Op::Scan {
                 view,
@@ -300,8 +308,11 @@ impl<'a> Runner<'a> {
                 upper,
                 moves,
                 keep,
+                cold,
             } => {
                 let (mut ro, model, _) = self.view(*view);
+                ro.fill_cache = !cold;
+                ro.verify_checksums = !cold;
                 ro.lower_bound = lower.clone();
                 ro.upper_bound = upper.clone();
                 let it = engine("iter", self.db().iter(&ro))?;
@@ -347,27 +358,48 @@ impl<'a> Runner<'a> {
         Ok(())
     }
 
+    /// `multi_get` (or `multi_get_with`, whose callback must come in
+    /// ascending input order) of `keys`, compared with `model`.
     fn check_multi_get(
         &self,
         ro: &ReadOptions,
         model: &Model,
         keys: &[Vec<u8>],
         name: &str,
+        callback: bool,
     ) -> Check {
-        let got = self.db().multi_get(ro, keys);
+        let got: Vec<batchkv::Result<Option<Vec<u8>>>> = if callback {
+            let mut got = Vec::with_capacity(keys.len());
+            let mut order_ok = true;
+            self.db().multi_get_with(ro, keys, |i, r| {
+                order_ok &= i == got.len();
+                got.push(r.map(|v| v.map(<[u8]>::to_vec)));
+            });
+            if !order_ok {
+                return Err("multi_get_with called back out of input order".into());
+            }
+            got
+        } else {
+            self.db().multi_get(ro, keys)
+        };
+        let call = if callback {
+            "multi_get_with"
+        } else {
+            "multi_get"
+        };
         if got.len() != keys.len() {
             return Err(format!(
-                "multi_get of {} keys returned {} results",
+                "{call} of {} keys returned {} results",
                 keys.len(),
                 got.len()
             ));
         }
         for (i, (k, r)) in keys.iter().zip(got).enumerate() {
-            let r = engine("multi_get", r)?;
+            let r = engine(call, r)?;
             let want = model.get(k);
             if r.as_ref() != want {
                 return Err(format!(
-                    "multi_get at {name} (lookup {:?}), key #{i} {:?}\n  expected: {}\n  actual:   {}",
+                    "{call} at {name} (lookup {:?}), key #{i} {:?}\n  expected: {}\n  actual:   {}",
                     ro.batch_lookup,
                     Bytes(k),
                     describe(want.map(Vec::as_slice)),
@@ -390,7 +422,7 @@ impl<'a> Runner<'a> {
         moves.extend(std::iter::repeat_n(Move::Prev, n));
         live.run(&moves)
             .map_err(|e| format!("full scan at {name}: {e}"))?;
-        self.check_multi_get(&ro, model, &self.universe, &name)
+        self.check_multi_get(&ro, model, &self.universe, &name, false)
     }
 
     fn reopen(&mut self, options: &str) -> Check {

@@ -133,10 +133,13 @@ pub enum Op {
         view: View,
         key: Vec<u8>,
     },
+    /// Through `multi_get`, or `multi_get_with` if `callback`.
     MultiGet {
         view: View,
         keys: Vec<Vec<u8>>,
         lookup: Option<BatchLookup>,
+        callback: bool,
+        cold: bool,
     },
     /// Opens an iterator, runs `moves`, and keeps it alive (for later
     /// `IterMoves`, while writes go on) if `keep`.
@@ -146,6 +149,7 @@ pub enum Op {
         upper: Option<Vec<u8>>,
         moves: Vec<Move>,
         keep: bool,
+        cold: bool,
     },
     /// More moves on a kept iterator (index modulo the live count).
     IterMoves {
@@ -168,6 +172,21 @@ pub enum Op {
     Reopen {
         options: String,
     },
+}
+
+/// Cold reads neither fill the block cache nor verify checksums.
+fn cold_str(cold: bool) -> &'static str {
+    if cold {
+        " (fill_cache=false, verify_checksums=false)"
+    } else {
+        ""
+    }
+}
+
+/// Choices derived from the step rather than drawn from the generator, so
+/// that adding them left the operations of every earlier seed unchanged.
+fn coin(tag: u32, bit: u32) -> bool {
+    (tag.wrapping_mul(0x9e37_79b9) >> bit) & 1 == 1
 }
 
 fn opt_bytes(k: &Option<Vec<u8>>) -> String {
@@ -198,9 +217,24 @@ impl fmt::Debug for Op {
                 write!(f, "]")
             }
             Op::Get { view, key } => write!(f, "get {view:?} {:?}", Bytes(key)),
-            Op::MultiGet { view, keys, lookup } => {
+            Op::MultiGet {
+                view,
+                keys,
+                lookup,
+                callback,
+                cold,
+            } => {
                 let keys: Vec<Bytes> = keys.iter().map(|k| Bytes(k)).collect();
-                write!(f, "multi_get {view:?} lookup={lookup:?} {keys:?}")
+                let name = if *callback {
+                    "multi_get_with"
+                } else {
+                    "multi_get"
+                };
+                write!(
+                    f,
+                    "{name} {view:?} lookup={lookup:?}{} {keys:?}",
+                    cold_str(*cold)
+                )
             }
             Op::Scan {
                 view,
@@ -208,11 +242,13 @@ impl fmt::Debug for Op {
                 upper,
                 moves,
                 keep,
+                cold,
             } => write!(
                 f,
-                "scan {view:?} [{}, {}) keep={keep} {moves:?}",
+                "scan {view:?} [{}, {}) keep={keep}{} {moves:?}",
                 opt_bytes(lower),
-                opt_bytes(upper)
+                opt_bytes(upper),
+                cold_str(*cold)
             ),
             Op::IterMoves { which, moves } => write!(f, "iter#{which} {moves:?}"),
             Op::TakeSnapshot => write!(f, "take_snapshot"),
@@ -560,6 +596,8 @@ impl Generator {
                     view: self.view(),
                     keys,
                     lookup: *lookup.choose(&mut self.rng).unwrap(),
+                    callback: coin(tag, 7),
+                    cold: coin(tag, 13) && coin(tag, 14),
                 }
             }
             5 => Op::Scan {
@@ -568,6 +606,7 @@ impl Generator {
                 upper: self.bound(),
                 moves: self.moves(),
                 keep: self.rng.random_bool(0.3),
+                cold: coin(tag, 13) && coin(tag, 14),
             },
             6 => Op::IterMoves {
                 which: self.rng.random_range(0..4),

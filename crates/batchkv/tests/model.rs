@@ -488,6 +488,7 @@ fn run(case: &Case) -> Result<(), Failure> {
         if verbose() {
             eprintln!("step {step}: {op:?}");
         }
+        CURRENT_STEP.set(step);
         r.step(op)
             .map_err(|e| fail(step, format!("{op:?}"), e, &r.options))?;
     }
@@ -495,6 +496,7 @@ fn run(case: &Case) -> Result<(), Failure> {
         eprintln!("levels before the final checks: {:?}", r.db().stats());
     }
     let n = case.ops.len();
+    CURRENT_STEP.set(n);
     r.finish()
         .map_err(|e| fail(n, "final checks".into(), e, &r.options))?;
     let db = r.db.take().expect("open");
@@ -521,8 +523,34 @@ fn report(seed: u64, case: &Case, f: &Failure) -> String {
     s
 }
 
+thread_local! {
+    /// The step running, for [`PanicReport`].
+    static CURRENT_STEP: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Names the seed and step when the engine panics (on this thread) mid-run.
+struct PanicReport<'a> {
+    seed: u64,
+    case: &'a Case,
+}
+
+impl Drop for PanicReport<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let step = CURRENT_STEP.get();
+            let op = self.case.ops.get(step);
+            eprintln!(
+                "model: panic at seed={} step={step}: {op:?}\n  replay: BATCHKV_MODEL_SEED={} \
+                 cargo test --release -p batchkv --test model -- model_seeds",
+                self.seed, self.seed
+            );
+        }
+    }
+}
+
 fn run_seed(seed: u64, steps: usize) -> Result<(), String> {
     let case = Case::generate(seed, steps);
+    let _report = PanicReport { seed, case: &case };
     run(&case).map_err(|f| report(seed, &case, &f))
 }
 

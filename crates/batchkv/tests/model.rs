@@ -609,7 +609,7 @@ fn model_long() {
             eprintln!("{msg}");
             failures.push((seed, start.elapsed()));
         }
-        if (seed - first + 1) % 10 == 0 {
+        if (seed - first + 1).is_multiple_of(10) {
             eprintln!(
                 "model_long: {} seeds run ({first}..={seed}), {} failed, {:.0?} elapsed",
                 seed - first + 1,

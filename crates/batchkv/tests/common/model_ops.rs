@@ -5,7 +5,6 @@
 //! Everything here is plain data generated up front, so a run is a pure
 //! function of its seed (except for background-compaction timing) and an
 //! operation list can be shrunk by dropping operations.
-#![allow(dead_code)]
 
 use std::fmt;
 
@@ -437,10 +436,6 @@ impl Generator {
             mix,
             large,
         }
-    }
-
-    pub fn keys(&self) -> &[Vec<u8>] {
-        &self.keys
     }
 
     pub fn initial_options(&mut self) -> String {

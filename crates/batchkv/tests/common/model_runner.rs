@@ -129,8 +129,14 @@ impl LiveIter {
                     None => "invalid".to_string(),
                     Some((k, v)) => format!("{:?} = {}", Bytes(k), describe(Some(v))),
                 };
+                // A full scan's moves are all first/next/last/prev.
+                let all = if moves.len() <= 30 {
+                    format!("{moves:?}")
+                } else {
+                    format!("{} moves", moves.len())
+                };
                 return Err(format!(
-                    "iterator move {i} ({m:?}) of {moves:?}\n  expected: {}\n  actual:   {}",
+                    "iterator move {i} ({m:?}) of {all}\n  expected: {}\n  actual:   {}",
                     show(want.map(|(k, v)| (k, v))),
                     show(got.as_ref().map(|(k, v)| (k, v)))
                 ));

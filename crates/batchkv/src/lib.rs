@@ -42,7 +42,7 @@ mod version;
 mod wal;
 
 pub use batch::WriteBatch;
-pub use db::{Db, DbIterator, DbStats, RecoveryReport, Snapshot, WalDamage};
+pub use db::{Db, DbIterator, DbStats, KvResult, RangeIter, RecoveryReport, Snapshot, WalDamage};
 pub use error::{Error, Result};
 pub use fs::{
     Fault, FaultInjectionFs, FaultOp, FileLock, FileSystem, PosixFs, RandomAccessFile, WritableFile,

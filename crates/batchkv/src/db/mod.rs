@@ -23,6 +23,8 @@ mod flush;
 mod iterator;
 mod memtable_factory;
 mod multi_get;
+mod properties;
+mod range;
 mod read;
 mod recovery;
 mod snapshot;
@@ -49,6 +51,7 @@ use crate::wal;
 
 pub use iterator::DbIterator;
 use memtable_factory::MemTableFactory;
+pub use range::{KvResult, RangeIter};
 pub use snapshot::Snapshot;
 use snapshot::SnapshotList;
 use table_cache::TableCache;

@@ -136,6 +136,23 @@ impl DbCore {
                 (st, Err(e))
             }
         };
+        match &result {
+            Ok(()) => log::info!(
+                "compaction: L{} {:?} + L{} {:?} -> L{} {:?}{}",
+                task.level,
+                task.inputs[0].iter().map(|f| f.number).collect::<Vec<_>>(),
+                task.output_level(),
+                task.inputs[1].iter().map(|f| f.number).collect::<Vec<_>>(),
+                task.output_level(),
+                allocated,
+                if allocated.is_empty() { " (moved)" } else { "" }
+            ),
+            Err(e) => log::error!(
+                "compaction of L{} into L{} failed, writes are stopped: {e}",
+                task.level,
+                task.output_level()
+            ),
+        }
         for n in task.input_numbers() {
             st.compacting.remove(&n);
         }

@@ -105,6 +105,15 @@ fn flush_oldest<'a>(
     let st = lock(&core.state);
     let (mut st, result) = match written {
         Ok(meta) => {
+            match &meta {
+                Some(m) => log::info!(
+                    "flush: memtable -> L0 table {} ({} entries, {} bytes)",
+                    m.number,
+                    m.num_entries,
+                    m.file_size
+                ),
+                None => log::info!("flush: empty memtable, no table written"),
+            }
             let mut edit = VersionEdit::default();
             if let Some(meta) = meta {
                 edit.new_files.push((0, meta));
@@ -127,6 +136,9 @@ fn flush_oldest<'a>(
             (st, Err(e))
         }
     };
+    if let Err(e) = &result {
+        log::error!("flush of table {number} failed, writes are stopped: {e}");
+    }
     st.pending_outputs.retain(|&n| n != number);
     st.flushing = false;
     core.bg_cv.notify_all();

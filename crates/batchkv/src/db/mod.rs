@@ -202,6 +202,12 @@ impl Db {
     ) -> Result<Db> {
         opts.validate()?;
         let core = recovery::open(path.as_ref(), opts, fs)?;
+        log::info!(
+            "opened {} (last sequence {}, {} SST files)",
+            path.as_ref().display(),
+            core.last_visible(),
+            lock(&core.state).versions.current().file_numbers().count()
+        );
         let core = Arc::new(core);
         let handle = Arc::new(DbHandle {
             core: Arc::clone(&core),

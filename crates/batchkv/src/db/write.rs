@@ -237,6 +237,7 @@ impl DbCore {
     }
 
     pub(super) fn set_bg_error(&self, e: Error) {
+        log::error!("background error, writes are stopped: {e}");
         let mut st = lock(&self.state);
         st.bg_error.get_or_insert(e);
         self.bg_cv.notify_all();
@@ -249,6 +250,8 @@ impl DbCore {
     pub(super) fn switch_memtable(&self, log: &mut LogState, mut force: bool) -> Result<()> {
         let mut st = lock(&self.state);
         let mut delayed = false;
+        // Each stall is logged once, not at every re-check.
+        let mut warned = false;
         loop {
             if let Some(e) = &st.bg_error {
                 return Err(Error::Background(Box::new(e.clone())));
@@ -258,6 +261,12 @@ impl DbCore {
                 let l0 = st.versions.current().levels[0].len();
                 if l0 >= self.opts.level0_stop_writes_trigger {
                     // Stop: wait for compaction to bring L0 down.
+                    if !std::mem::replace(&mut warned, true) {
+                        log::warn!(
+                            "write stall: {l0} L0 files (stop trigger {}); waiting for compaction",
+                            self.opts.level0_stop_writes_trigger
+                        );
+                    }
                     st = self
                         .bg_cv
                         .wait_timeout(st, std::time::Duration::from_millis(100))
@@ -282,6 +291,13 @@ impl DbCore {
             }
             if st.imms.len() + 1 >= self.opts.max_write_buffer_number {
                 // Stall: memory stays bounded until the flush catches up.
+                if !std::mem::replace(&mut warned, true) {
+                    log::warn!(
+                        "write stall: {} memtables waiting for flush (max_write_buffer_number {})",
+                        st.imms.len(),
+                        self.opts.max_write_buffer_number
+                    );
+                }
                 st = self
                     .bg_cv
                     .wait_timeout(st, std::time::Duration::from_millis(100))

@@ -42,6 +42,7 @@ mod version;
 mod wal;
 
 pub use batch::WriteBatch;
+pub use compaction::{CompactionDecision, CompactionFilter, TtlFilter};
 pub use db::{Db, DbIterator, DbStats, KvResult, RangeIter, RecoveryReport, Snapshot, WalDamage};
 pub use error::{Error, Result};
 pub use fs::{

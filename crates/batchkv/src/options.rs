@@ -99,6 +99,10 @@ pub struct Options {
     /// Verify SST data block checksums on reads (default true). Index,
     /// filter and meta blocks are always verified when a table is opened.
     pub verify_checksums: bool,
+    /// Offered each live value that compaction rewrites and no snapshot
+    /// can see; may keep, remove or replace it (see [`CompactionFilter`]).
+    /// Not settable from an option string. Default none.
+    pub compaction_filter: Option<std::sync::Arc<dyn crate::CompactionFilter>>,
 }
 
 impl Default for Options {
@@ -131,6 +135,7 @@ impl Default for Options {
             block_cache_size: 32 << 20,
             max_open_files: 1000,
             verify_checksums: true,
+            compaction_filter: None,
         }
     }
 }

@@ -41,7 +41,7 @@ mod sst;
 mod version;
 mod wal;
 
-pub use batch::WriteBatch;
+pub use batch::{BatchOp, WriteBatch};
 pub use compaction::{CompactionDecision, CompactionFilter, TtlFilter};
 pub use db::{Db, DbIterator, DbStats, KvResult, RangeIter, RecoveryReport, Snapshot, WalDamage};
 pub use error::{Error, Result};

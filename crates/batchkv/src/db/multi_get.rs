@@ -61,7 +61,15 @@ impl Db {
             }
             return;
         }
-        let seq = core.read_sequence(opts);
+        let seq = match core.read_sequence(opts) {
+            Ok(seq) => seq,
+            Err(e) => {
+                for i in 0..keys.len() {
+                    on_result(i, Err(e.clone()));
+                }
+                return;
+            }
+        };
         let sv: Arc<SuperVersion> = core.sv.load_full();
         let strategy = opts.batch_lookup.unwrap_or(core.opts.batch_lookup);
 

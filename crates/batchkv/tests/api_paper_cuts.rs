@@ -48,3 +48,31 @@ fn a_snapshot_from_another_database_is_an_error() {
     // Its own database reads through it.
     assert_eq!(db1.get_opt(&foreign, b"k").unwrap(), Some(b"1".to_vec()));
 }
+
+#[test]
+fn options_round_trip_through_their_string_and_the_options_file() {
+    use batchkv::Options;
+    let samples = [
+        Options::default(),
+        "memtable=sorted_hash:4096:64;compression=zstd;compression_level=7;\
+         wal_recovery_mode=skip_any_corrupted_records;batch_lookup=finger;\
+         max_open_files=-1;max_bytes_for_level_multiplier=12.5;write_buffer_size=1MB"
+            .parse()
+            .unwrap(),
+        "memtable=vector;separate_key_value_in_data_block=true;compression=none;\
+         verify_checksums=false;paranoid_memory_checks=true"
+            .parse()
+            .unwrap(),
+    ];
+    for opts in samples {
+        let s = opts.to_option_string();
+        let back: Options = s.parse().unwrap();
+        assert_eq!(back.to_option_string(), s);
+        // The database writes its OPTIONS file at open.
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), opts.clone()).unwrap();
+        db.close().unwrap();
+        let read = Options::from_options_file(dir.path().join("OPTIONS")).unwrap();
+        assert_eq!(read.to_option_string(), s);
+    }
+}

@@ -112,6 +112,7 @@ pub(super) fn open(dir: &Path, opts: Options, fs: Arc<dyn FileSystem>) -> Result
     edit.log_number = Some(log_number);
     edit.last_sequence = Some(max_sequence);
     versions.log_and_apply(edit)?;
+    write_options_file(fs.as_ref(), dir, &opts, versions.new_file_number())?;
 
     let mem = memtables.create(next_memtable_id);
     next_memtable_id += 1;
@@ -161,6 +162,19 @@ pub(super) fn open(dir: &Path, opts: Options, fs: Arc<dyn FileSystem>) -> Result
     };
     core.delete_obsolete_files();
     Ok(core)
+}
+
+/// Replaces `OPTIONS` atomically (temp file, fsync, rename, directory
+/// fsync) with the options this open uses; a crash leaves the old file or
+/// the new one, and at worst a temp file the next sweep deletes.
+fn write_options_file(fs: &dyn FileSystem, dir: &Path, opts: &Options, temp: u64) -> Result<()> {
+    let tmp = filename::path(dir, FileKind::Temp, temp);
+    let mut f = fs.new_writable(&tmp)?;
+    f.append(opts.options_file_text().as_bytes())?;
+    f.sync()?;
+    drop(f);
+    fs.rename(&tmp, &dir.join(filename::OPTIONS))?;
+    fs.sync_dir(dir)
 }
 
 /// A directory without CURRENT may be used for a new database only if it

@@ -17,6 +17,7 @@
 //! 4. An immutable memtable leaves `imms` only after the MANIFEST edit that
 //!    adds its SST is durable.
 
+mod checkpoint;
 mod compaction;
 pub(crate) mod filename;
 mod flush;

@@ -20,7 +20,7 @@ fn checkpoint_under_writes_is_a_consistent_prefix_and_opens() {
                     let mut b = WriteBatch::new();
                     b.put(common::key(i), format!("v{i}"));
                     // Some writes skip the WAL: the checkpoint flushes them.
-                    let no_wal = i % 7 == 0;
+                    let no_wal = i.is_multiple_of(7);
                     db.write(
                         &WriteOptions {
                             disable_wal: no_wal,
@@ -66,7 +66,7 @@ fn checkpoint_under_writes_is_a_consistent_prefix_and_opens() {
         );
         // Logged writes after that form a prefix (WAL-less ones made during
         // the checkpoint may or may not be in it, as after a crash).
-        let logged = |i: &u64| i % 7 != 0;
+        let logged = |i: &u64| !i.is_multiple_of(7);
         let last = (0..6000u64)
             .filter(logged)
             .rfind(|&i| present[i as usize])

@@ -39,7 +39,7 @@ fn main() -> batchkv::Result<()> {
     assert!(db.get(b"config")?.is_some());
     println!(
         "expired values dropped; {} keys left",
-        db.range(&Default::default(), ..Vec::new())?.count()
+        db.prefix(&Default::default(), b"")?.count()
     );
     db.close()
 }

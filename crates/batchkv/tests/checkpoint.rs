@@ -48,6 +48,10 @@ fn checkpoint_under_writes_is_a_consistent_prefix_and_opens() {
         db.compact_range(None, None).unwrap();
         db.close().unwrap();
 
+        // A checkpoint opens read-only too (nothing written into it).
+        let ro = Db::open_read_only(&ckpt, common::small_buffers()).unwrap();
+        assert_eq!(ro.get(common::key(0)).unwrap(), Some(b"v0".to_vec()));
+        ro.close().unwrap();
         let copy = Db::open(&ckpt, common::small_buffers()).unwrap();
         let present: Vec<bool> = (0..6000u64)
             .map(|i| match copy.get(common::key(i)).unwrap() {

@@ -154,7 +154,7 @@ fn flush_oldest<'a>(
 /// memtable frozen so far has been flushed — not memtables frozen later by
 /// writers, which would starve this call under a steady write load.
 pub(super) fn flush_and_wait(core: &DbCore) -> Result<()> {
-    core.check_open()?;
+    core.check_writable("flush")?;
     {
         let mut log = lock(&core.log);
         core.switch_memtable(&mut log, true)?;

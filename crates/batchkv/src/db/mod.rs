@@ -143,6 +143,8 @@ pub(crate) struct DbCore {
     unpersisted: AtomicBool,
     /// What opening replayed from the WALs and what it dropped.
     recovery: wal_replay::RecoveryReport,
+    /// Opened with [`Db::open_read_only`]: no writes, no background work.
+    read_only: bool,
 }
 
 /// A description of the database's shape, from [`Db::stats`].
@@ -202,7 +204,7 @@ impl Db {
         fs: Arc<dyn FileSystem>,
     ) -> Result<Db> {
         opts.validate()?;
-        let core = recovery::open(path.as_ref(), opts, fs)?;
+        let core = recovery::open(path.as_ref(), opts, fs, false)?;
         log::info!(
             "opened {} (last sequence {}, {} SST files)",
             path.as_ref().display(),
@@ -227,6 +229,24 @@ impl Db {
             lock(&handle.workers).push(spawn(format!("batchkv-compact-{i}"), compaction::run)?);
         }
         Ok(Db { handle })
+    }
+
+    /// Opens an existing database for reading only, without taking its
+    /// lock and without writing anything: usable on a checkpoint, a backup
+    /// on read-only media, or beside a process that has the database open
+    /// (it then sees the state at this open; tables that writer deletes
+    /// later make reads of them fail with an I/O error — open a checkpoint
+    /// for a stable view). WALs are replayed into memory. Writes, `flush`,
+    /// `compact_range` and `checkpoint` return [`Error::ReadOnly`].
+    pub fn open_read_only(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        opts.validate()?;
+        let core = recovery::open(path.as_ref(), opts, Arc::new(PosixFs), true)?;
+        Ok(Db {
+            handle: Arc::new(DbHandle {
+                core: Arc::new(core),
+                workers: Mutex::new(Vec::new()),
+            }),
+        })
     }
 
     pub(crate) fn core(&self) -> &DbCore {
@@ -432,6 +452,14 @@ impl DbCore {
             max_open_files: opts.max_open_files,
             ..TableOptions::default()
         }
+    }
+
+    /// Refuses `what` on a read-only database.
+    fn check_writable(&self, what: &'static str) -> Result<()> {
+        if self.read_only {
+            return Err(Error::ReadOnly(what));
+        }
+        self.check_open()
     }
 
     fn check_open(&self) -> Result<()> {

@@ -51,7 +51,7 @@ impl Db {
     /// is visible. With `opts.sync` it is durable when this returns.
     pub fn write(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
         let core = self.core();
-        core.check_open()?;
+        core.check_writable("write")?;
         if batch.max_key_len() > MAX_KEY_SIZE {
             return Err(Error::InvalidArgument(format!(
                 "key of {} bytes exceeds the limit of {MAX_KEY_SIZE} bytes",

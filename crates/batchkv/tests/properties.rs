@@ -47,3 +47,44 @@ fn properties_describe_the_database() {
     drop(snap);
     assert_eq!(db.property_int("batchkv.num-snapshots"), Some(0));
 }
+
+#[test]
+fn statistics_count_what_the_engine_did() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), common::small_buffers()).unwrap();
+    assert_eq!(db.statistics(), batchkv::Statistics::default());
+    for i in 0..2000u64 {
+        db.put(common::key(i), vec![b'v'; 100]).unwrap();
+    }
+    let mut b = batchkv::WriteBatch::new();
+    b.put(b"synced", b"1");
+    db.write(
+        &batchkv::WriteOptions {
+            sync: true,
+            ..Default::default()
+        },
+        b,
+    )
+    .unwrap();
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    for i in 0..10u64 {
+        db.get(common::key(i)).unwrap();
+    }
+    let keys: Vec<Vec<u8>> = (0..64u64).map(common::key).collect();
+    let _ = db.multi_get(&batchkv::ReadOptions::default(), &keys);
+    let s = db.statistics();
+    assert_eq!(s.keys_written, 2001);
+    assert!(s.bytes_written >= 2000 * 110, "{s:?}");
+    assert!(s.wal_bytes >= s.bytes_written, "{s:?}");
+    assert_eq!(s.wal_syncs, 1);
+    assert_eq!((s.gets, s.multi_gets, s.multi_get_keys), (10, 1, 64));
+    assert!(s.flushes >= 1 && s.flush_bytes > 0, "{s:?}");
+    assert!(
+        s.compactions >= 1 && s.compaction_bytes_written > 0,
+        "{s:?}"
+    );
+    assert!(s.compaction_bytes_read > 0, "{s:?}");
+    assert!(s.block_cache_hits + s.block_cache_misses > 0, "{s:?}");
+    assert!(s.write_amplification() > 0.0);
+}

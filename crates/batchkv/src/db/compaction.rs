@@ -130,6 +130,13 @@ impl DbCore {
         };
         let (mut st, result) = match outputs {
             Ok(files) => {
+                if !allocated.is_empty() {
+                    let c = &self.counters;
+                    let read: u64 = task.inputs.iter().flatten().map(|f| f.file_size).sum();
+                    let written: u64 = files.iter().map(|f| f.file_size).sum();
+                    super::statistics::Counters::add(&c.compaction_bytes_read, read);
+                    super::statistics::Counters::add(&c.compaction_bytes_written, written);
+                }
                 for f in files {
                     edit.new_files.push((task.output_level() as u32, f));
                 }

@@ -105,6 +105,9 @@ fn flush_oldest<'a>(
     let st = lock(&core.state);
     let (mut st, result) = match written {
         Ok(meta) => {
+            if let Some(m) = &meta {
+                super::statistics::Counters::add(&core.counters.flush_bytes, m.file_size);
+            }
             match &meta {
                 Some(m) => log::info!(
                     "flush: memtable -> L0 table {} ({} entries, {} bytes)",

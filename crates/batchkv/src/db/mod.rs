@@ -29,6 +29,7 @@ mod range;
 mod read;
 mod recovery;
 mod snapshot;
+mod statistics;
 mod table_cache;
 mod wal_replay;
 mod write;
@@ -55,6 +56,7 @@ use memtable_factory::MemTableFactory;
 pub use range::{KvResult, RangeIter};
 pub use snapshot::Snapshot;
 use snapshot::SnapshotList;
+pub use statistics::Statistics;
 use table_cache::TableCache;
 pub use wal_replay::{RecoveryReport, WalDamage};
 use write::PendingWrite;
@@ -145,6 +147,8 @@ pub(crate) struct DbCore {
     recovery: wal_replay::RecoveryReport,
     /// Opened with [`Db::open_read_only`]: no writes, no background work.
     read_only: bool,
+    /// What [`Db::statistics`] reports.
+    counters: statistics::Counters,
 }
 
 /// A description of the database's shape, from [`Db::stats`].

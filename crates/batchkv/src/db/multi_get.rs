@@ -70,6 +70,8 @@ impl Db {
                 return;
             }
         };
+        super::statistics::Counters::add(&core.counters.multi_gets, 1);
+        super::statistics::Counters::add(&core.counters.multi_get_keys, keys.len() as u64);
         let sv: Arc<SuperVersion> = core.sv.load_full();
         let strategy = opts.batch_lookup.unwrap_or(core.opts.batch_lookup);
 

@@ -28,6 +28,7 @@ impl Db {
         let core = self.core();
         core.check_open()?;
         let seq = core.read_sequence(opts)?;
+        super::statistics::Counters::add(&core.counters.gets, 1);
         let sv = core.sv.load_full();
         let key = key.as_ref();
         for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {

@@ -200,6 +200,7 @@ pub(super) fn open(
         unpersisted: AtomicBool::new(false),
         recovery: report,
         read_only,
+        counters: Default::default(),
     };
     if !read_only {
         core.delete_obsolete_files();

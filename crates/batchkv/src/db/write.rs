@@ -11,6 +11,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex};
 
 use super::filename::{self, FileKind};
+use super::statistics::Counters;
 use super::{lock, Db, DbCore, ImmTable, LogState};
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
@@ -67,7 +68,11 @@ impl Db {
         if batch.is_empty() {
             return Ok(());
         }
-        core.write(*opts, batch)
+        let (keys, bytes) = (batch.len() as u64, batch.approximate_size() as u64);
+        core.write(*opts, batch)?;
+        Counters::add(&core.counters.keys_written, keys);
+        Counters::add(&core.counters.bytes_written, bytes);
+        Ok(())
     }
 }
 
@@ -148,6 +153,10 @@ impl DbCore {
                 }
                 std::borrow::Cow::Owned(merged.rep().to_vec())
             };
+            Counters::add(&self.counters.wal_bytes, record.len() as u64);
+            if sync {
+                Counters::add(&self.counters.wal_syncs, 1);
+            }
             let logged = log.writer.add_record(&record).and_then(|()| {
                 if sync {
                     log.writer.sync()
@@ -247,7 +256,22 @@ impl DbCore {
     /// is non-empty), freezes it and starts a new memtable and WAL; stalls
     /// while `max_write_buffer_number` memtables are in memory. The caller
     /// holds the WAL lock (it is the leader, or `flush`).
-    pub(super) fn switch_memtable(&self, log: &mut LogState, mut force: bool) -> Result<()> {
+    pub(super) fn switch_memtable(&self, log: &mut LogState, force: bool) -> Result<()> {
+        let started = std::time::Instant::now();
+        let mut stalled = false;
+        let r = self.make_room(log, force, &mut stalled);
+        if stalled {
+            Counters::add(
+                &self.counters.stall_micros,
+                started.elapsed().as_micros() as u64,
+            );
+        }
+        r
+    }
+
+    /// [`switch_memtable`](Self::switch_memtable)'s body; sets `stalled`
+    /// when it waited or slowed the writer down.
+    fn make_room(&self, log: &mut LogState, mut force: bool, stalled: &mut bool) -> Result<()> {
         let mut st = lock(&self.state);
         let mut delayed = false;
         // Each stall is logged once, not at every re-check.
@@ -261,6 +285,7 @@ impl DbCore {
                 let l0 = st.versions.current().levels[0].len();
                 if l0 >= self.opts.level0_stop_writes_trigger {
                     // Stop: wait for compaction to bring L0 down.
+                    *stalled = true;
                     if !std::mem::replace(&mut warned, true) {
                         log::warn!(
                             "write stall: {l0} L0 files (stop trigger {}); waiting for compaction",
@@ -277,6 +302,7 @@ impl DbCore {
                 if l0 >= self.opts.level0_slowdown_writes_trigger && !delayed {
                     // Slow down gradually (1 ms per write group) before the
                     // stop, so writers never hit a cliff.
+                    *stalled = true;
                     drop(st);
                     std::thread::sleep(std::time::Duration::from_millis(1));
                     delayed = true;
@@ -291,6 +317,7 @@ impl DbCore {
             }
             if st.imms.len() + 1 >= self.opts.max_write_buffer_number {
                 // Stall: memory stays bounded until the flush catches up.
+                *stalled = true;
                 if !std::mem::replace(&mut warned, true) {
                     log::warn!(
                         "write stall: {} memtables waiting for flush (max_write_buffer_number {})",

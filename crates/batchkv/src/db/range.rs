@@ -156,43 +156,47 @@ impl RangeIter {
     }
 }
 
+impl RangeIter {
+    /// One step from the front (`forward`) or the back: the first step
+    /// opens that end's iterator at its bound, later ones move it.
+    fn step(&mut self, forward: bool) -> Option<KvResult> {
+        if self.done {
+            return None;
+        }
+        let opened = if forward { &self.front } else { &self.back }.is_some();
+        if !opened {
+            match self.open() {
+                Ok(mut it) => {
+                    if forward {
+                        it.seek_to_first();
+                        self.front = Some(it);
+                    } else {
+                        it.seek_to_last();
+                        self.back = Some(it);
+                    }
+                }
+                Err(e) => return self.fail(e),
+            }
+        } else if forward {
+            self.front.as_mut()?.next();
+        } else {
+            self.back.as_mut()?.prev();
+        }
+        self.take(forward)
+    }
+}
+
 impl Iterator for RangeIter {
     type Item = KvResult;
 
     fn next(&mut self) -> Option<KvResult> {
-        if self.done {
-            return None;
-        }
-        match self.front.as_mut() {
-            Some(it) => it.next(),
-            None => match self.open() {
-                Ok(mut it) => {
-                    it.seek_to_first();
-                    self.front = Some(it);
-                }
-                Err(e) => return self.fail(e),
-            },
-        }
-        self.take(true)
+        self.step(true)
     }
 }
 
 impl DoubleEndedIterator for RangeIter {
     fn next_back(&mut self) -> Option<KvResult> {
-        if self.done {
-            return None;
-        }
-        match self.back.as_mut() {
-            Some(it) => it.prev(),
-            None => match self.open() {
-                Ok(mut it) => {
-                    it.seek_to_last();
-                    self.back = Some(it);
-                }
-                Err(e) => return self.fail(e),
-            },
-        }
-        self.take(false)
+        self.step(false)
     }
 }
 

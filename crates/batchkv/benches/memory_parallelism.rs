@@ -16,8 +16,9 @@ const LINE: usize = 64;
 const WORDS_PER_LINE: usize = LINE / 8;
 
 /// A random single cycle over all lines: `next[line] = successor line`
-/// (Sattolo's algorithm with a xorshift generator).
-fn build_cycle(lines: usize) -> Vec<u64> {
+/// (Sattolo's algorithm with a xorshift generator), and the lines in cycle
+/// order.
+fn build_cycle(lines: usize) -> (Vec<u64>, Vec<u32>) {
     let mut buf = vec![0u64; lines * WORDS_PER_LINE];
     let mut perm: Vec<u32> = (0..lines as u32).collect();
     let mut x = 0x9E37_79B9_7F4A_7C15u64;
@@ -32,12 +33,18 @@ fn build_cycle(lines: usize) -> Vec<u64> {
         buf[w[0] as usize * WORDS_PER_LINE] = w[1] as u64;
     }
     buf[perm[lines - 1] as usize * WORDS_PER_LINE] = perm[0] as u64;
-    buf
+    (buf, perm)
 }
 
 /// Lines fetched per second with `chains` interleaved pointer chases.
-fn measure(buf: &[u64], lines: usize, chains: usize, steps: usize) -> f64 {
-    let mut pos: Vec<u64> = (0..chains).map(|c| (c * lines / chains) as u64).collect();
+/// The chases start evenly spaced *along the cycle*, more than `steps`
+/// apart, so no chase walks lines another one just brought into cache.
+fn measure(buf: &[u64], cycle: &[u32], chains: usize, steps: usize) -> f64 {
+    let lines = cycle.len();
+    assert!(steps < lines / chains, "chases would overlap");
+    let mut pos: Vec<u64> = (0..chains)
+        .map(|c| cycle[c * lines / chains] as u64)
+        .collect();
     let start = Instant::now();
     for _ in 0..steps {
         for p in pos.iter_mut() {
@@ -55,12 +62,12 @@ fn main() {
         .unwrap_or(1024);
     let lines = mb * (1 << 20) / LINE;
     eprintln!("building a random cycle over {lines} lines ({mb} MiB)...");
-    let buf = build_cycle(lines);
+    let (buf, cycle) = build_cycle(lines);
     println!("chains  M lines/s (median of 3)");
     for chains in [1usize, 2, 4, 8, 12, 16, 24, 32, 48] {
-        let steps = 4_000_000 / chains;
+        let steps = (4_000_000 / chains).min(lines / chains - 1);
         let mut runs: Vec<f64> = (0..3)
-            .map(|_| measure(&buf, lines, chains, steps))
+            .map(|_| measure(&buf, &cycle, chains, steps))
             .collect();
         runs.sort_by(f64::total_cmp);
         println!("{chains:>6}  {:.1}", runs[1] / 1e6);

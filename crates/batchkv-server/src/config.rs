@@ -67,7 +67,7 @@ pub struct ServeArgs {
     #[arg(long, default_value = "everysec")]
     pub appendfsync: AppendFsync,
     /// Batch GET/MGET/EXISTS into multi_get (on) or use one get per key (off).
-    #[arg(long, default_value = "on", value_parser = parse_on_off)]
+    #[arg(long, default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
     pub batch: bool,
     /// Require AUTH with this password.
     #[arg(long)]

@@ -3,20 +3,22 @@
 //!
 //! A connection submits a *job*: the keys of one run of pipelined GET and
 //! MGET commands plus the shape of their replies. Jobs are combined the way
-//! the engine's group commit combines writes: the first submitter finding
-//! no leader becomes the leader, takes every job queued so far, runs one
-//! `multi_get` over all their keys, encodes each job's replies straight
-//! from the engine's borrowed values into that job's buffer, and repeats
-//! while jobs keep arriving. Jobs that arrive while a `multi_get` runs wait
+//! the engine's group commit combines writes: a submitter finding fewer
+//! than `max_leaders` leaders at work (one per runtime worker thread, so
+//! batching never leaves a core idle) becomes a leader, takes every job
+//! queued so far, runs one `multi_get` over all their keys, encodes each
+//! job's replies straight from the engine's borrowed values into that
+//! job's buffer, and repeats while jobs keep arriving. Jobs that arrive while a `multi_get` runs wait
 //! for the next one — that is the batching window: it adds no delay when
 //! the server is idle and grows with load.
 //!
 //! # Thread safety
 //! Invariants:
-//! 1. `leader` is true exactly while some thread runs [`Batcher::lead`];
-//!    it is set and cleared under the queue lock, and cleared only when
-//!    the queue is empty, so no queued job is ever left without a leader.
-//! 2. Each job's reply is sent exactly once, by the leader that took it.
+//! 1. `leaders` counts the threads inside [`Batcher::lead`]; it changes
+//!    only under the queue lock, and a leader leaves only when it finds
+//!    the queue empty, so a queued job always has a leader coming for it.
+//! 2. `leaders <= max_leaders`.
+//! 3. Each job's reply is sent exactly once, by the leader that took it.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -52,13 +54,14 @@ struct Job {
 
 #[derive(Default)]
 struct Queue {
-    leader: bool,
+    leaders: usize,
     jobs: Vec<Job>,
 }
 
 /// The cross-connection read combiner.
 pub struct Batcher {
     db: Db,
+    max_leaders: usize,
     queue: Mutex<Queue>,
 }
 
@@ -68,9 +71,11 @@ fn lock(m: &Mutex<Queue>) -> MutexGuard<'_, Queue> {
 }
 
 impl Batcher {
-    pub fn new(db: Db) -> Batcher {
+    /// A batcher running at most `max_leaders` `multi_get`s at once.
+    pub fn new(db: Db, max_leaders: usize) -> Batcher {
         Batcher {
             db,
+            max_leaders: max_leaders.max(1),
             queue: Mutex::new(Queue::default()),
         }
     }
@@ -92,12 +97,17 @@ impl Batcher {
                 proto,
                 tx,
             });
-            !std::mem::replace(&mut q.leader, true)
+            if q.leaders < self.max_leaders {
+                q.leaders += 1;
+                true
+            } else {
+                false
+            }
         };
         if lead {
             self.lead(shared);
         }
-        // The sender is dropped only after sending (invariant 2).
+        // The sender is dropped only after sending (invariant 3).
         rx.await.unwrap_or_default()
     }
 
@@ -107,7 +117,7 @@ impl Batcher {
             let jobs = {
                 let mut q = lock(&self.queue);
                 if q.jobs.is_empty() {
-                    q.leader = false;
+                    q.leaders -= 1;
                     return;
                 }
                 take_jobs(&mut q.jobs)

@@ -335,7 +335,9 @@ async fn serve(
     mut shutdown_rx: watch::Receiver<bool>,
 ) -> std::io::Result<()> {
     let port = listener.local_addr()?.port();
-    let batcher = cfg.batch.then(|| Arc::new(Batcher::new(db.clone())));
+    let batcher = cfg
+        .batch
+        .then(|| Arc::new(Batcher::new(db.clone(), cfg.threads)));
     let shared = Arc::new(Shared {
         db: db.clone(),
         stats: Stats::default(),

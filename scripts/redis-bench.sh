@@ -18,7 +18,10 @@
 #   APPENDFSYNC [everysec]
 #   SERVERS ["redis bkv-skiplist bkv-skiplist-nobatch bkv-sorted_hash bkv-sorted_hash-nobatch"]
 #   BATCHKV_OPTIONS [""] extra engine options for batchkv serve (--options)
-#   OUT [/tmp/redis-bench]  work directory (databases, logs, results.csv)
+#   REPEAT [1]           runs of the whole server list (alternating A B C A B C);
+#                        the table shows medians
+#   OUT [/tmp/redis-bench]  work directory (databases, logs, results.csv,
+#                        chart.svg)
 set -euo pipefail
 
 KEYS=${KEYS:-1000000}
@@ -31,6 +34,7 @@ SERVERS=${SERVERS:-"redis bkv-skiplist bkv-skiplist-nobatch bkv-sorted_hash bkv-
 BATCHKV_OPTIONS=${BATCHKV_OPTIONS:-}
 OUT=${OUT:-/tmp/redis-bench}
 PORT=${PORT:-16379}
+REPEAT=${REPEAT:-1}
 
 cd "$(dirname "$0")/.."
 if ! command -v redis-benchmark >/dev/null || ! command -v redis-server >/dev/null; then
@@ -123,27 +127,41 @@ bench() {
     printf '%-26s %-8s -c %-3s -P %-3s %12s req/s\n' "$server" "$test" "$c" "$p" "$rps" >&2
 }
 
-for server in $SERVERS; do
-    start_server "$server"
-    t0=$(date +%s)
-    load_keys
-    echo "$server: loaded $KEYS keys in $(($(date +%s) - t0)) s" >&2
-    for test in GET MGET100 SET; do
-        for c in 1 50; do
-            for p in 1 10; do
-                bench "$server" "$test" "$c" "$p"
+for _ in $(seq 1 "$REPEAT"); do
+    for server in $SERVERS; do
+        start_server "$server"
+        t0=$(date +%s)
+        load_keys
+        echo "$server: loaded $KEYS keys in $(($(date +%s) - t0)) s" >&2
+        for test in GET MGET100 SET; do
+            for c in 1 50; do
+                for p in 1 10; do
+                    bench "$server" "$test" "$c" "$p"
+                done
             done
         done
+        stop_server
     done
-    stop_server
 done
 
+# Medians over the repetitions: "server,test,c,p,rps" lines.
+awk -F, '
+{ k = $1 "," $2 "," $3 "," $4; v[k] = v[k] " " $5; if (!(k in seen)) { seen[k] = 1; order[++n] = k } }
+END {
+    for (i = 1; i <= n; i++) {
+        m = split(substr(v[order[i]], 2), a, " ")
+        for (x = 2; x <= m; x++) { t = a[x]; y = x - 1; while (y > 0 && a[y] + 0 > t + 0) { a[y + 1] = a[y]; y-- } a[y + 1] = t }
+        med = (m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2)
+        print order[i] "," med
+    }
+}' "$RESULTS" >"$OUT/medians.csv"
+
 # Table: one row per (test, c, P), one column per server, then ratios.
-awk -F, -v servers="$SERVERS" -v keys="$KEYS" '
+awk -F, -v servers="$SERVERS" -v keys="$KEYS" -v repeat="$REPEAT" '
 { rps[$2 "," $3 "," $4, $1] = $5; if (!(($2 "," $3 "," $4) in seen)) { seen[$2 "," $3 "," $4] = 1; order[++n] = $2 "," $3 "," $4 } }
 END {
     ns = split(servers, s, " ")
-    printf "\nrequests/s (MGET100: requests of 100 keys; keys/s = 100x), %d keys\n\n", keys
+    printf "\nrequests/s, median of %d (MGET100: requests of 100 keys; keys/s = 100x), %d keys\n\n", repeat, keys
     printf "| test | -c | -P |"
     for (j = 1; j <= ns; j++) printf " %s |", s[j]
     hr = 0; for (j = 1; j <= ns; j++) if (s[j] == "redis") hr = 1
@@ -166,5 +184,38 @@ END {
         } }
         printf "\n"
     }
-}' "$RESULTS"
-echo "raw results: $RESULTS" >&2
+}' "$OUT/medians.csv"
+
+# Chart: one group of bars per (test, -c, -P), scaled to its fastest server.
+awk -F, -v servers="$SERVERS" -v title="redis-benchmark req/s, $KEYS keys, median of $REPEAT (bars scaled per group)" '
+BEGIN { ns = split(servers, s, " "); split("#d62728 #1f77b4 #aec7e8 #2ca02c #98df8a #9467bd #c5b0d5", col, " ") }
+{
+    row = $2 " -c " $3 " -P " $4
+    if (!(row in seen)) { seen[row] = 1; order[++n] = row }
+    rps[row, $1] = $5
+    if ($5 + 0 > max[row]) max[row] = $5 + 0
+}
+END {
+    bar = 11; gap = 14; left = 150; width = 520
+    gh = ns * bar + gap
+    h = 40 + ns * 16 + n * gh + 20
+    printf "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" font-size=\"11\">\n", left + width + 110, h
+    printf "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+    printf "<text x=\"10\" y=\"18\" font-size=\"13\">%s</text>\n", title
+    for (j = 1; j <= ns; j++) {
+        y = 30 + (j - 1) * 16
+        printf "<rect x=\"10\" y=\"%d\" width=\"12\" height=\"10\" fill=\"%s\"/><text x=\"28\" y=\"%d\">%s</text>\n", y, col[j], y + 9, s[j]
+    }
+    y0 = 40 + ns * 16
+    for (i = 1; i <= n; i++) {
+        r = order[i]; y = y0 + (i - 1) * gh
+        printf "<text x=\"10\" y=\"%d\">%s</text>\n", y + ns * bar / 2 + 4, r
+        for (j = 1; j <= ns; j++) {
+            v = rps[r, s[j]] + 0; w = (max[r] > 0 ? v / max[r] * width : 0)
+            printf "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/>", left, y + (j - 1) * bar, w, bar - 2, col[j]
+            printf "<text x=\"%.1f\" y=\"%d\" font-size=\"9\">%.0f</text>\n", left + w + 4, y + (j - 1) * bar + 8, v
+        }
+    }
+    print "</svg>"
+}' "$OUT/medians.csv" >"$OUT/chart.svg"
+echo "raw results: $RESULTS, medians: $OUT/medians.csv, chart: $OUT/chart.svg" >&2

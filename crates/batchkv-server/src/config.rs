@@ -152,3 +152,60 @@ impl Config {
         Ok(cfg)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: ServeArgs,
+    }
+
+    fn parse(argv: &[&str]) -> Result<Config, String> {
+        let cli = Cli::try_parse_from(std::iter::once("serve").chain(argv.iter().copied()))
+            .map_err(|e| e.to_string())?;
+        Config::from_args(cli.args, None, Some("write_buffer_size=1MB"))
+    }
+
+    #[test]
+    fn flags_map_to_the_config() {
+        let c = parse(&[
+            "--dir",
+            "/tmp/x",
+            "--batch",
+            "off",
+            "--appendfsync",
+            "always",
+            "--memtable",
+            "sorted_hash:1000",
+            "--port",
+            "0",
+        ])
+        .unwrap();
+        assert!(!c.batch);
+        assert_eq!(c.appendfsync, AppendFsync::Always);
+        assert_eq!(c.options.write_buffer_size, 1 << 20);
+        assert!(matches!(
+            c.options.memtable,
+            MemTableKind::SortedHash { buckets: 1000, .. }
+        ));
+        let d = parse(&["--dir", "/tmp/x"]).unwrap();
+        assert!(d.batch);
+        assert_eq!(d.appendfsync, AppendFsync::EverySec);
+        assert_eq!((d.bind.as_str(), d.port), ("127.0.0.1", 6379));
+    }
+
+    #[test]
+    fn bad_flags_are_refused() {
+        assert!(parse(&[]).unwrap_err().contains("--dir"));
+        assert!(parse(&["--dir", "x", "--batch", "maybe"]).is_err());
+        assert!(parse(&["--dir", "x", "--appendfsync", "sometimes"]).is_err());
+        assert!(parse(&["--dir", "x", "--memtable", "btree"])
+            .unwrap_err()
+            .contains("--memtable"));
+    }
+}

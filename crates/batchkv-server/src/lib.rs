@@ -8,13 +8,15 @@
 //!
 //! Files: `resp.rs` (protocol), `keyspace.rs` (key and value encoding,
 //! globs), `server.rs` (shared state, accept loop, WAL sync, shutdown),
-//! `conn.rs` (one connection), `batcher.rs` (batched reads),
+//! `conn.rs` (one connection), `batcher.rs` (batched reads), `expiry.rs`
+//! (active expiry),
 //! `commands/` (the commands).
 
 mod batcher;
 mod commands;
 mod config;
 mod conn;
+mod expiry;
 mod keyspace;
 mod resp;
 mod server;

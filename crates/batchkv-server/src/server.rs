@@ -46,6 +46,8 @@ pub struct Stats {
     pub batches: AtomicU64,
     pub batched_keys: AtomicU64,
     pub wal_syncs: AtomicU64,
+    /// Keys deleted by active expiry (`expiry.rs`).
+    pub expired_keys: AtomicU64,
 }
 
 /// State shared by all connections.
@@ -108,9 +110,14 @@ impl Shared {
         }
     }
 
+    /// Records that a write happened (for the `everysec` sync task).
+    pub fn mark_dirty(&self) {
+        self.dirty.store(true, Ordering::Relaxed);
+    }
+
     /// Applies `batch` with the configured durability.
     pub fn write(&self, batch: WriteBatch) -> Result<(), Reply> {
-        self.dirty.store(true, Ordering::Relaxed);
+        self.mark_dirty();
         let opts = WriteOptions {
             sync: self.cfg.appendfsync == AppendFsync::Always,
             ..Default::default()
@@ -372,6 +379,7 @@ async fn serve(
             }
         });
     }
+    let expiry = tokio::spawn(crate::expiry::run(shared.clone(), shutdown_rx.clone()));
     let mut conns = tokio::task::JoinSet::new();
     loop {
         tokio::select! {
@@ -399,6 +407,7 @@ async fn serve(
         }
     }
     while conns.join_next().await.is_some() {}
+    let _ = expiry.await;
     let s = shared.clone();
     drop(shared);
     tokio::task::spawn_blocking(move || {

@@ -49,6 +49,23 @@ pub(crate) struct BatchEntry<'a> {
     pub value: &'a [u8],
 }
 
+/// One operation of a batch, as [`WriteBatch::ops`] yields it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchOp<'a> {
+    /// `put(key, value)`.
+    Put {
+        /// The key.
+        key: &'a [u8],
+        /// The value.
+        value: &'a [u8],
+    },
+    /// `delete(key)`.
+    Delete {
+        /// The key.
+        key: &'a [u8],
+    },
+}
+
 impl Default for WriteBatch {
     fn default() -> WriteBatch {
         WriteBatch::new()
@@ -119,6 +136,18 @@ impl WriteBatch {
     }
 
     /// The encoded batch (the WAL record payload).
+    /// The batch's operations in the order they were added (and are
+    /// applied: a later operation on a key wins).
+    pub fn ops(&self) -> impl Iterator<Item = BatchOp<'_>> + '_ {
+        self.iter().map(|e| match e.value_type {
+            ValueType::Deletion => BatchOp::Delete { key: e.key },
+            _ => BatchOp::Put {
+                key: e.key,
+                value: e.value,
+            },
+        })
+    }
+
     pub(crate) fn rep(&self) -> &[u8] {
         &self.rep
     }

@@ -47,6 +47,10 @@ pub enum Error {
     /// The database is closed or closing.
     #[error("database is shut down")]
     Shutdown,
+    /// The operation needs a writable database; this one was opened with
+    /// [`Db::open_read_only`](crate::Db::open_read_only).
+    #[error("not supported on a database opened read-only: {0}")]
+    ReadOnly(&'static str),
     /// An earlier background failure (flush, compaction, WAL sync) put the
     /// database into read-only mode; writes are refused with this error.
     #[error("database is read-only after a background error: {0}")]

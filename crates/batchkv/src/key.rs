@@ -55,7 +55,6 @@ pub fn pack_trailer(seq: SequenceNumber, t: ValueType) -> u64 {
     (seq << 8) | t as u64
 }
 
-#[cfg(test)]
 /// Appends the internal key `user_key ‖ trailer(seq, t)` to `dst`.
 #[inline]
 pub fn append_internal_key(dst: &mut Vec<u8>, user_key: &[u8], seq: SequenceNumber, t: ValueType) {

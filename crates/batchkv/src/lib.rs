@@ -41,8 +41,11 @@ mod sst;
 mod version;
 mod wal;
 
-pub use batch::WriteBatch;
-pub use db::{Db, DbIterator, DbStats, RecoveryReport, Snapshot, WalDamage};
+pub use batch::{BatchOp, WriteBatch};
+pub use compaction::{CompactionDecision, CompactionFilter, TtlFilter};
+pub use db::{
+    Db, DbIterator, DbStats, KvResult, RangeIter, RecoveryReport, Snapshot, Statistics, WalDamage,
+};
 pub use error::{Error, Result};
 pub use fs::{
     Fault, FaultInjectionFs, FaultOp, FileLock, FileSystem, PosixFs, RandomAccessFile, WritableFile,

@@ -99,6 +99,10 @@ pub struct Options {
     /// Verify SST data block checksums on reads (default true). Index,
     /// filter and meta blocks are always verified when a table is opened.
     pub verify_checksums: bool,
+    /// Offered each live value that compaction rewrites and no snapshot
+    /// can see; may keep, remove or replace it (see [`CompactionFilter`]).
+    /// Not settable from an option string. Default none.
+    pub compaction_filter: Option<std::sync::Arc<dyn crate::CompactionFilter>>,
 }
 
 impl Default for Options {
@@ -131,6 +135,7 @@ impl Default for Options {
             block_cache_size: 32 << 20,
             max_open_files: 1000,
             verify_checksums: true,
+            compaction_filter: None,
         }
     }
 }
@@ -298,6 +303,136 @@ impl Options {
             _ => return Err(Error::InvalidArgument(format!("unknown option {name:?}"))),
         }
         Ok(())
+    }
+}
+
+impl Options {
+    /// Every option that has a string form, as `name=value` pairs in the
+    /// form [`Options::set`] takes: `to_option_string().parse()` gives back
+    /// equal options (except `compaction_filter`, which has none).
+    pub fn to_option_pairs(&self) -> Vec<(&'static str, String)> {
+        let mode = match self.wal_recovery_mode {
+            WalRecoveryMode::TolerateCorruptedTailRecords => "tolerate_corrupted_tail_records",
+            WalRecoveryMode::AbsoluteConsistency => "absolute_consistency",
+            WalRecoveryMode::PointInTime => "point_in_time",
+            WalRecoveryMode::SkipAnyCorruptedRecords => "skip_any_corrupted_records",
+        };
+        let lookup = match self.batch_lookup {
+            BatchLookup::PerKey => "per_key",
+            BatchLookup::Finger => "finger",
+            BatchLookup::Bfs => "bfs",
+            BatchLookup::Auto => "auto",
+        };
+        let max_open_files = if self.max_open_files == usize::MAX {
+            "-1".to_string()
+        } else {
+            self.max_open_files.to_string()
+        };
+        vec![
+            ("create_if_missing", self.create_if_missing.to_string()),
+            ("error_if_exists", self.error_if_exists.to_string()),
+            ("write_buffer_size", self.write_buffer_size.to_string()),
+            (
+                "max_write_buffer_number",
+                self.max_write_buffer_number.to_string(),
+            ),
+            ("wal_recovery_mode", mode.to_string()),
+            (
+                "paranoid_memory_checks",
+                self.paranoid_memory_checks.to_string(),
+            ),
+            ("memtable_huge_pages", self.memtable_huge_pages.to_string()),
+            ("batch_lookup", lookup.to_string()),
+            ("memtable", self.memtable.to_string()),
+            (
+                "hash_pipeline_window",
+                self.hash_pipeline_window.to_string(),
+            ),
+            ("block_size", self.block_size.to_string()),
+            (
+                "block_restart_interval",
+                self.block_restart_interval.to_string(),
+            ),
+            ("bloom_bits_per_key", self.bloom_bits_per_key.to_string()),
+            ("max_background_jobs", self.max_background_jobs.to_string()),
+            (
+                "level0_file_num_compaction_trigger",
+                self.level0_file_num_compaction_trigger.to_string(),
+            ),
+            (
+                "level0_slowdown_writes_trigger",
+                self.level0_slowdown_writes_trigger.to_string(),
+            ),
+            (
+                "level0_stop_writes_trigger",
+                self.level0_stop_writes_trigger.to_string(),
+            ),
+            (
+                "max_bytes_for_level_base",
+                self.max_bytes_for_level_base.to_string(),
+            ),
+            (
+                "max_bytes_for_level_multiplier",
+                self.max_bytes_for_level_multiplier.to_string(),
+            ),
+            (
+                "target_file_size_base",
+                self.target_file_size_base.to_string(),
+            ),
+            (
+                "disable_auto_compactions",
+                self.disable_auto_compactions.to_string(),
+            ),
+            ("compression", self.compression.to_string()),
+            ("compression_level", self.compression_level.to_string()),
+            (
+                "separate_key_value_in_data_block",
+                self.separate_key_value_in_data_block.to_string(),
+            ),
+            ("block_cache_size", self.block_cache_size.to_string()),
+            ("max_open_files", max_open_files),
+            ("verify_checksums", self.verify_checksums.to_string()),
+        ]
+    }
+
+    /// `name=value;name=value;...` for every option with a string form.
+    pub fn to_option_string(&self) -> String {
+        self.to_option_pairs()
+            .into_iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(";")
+    }
+
+    /// The options a database was last opened with, from the `OPTIONS` file
+    /// it writes at every open (one `name=value` per line, `#` comments).
+    pub fn from_options_file(path: impl AsRef<std::path::Path>) -> Result<Options> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+        text.lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .collect::<Vec<_>>()
+            .join(";")
+            .parse()
+    }
+
+    /// The `OPTIONS` file's text.
+    pub(crate) fn options_file_text(&self) -> String {
+        let mut text = String::from(
+            "# batchkv options, written at open; read back with Options::from_options_file\n",
+        );
+        if let Some(f) = &self.compaction_filter {
+            text.push_str(&format!(
+                "# compaction_filter: {} (set in code)\n",
+                f.name()
+            ));
+        }
+        for (k, v) in self.to_option_pairs() {
+            text.push_str(&format!("{k}={v}\n"));
+        }
+        text
     }
 }
 

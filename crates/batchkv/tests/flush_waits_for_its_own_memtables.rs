@@ -4,23 +4,18 @@
 mod common;
 
 use std::sync::mpsc;
-use std::sync::Arc;
 use std::time::Duration;
 
-use batchkv::{Db, Options, PosixFs};
-use common::gate_fs::{GateFs, GateOp};
+use batchkv::Options;
+use common::gate_fs::{gated_db, GateOp};
 
 #[test]
 fn flush_returns_once_its_memtables_are_flushed() {
-    let dir = tempfile::tempdir().unwrap();
-    let fs = GateFs::new(Arc::new(PosixFs));
-    let opts = Options {
-        disable_auto_compactions: true,
+    let (_dir, fs, db, _) = gated_db(Options {
         write_buffer_size: 64 * 1024,
         max_write_buffer_number: 4,
         ..common::opts()
-    };
-    let db = Db::open_with_fs(dir.path(), opts, fs.clone()).unwrap();
+    });
     db.put(b"mine", b"1").unwrap();
     let first = fs.hold(GateOp::Create, ".sst");
     let (done_tx, done_rx) = mpsc::channel();

@@ -6,10 +6,8 @@
 //! during that wait was neither in the WAL nor flushed by `close()`.
 mod common;
 
-use std::sync::Arc;
-
-use batchkv::{Db, Options, PosixFs, WriteBatch, WriteOptions};
-use common::gate_fs::{GateFs, GateOp};
+use batchkv::{Db, WriteBatch, WriteOptions};
+use common::gate_fs::{gated_db, GateOp};
 
 fn no_wal() -> WriteOptions {
     WriteOptions {
@@ -26,13 +24,7 @@ fn put(db: &Db, k: &[u8], v: &[u8]) {
 
 #[test]
 fn wal_less_write_during_a_flush_survives_close() {
-    let dir = tempfile::tempdir().unwrap();
-    let fs = GateFs::new(Arc::new(PosixFs));
-    let opts = Options {
-        disable_auto_compactions: true,
-        ..common::opts()
-    };
-    let db = Db::open_with_fs(dir.path(), opts.clone(), fs.clone()).unwrap();
+    let (dir, fs, db, opts) = gated_db(common::opts());
     put(&db, b"before", b"1");
     // Stop the flush thread before it creates the table.
     let gate = fs.hold(GateOp::Create, ".sst");

@@ -5,21 +5,14 @@
 mod common;
 
 use std::sync::mpsc;
-use std::sync::Arc;
 use std::time::Duration;
 
-use batchkv::{Db, Options, PosixFs};
-use common::gate_fs::{GateFs, GateOp};
+use batchkv::Db;
+use common::gate_fs::{gated_db, GateOp};
 
 #[test]
 fn puts_complete_while_a_flush_is_stuck_in_the_manifest_fsync() {
-    let dir = tempfile::tempdir().unwrap();
-    let fs = GateFs::new(Arc::new(PosixFs));
-    let opts = Options {
-        disable_auto_compactions: true,
-        ..common::opts()
-    };
-    let db = Db::open_with_fs(dir.path(), opts.clone(), fs.clone()).unwrap();
+    let (dir, fs, db, opts) = gated_db(common::opts());
     db.put(b"flushed", b"1").unwrap();
     let gate = fs.hold(GateOp::Sync, "MANIFEST");
     let flusher = {

@@ -52,7 +52,7 @@ impl Layout {
         };
         match self {
             Layout::Batchkv => {
-                matches!(name, "CURRENT" | "LOCK")
+                matches!(name, "CURRENT" | "LOCK" | "OPTIONS")
                     || name.strip_prefix("MANIFEST-").is_some_and(numbered)
                     || numbered_with(&["log", "sst", "dbtmp"])
             }
@@ -249,6 +249,7 @@ mod tests {
         for n in [
             "CURRENT",
             "LOCK",
+            "OPTIONS",
             "MANIFEST-000004",
             "000012.log",
             "7.sst",

@@ -6,4 +6,4 @@
 pub(crate) mod block_cache;
 pub(crate) mod lru;
 
-pub(crate) use block_cache::BlockCache;
+pub(crate) use block_cache::{BlockCache, CacheStats};

@@ -17,10 +17,11 @@ use crate::db::filename::{self, FileKind};
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::iter::InternalIterator;
-use crate::key::{parse_internal_key, SequenceNumber, ValueType};
+use crate::key::{append_internal_key, parse_internal_key, SequenceNumber, ValueType};
 use crate::sst::{TableBuilder, TableOptions};
 use crate::version::FileMetaData;
 
+use super::filter::{CompactionDecision, CompactionFilter};
 use super::CompactionTask;
 
 /// What a compaction produced.
@@ -37,6 +38,8 @@ pub(crate) struct OutputSpec<'a> {
     pub dir: &'a Path,
     pub table_options: TableOptions,
     pub target_file_size: u64,
+    /// Offered every value no snapshot can see (`compaction/filter.rs`).
+    pub filter: Option<&'a dyn CompactionFilter>,
 }
 
 /// Merges `input` (the task's files, merged) into new tables. `new_number`
@@ -82,8 +85,29 @@ pub(crate) fn run_compaction(
         let stripe = snapshots.partition_point(|&s| s < parsed.sequence);
         let shadowed = last_stripe == Some(stripe);
         last_stripe = Some(stripe);
-        let obsolete_tombstone =
-            parsed.value_type == ValueType::Deletion && task.bottommost && stripe == 0;
+        // The newest value that no snapshot sees goes through the filter.
+        let mut filtered: Option<(Vec<u8>, Vec<u8>)> = None;
+        if let Some(f) = out.filter {
+            if !shadowed && stripe == snapshots.len() && parsed.value_type == ValueType::Value {
+                match f.filter(task.output_level(), parsed.user_key, input.value()) {
+                    CompactionDecision::Keep => {}
+                    CompactionDecision::Remove => {
+                        let mut tomb = Vec::with_capacity(ikey.len());
+                        append_internal_key(
+                            &mut tomb,
+                            parsed.user_key,
+                            parsed.sequence,
+                            ValueType::Deletion,
+                        );
+                        filtered = Some((tomb, Vec::new()));
+                    }
+                    CompactionDecision::ChangeValue(v) => filtered = Some((ikey.to_vec(), v)),
+                }
+            }
+        }
+        let is_tombstone = parsed.value_type == ValueType::Deletion
+            || filtered.as_ref().is_some_and(|(k, _)| k.as_slice() != ikey);
+        let obsolete_tombstone = is_tombstone && task.bottommost && stripe == 0;
         if shadowed || obsolete_tombstone {
             result.entries_dropped += 1;
         } else {
@@ -96,7 +120,10 @@ pub(crate) fn run_compaction(
                 builder = Some((number, b));
             }
             let (_, b) = builder.as_mut().expect("created just above");
-            b.add(ikey, input.value())?;
+            match &filtered {
+                Some((k, v)) => b.add(k, v)?,
+                None => b.add(ikey, input.value())?,
+            }
         }
         input.next();
     }
@@ -123,7 +150,6 @@ mod tests {
     use super::*;
     use crate::fs::PosixFs;
     use crate::iter::vec_iter::VecIterator;
-    use crate::key::append_internal_key;
 
     fn ik(k: &str, seq: u64, t: ValueType) -> Vec<u8> {
         let mut v = Vec::new();
@@ -136,6 +162,19 @@ mod tests {
         snapshots: &[u64],
         bottommost: bool,
     ) -> Vec<(String, u64)> {
+        run_filtered(entries, snapshots, bottommost, None)
+            .into_iter()
+            .map(|(k, s, _, _)| (k, s))
+            .collect()
+    }
+
+    /// Kept entries as (user key, sequence, is value, value).
+    fn run_filtered(
+        entries: Vec<(Vec<u8>, Vec<u8>)>,
+        snapshots: &[u64],
+        bottommost: bool,
+        filter: Option<&dyn CompactionFilter>,
+    ) -> Vec<(String, u64, bool, Vec<u8>)> {
         let dir = tempfile::tempdir().unwrap();
         let task = CompactionTask {
             level: 1,
@@ -147,6 +186,7 @@ mod tests {
             dir: dir.path(),
             table_options: TableOptions::default(),
             target_file_size: 1 << 20,
+            filter,
         };
         let mut n = 10;
         let out = run_compaction(
@@ -171,7 +211,12 @@ mod tests {
             it.seek_to_first();
             while it.valid() {
                 let p = parse_internal_key(it.key()).unwrap();
-                kept.push((String::from_utf8(p.user_key.to_vec()).unwrap(), p.sequence));
+                kept.push((
+                    String::from_utf8(p.user_key.to_vec()).unwrap(),
+                    p.sequence,
+                    p.value_type == ValueType::Value,
+                    it.value().to_vec(),
+                ));
                 it.next();
             }
         }
@@ -220,6 +265,52 @@ mod tests {
         assert_eq!(
             run(entries, &[5], true),
             vec![("a".into(), 8), ("a".into(), 4), ("b".into(), 6)]
+        );
+    }
+
+    /// Removes values starting with "x", rewrites "up" to "UP".
+    struct TestFilter;
+    impl CompactionFilter for TestFilter {
+        fn filter(&self, level: usize, _key: &[u8], value: &[u8]) -> CompactionDecision {
+            assert_eq!(level, 2, "the output level");
+            match value {
+                [b'x', ..] => CompactionDecision::Remove,
+                b"up" => CompactionDecision::ChangeValue(b"UP".to_vec()),
+                _ => CompactionDecision::Keep,
+            }
+        }
+        fn name(&self) -> &str {
+            "test"
+        }
+    }
+
+    #[test]
+    fn filter_sees_only_values_no_snapshot_can_see() {
+        let entries = vec![
+            (ik("a", 9, ValueType::Value), b"x".to_vec()),
+            (ik("a", 4, ValueType::Value), b"old".to_vec()),
+            (ik("b", 6, ValueType::Value), b"up".to_vec()),
+            (ik("c", 3, ValueType::Value), b"x-but-snapshot".to_vec()),
+            (ik("d", 8, ValueType::Deletion), Vec::new()),
+        ];
+        let f = TestFilter;
+        // Not bottommost: a@9 becomes a tombstone at the same sequence and
+        // hides a@4 (still needed by the snapshot at 5); b is rewritten; c
+        // is seen by the snapshot at 5 and is not offered.
+        assert_eq!(
+            run_filtered(entries.clone(), &[5], false, Some(&f)),
+            vec![
+                ("a".into(), 9, false, vec![]),
+                ("a".into(), 4, true, b"old".to_vec()),
+                ("b".into(), 6, true, b"UP".to_vec()),
+                ("c".into(), 3, true, b"x-but-snapshot".to_vec()),
+                ("d".into(), 8, false, vec![]),
+            ]
+        );
+        // Bottommost and no snapshot: the removal leaves nothing behind.
+        assert_eq!(
+            run_filtered(entries, &[], true, Some(&f)),
+            vec![("b".into(), 6, true, b"UP".to_vec())]
         );
     }
 }

@@ -6,7 +6,9 @@
 //! [`Version`]: crate::version::Version
 
 mod executor;
+mod filter;
 mod picker;
 
 pub(crate) use executor::{run_compaction, OutputSpec};
+pub use filter::{CompactionDecision, CompactionFilter, TtlFilter};
 pub(crate) use picker::{pick_compaction, task_for, CompactionConfig, CompactionTask};

@@ -19,7 +19,9 @@ use crate::version::{VersionEdit, NUM_LEVELS};
 
 impl Db {
     /// Compacts every key in `[begin, end]` (`None` = unbounded) down the
-    /// levels, after flushing the memtable. Blocks until done.
+    /// levels, after flushing the memtable. Blocks until done. With a
+    /// compaction filter set, the last level holding keys of the range is
+    /// rewritten as well, so every value in the range meets the filter.
     pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
         let core = self.core();
         self.flush()?;
@@ -43,7 +45,15 @@ impl Db {
                 .find(|&l| !in_range(&v, l).is_empty())
                 .unwrap_or(1)
         };
-        for level in 0..max_level {
+        // With a compaction filter the last level is rewritten too (RocksDB's
+        // default `kIfHaveCompactionFilter`), so the filter sees every value
+        // in the range; it moves one level down.
+        let last = if core.opts.compaction_filter.is_some() {
+            (max_level + 1).min(NUM_LEVELS - 1)
+        } else {
+            max_level
+        };
+        for level in 0..last {
             let mut st = lock(&core.state);
             loop {
                 if let Some(e) = &st.bg_error {
@@ -120,6 +130,13 @@ impl DbCore {
         };
         let (mut st, result) = match outputs {
             Ok(files) => {
+                if !allocated.is_empty() {
+                    let c = &self.counters;
+                    let read: u64 = task.inputs.iter().flatten().map(|f| f.file_size).sum();
+                    let written: u64 = files.iter().map(|f| f.file_size).sum();
+                    super::statistics::Counters::add(&c.compaction_bytes_read, read);
+                    super::statistics::Counters::add(&c.compaction_bytes_written, written);
+                }
                 for f in files {
                     edit.new_files.push((task.output_level() as u32, f));
                 }
@@ -136,6 +153,23 @@ impl DbCore {
                 (st, Err(e))
             }
         };
+        match &result {
+            Ok(()) => log::info!(
+                "compaction: L{} {:?} + L{} {:?} -> L{} {:?}{}",
+                task.level,
+                task.inputs[0].iter().map(|f| f.number).collect::<Vec<_>>(),
+                task.output_level(),
+                task.inputs[1].iter().map(|f| f.number).collect::<Vec<_>>(),
+                task.output_level(),
+                allocated,
+                if allocated.is_empty() { " (moved)" } else { "" }
+            ),
+            Err(e) => log::error!(
+                "compaction of L{} into L{} failed, writes are stopped: {e}",
+                task.level,
+                task.output_level()
+            ),
+        }
         for n in task.input_numbers() {
             st.compacting.remove(&n);
         }
@@ -178,6 +212,7 @@ impl DbCore {
             dir: &self.dir,
             table_options: DbCore::table_options(&self.opts),
             target_file_size: self.opts.target_file_size_base,
+            filter: self.opts.compaction_filter.as_deref(),
         };
         let mut new_number = || {
             let mut st = lock(&self.state);

@@ -1,6 +1,6 @@
 //! Names of the files in a database directory:
 //! `NNNNNN.log` (WAL), `NNNNNN.sst` (table), `MANIFEST-NNNNNN`, `CURRENT`,
-//! `LOCK`, and `NNNNNN.dbtmp` (a CURRENT being written).
+//! `LOCK`, `OPTIONS`, and `NNNNNN.dbtmp` (a CURRENT or OPTIONS being written).
 
 use std::path::{Path, PathBuf};
 
@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 pub(crate) const CURRENT: &str = "CURRENT";
 /// Held with an exclusive lock while the database is open.
 pub(crate) const LOCK: &str = "LOCK";
+/// The options of the last open, one `name=value` per line.
+pub(crate) const OPTIONS: &str = "OPTIONS";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum FileKind {

@@ -105,6 +105,18 @@ fn flush_oldest<'a>(
     let st = lock(&core.state);
     let (mut st, result) = match written {
         Ok(meta) => {
+            if let Some(m) = &meta {
+                super::statistics::Counters::add(&core.counters.flush_bytes, m.file_size);
+            }
+            match &meta {
+                Some(m) => log::info!(
+                    "flush: memtable -> L0 table {} ({} entries, {} bytes)",
+                    m.number,
+                    m.num_entries,
+                    m.file_size
+                ),
+                None => log::info!("flush: empty memtable, no table written"),
+            }
             let mut edit = VersionEdit::default();
             if let Some(meta) = meta {
                 edit.new_files.push((0, meta));
@@ -127,6 +139,9 @@ fn flush_oldest<'a>(
             (st, Err(e))
         }
     };
+    if let Err(e) = &result {
+        log::error!("flush of table {number} failed, writes are stopped: {e}");
+    }
     st.pending_outputs.retain(|&n| n != number);
     st.flushing = false;
     core.bg_cv.notify_all();
@@ -142,7 +157,7 @@ fn flush_oldest<'a>(
 /// memtable frozen so far has been flushed — not memtables frozen later by
 /// writers, which would starve this call under a steady write load.
 pub(super) fn flush_and_wait(core: &DbCore) -> Result<()> {
-    core.check_open()?;
+    core.check_writable("flush")?;
     {
         let mut log = lock(&core.log);
         core.switch_memtable(&mut log, true)?;

@@ -28,7 +28,7 @@ impl Db {
     pub fn iter(&self, opts: &ReadOptions) -> Result<DbIterator> {
         let core = self.core();
         core.check_open()?;
-        let seq = core.read_sequence(opts);
+        let seq = core.read_sequence(opts)?;
         let sv = core.sv.load_full();
         let ro = super::read::block_read_options(opts);
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();

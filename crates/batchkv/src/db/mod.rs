@@ -17,15 +17,19 @@
 //! 4. An immutable memtable leaves `imms` only after the MANIFEST edit that
 //!    adds its SST is durable.
 
+mod checkpoint;
 mod compaction;
 pub(crate) mod filename;
 mod flush;
 mod iterator;
 mod memtable_factory;
 mod multi_get;
+mod properties;
+mod range;
 mod read;
 mod recovery;
 mod snapshot;
+mod statistics;
 mod table_cache;
 mod wal_replay;
 mod write;
@@ -49,8 +53,10 @@ use crate::wal;
 
 pub use iterator::DbIterator;
 use memtable_factory::MemTableFactory;
+pub use range::{KvResult, RangeIter};
 pub use snapshot::Snapshot;
 use snapshot::SnapshotList;
+pub use statistics::Statistics;
 use table_cache::TableCache;
 pub use wal_replay::{RecoveryReport, WalDamage};
 use write::PendingWrite;
@@ -139,6 +145,10 @@ pub(crate) struct DbCore {
     unpersisted: AtomicBool,
     /// What opening replayed from the WALs and what it dropped.
     recovery: wal_replay::RecoveryReport,
+    /// Opened with [`Db::open_read_only`]: no writes, no background work.
+    read_only: bool,
+    /// What [`Db::statistics`] reports.
+    counters: statistics::Counters,
 }
 
 /// A description of the database's shape, from [`Db::stats`].
@@ -198,7 +208,13 @@ impl Db {
         fs: Arc<dyn FileSystem>,
     ) -> Result<Db> {
         opts.validate()?;
-        let core = recovery::open(path.as_ref(), opts, fs)?;
+        let core = recovery::open(path.as_ref(), opts, fs, false)?;
+        log::info!(
+            "opened {} (last sequence {}, {} SST files)",
+            path.as_ref().display(),
+            core.last_visible(),
+            lock(&core.state).versions.current().file_numbers().count()
+        );
         let core = Arc::new(core);
         let handle = Arc::new(DbHandle {
             core: Arc::clone(&core),
@@ -217,6 +233,24 @@ impl Db {
             lock(&handle.workers).push(spawn(format!("batchkv-compact-{i}"), compaction::run)?);
         }
         Ok(Db { handle })
+    }
+
+    /// Opens an existing database for reading only, without taking its
+    /// lock and without writing anything: usable on a checkpoint, a backup
+    /// on read-only media, or beside a process that has the database open
+    /// (it then sees the state at this open; tables that writer deletes
+    /// later make reads of them fail with an I/O error — open a checkpoint
+    /// for a stable view). WALs are replayed into memory. Writes, `flush`,
+    /// `compact_range` and `checkpoint` return [`Error::ReadOnly`].
+    pub fn open_read_only(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        opts.validate()?;
+        let core = recovery::open(path.as_ref(), opts, Arc::new(PosixFs), true)?;
+        Ok(Db {
+            handle: Arc::new(DbHandle {
+                core: Arc::new(core),
+                workers: Mutex::new(Vec::new()),
+            }),
+        })
     }
 
     pub(crate) fn core(&self) -> &DbCore {
@@ -358,6 +392,8 @@ impl DbCore {
         match written {
             Ok(()) => {
                 st.versions.install(prepared);
+                #[cfg(feature = "invariants")]
+                self.check_invariants(&st);
                 on_installed(&mut st);
                 (st, Ok(()))
             }
@@ -366,6 +402,33 @@ impl DbCore {
                 (st, Err(e))
             }
         }
+    }
+
+    /// Whole-database checks after a version install (the `invariants`
+    /// feature): level order and non-overlap, every live table on disk,
+    /// and no sequence number recorded in the MANIFEST beyond what readers
+    /// may see (new writes would otherwise be shadowed by older data).
+    /// Violations are bugs: they panic with what was found.
+    #[cfg(feature = "invariants")]
+    fn check_invariants(&self, st: &DbState) {
+        let v = st.versions.current();
+        if let Err(e) = v.check_invariants() {
+            panic!("invariant violated after a version install: {e}");
+        }
+        for n in v.file_numbers() {
+            let path = filename::path(&self.dir, filename::FileKind::Table, n);
+            assert!(
+                self.fs.exists(&path),
+                "invariant violated: live table {} is missing on disk",
+                path.display()
+            );
+        }
+        assert!(
+            st.versions.last_sequence() <= self.last_visible(),
+            "invariant violated: MANIFEST last sequence {} > visible sequence {}",
+            st.versions.last_sequence(),
+            self.last_visible()
+        );
     }
 
     /// Publishes a new [`SuperVersion`] from `st`. Called with `state` held.
@@ -393,6 +456,14 @@ impl DbCore {
             max_open_files: opts.max_open_files,
             ..TableOptions::default()
         }
+    }
+
+    /// Refuses `what` on a read-only database.
+    fn check_writable(&self, what: &'static str) -> Result<()> {
+        if self.read_only {
+            return Err(Error::ReadOnly(what));
+        }
+        self.check_open()
     }
 
     fn check_open(&self) -> Result<()> {

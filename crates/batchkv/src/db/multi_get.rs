@@ -61,7 +61,17 @@ impl Db {
             }
             return;
         }
-        let seq = core.read_sequence(opts);
+        let seq = match core.read_sequence(opts) {
+            Ok(seq) => seq,
+            Err(e) => {
+                for i in 0..keys.len() {
+                    on_result(i, Err(e.clone()));
+                }
+                return;
+            }
+        };
+        super::statistics::Counters::add(&core.counters.multi_gets, 1);
+        super::statistics::Counters::add(&core.counters.multi_get_keys, keys.len() as u64);
         let sv: Arc<SuperVersion> = core.sv.load_full();
         let strategy = opts.batch_lookup.unwrap_or(core.opts.batch_lookup);
 

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::{Db, DbCore, SuperVersion};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::key::{SequenceNumber, ValueType};
 use crate::memtable::EntryRef;
 use crate::options::ReadOptions;
@@ -27,7 +27,8 @@ impl Db {
     pub fn get_opt(&self, opts: &ReadOptions, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
         let core = self.core();
         core.check_open()?;
-        let seq = core.read_sequence(opts);
+        let seq = core.read_sequence(opts)?;
+        super::statistics::Counters::add(&core.counters.gets, 1);
         let sv = core.sv.load_full();
         let key = key.as_ref();
         for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
@@ -44,10 +45,13 @@ impl Db {
 impl DbCore {
     /// The sequence number a read with `opts` sees. Loaded before the
     /// super version (see the invariants in `db/mod.rs`).
-    pub(super) fn read_sequence(&self, opts: &ReadOptions) -> SequenceNumber {
+    pub(super) fn read_sequence(&self, opts: &ReadOptions) -> Result<SequenceNumber> {
         match &opts.snapshot {
-            Some(s) => s.sequence(),
-            None => self.last_visible(),
+            Some(s) if !s.belongs_to(&self.snapshots) => Err(Error::InvalidArgument(
+                "ReadOptions::snapshot was taken from another database".into(),
+            )),
+            Some(s) => Ok(s.sequence()),
+            None => Ok(self.last_visible()),
         }
     }
 

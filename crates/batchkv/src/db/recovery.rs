@@ -17,8 +17,8 @@ use super::flush::write_level0_table;
 use super::memtable_factory::MemTableFactory;
 use super::snapshot::SnapshotList;
 use super::table_cache::TableCache;
-use super::wal_replay::{replay_logs, RecoveryReport};
-use super::{DbCore, DbState, LogState, SuperVersion};
+use super::wal_replay::{replay_logs, RecoveryReport, ReplayPolicy};
+use super::{DbCore, DbState, ImmTable, LogState, SuperVersion};
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::memtable::MemTable;
@@ -26,8 +26,23 @@ use crate::options::Options;
 use crate::version::{VersionEdit, VersionSet};
 use crate::wal;
 
-pub(super) fn open(dir: &Path, opts: Options, fs: Arc<dyn FileSystem>) -> Result<DbCore> {
-    if opts.create_if_missing {
+/// A read-only open takes no lock and writes nothing: WALs are replayed
+/// into memtables kept in memory, no MANIFEST, WAL or OPTIONS file is
+/// written and no file is deleted.
+pub(super) fn open(
+    dir: &Path,
+    opts: Options,
+    fs: Arc<dyn FileSystem>,
+    read_only: bool,
+) -> Result<DbCore> {
+    if read_only {
+        if !fs.exists(&dir.join(filename::CURRENT)) {
+            return Err(Error::InvalidArgument(format!(
+                "no database in {} (CURRENT is missing) to open read-only",
+                dir.display()
+            )));
+        }
+    } else if opts.create_if_missing {
         fs.create_dir_all(dir)?;
     } else if !fs.exists(dir) {
         return Err(Error::InvalidArgument(format!(
@@ -35,7 +50,11 @@ pub(super) fn open(dir: &Path, opts: Options, fs: Arc<dyn FileSystem>) -> Result
             dir.display()
         )));
     }
-    let lock = fs.lock(&dir.join(filename::LOCK))?;
+    let lock: Box<dyn crate::fs::FileLock> = if read_only {
+        Box::new(NoLock)
+    } else {
+        fs.lock(&dir.join(filename::LOCK))?
+    };
 
     let current = dir.join(filename::CURRENT);
     if fs.exists(&current) {
@@ -78,12 +97,18 @@ pub(super) fn open(dir: &Path, opts: Options, fs: Arc<dyn FileSystem>) -> Result
         versions.mark_file_number_used(number);
     }
     let mut edit = VersionEdit::default();
+    // Read-only: the replayed memtables stay in memory (oldest first).
+    let mut replayed: Vec<Arc<dyn MemTable>> = Vec::new();
     let report = {
         let mut new_mem = || {
             next_memtable_id += 1;
             memtables.create(next_memtable_id - 1)
         };
         let mut sink = |mem: Arc<dyn MemTable>| -> Result<()> {
+            if read_only {
+                replayed.push(mem);
+                return Ok(());
+            }
             let file_number = versions.new_file_number();
             if let Some(meta) =
                 write_level0_table(fs.as_ref(), dir, &tables, mem, file_number, &opts)?
@@ -96,7 +121,10 @@ pub(super) fn open(dir: &Path, opts: Options, fs: Arc<dyn FileSystem>) -> Result
             &fs,
             dir,
             &logs,
-            opts.wal_recovery_mode,
+            ReplayPolicy {
+                mode: opts.wal_recovery_mode,
+                keep_damaged: !read_only,
+            },
             &mut new_mem,
             &mut sink,
             &mut max_sequence,
@@ -105,27 +133,40 @@ pub(super) fn open(dir: &Path, opts: Options, fs: Arc<dyn FileSystem>) -> Result
     log_report(&report);
 
     // A fresh WAL for new writes; everything replayed is now in L0 files.
-    let log_number = versions.new_file_number();
-    let log_path = filename::path(dir, FileKind::Wal, log_number);
-    let writer = wal::Writer::new(fs.new_writable(&log_path)?);
-    fs.sync_dir(dir)?;
-    edit.log_number = Some(log_number);
-    edit.last_sequence = Some(max_sequence);
-    versions.log_and_apply(edit)?;
+    let (writer, log_number) = if read_only {
+        (wal::Writer::new(Box::new(NoWrites)), 0)
+    } else {
+        let log_number = versions.new_file_number();
+        let log_path = filename::path(dir, FileKind::Wal, log_number);
+        let writer = wal::Writer::new(fs.new_writable(&log_path)?);
+        fs.sync_dir(dir)?;
+        edit.log_number = Some(log_number);
+        edit.last_sequence = Some(max_sequence);
+        versions.log_and_apply(edit)?;
+        write_options_file(fs.as_ref(), dir, &opts, versions.new_file_number())?;
+        (writer, log_number)
+    };
 
     let mem = memtables.create(next_memtable_id);
     next_memtable_id += 1;
     let version = versions.current();
     let sv = SuperVersion {
         mem: Arc::clone(&mem),
-        imms: Vec::new(),
+        imms: replayed.iter().rev().cloned().collect(),
         version: Arc::clone(&version),
     };
     let state = DbState {
         versions,
         mem,
         mem_log_number: log_number,
-        imms: VecDeque::new(),
+        imms: replayed
+            .into_iter()
+            .map(|mem| ImmTable {
+                mem,
+                log_number: 0,
+                unpersisted: false,
+            })
+            .collect(),
         bg_error: None,
         pending_outputs: Vec::new(),
         live_versions: vec![Arc::downgrade(&version)],
@@ -158,9 +199,26 @@ pub(super) fn open(dir: &Path, opts: Options, fs: Arc<dyn FileSystem>) -> Result
         shutting_down: AtomicBool::new(false),
         unpersisted: AtomicBool::new(false),
         recovery: report,
+        read_only,
+        counters: Default::default(),
     };
-    core.delete_obsolete_files();
+    if !read_only {
+        core.delete_obsolete_files();
+    }
     Ok(core)
+}
+
+/// Replaces `OPTIONS` atomically (temp file, fsync, rename, directory
+/// fsync) with the options this open uses; a crash leaves the old file or
+/// the new one, and at worst a temp file the next sweep deletes.
+fn write_options_file(fs: &dyn FileSystem, dir: &Path, opts: &Options, temp: u64) -> Result<()> {
+    let tmp = filename::path(dir, FileKind::Temp, temp);
+    let mut f = fs.new_writable(&tmp)?;
+    f.append(opts.options_file_text().as_bytes())?;
+    f.sync()?;
+    drop(f);
+    fs.rename(&tmp, &dir.join(filename::OPTIONS))?;
+    fs.sync_dir(dir)
 }
 
 /// A directory without CURRENT may be used for a new database only if it
@@ -234,5 +292,26 @@ fn log_report(report: &RecoveryReport) {
     }
     for path in &report.kept_aside {
         log::warn!("recovery: damaged WAL copied to {}", path.display());
+    }
+}
+
+/// The lock of a read-only open: none (a writer may hold the real one).
+struct NoLock;
+impl crate::fs::FileLock for NoLock {}
+
+/// The WAL of a read-only open: nothing may be appended.
+struct NoWrites;
+impl crate::fs::WritableFile for NoWrites {
+    fn append(&mut self, _: &[u8]) -> Result<()> {
+        Err(Error::ReadOnly("appending to the WAL"))
+    }
+    fn flush(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn sync(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn len(&self) -> u64 {
+        0
     }
 }

@@ -67,6 +67,11 @@ impl Snapshot {
     pub fn sequence(&self) -> SequenceNumber {
         self.inner.sequence
     }
+
+    /// True if this snapshot was taken from the database owning `list`.
+    pub(crate) fn belongs_to(&self, list: &Arc<SnapshotList>) -> bool {
+        Arc::ptr_eq(&self.inner.list, list)
+    }
 }
 
 impl Drop for SnapshotInner {

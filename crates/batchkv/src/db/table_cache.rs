@@ -95,6 +95,11 @@ impl TableCache {
             .len()
     }
 
+    /// The block cache's counters, if there is a cache.
+    pub fn cache_stats(&self) -> Option<crate::cache::CacheStats> {
+        self.block_cache.as_ref().map(|c| c.stats())
+    }
+
     /// The shared block cache, if enabled.
     #[cfg(test)]
     pub fn block_cache(&self) -> Option<&Arc<BlockCache>> {

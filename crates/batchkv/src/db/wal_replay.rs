@@ -84,15 +84,24 @@ pub(crate) const LOST_DIR: &str = "lost";
 /// Replays `logs` (oldest first) into memtables from `new_mem`; `sink`
 /// receives each filled memtable. Returns the report and the largest
 /// sequence number applied.
+/// How to replay: the recovery mode, and whether damaged WALs may be
+/// copied to `lost/` (not by a read-only open, which writes nothing).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ReplayPolicy {
+    pub mode: WalRecoveryMode,
+    pub keep_damaged: bool,
+}
+
 pub(super) fn replay_logs(
     fs: &Arc<dyn FileSystem>,
     dir: &Path,
     logs: &[u64],
-    mode: WalRecoveryMode,
+    policy: ReplayPolicy,
     mut new_mem: impl FnMut() -> Arc<dyn MemTable>,
     mut sink: impl FnMut(Arc<dyn MemTable>) -> Result<()>,
     max_sequence: &mut u64,
 ) -> Result<RecoveryReport> {
+    let mode = policy.mode;
     let mut report = RecoveryReport::default();
     let mut stopped = false;
     let mut aside: Vec<(PathBuf, Vec<u8>)> = Vec::new();
@@ -132,7 +141,7 @@ pub(super) fn replay_logs(
     }
     // Copy before the caller's MANIFEST edit makes these logs obsolete, so
     // a crash at any point leaves either the original or the copy.
-    for (path, data) in aside {
+    for (path, data) in aside.into_iter().filter(|_| policy.keep_damaged) {
         report.kept_aside.push(keep_aside(fs, dir, &path, &data)?);
     }
     Ok(report)

@@ -11,6 +11,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex};
 
 use super::filename::{self, FileKind};
+use super::statistics::Counters;
 use super::{lock, Db, DbCore, ImmTable, LogState};
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
@@ -51,7 +52,7 @@ impl Db {
     /// is visible. With `opts.sync` it is durable when this returns.
     pub fn write(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
         let core = self.core();
-        core.check_open()?;
+        core.check_writable("write")?;
         if batch.max_key_len() > MAX_KEY_SIZE {
             return Err(Error::InvalidArgument(format!(
                 "key of {} bytes exceeds the limit of {MAX_KEY_SIZE} bytes",
@@ -67,7 +68,11 @@ impl Db {
         if batch.is_empty() {
             return Ok(());
         }
-        core.write(*opts, batch)
+        let (keys, bytes) = (batch.len() as u64, batch.approximate_size() as u64);
+        core.write(*opts, batch)?;
+        Counters::add(&core.counters.keys_written, keys);
+        Counters::add(&core.counters.bytes_written, bytes);
+        Ok(())
     }
 }
 
@@ -123,6 +128,14 @@ impl DbCore {
             .map(|w| lock(&w.batch).take().unwrap_or_default())
             .collect();
         let first_seq = self.last_visible() + 1;
+        #[cfg(feature = "invariants")]
+        {
+            let recorded = lock(&self.state).versions.last_sequence();
+            assert!(
+                recorded < first_seq,
+                "invariant violated: sequence {first_seq} would reuse one the MANIFEST records ({recorded})"
+            );
+        }
         let mut seq = first_seq;
         for b in &mut batches {
             b.set_sequence(seq);
@@ -140,6 +153,10 @@ impl DbCore {
                 }
                 std::borrow::Cow::Owned(merged.rep().to_vec())
             };
+            Counters::add(&self.counters.wal_bytes, record.len() as u64);
+            if sync {
+                Counters::add(&self.counters.wal_syncs, 1);
+            }
             let logged = log.writer.add_record(&record).and_then(|()| {
                 if sync {
                     log.writer.sync()
@@ -229,6 +246,7 @@ impl DbCore {
     }
 
     pub(super) fn set_bg_error(&self, e: Error) {
+        log::error!("background error, writes are stopped: {e}");
         let mut st = lock(&self.state);
         st.bg_error.get_or_insert(e);
         self.bg_cv.notify_all();
@@ -238,9 +256,26 @@ impl DbCore {
     /// is non-empty), freezes it and starts a new memtable and WAL; stalls
     /// while `max_write_buffer_number` memtables are in memory. The caller
     /// holds the WAL lock (it is the leader, or `flush`).
-    pub(super) fn switch_memtable(&self, log: &mut LogState, mut force: bool) -> Result<()> {
+    pub(super) fn switch_memtable(&self, log: &mut LogState, force: bool) -> Result<()> {
+        let started = std::time::Instant::now();
+        let mut stalled = false;
+        let r = self.make_room(log, force, &mut stalled);
+        if stalled {
+            Counters::add(
+                &self.counters.stall_micros,
+                started.elapsed().as_micros() as u64,
+            );
+        }
+        r
+    }
+
+    /// [`switch_memtable`](Self::switch_memtable)'s body; sets `stalled`
+    /// when it waited or slowed the writer down.
+    fn make_room(&self, log: &mut LogState, mut force: bool, stalled: &mut bool) -> Result<()> {
         let mut st = lock(&self.state);
         let mut delayed = false;
+        // Each stall is logged once, not at every re-check.
+        let mut warned = false;
         loop {
             if let Some(e) = &st.bg_error {
                 return Err(Error::Background(Box::new(e.clone())));
@@ -250,6 +285,13 @@ impl DbCore {
                 let l0 = st.versions.current().levels[0].len();
                 if l0 >= self.opts.level0_stop_writes_trigger {
                     // Stop: wait for compaction to bring L0 down.
+                    *stalled = true;
+                    if !std::mem::replace(&mut warned, true) {
+                        log::warn!(
+                            "write stall: {l0} L0 files (stop trigger {}); waiting for compaction",
+                            self.opts.level0_stop_writes_trigger
+                        );
+                    }
                     st = self
                         .bg_cv
                         .wait_timeout(st, std::time::Duration::from_millis(100))
@@ -260,6 +302,7 @@ impl DbCore {
                 if l0 >= self.opts.level0_slowdown_writes_trigger && !delayed {
                     // Slow down gradually (1 ms per write group) before the
                     // stop, so writers never hit a cliff.
+                    *stalled = true;
                     drop(st);
                     std::thread::sleep(std::time::Duration::from_millis(1));
                     delayed = true;
@@ -274,6 +317,14 @@ impl DbCore {
             }
             if st.imms.len() + 1 >= self.opts.max_write_buffer_number {
                 // Stall: memory stays bounded until the flush catches up.
+                *stalled = true;
+                if !std::mem::replace(&mut warned, true) {
+                    log::warn!(
+                        "write stall: {} memtables waiting for flush (max_write_buffer_number {})",
+                        st.imms.len(),
+                        self.opts.max_write_buffer_number
+                    );
+                }
                 st = self
                     .bg_cv
                     .wait_timeout(st, std::time::Duration::from_millis(100))

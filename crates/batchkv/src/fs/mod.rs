@@ -64,4 +64,28 @@ pub trait FileSystem: Send + Sync {
     /// Takes an exclusive, non-blocking lock on `path` (creating it);
     /// fails with [`crate::Error::Locked`] if another holder has it.
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>>;
+
+    /// Makes `to` hold the first `len` bytes of `from` (all of it if `len`
+    /// is `None`), durably: a hard link where possible (same filesystem,
+    /// whole file), a copy otherwise. `to` must not exist.
+    fn link_or_copy(&self, from: &Path, to: &Path, len: Option<u64>) -> Result<()> {
+        copy_prefix(self, from, to, len)
+    }
+}
+
+/// Writes the first `len` bytes of `from` (all if `None`) to a new file
+/// `to` and fsyncs it: [`FileSystem::link_or_copy`] without the link.
+pub(crate) fn copy_prefix<F: FileSystem + ?Sized>(
+    fs: &F,
+    from: &Path,
+    to: &Path,
+    len: Option<u64>,
+) -> Result<()> {
+    let data = fs.read_all(from)?;
+    let n = len.map_or(data.len(), |l| {
+        usize::try_from(l).unwrap_or(usize::MAX).min(data.len())
+    });
+    let mut f = fs.new_writable(to)?;
+    f.append(&data[..n])?;
+    f.sync()
 }

@@ -133,6 +133,13 @@ impl FileSystem for PosixFs {
         path.exists()
     }
 
+    fn link_or_copy(&self, from: &Path, to: &Path, len: Option<u64>) -> Result<()> {
+        if len.is_none() && fs::hard_link(from, to).is_ok() {
+            return Ok(());
+        }
+        super::copy_prefix(self, from, to, len)
+    }
+
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
         Ok(Box::new(super::lock::lock(path)?))
     }

@@ -117,7 +117,7 @@ impl FileSystem for MemFs {
 }
 
 /// A read-only file over bytes in memory.
-pub(super) struct SliceFile(pub(super) Vec<u8>);
+pub(crate) struct SliceFile(pub(crate) Vec<u8>);
 
 impl RandomAccessFile for SliceFile {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {

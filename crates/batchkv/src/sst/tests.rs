@@ -431,7 +431,7 @@ fn filter_rejects_most_absent_keys_and_no_filter_accepts_all() {
 fn builder_rejects_unordered_and_malformed_keys() {
     let buf = Arc::new(Mutex::new(Vec::new()));
     let mut b = TableBuilder::new(
-        Box::new(MemWritable(buf)),
+        Box::new(MemWritable::sharing(buf)),
         "x.sst".into(),
         TableOptions::default(),
     )
@@ -456,7 +456,11 @@ fn builder_rejects_unordered_and_malformed_keys() {
     };
     let buf = Arc::new(Mutex::new(Vec::new()));
     assert!(matches!(
-        TableBuilder::new(Box::new(MemWritable(buf)), "y.sst".into(), bad_opts),
+        TableBuilder::new(
+            Box::new(MemWritable::sharing(buf)),
+            "y.sst".into(),
+            bad_opts
+        ),
         Err(Error::InvalidArgument(_))
     ));
 }

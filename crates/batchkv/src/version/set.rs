@@ -123,6 +123,11 @@ impl VersionSet {
                 }
             }
         }
+        // A MANIFEST describing overlapping or misordered levels would make
+        // reads return wrong data: refuse it.
+        version.check_invariants().map_err(|e| {
+            Error::corruption(&file, 0, format!("MANIFEST describes a bad version: {e}"))
+        })?;
         let missing =
             |what: &str| Error::corruption(&file, 0, format!("MANIFEST records no {what}"));
         let next_file_number = next_file.ok_or_else(|| missing("next file number"))?;
@@ -177,6 +182,14 @@ impl VersionSet {
 
     pub fn last_sequence(&self) -> SequenceNumber {
         self.last_sequence
+    }
+
+    /// Bytes of the live MANIFEST written so far (0 before the first edit).
+    /// Stable while the caller holds the database's MANIFEST lock.
+    pub fn manifest_len(&self) -> u64 {
+        self.manifest.as_ref().map_or(0, |w| {
+            w.lock().unwrap_or_else(PoisonError::into_inner).file_len()
+        })
     }
 
     pub fn manifest_number(&self) -> u64 {
@@ -268,7 +281,7 @@ impl VersionSet {
 
 /// Points CURRENT at `MANIFEST-<number>`: write a temp file, fsync it,
 /// rename it over CURRENT, fsync the directory.
-fn set_current(fs: &dyn FileSystem, dir: &Path, manifest_number: u64) -> Result<()> {
+pub(crate) fn set_current(fs: &dyn FileSystem, dir: &Path, manifest_number: u64) -> Result<()> {
     let tmp = filename::path(dir, FileKind::Temp, manifest_number);
     let mut f = fs.new_writable(&tmp)?;
     let name = filename::name(FileKind::Manifest, manifest_number);

@@ -58,6 +58,38 @@ impl Version {
         Ok(next)
     }
 
+    /// Checks invariants 1 and 2 and that every file's range is ordered
+    /// and no file number appears twice; `Err` describes the first
+    /// violation. Run after every install when the `invariants` feature is
+    /// on (tests turn it on).
+    pub fn check_invariants(&self) -> std::result::Result<(), String> {
+        let mut seen = BTreeSet::new();
+        for (level, files) in self.levels.iter().enumerate() {
+            for f in files {
+                if !seen.insert(f.number) {
+                    return Err(format!("file {} appears twice", f.number));
+                }
+                if compare_internal_keys(&f.smallest, &f.largest).is_gt() {
+                    return Err(format!("L{level} file {}: smallest > largest", f.number));
+                }
+            }
+            for w in files.windows(2) {
+                let ordered = if level == 0 {
+                    w[0].number > w[1].number
+                } else {
+                    user_key(&w[0].largest) < user_key(&w[1].smallest)
+                };
+                if !ordered {
+                    return Err(format!(
+                        "L{level}: files {} and {} are out of order or overlap",
+                        w[0].number, w[1].number
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// All file numbers this version references.
     pub fn file_numbers(&self) -> impl Iterator<Item = u64> + '_ {
         self.levels.iter().flatten().map(|f| f.number)
@@ -73,5 +105,48 @@ impl Version {
         self.levels[level]
             .iter()
             .filter(move |f| user_key(&f.smallest) <= key && key <= user_key(&f.largest))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{append_internal_key, ValueType};
+
+    fn file(number: u64, lo: &str, hi: &str) -> Arc<FileMetaData> {
+        let (mut smallest, mut largest) = (Vec::new(), Vec::new());
+        append_internal_key(&mut smallest, lo.as_bytes(), 9, ValueType::Value);
+        append_internal_key(&mut largest, hi.as_bytes(), 1, ValueType::Value);
+        Arc::new(FileMetaData {
+            number,
+            file_size: 1,
+            smallest,
+            largest,
+            num_entries: 1,
+        })
+    }
+
+    #[test]
+    fn check_invariants_finds_each_violation() {
+        let mut v = Version::default();
+        v.levels[0] = vec![file(9, "a", "z"), file(7, "b", "c")];
+        v.levels[1] = vec![file(1, "a", "c"), file(2, "d", "f")];
+        assert_eq!(v.check_invariants(), Ok(()));
+
+        let mut bad = v.clone();
+        bad.levels[1][1] = file(2, "c", "f"); // shares user key c
+        assert!(bad.check_invariants().unwrap_err().contains("overlap"));
+        let mut bad = v.clone();
+        bad.levels[0].reverse(); // L0 must be newest first
+        assert!(bad.check_invariants().is_err());
+        let mut bad = v.clone();
+        bad.levels[2] = vec![file(9, "x", "y")];
+        assert!(bad.check_invariants().unwrap_err().contains("twice"));
+        let mut bad = v;
+        bad.levels[3] = vec![file(5, "q", "p")];
+        assert!(bad
+            .check_invariants()
+            .unwrap_err()
+            .contains("smallest > largest"));
     }
 }

@@ -62,7 +62,6 @@ impl Writer {
     }
 
     /// Bytes appended to the file so far (including padding and headers).
-    #[cfg(test)]
     pub(crate) fn file_len(&self) -> u64 {
         self.file.len()
     }

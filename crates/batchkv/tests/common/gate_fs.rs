@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use batchkv::{FileLock, FileSystem, RandomAccessFile, Result, WritableFile};
+use batchkv::{Db, FileLock, FileSystem, Options, PosixFs, RandomAccessFile, Result, WritableFile};
 
 /// The operations a gate can stop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,6 +73,20 @@ impl WritableFile for GatedFile {
 }
 
 const WAIT: Duration = Duration::from_secs(30);
+
+/// A database in a fresh directory whose file operations pass a [`GateFs`],
+/// opened with `opts` but without automatic compactions (only the jobs the
+/// test starts run); returns the options used, for reopening.
+pub fn gated_db(opts: Options) -> (tempfile::TempDir, Arc<GateFs>, Db, Options) {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = GateFs::new(Arc::new(PosixFs));
+    let opts = Options {
+        disable_auto_compactions: true,
+        ..opts
+    };
+    let db = Db::open_with_fs(dir.path(), opts.clone(), fs.clone()).unwrap();
+    (dir, fs, db, opts)
+}
 
 impl GateFs {
     pub fn new(inner: Arc<dyn FileSystem>) -> Arc<GateFs> {

@@ -1,0 +1,121 @@
+//! Named database properties, RocksDB style (`Db::property("batchkv.stats")`,
+//! `Db::property_int("batchkv.num-files-at-level0")`).
+//!
+//! | name | value |
+//! |---|---|
+//! | `batchkv.num-files-at-level<N>` | SST files at level N |
+//! | `batchkv.total-sst-files-size` | bytes of all live SST files |
+//! | `batchkv.num-immutable-mem-table` | memtables frozen, waiting for flush |
+//! | `batchkv.cur-size-all-mem-tables` | bytes of the active and frozen memtables |
+//! | `batchkv.estimate-num-keys` | entries in memtables and SSTs (overwrites and tombstones counted) |
+//! | `batchkv.num-snapshots` | live snapshots |
+//! | `batchkv.last-sequence` | highest sequence number visible to reads |
+//! | `batchkv.background-errors` | 1 if a background error stopped writes, else 0 |
+//! | `batchkv.num-flushes`, `batchkv.num-compactions` | completed since open |
+//! | `batchkv.stats` | a multi-line summary: per level files and bytes, memtables, counters |
+//! | `batchkv.levelstats` | the per-level table of `batchkv.stats` |
+
+use super::{lock, Db, DbStats};
+use std::fmt::Write as _;
+
+const PREFIX: &str = "batchkv.";
+
+impl Db {
+    /// The value of a named property (table in `db/properties.rs`, names as
+    /// in RocksDB with the `batchkv.` prefix), or `None` for an unknown name.
+    pub fn property(&self, name: &str) -> Option<String> {
+        let prop = name.strip_prefix(PREFIX)?;
+        if let Some(n) = self.property_int(name) {
+            return Some(n.to_string());
+        }
+        let stats = self.stats();
+        match prop {
+            "levelstats" => Some(level_table(&stats)),
+            "stats" => {
+                let mut s = String::new();
+                let _ = writeln!(s, "** batchkv stats **");
+                s.push_str(&level_table(&stats));
+                let _ =
+                    writeln!(
+                    s,
+                    "memtable: {} ({}), {} entries in the active one, {} frozen, {} bytes in all",
+                    stats.memtable_kind,
+                    if stats.immutable_memtables > 0 { "flush pending" } else { "idle" },
+                    stats.memtable_entries,
+                    stats.immutable_memtables,
+                    stats.memtable_bytes
+                );
+                let _ = writeln!(
+                    s,
+                    "flushes: {}, compactions: {}, last sequence: {}, snapshots: {}, background error: {}",
+                    stats.flushes,
+                    stats.compactions,
+                    stats.last_sequence,
+                    self.core().snapshots.sequences().len(),
+                    lock(&self.core().state)
+                        .bg_error
+                        .as_ref()
+                        .map_or("none".to_string(), |e| e.to_string())
+                );
+                Some(s)
+            }
+            _ => None,
+        }
+    }
+
+    /// The value of a numeric property, or `None` for an unknown or
+    /// non-numeric name.
+    pub fn property_int(&self, name: &str) -> Option<u64> {
+        let prop = name.strip_prefix(PREFIX)?;
+        let core = self.core();
+        if let Some(level) = prop.strip_prefix("num-files-at-level") {
+            let level: usize = level.parse().ok()?;
+            let st = lock(&core.state);
+            return st
+                .versions
+                .current()
+                .levels
+                .get(level)
+                .map(|f| f.len() as u64);
+        }
+        let stats = || self.stats();
+        Some(match prop {
+            "total-sst-files-size" => stats().sst_bytes_per_level.iter().sum(),
+            "num-immutable-mem-table" => stats().immutable_memtables as u64,
+            "cur-size-all-mem-tables" => stats().memtable_bytes as u64,
+            "estimate-num-keys" => {
+                let st = lock(&core.state);
+                let tables: u64 = st
+                    .versions
+                    .current()
+                    .levels
+                    .iter()
+                    .flatten()
+                    .map(|f| f.num_entries)
+                    .sum();
+                let mems: u64 =
+                    st.mem.num_entries() + st.imms.iter().map(|i| i.mem.num_entries()).sum::<u64>();
+                tables + mems
+            }
+            "num-snapshots" => core.snapshots.sequences().len() as u64,
+            "last-sequence" => core.last_visible(),
+            "background-errors" => u64::from(lock(&core.state).bg_error.is_some()),
+            "num-flushes" => stats().flushes,
+            "num-compactions" => stats().compactions,
+            _ => return None,
+        })
+    }
+}
+
+fn level_table(stats: &DbStats) -> String {
+    let mut s = String::from("level  files  bytes\n");
+    for (level, (files, bytes)) in stats
+        .files_per_level
+        .iter()
+        .zip(&stats.sst_bytes_per_level)
+        .enumerate()
+    {
+        let _ = writeln!(s, "L{level:<5} {files:>5}  {bytes}");
+    }
+    s
+}

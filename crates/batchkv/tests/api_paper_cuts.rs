@@ -1,0 +1,78 @@
+//! Small API guarantees RocksDB and fjall users expect: a batch can be
+//! read back, and a snapshot of one database is refused by another.
+mod common;
+
+use batchkv::{BatchOp, Db, Error, ReadOptions, WriteBatch};
+
+#[test]
+fn write_batch_yields_its_operations_in_order() {
+    let mut b = WriteBatch::new();
+    b.put(b"a", b"1");
+    b.delete(b"b");
+    b.put(b"a", b"2");
+    let ops: Vec<BatchOp> = b.ops().collect();
+    assert_eq!(
+        ops,
+        vec![
+            BatchOp::Put {
+                key: b"a",
+                value: b"1"
+            },
+            BatchOp::Delete { key: b"b" },
+            BatchOp::Put {
+                key: b"a",
+                value: b"2"
+            },
+        ]
+    );
+    assert_eq!(WriteBatch::new().ops().count(), 0);
+}
+
+#[test]
+fn a_snapshot_from_another_database_is_an_error() {
+    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let db1 = Db::open(d1.path(), common::opts()).unwrap();
+    let db2 = Db::open(d2.path(), common::opts()).unwrap();
+    db1.put(b"k", b"1").unwrap();
+    db2.put(b"k", b"2").unwrap();
+    let foreign = ReadOptions {
+        snapshot: Some(db1.snapshot()),
+        ..ReadOptions::default()
+    };
+    fn invalid<T>(r: Result<T, Error>) -> bool {
+        matches!(r, Err(Error::InvalidArgument(m)) if m.contains("another database"))
+    }
+    assert!(invalid(db2.get_opt(&foreign, b"k")));
+    assert!(invalid(db2.iter(&foreign)));
+    assert!(db2.multi_get(&foreign, &[b"k"]).into_iter().all(invalid));
+    // Its own database reads through it.
+    assert_eq!(db1.get_opt(&foreign, b"k").unwrap(), Some(b"1".to_vec()));
+}
+
+#[test]
+fn options_round_trip_through_their_string_and_the_options_file() {
+    use batchkv::Options;
+    let samples = [
+        Options::default(),
+        "memtable=sorted_hash:4096:64;compression=zstd;compression_level=7;\
+         wal_recovery_mode=skip_any_corrupted_records;batch_lookup=finger;\
+         max_open_files=-1;max_bytes_for_level_multiplier=12.5;write_buffer_size=1MB"
+            .parse()
+            .unwrap(),
+        "memtable=vector;separate_key_value_in_data_block=true;compression=none;\
+         verify_checksums=false;paranoid_memory_checks=true"
+            .parse()
+            .unwrap(),
+    ];
+    for opts in samples {
+        let s = opts.to_option_string();
+        let back: Options = s.parse().unwrap();
+        assert_eq!(back.to_option_string(), s);
+        // The database writes its OPTIONS file at open.
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), opts.clone()).unwrap();
+        db.close().unwrap();
+        let read = Options::from_options_file(dir.path().join("OPTIONS")).unwrap();
+        assert_eq!(read.to_option_string(), s);
+    }
+}

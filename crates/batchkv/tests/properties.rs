@@ -1,0 +1,90 @@
+//! `Db::property` / `Db::property_int`: RocksDB-style named properties.
+mod common;
+
+use batchkv::{Db, Options};
+
+#[test]
+fn properties_describe_the_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(
+        dir.path(),
+        Options {
+            disable_auto_compactions: true,
+            ..common::opts()
+        },
+    )
+    .unwrap();
+    assert_eq!(db.property_int("batchkv.num-files-at-level0"), Some(0));
+    for i in 0..100u64 {
+        db.put(common::key(i), b"v").unwrap();
+    }
+    db.flush().unwrap();
+    for i in 0..10u64 {
+        db.put(common::key(i), b"w").unwrap();
+    }
+    let snap = db.snapshot();
+    assert_eq!(db.property_int("batchkv.num-files-at-level0"), Some(1));
+    assert_eq!(
+        db.property("batchkv.num-files-at-level0").as_deref(),
+        Some("1")
+    );
+    assert_eq!(db.property_int("batchkv.num-files-at-level1"), Some(0));
+    assert_eq!(db.property_int("batchkv.num-files-at-level99"), None);
+    assert_eq!(db.property_int("batchkv.estimate-num-keys"), Some(110));
+    assert_eq!(db.property_int("batchkv.num-snapshots"), Some(1));
+    assert_eq!(db.property_int("batchkv.last-sequence"), Some(110));
+    assert_eq!(db.property_int("batchkv.background-errors"), Some(0));
+    assert_eq!(db.property_int("batchkv.num-flushes"), Some(1));
+    assert!(db.property_int("batchkv.total-sst-files-size").unwrap() > 0);
+    assert!(db.property_int("batchkv.cur-size-all-mem-tables").unwrap() > 0);
+    let stats = db.property("batchkv.stats").unwrap();
+    assert!(
+        stats.contains("L0") && stats.contains("flushes: 1"),
+        "{stats}"
+    );
+    assert_eq!(db.property("batchkv.unknown"), None);
+    assert_eq!(db.property("rocksdb.stats"), None);
+    drop(snap);
+    assert_eq!(db.property_int("batchkv.num-snapshots"), Some(0));
+}
+
+#[test]
+fn statistics_count_what_the_engine_did() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), common::small_buffers()).unwrap();
+    assert_eq!(db.statistics(), batchkv::Statistics::default());
+    for i in 0..2000u64 {
+        db.put(common::key(i), vec![b'v'; 100]).unwrap();
+    }
+    let mut b = batchkv::WriteBatch::new();
+    b.put(b"synced", b"1");
+    db.write(
+        &batchkv::WriteOptions {
+            sync: true,
+            ..Default::default()
+        },
+        b,
+    )
+    .unwrap();
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    for i in 0..10u64 {
+        db.get(common::key(i)).unwrap();
+    }
+    let keys: Vec<Vec<u8>> = (0..64u64).map(common::key).collect();
+    let _ = db.multi_get(&batchkv::ReadOptions::default(), &keys);
+    let s = db.statistics();
+    assert_eq!(s.keys_written, 2001);
+    assert!(s.bytes_written >= 2000 * 110, "{s:?}");
+    assert!(s.wal_bytes >= s.bytes_written, "{s:?}");
+    assert_eq!(s.wal_syncs, 1);
+    assert_eq!((s.gets, s.multi_gets, s.multi_get_keys), (10, 1, 64));
+    assert!(s.flushes >= 1 && s.flush_bytes > 0, "{s:?}");
+    assert!(
+        s.compactions >= 1 && s.compaction_bytes_written > 0,
+        "{s:?}"
+    );
+    assert!(s.compaction_bytes_read > 0, "{s:?}");
+    assert!(s.block_cache_hits + s.block_cache_misses > 0, "{s:?}");
+    assert!(s.write_amplification() > 0.0);
+}

@@ -3,9 +3,9 @@
 //! stay on disk forever.
 //!
 //! Reads already treat expired entries as absent (lazy expiry, see
-//! `keyspace.rs`); this task only reclaims space. It stands in for a
-//! compaction filter, which the engine does not offer yet: with one,
-//! compaction would drop expired entries without this extra scan.
+//! `keyspace.rs`); this task only reclaims space. Compaction also drops
+//! expired values (`keyspace::ttl_filter`), but only when it happens to
+//! rewrite them; this task bounds how long they stay.
 //!
 //! Every [`TICK`], up to [`SLICE`] entries are examined, resuming where the
 //! previous slice stopped and wrapping around at the end, so the cost is

@@ -15,10 +15,13 @@
 //! Example: `SET k hello PX 1000` at t = 1,700,000,000,000 ms stores key
 //! `00 6b` and value `01 00 68 e5 cf 8b 01 00 00 68 65 6c 6c 6f`.
 //! An entry whose expiry is ≤ now is treated as absent on every read
-//! (lazy expiry); it stays on disk until overwritten or deleted — batchkv
-//! has no compaction filter yet to drop it (see the README).
+//! (lazy expiry). Compaction drops it through [`ttl_filter`], and the
+//! server's active expiry (`expiry.rs`) deletes it sooner.
 
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
+
+use batchkv::{CompactionFilter, TtlFilter};
 
 /// Number of databases (`SELECT 0`..`SELECT 15`).
 pub const NUM_DBS: usize = 16;
@@ -89,6 +92,12 @@ pub fn decode_value(v: &[u8]) -> Option<Decoded<'_>> {
         }
         _ => None,
     }
+}
+
+/// The compaction filter that removes expired values (values not written
+/// by this server are kept).
+pub fn ttl_filter() -> Arc<dyn CompactionFilter> {
+    Arc::new(TtlFilter::new(|v: &[u8]| decode_value(v)?.expire_at))
 }
 
 /// Decodes a stored value and applies lazy expiry at time `now`:
@@ -235,6 +244,28 @@ mod tests {
         assert_eq!(decode_value(b""), None);
         assert_eq!(decode_value(b"\x01abc"), None);
         assert_eq!(decode_value(b"\x07"), None);
+    }
+
+    #[test]
+    fn compaction_drops_expired_values() {
+        use batchkv::{Db, Options};
+        let dir = tempfile::tempdir().unwrap();
+        let opts = Options {
+            compaction_filter: Some(ttl_filter()),
+            ..Options::default()
+        };
+        let db = Db::open(dir.path(), opts).unwrap();
+        db.put(b"\0gone", encode_value(b"v", Some(1))).unwrap();
+        db.put(b"\0later", encode_value(b"v", Some(now_ms() + 3_600_000)))
+            .unwrap();
+        db.put(b"\0plain", encode_value(b"v", None)).unwrap();
+        db.put(b"\0foreign", b"").unwrap();
+        db.flush().unwrap();
+        db.compact_range(None, None).unwrap();
+        assert_eq!(db.get(b"\0gone").unwrap(), None);
+        for k in [&b"\0later"[..], b"\0plain", b"\0foreign"] {
+            assert!(db.get(k).unwrap().is_some(), "{k:?}");
+        }
     }
 
     #[test]

@@ -253,7 +253,9 @@ impl Server {
             .thread_name("batchkv-serve")
             .enable_all()
             .build()?;
-        let db = Db::open(&cfg.dir, cfg.options.clone()).map_err(std::io::Error::other)?;
+        let mut opts = cfg.options.clone();
+        opts.compaction_filter = Some(keyspace::ttl_filter());
+        let db = Db::open(&cfg.dir, opts).map_err(std::io::Error::other)?;
         let std_listener = std::net::TcpListener::bind((cfg.bind.as_str(), cfg.port))?;
         std_listener.set_nonblocking(true)?;
         let addr = std_listener.local_addr()?;

@@ -41,6 +41,8 @@ enum Command {
     Stress(stress::StressArgs),
     /// Kill -9 cycles around `stress`, verifying after every kill.
     Crashtest(stress::CrashtestArgs),
+    /// Serves the database over the Redis protocol (RESP2/RESP3).
+    Serve(batchkv_server::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -51,6 +53,12 @@ fn main() -> ExitCode {
         Command::Dump(target) => dump::run(target),
         Command::Stress(args) => stress::run_stress(args),
         Command::Crashtest(args) => stress::run_crashtest(args),
+        Command::Serve(args) => {
+            batchkv_server::Config::from_args(args, cli.db, cli.options.as_deref())
+                .map_err(Into::into)
+                .and_then(|cfg| batchkv_server::run(cfg).map_err(Into::into))
+                .map(|()| ExitCode::SUCCESS)
+        }
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,338 @@
+//! String commands: GET/SET and their variants, MGET/MSET, APPEND,
+//! ranges, counters. Writers hold the key's stripe lock from read to write
+//! (see `server.rs`).
+
+use batchkv::WriteBatch;
+use bytes::Bytes;
+
+use super::{not_integer, parse_int, syntax_error, ConnState};
+use crate::keyspace::{db_key, encode_value, now_ms};
+use crate::resp::{format_double, Reply};
+use crate::server::{Live, Shared};
+
+/// Largest string SETRANGE/APPEND may build (Redis's default
+/// proto-max-bulk-len).
+const MAX_STRING: i64 = 512 << 20;
+
+fn bulk_or_nil(v: Live) -> Reply {
+    match v {
+        Some((_, data)) => Reply::Bulk(Bytes::from(data)),
+        None => Reply::Nil,
+    }
+}
+
+macro_rules! tri {
+    ($e:expr) => {
+        match $e {
+            Ok(v) => v,
+            Err(reply) => return reply,
+        }
+    };
+}
+pub(super) use tri;
+
+/// Parses an expiry argument into an absolute time in ms. `unit_ms` is
+/// 1000 for seconds, 1 for ms; `absolute` for EXAT/PXAT.
+pub(super) fn expire_at(v: &[u8], unit_ms: i64, absolute: bool, cmd: &str) -> Result<u64, Reply> {
+    let invalid = || Reply::Error(format!("ERR invalid expire time in '{cmd}' command"));
+    let n = parse_int(v).ok_or_else(not_integer)?;
+    if n <= 0 {
+        return Err(invalid());
+    }
+    let ms = n.checked_mul(unit_ms).ok_or_else(invalid)?;
+    let at = if absolute {
+        ms
+    } else {
+        ms.checked_add(now_ms() as i64).ok_or_else(invalid)?
+    };
+    Ok(at as u64)
+}
+
+pub fn get(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    bulk_or_nil(tri!(shared.read(&db_key(conn.db, &a[0]))))
+}
+
+pub fn mget(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    let keys: Vec<Vec<u8>> = a.iter().map(|k| db_key(conn.db, k)).collect();
+    Reply::Array(
+        shared
+            .read_many(&keys)
+            .into_iter()
+            .map(|r| match r {
+                Ok(v) => bulk_or_nil(v),
+                Err(e) => e,
+            })
+            .collect(),
+    )
+}
+
+/// The expiry part of SET/GETEX.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Ttl {
+    /// SET without expiry options: clear it.
+    Clear,
+    Keep,
+    At(u64),
+}
+
+pub fn set(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    let (mut nx, mut xx, mut get) = (false, false, false);
+    let mut ttl = Ttl::Clear;
+    let mut ttl_given = false;
+    let mut i = 2;
+    while i < a.len() {
+        let opt = a[i].to_ascii_uppercase();
+        let next = a.get(i + 1);
+        match (opt.as_slice(), next) {
+            (b"NX", _) if !xx => nx = true,
+            (b"XX", _) if !nx => xx = true,
+            (b"GET", _) => get = true,
+            (b"KEEPTTL", _) if !ttl_given => {
+                ttl = Ttl::Keep;
+                ttl_given = true;
+            }
+            (b"EX" | b"PX" | b"EXAT" | b"PXAT", Some(v)) if !ttl_given => {
+                let unit = if opt[0] == b'E' { 1000 } else { 1 };
+                ttl = Ttl::At(tri!(expire_at(v, unit, opt.len() == 4, "set")));
+                ttl_given = true;
+                i += 1;
+            }
+            _ => return syntax_error(),
+        }
+        i += 1;
+    }
+    let key = db_key(conn.db, &a[0]);
+    let _g = shared.lock_keys(&[&key]);
+    let old = if nx || xx || get || ttl == Ttl::Keep {
+        tri!(shared.read(&key))
+    } else {
+        None
+    };
+    let old_reply = |old: Live| {
+        if get {
+            bulk_or_nil(old)
+        } else {
+            Reply::Nil
+        }
+    };
+    if (nx && old.is_some()) || (xx && old.is_none()) {
+        return old_reply(old);
+    }
+    let exp = match ttl {
+        Ttl::Clear => None,
+        Ttl::Keep => old.as_ref().and_then(|o| o.0),
+        Ttl::At(t) => Some(t),
+    };
+    tri!(shared.put(&key, &a[1], exp));
+    if get {
+        old_reply(old)
+    } else {
+        Reply::ok()
+    }
+}
+
+pub fn setnx(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    let key = db_key(conn.db, &a[0]);
+    let _g = shared.lock_keys(&[&key]);
+    if tri!(shared.read(&key)).is_some() {
+        return Reply::Int(0);
+    }
+    tri!(shared.put(&key, &a[1], None));
+    Reply::Int(1)
+}
+
+pub fn setex(shared: &Shared, conn: &ConnState, a: &[Bytes], unit: i64, cmd: &str) -> Reply {
+    let at = tri!(expire_at(&a[1], unit, false, cmd));
+    let key = db_key(conn.db, &a[0]);
+    let _g = shared.lock_keys(&[&key]);
+    tri!(shared.put(&key, &a[2], Some(at)));
+    Reply::ok()
+}
+
+pub fn getdel(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    let key = db_key(conn.db, &a[0]);
+    let _g = shared.lock_keys(&[&key]);
+    let old = tri!(shared.read(&key));
+    if old.is_some() {
+        tri!(shared.delete(&key));
+    }
+    bulk_or_nil(old)
+}
+
+pub fn getset(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    let key = db_key(conn.db, &a[0]);
+    let _g = shared.lock_keys(&[&key]);
+    let old = tri!(shared.read(&key));
+    tri!(shared.put(&key, &a[1], None));
+    bulk_or_nil(old)
+}
+
+pub fn getex(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    let mut change: Option<Option<u64>> = None;
+    let mut i = 1;
+    while i < a.len() {
+        let opt = a[i].to_ascii_uppercase();
+        match (opt.as_slice(), a.get(i + 1)) {
+            (b"PERSIST", _) if change.is_none() => change = Some(None),
+            (b"EX" | b"PX" | b"EXAT" | b"PXAT", Some(v)) if change.is_none() => {
+                let unit = if opt[0] == b'E' { 1000 } else { 1 };
+                change = Some(Some(tri!(expire_at(v, unit, opt.len() == 4, "getex"))));
+                i += 1;
+            }
+            _ => return syntax_error(),
+        }
+        i += 1;
+    }
+    let key = db_key(conn.db, &a[0]);
+    let _g = shared.lock_keys(&[&key]);
+    let old = tri!(shared.read(&key));
+    if let (Some((exp, data)), Some(new_exp)) = (&old, change) {
+        if *exp != new_exp {
+            tri!(shared.put(&key, data, new_exp));
+        }
+    }
+    bulk_or_nil(old)
+}
+
+pub fn mset(shared: &Shared, conn: &ConnState, a: &[Bytes], nx: bool) -> Reply {
+    if !a.len().is_multiple_of(2) {
+        return super::wrong_arity(if nx { "msetnx" } else { "mset" });
+    }
+    let keys: Vec<Vec<u8>> = a.chunks(2).map(|p| db_key(conn.db, &p[0])).collect();
+    let _g = shared.lock_keys(&keys);
+    if nx {
+        for r in shared.read_many(&keys) {
+            if tri!(r).is_some() {
+                return Reply::Int(0);
+            }
+        }
+    }
+    let mut b = WriteBatch::new();
+    for (k, p) in keys.iter().zip(a.chunks(2)) {
+        b.put(k, encode_value(&p[1], None));
+    }
+    tri!(shared.write(b));
+    if nx {
+        Reply::Int(1)
+    } else {
+        Reply::ok()
+    }
+}
+
+pub fn append(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    let key = db_key(conn.db, &a[0]);
+    let _g = shared.lock_keys(&[&key]);
+    let (exp, mut data) = tri!(shared.read(&key)).unwrap_or((None, Vec::new()));
+    if data.len() as i64 + a[1].len() as i64 > MAX_STRING {
+        return Reply::err("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+    }
+    data.extend_from_slice(&a[1]);
+    tri!(shared.put(&key, &data, exp));
+    Reply::Int(data.len() as i64)
+}
+
+pub fn strlen(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    let v = tri!(shared.read(&db_key(conn.db, &a[0])));
+    Reply::Int(v.map_or(0, |(_, d)| d.len() as i64))
+}
+
+pub fn getrange(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    let (Some(mut start), Some(mut end)) = (parse_int(&a[1]), parse_int(&a[2])) else {
+        return not_integer();
+    };
+    let data = tri!(shared.read(&db_key(conn.db, &a[0]))).map_or(Vec::new(), |(_, d)| d);
+    let len = data.len() as i64;
+    if (start < 0 && end < 0 && start > end) || len == 0 {
+        return Reply::bulk(Bytes::new());
+    }
+    if start < 0 {
+        start += len;
+    }
+    if end < 0 {
+        end += len;
+    }
+    start = start.max(0);
+    end = end.max(0).min(len - 1);
+    if start > end {
+        return Reply::bulk(Bytes::new());
+    }
+    Reply::bulk(Bytes::copy_from_slice(&data[start as usize..=end as usize]))
+}
+
+pub fn setrange(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    let Some(offset) = parse_int(&a[1]) else {
+        return not_integer();
+    };
+    if offset < 0 {
+        return Reply::err("ERR offset is out of range");
+    }
+    let key = db_key(conn.db, &a[0]);
+    let _g = shared.lock_keys(&[&key]);
+    let old = tri!(shared.read(&key));
+    let piece = &a[2];
+    if piece.is_empty() {
+        return Reply::Int(old.map_or(0, |(_, d)| d.len() as i64));
+    }
+    if offset + piece.len() as i64 > MAX_STRING {
+        return Reply::err("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+    }
+    let (exp, mut data) = old.unwrap_or((None, Vec::new()));
+    let end = offset as usize + piece.len();
+    if data.len() < end {
+        data.resize(end, 0);
+    }
+    data[offset as usize..end].copy_from_slice(piece);
+    tri!(shared.put(&key, &data, exp));
+    Reply::Int(data.len() as i64)
+}
+
+pub fn incr_by(shared: &Shared, conn: &ConnState, key: &[u8], by: Option<i64>) -> Reply {
+    let Some(by) = by else {
+        return not_integer();
+    };
+    let key = db_key(conn.db, key);
+    let _g = shared.lock_keys(&[&key]);
+    let (exp, cur) = match tri!(shared.read(&key)) {
+        None => (None, 0),
+        Some((exp, d)) => match parse_int(&d) {
+            Some(n) => (exp, n),
+            None => return not_integer(),
+        },
+    };
+    let Some(n) = cur.checked_add(by) else {
+        return Reply::err("ERR increment or decrement would overflow");
+    };
+    tri!(shared.put(&key, n.to_string().as_bytes(), exp));
+    Reply::Int(n)
+}
+
+fn parse_float(b: &[u8]) -> Option<f64> {
+    let s = std::str::from_utf8(b).ok()?;
+    if s.is_empty() || s.trim() != s {
+        return None;
+    }
+    let v: f64 = s.parse().ok()?;
+    (!v.is_nan()).then_some(v)
+}
+
+pub fn incr_by_float(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    let Some(by) = parse_float(&a[1]) else {
+        return Reply::err("ERR value is not a valid float");
+    };
+    let key = db_key(conn.db, &a[0]);
+    let _g = shared.lock_keys(&[&key]);
+    let (exp, cur) = match tri!(shared.read(&key)) {
+        None => (None, 0.0),
+        Some((exp, d)) => match parse_float(&d) {
+            Some(n) => (exp, n),
+            None => return Reply::err("ERR value is not a valid float"),
+        },
+    };
+    let n = cur + by;
+    if !n.is_finite() {
+        return Reply::err("ERR increment would produce NaN or Infinity");
+    }
+    let text = format_double(n);
+    tri!(shared.put(&key, text.as_bytes(), exp));
+    Reply::bulk(Bytes::from(text))
+}

@@ -1,0 +1,211 @@
+//! `batchkv serve` flags and the server's configuration.
+
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use batchkv::{MemTableKind, Options, MAX_VALUE_SIZE};
+
+/// WAL durability policy (Redis's `appendfsync`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AppendFsync {
+    /// Every write is fsynced before it is acknowledged (`WriteOptions::sync`).
+    Always,
+    /// Writes are acknowledged after the WAL append; a task fsyncs the WAL
+    /// once a second when anything was written.
+    EverySec,
+    /// The WAL is never fsynced by the server (the OS writes it back).
+    No,
+}
+
+impl AppendFsync {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AppendFsync::Always => "always",
+            AppendFsync::EverySec => "everysec",
+            AppendFsync::No => "no",
+        }
+    }
+}
+
+impl FromStr for AppendFsync {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "always" => Ok(AppendFsync::Always),
+            "everysec" => Ok(AppendFsync::EverySec),
+            "no" => Ok(AppendFsync::No),
+            _ => Err(format!("expected always, everysec or no, got {s:?}")),
+        }
+    }
+}
+
+fn parse_on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" | "yes" | "true" => Ok(true),
+        "off" | "no" | "false" => Ok(false),
+        _ => Err(format!("expected on or off, got {s:?}")),
+    }
+}
+
+/// `batchkv serve`: a Redis-protocol server on a batchkv database.
+/// Engine options come from the global `--options "k=v;..."`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeArgs {
+    /// Database directory (created if missing; the global --db also works).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// TCP port (0 picks a free one).
+    #[arg(long, default_value_t = 6379)]
+    pub port: u16,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind: String,
+    /// Memtable: skiplist, vector or sorted_hash[:BUCKETS[:VECTOR_LIMIT]].
+    #[arg(long)]
+    pub memtable: Option<String>,
+    /// WAL fsync policy: always, everysec or no.
+    #[arg(long, default_value = "everysec")]
+    pub appendfsync: AppendFsync,
+    /// Batch GET/MGET/EXISTS into multi_get (on) or use one get per key (off).
+    #[arg(long, default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
+    pub batch: bool,
+    /// Require AUTH with this password.
+    #[arg(long)]
+    pub requirepass: Option<String>,
+    /// Most clients connected at once.
+    #[arg(long, default_value_t = 10_000)]
+    pub maxclients: usize,
+    /// Longest bulk string accepted in a request (bytes).
+    #[arg(long, default_value_t = MAX_VALUE_SIZE)]
+    pub proto_max_bulk_len: usize,
+    /// Runtime worker threads (default: the number of CPUs).
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
+
+/// Everything the server needs to run.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub dir: PathBuf,
+    pub options: Options,
+    pub bind: String,
+    pub port: u16,
+    pub appendfsync: AppendFsync,
+    pub batch: bool,
+    pub requirepass: Option<String>,
+    pub maxclients: usize,
+    pub proto_max_bulk_len: usize,
+    pub threads: usize,
+    /// Stop on SIGTERM/SIGINT (the CLI); tests leave it off.
+    pub handle_signals: bool,
+}
+
+impl Config {
+    /// A configuration for `dir` with the defaults of `batchkv serve`, on
+    /// 127.0.0.1 and a free port.
+    pub fn new(dir: impl Into<PathBuf>) -> Config {
+        Config {
+            dir: dir.into(),
+            options: Options::default(),
+            bind: "127.0.0.1".into(),
+            port: 0,
+            appendfsync: AppendFsync::EverySec,
+            batch: true,
+            requirepass: None,
+            maxclients: 10_000,
+            proto_max_bulk_len: MAX_VALUE_SIZE,
+            threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            handle_signals: false,
+        }
+    }
+
+    /// Builds the configuration from the command line: `db` is the global
+    /// `--db`, `options` the global `--options`.
+    pub fn from_args(
+        args: ServeArgs,
+        db: Option<PathBuf>,
+        options: Option<&str>,
+    ) -> Result<Config, String> {
+        let dir = args
+            .dir
+            .or(db)
+            .ok_or("serve needs --dir DIR (the database directory)")?;
+        let mut cfg = Config::new(dir);
+        if let Some(o) = options {
+            cfg.options = o.parse().map_err(|e| format!("--options: {e}"))?;
+        }
+        if let Some(m) = args.memtable {
+            cfg.options.memtable =
+                MemTableKind::from_str(&m).map_err(|e| format!("--memtable: {e}"))?;
+        }
+        cfg.bind = args.bind;
+        cfg.port = args.port;
+        cfg.appendfsync = args.appendfsync;
+        cfg.batch = args.batch;
+        cfg.requirepass = args.requirepass;
+        cfg.maxclients = args.maxclients;
+        cfg.proto_max_bulk_len = args.proto_max_bulk_len;
+        if let Some(t) = args.threads {
+            cfg.threads = t;
+        }
+        cfg.handle_signals = true;
+        Ok(cfg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: ServeArgs,
+    }
+
+    fn parse(argv: &[&str]) -> Result<Config, String> {
+        let cli = Cli::try_parse_from(std::iter::once("serve").chain(argv.iter().copied()))
+            .map_err(|e| e.to_string())?;
+        Config::from_args(cli.args, None, Some("write_buffer_size=1MB"))
+    }
+
+    #[test]
+    fn flags_map_to_the_config() {
+        let c = parse(&[
+            "--dir",
+            "/tmp/x",
+            "--batch",
+            "off",
+            "--appendfsync",
+            "always",
+            "--memtable",
+            "sorted_hash:1000",
+            "--port",
+            "0",
+        ])
+        .unwrap();
+        assert!(!c.batch);
+        assert_eq!(c.appendfsync, AppendFsync::Always);
+        assert_eq!(c.options.write_buffer_size, 1 << 20);
+        assert!(matches!(
+            c.options.memtable,
+            MemTableKind::SortedHash { buckets: 1000, .. }
+        ));
+        let d = parse(&["--dir", "/tmp/x"]).unwrap();
+        assert!(d.batch);
+        assert_eq!(d.appendfsync, AppendFsync::EverySec);
+        assert_eq!((d.bind.as_str(), d.port), ("127.0.0.1", 6379));
+    }
+
+    #[test]
+    fn bad_flags_are_refused() {
+        assert!(parse(&[]).unwrap_err().contains("--dir"));
+        assert!(parse(&["--dir", "x", "--batch", "maybe"]).is_err());
+        assert!(parse(&["--dir", "x", "--appendfsync", "sometimes"]).is_err());
+        assert!(parse(&["--dir", "x", "--memtable", "btree"])
+            .unwrap_err()
+            .contains("--memtable"));
+    }
+}

@@ -1,0 +1,161 @@
+//! One client connection: read, parse every complete request in the
+//! buffer (a pipeline), execute, write all replies with one write.
+//!
+//! Runs of consecutive GET/MGET commands in a pipeline are executed
+//! together: with batching on, as one job of the [`Batcher`](crate::batcher)
+//! (one `multi_get`, possibly shared with other connections); with
+//! `--batch off`, one `get` per key.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+
+use crate::batcher::Shape;
+use crate::commands::{self, After, ConnState};
+use crate::keyspace;
+use crate::resp::{self, Reply};
+use crate::server::Shared;
+
+/// Serves one connection until it closes, QUIT, a protocol error, or
+/// server shutdown.
+pub async fn serve_conn(shared: Arc<Shared>, mut sock: TcpStream, mut stop: watch::Receiver<bool>) {
+    let n = shared.clients.fetch_add(1, Ordering::Relaxed) + 1;
+    let _count = ClientCount(&shared);
+    if n > shared.cfg.maxclients {
+        shared
+            .stats
+            .rejected_connections
+            .fetch_add(1, Ordering::Relaxed);
+        let _ = sock
+            .write_all(b"-ERR max number of clients reached\r\n")
+            .await;
+        return;
+    }
+    let mut st = ConnState {
+        id: shared.next_client_id(),
+        db: 0,
+        proto: 2,
+        authenticated: shared.cfg.requirepass.is_none(),
+        name: None,
+    };
+    let mut rbuf = BytesMut::with_capacity(16 * 1024);
+    let mut wbuf = BytesMut::with_capacity(16 * 1024);
+    loop {
+        let mut reqs: Vec<Vec<Bytes>> = Vec::new();
+        let mut proto_err = None;
+        loop {
+            match resp::parse_request(&mut rbuf, shared.cfg.proto_max_bulk_len) {
+                Ok(Some(args)) => {
+                    if !args.is_empty() {
+                        reqs.push(args);
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    proto_err = Some(e);
+                    break;
+                }
+            }
+        }
+        let after = run_pipeline(&shared, &mut st, reqs, &mut wbuf).await;
+        if let Some(e) = &proto_err {
+            Reply::Error(format!("ERR {}", e.0)).encode(st.proto, &mut wbuf);
+        }
+        if !wbuf.is_empty() {
+            if sock.write_all(&wbuf).await.is_err() {
+                return;
+            }
+            wbuf.clear();
+        }
+        match after {
+            After::Continue if proto_err.is_none() => {}
+            After::Shutdown => {
+                shared.request_shutdown();
+                return;
+            }
+            _ => return,
+        }
+        if *stop.borrow() {
+            return;
+        }
+        tokio::select! {
+            r = sock.read_buf(&mut rbuf) => match r {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            },
+            _ = stop.changed() => return,
+        }
+    }
+}
+
+struct ClientCount<'a>(&'a Shared);
+
+impl Drop for ClientCount<'_> {
+    fn drop(&mut self) {
+        self.0.clients.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Whether `args` is a GET or MGET that can join a batched run.
+fn batchable(st: &ConnState, args: &[Bytes]) -> Option<Shape> {
+    if !st.authenticated {
+        return None;
+    }
+    let name = &args[0];
+    if name.eq_ignore_ascii_case(b"get") && args.len() == 2 {
+        Some(Shape::Get)
+    } else if name.eq_ignore_ascii_case(b"mget") && args.len() >= 2 {
+        Some(Shape::Mget(args.len() - 1))
+    } else {
+        None
+    }
+}
+
+/// Executes a pipeline in order, appending the replies to `out`; stops at
+/// QUIT or SHUTDOWN.
+async fn run_pipeline(
+    shared: &Arc<Shared>,
+    st: &mut ConnState,
+    reqs: Vec<Vec<Bytes>>,
+    out: &mut BytesMut,
+) -> After {
+    let mut i = 0;
+    while i < reqs.len() {
+        if let Some(batcher) = &shared.batcher {
+            // Gather the run of GET/MGET starting here.
+            let mut keys = Vec::new();
+            let mut shapes = Vec::new();
+            while i < reqs.len() {
+                let Some(shape) = batchable(st, &reqs[i]) else {
+                    break;
+                };
+                keys.extend(reqs[i][1..].iter().map(|k| keyspace::db_key(st.db, k)));
+                shapes.push(shape);
+                i += 1;
+            }
+            if !shapes.is_empty() {
+                shared
+                    .stats
+                    .commands
+                    .fetch_add(shapes.len() as u64, Ordering::Relaxed);
+                let replies = batcher.submit(shared, keys, shapes, st.proto).await;
+                out.extend_from_slice(&replies);
+                continue;
+            }
+        }
+        let (reply, after) = commands::execute(shared, st, &reqs[i]);
+        if after != After::Shutdown {
+            // Like Redis, a successful SHUTDOWN closes without a reply.
+            reply.encode(st.proto, out);
+        }
+        if after != After::Continue {
+            return after;
+        }
+        i += 1;
+    }
+    After::Continue
+}

@@ -1,0 +1,301 @@
+//! How Redis keys and values are stored in batchkv.
+//!
+//! # Keys (on disk: never change)
+//! `db ‖ user key`, where `db` is one byte, 0–15 (`SELECT`). A database is
+//! the key range `[db, db+1)`, so KEYS/SCAN/FLUSHDB iterate one prefix.
+//! Byte 0xFF starts the server's own keys (see [`SYNC_KEY`]), outside every
+//! database.
+//!
+//! # Values (on disk: never change)
+//! One tag byte, then:
+//! - tag 0: the string's bytes (no expiry);
+//! - tag 1: the absolute expiry time, 8 bytes little-endian milliseconds
+//!   since the Unix epoch, then the string's bytes.
+//!
+//! Example: `SET k hello PX 1000` at t = 1,700,000,000,000 ms stores key
+//! `00 6b` and value `01 00 68 e5 cf 8b 01 00 00 68 65 6c 6c 6f`.
+//! An entry whose expiry is ≤ now is treated as absent on every read
+//! (lazy expiry). Compaction drops it through [`ttl_filter`], and the
+//! server's active expiry (`expiry.rs`) deletes it sooner.
+
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use batchkv::{CompactionFilter, TtlFilter};
+
+/// Number of databases (`SELECT 0`..`SELECT 15`).
+pub const NUM_DBS: usize = 16;
+/// A key outside every database, written with `sync` to make earlier
+/// writes durable (`--appendfsync everysec`); it is always deleted.
+pub const SYNC_KEY: &[u8] = b"\xff__batchkv_server_sync";
+
+const TAG_PLAIN: u8 = 0;
+const TAG_EXPIRES: u8 = 1;
+
+/// The stored key for `key` in database `db`.
+pub fn db_key(db: u8, key: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(key.len() + 1);
+    k.push(db);
+    k.extend_from_slice(key);
+    k
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// Encodes a string value with an optional absolute expiry (ms).
+pub fn encode_value(data: &[u8], expire_at: Option<u64>) -> Vec<u8> {
+    match expire_at {
+        None => {
+            let mut v = Vec::with_capacity(data.len() + 1);
+            v.push(TAG_PLAIN);
+            v.extend_from_slice(data);
+            v
+        }
+        Some(t) => {
+            let mut v = Vec::with_capacity(data.len() + 9);
+            v.push(TAG_EXPIRES);
+            v.extend_from_slice(&t.to_le_bytes());
+            v.extend_from_slice(data);
+            v
+        }
+    }
+}
+
+/// A decoded value: its expiry (if any) and the string's bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decoded<'a> {
+    pub expire_at: Option<u64>,
+    pub data: &'a [u8],
+}
+
+/// Decodes a stored value. `None` if it is malformed (not written by this
+/// server).
+pub fn decode_value(v: &[u8]) -> Option<Decoded<'_>> {
+    match *v.first()? {
+        TAG_PLAIN => Some(Decoded {
+            expire_at: None,
+            data: &v[1..],
+        }),
+        TAG_EXPIRES if v.len() >= 9 => {
+            let mut t = [0u8; 8];
+            t.copy_from_slice(&v[1..9]);
+            Some(Decoded {
+                expire_at: Some(u64::from_le_bytes(t)),
+                data: &v[9..],
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The compaction filter that removes expired values (values not written
+/// by this server are kept).
+pub fn ttl_filter() -> Arc<dyn CompactionFilter> {
+    Arc::new(TtlFilter::new(|v: &[u8]| decode_value(v)?.expire_at))
+}
+
+/// Decodes a stored value and applies lazy expiry at time `now`:
+/// `Ok(None)` if expired, `Err(())` if malformed.
+pub fn live_value(v: &[u8], now: u64) -> Result<Option<Decoded<'_>>, ()> {
+    let d = decode_value(v).ok_or(())?;
+    match d.expire_at {
+        Some(t) if t <= now => Ok(None),
+        _ => Ok(Some(d)),
+    }
+}
+
+/// Redis's glob matching (`stringmatchlen`): `*`, `?`, `[abc]`, `[^a]`,
+/// `[a-z]`, and `\` escaping the next character.
+pub fn glob_match(pat: &[u8], s: &[u8]) -> bool {
+    let (mut p, mut i) = (0usize, 0usize);
+    // Where to resume after the last `*`: (pattern index after it, string index).
+    let mut star: Option<(usize, usize)> = None;
+    while i < s.len() {
+        if p < pat.len() {
+            match pat[p] {
+                b'*' => {
+                    while p < pat.len() && pat[p] == b'*' {
+                        p += 1;
+                    }
+                    if p == pat.len() {
+                        return true;
+                    }
+                    star = Some((p, i));
+                    continue;
+                }
+                b'?' => {
+                    p += 1;
+                    i += 1;
+                    continue;
+                }
+                b'[' => {
+                    if let Some((matched, next)) = match_class(pat, p, s[i]) {
+                        if matched {
+                            p = next;
+                            i += 1;
+                            continue;
+                        }
+                    } else if s[i] == b'[' {
+                        p += 1;
+                        i += 1;
+                        continue;
+                    }
+                }
+                b'\\' if p + 1 < pat.len() => {
+                    if pat[p + 1] == s[i] {
+                        p += 2;
+                        i += 1;
+                        continue;
+                    }
+                }
+                c => {
+                    if c == s[i] {
+                        p += 1;
+                        i += 1;
+                        continue;
+                    }
+                }
+            }
+        }
+        // Mismatch: backtrack to the last star, which eats one more byte.
+        match star {
+            Some((sp, si)) => {
+                star = Some((sp, si + 1));
+                p = sp;
+                i = si + 1;
+            }
+            None => return false,
+        }
+    }
+    while p < pat.len() && pat[p] == b'*' {
+        p += 1;
+    }
+    p == pat.len()
+}
+
+/// Matches `c` against the class starting at `pat[p] == '['`. Returns
+/// whether it matched and the index after `]`, or `None` if the class is
+/// not closed (then `[` is literal).
+fn match_class(pat: &[u8], p: usize, c: u8) -> Option<(bool, usize)> {
+    let mut j = p + 1;
+    let negate = j < pat.len() && pat[j] == b'^';
+    if negate {
+        j += 1;
+    }
+    let mut matched = false;
+    let mut first = true;
+    loop {
+        if j >= pat.len() {
+            return None;
+        }
+        if pat[j] == b']' && !first {
+            break;
+        }
+        first = false;
+        if pat[j] == b'\\' && j + 1 < pat.len() {
+            if pat[j + 1] == c {
+                matched = true;
+            }
+            j += 2;
+        } else if j + 2 < pat.len() && pat[j + 1] == b'-' && pat[j + 2] != b']' {
+            let (mut lo, mut hi) = (pat[j], pat[j + 2]);
+            if lo > hi {
+                std::mem::swap(&mut lo, &mut hi);
+            }
+            if (lo..=hi).contains(&c) {
+                matched = true;
+            }
+            j += 3;
+        } else {
+            if pat[j] == c {
+                matched = true;
+            }
+            j += 1;
+        }
+    }
+    Some((matched != negate, j + 1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_round_trip_with_and_without_expiry() {
+        let v = encode_value(b"hello", None);
+        assert_eq!(v, b"\x00hello");
+        let d = decode_value(&v).unwrap();
+        assert_eq!((d.expire_at, d.data), (None, &b"hello"[..]));
+        let v = encode_value(b"hello", Some(1_700_000_000_000));
+        assert_eq!(
+            v,
+            b"\x01\x00\x68\xe5\xcf\x8b\x01\x00\x00hello".to_vec(),
+            "layout documented in the module doc"
+        );
+        assert_eq!(decode_value(&v).unwrap().expire_at, Some(1_700_000_000_000));
+        assert_eq!(live_value(&v, 1_700_000_000_000), Ok(None));
+        assert!(live_value(&v, 1_699_999_999_999).unwrap().is_some());
+        assert_eq!(decode_value(b""), None);
+        assert_eq!(decode_value(b"\x01abc"), None);
+        assert_eq!(decode_value(b"\x07"), None);
+    }
+
+    #[test]
+    fn compaction_drops_expired_values() {
+        use batchkv::{Db, Options};
+        let dir = tempfile::tempdir().unwrap();
+        let opts = Options {
+            compaction_filter: Some(ttl_filter()),
+            ..Options::default()
+        };
+        let db = Db::open(dir.path(), opts).unwrap();
+        db.put(b"\0gone", encode_value(b"v", Some(1))).unwrap();
+        db.put(b"\0later", encode_value(b"v", Some(now_ms() + 3_600_000)))
+            .unwrap();
+        db.put(b"\0plain", encode_value(b"v", None)).unwrap();
+        db.put(b"\0foreign", b"").unwrap();
+        db.flush().unwrap();
+        db.compact_range(None, None).unwrap();
+        assert_eq!(db.get(b"\0gone").unwrap(), None);
+        for k in [&b"\0later"[..], b"\0plain", b"\0foreign"] {
+            assert!(db.get(k).unwrap().is_some(), "{k:?}");
+        }
+    }
+
+    #[test]
+    fn globs_match_like_redis() {
+        let yes: &[(&str, &str)] = &[
+            ("*", "anything"),
+            ("*", ""),
+            ("h?llo", "hello"),
+            ("h*llo", "heeeello"),
+            ("h[ae]llo", "hallo"),
+            ("h[^e]llo", "hallo"),
+            ("h[a-b]llo", "hbllo"),
+            ("h\\*llo", "h*llo"),
+            ("*a*b*c", "xxaxxbxxc"),
+            ("user:*", "user:1"),
+            ("[", "["),
+        ];
+        let no: &[(&str, &str)] = &[
+            ("h?llo", "hllo"),
+            ("h[ae]llo", "hillo"),
+            ("h[^e]llo", "hello"),
+            ("h\\*llo", "hello"),
+            ("user:*", "use"),
+            ("*a*b*c", "xxaxxbxx"),
+        ];
+        for (p, s) in yes {
+            assert!(glob_match(p.as_bytes(), s.as_bytes()), "{p} ~ {s}");
+        }
+        for (p, s) in no {
+            assert!(!glob_match(p.as_bytes(), s.as_bytes()), "{p} !~ {s}");
+        }
+    }
+}

@@ -1,0 +1,25 @@
+//! A Redis-protocol server on batchkv (`batchkv serve`).
+//!
+//! RESP2 and RESP3 (via `HELLO 3`), inline commands, string and keyspace
+//! commands, 16 databases as one-byte key prefixes, expiry stored in the
+//! value and applied lazily on read. MGET and EXISTS are one `multi_get`;
+//! runs of pipelined GET/MGET — from one connection and across
+//! connections — are combined into one `multi_get` by the [`batcher`].
+//!
+//! Files: `resp.rs` (protocol), `keyspace.rs` (key and value encoding,
+//! globs), `server.rs` (shared state, accept loop, WAL sync, shutdown),
+//! `conn.rs` (one connection), `batcher.rs` (batched reads), `expiry.rs`
+//! (active expiry),
+//! `commands/` (the commands).
+
+mod batcher;
+mod commands;
+mod config;
+mod conn;
+mod expiry;
+mod keyspace;
+mod resp;
+mod server;
+
+pub use config::{AppendFsync, Config, ServeArgs};
+pub use server::{run, Server};

@@ -1,0 +1,543 @@
+//! RESP: parsing requests (multibulk and inline) and encoding replies in
+//! RESP2 or RESP3.
+//!
+//! Requests are parsed from the connection's read buffer without copying
+//! argument bytes: a complete request is split off the buffer as one
+//! [`Bytes`] and every argument is a slice of it. The only copy of a value
+//! is the one the engine makes when it is written.
+//!
+//! Limits (checked before the bytes they describe are read):
+//! - a bulk length above `max_bulk_len` is "invalid bulk length";
+//! - a multibulk count above [`MAX_MULTIBULK_LEN`] is "invalid multibulk
+//!   length";
+//! - a header or inline line longer than [`MAX_INLINE_LEN`] without a
+//!   newline is "too big ..." as in Redis.
+//!
+//! Error texts are Redis's (`networking.c`), so clients and tests that
+//! match them keep working.
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+
+/// Longest inline request or `*`/`$` header line (Redis's
+/// `PROTO_INLINE_MAX_SIZE`).
+pub const MAX_INLINE_LEN: usize = 64 * 1024;
+/// Most arguments in one multibulk request.
+pub const MAX_MULTIBULK_LEN: i64 = 1024 * 1024;
+
+/// A malformed request: the connection gets `-ERR <text>` and is closed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProtocolError(pub String);
+
+impl ProtocolError {
+    fn new(s: impl Into<String>) -> Self {
+        ProtocolError(format!("Protocol error: {}", s.into()))
+    }
+}
+
+/// Parses one request from the front of `buf`. Returns `Ok(None)` when the
+/// buffer does not yet hold a complete request (nothing is consumed), and
+/// `Ok(Some(args))` with the request removed from `buf`. An empty inline
+/// line yields `Some(vec![])`, which callers skip.
+pub fn parse_request(
+    buf: &mut BytesMut,
+    max_bulk_len: usize,
+) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+    if buf.is_empty() {
+        return Ok(None);
+    }
+    if buf[0] == b'*' {
+        parse_multibulk(buf, max_bulk_len)
+    } else {
+        parse_inline(buf)
+    }
+}
+
+/// Finds the line starting at `from`: returns the index of its `\r`.
+fn find_crlf(buf: &[u8], from: usize) -> Option<usize> {
+    let mut at = from;
+    while let Some(i) = memchr::memchr(b'\r', &buf[at..]) {
+        let r = at + i;
+        if r + 1 >= buf.len() {
+            return None;
+        }
+        if buf[r + 1] == b'\n' {
+            return Some(r);
+        }
+        at = r + 1;
+    }
+    None
+}
+
+/// Parses a header number as Redis's `string2ll` does (no `+`, no spaces).
+fn parse_i64(s: &[u8]) -> Option<i64> {
+    let (neg, digits) = match s.first() {
+        Some(b'-') => (true, &s[1..]),
+        _ => (false, s),
+    };
+    if digits.is_empty() || digits.len() > 19 || (digits.len() > 1 && digits[0] == b'0') {
+        return None;
+    }
+    let mut v: i64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(i64::from(c - b'0'))?;
+    }
+    Some(if neg { -v } else { v })
+}
+
+fn parse_multibulk(
+    buf: &mut BytesMut,
+    max_bulk_len: usize,
+) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+    let Some(eol) = find_crlf(buf, 0) else {
+        if buf.len() > MAX_INLINE_LEN {
+            return Err(ProtocolError::new("too big mbulk count string"));
+        }
+        return Ok(None);
+    };
+    let count = match parse_i64(&buf[1..eol]) {
+        Some(n) if n <= MAX_MULTIBULK_LEN => n,
+        _ => return Err(ProtocolError::new("invalid multibulk length")),
+    };
+    if count <= 0 {
+        buf.advance(eol + 2);
+        return Ok(Some(Vec::new()));
+    }
+    // First pass: validate headers and find where each argument lies.
+    let mut spans: Vec<(usize, usize)> = Vec::with_capacity((count as usize).min(1024));
+    let mut pos = eol + 2;
+    for _ in 0..count {
+        if pos >= buf.len() {
+            return Ok(None);
+        }
+        if buf[pos] != b'$' {
+            return Err(ProtocolError::new(format!(
+                "expected '$', got '{}'",
+                buf[pos] as char
+            )));
+        }
+        let Some(eol) = find_crlf(buf, pos) else {
+            if buf.len() - pos > MAX_INLINE_LEN {
+                return Err(ProtocolError::new("too big bulk count string"));
+            }
+            return Ok(None);
+        };
+        let len = match parse_i64(&buf[pos + 1..eol]) {
+            Some(n) if n >= 0 && n as u64 <= max_bulk_len as u64 => n as usize,
+            _ => return Err(ProtocolError::new("invalid bulk length")),
+        };
+        let start = eol + 2;
+        if buf.len() < start + len + 2 {
+            return Ok(None);
+        }
+        spans.push((start, start + len));
+        pos = start + len + 2;
+    }
+    let frame = buf.split_to(pos).freeze();
+    Ok(Some(
+        spans.into_iter().map(|(a, b)| frame.slice(a..b)).collect(),
+    ))
+}
+
+fn parse_inline(buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+    let Some(nl) = memchr::memchr(b'\n', buf) else {
+        if buf.len() > MAX_INLINE_LEN {
+            return Err(ProtocolError::new("too big inline request"));
+        }
+        return Ok(None);
+    };
+    let line = buf.split_to(nl + 1);
+    let mut body = &line[..nl];
+    if body.last() == Some(&b'\r') {
+        body = &body[..body.len() - 1];
+    }
+    split_args(body)
+        .map(Some)
+        .ok_or_else(|| ProtocolError::new("unbalanced quotes in request"))
+}
+
+fn hex_val(c: u8) -> Option<u8> {
+    (c as char).to_digit(16).map(|d| d as u8)
+}
+
+/// Splits an inline command line into arguments the way `redis-cli` and
+/// Redis's `sdssplitargs` do: whitespace separates, `"..."` understands
+/// `\n \r \t \b \a \\ \" \xHH`, `'...'` only `\'`. A closing quote must be
+/// followed by whitespace or the end. `None` on unbalanced quotes.
+pub fn split_args(line: &[u8]) -> Option<Vec<Bytes>> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    let n = line.len();
+    loop {
+        while i < n && line[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i == n {
+            return Some(out);
+        }
+        let mut cur = Vec::new();
+        let mut in_dq = false;
+        let mut in_sq = false;
+        loop {
+            if in_dq {
+                if i >= n {
+                    return None;
+                }
+                let c = line[i];
+                if c == b'\\' && i + 3 < n && line[i + 1] == b'x' {
+                    if let (Some(h), Some(l)) = (hex_val(line[i + 2]), hex_val(line[i + 3])) {
+                        cur.push(h * 16 + l);
+                        i += 4;
+                        continue;
+                    }
+                }
+                if c == b'\\' && i + 1 < n {
+                    cur.push(match line[i + 1] {
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'b' => 8,
+                        b'a' => 7,
+                        o => o,
+                    });
+                    i += 2;
+                    continue;
+                }
+                if c == b'"' {
+                    if i + 1 < n && !line[i + 1].is_ascii_whitespace() {
+                        return None;
+                    }
+                    i += 1;
+                    break;
+                }
+                cur.push(c);
+                i += 1;
+            } else if in_sq {
+                if i >= n {
+                    return None;
+                }
+                let c = line[i];
+                if c == b'\\' && i + 1 < n && line[i + 1] == b'\'' {
+                    cur.push(b'\'');
+                    i += 2;
+                    continue;
+                }
+                if c == b'\'' {
+                    if i + 1 < n && !line[i + 1].is_ascii_whitespace() {
+                        return None;
+                    }
+                    i += 1;
+                    break;
+                }
+                cur.push(c);
+                i += 1;
+            } else {
+                if i >= n || line[i].is_ascii_whitespace() {
+                    break;
+                }
+                match line[i] {
+                    b'"' => in_dq = true,
+                    b'\'' => in_sq = true,
+                    c => cur.push(c),
+                }
+                i += 1;
+            }
+        }
+        out.push(Bytes::from(cur));
+    }
+}
+
+/// A reply, rendered per protocol version by [`Reply::encode`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// `+OK`
+    Simple(&'static str),
+    /// `+...` with an owned text (e.g. TYPE's answer).
+    Status(String),
+    /// `-...`: the full text, e.g. `ERR syntax error`.
+    Error(String),
+    Int(i64),
+    Bulk(Bytes),
+    /// RESP2 `$-1`, RESP3 `_`.
+    Nil,
+    /// RESP2 `*-1`, RESP3 `_`.
+    NilArray,
+    Array(Vec<Reply>),
+    /// RESP3 `%`; RESP2 flattens it into an array of key, value, ...
+    Map(Vec<(Reply, Reply)>),
+}
+
+impl Reply {
+    pub fn ok() -> Reply {
+        Reply::Simple("OK")
+    }
+
+    pub fn err(s: impl Into<String>) -> Reply {
+        Reply::Error(s.into())
+    }
+
+    pub fn bulk(b: impl Into<Bytes>) -> Reply {
+        Reply::Bulk(b.into())
+    }
+
+    pub fn bulk_str(s: &str) -> Reply {
+        Reply::Bulk(Bytes::copy_from_slice(s.as_bytes()))
+    }
+
+    /// Appends the encoding for protocol version `proto` (2 or 3) to `out`.
+    pub fn encode(&self, proto: u8, out: &mut BytesMut) {
+        match self {
+            Reply::Simple(s) => line(out, b'+', s.as_bytes()),
+            Reply::Status(s) => line(out, b'+', s.as_bytes()),
+            Reply::Error(s) => line(out, b'-', s.as_bytes()),
+            Reply::Int(i) => line(out, b':', itoa(*i).as_bytes()),
+            Reply::Bulk(b) => encode_bulk(out, b),
+            Reply::Nil => encode_nil(proto, out),
+            Reply::NilArray => {
+                if proto >= 3 {
+                    out.put_slice(b"_\r\n");
+                } else {
+                    out.put_slice(b"*-1\r\n");
+                }
+            }
+            Reply::Array(items) => {
+                line(out, b'*', itoa(items.len() as i64).as_bytes());
+                for it in items {
+                    it.encode(proto, out);
+                }
+            }
+            Reply::Map(pairs) => {
+                if proto >= 3 {
+                    line(out, b'%', itoa(pairs.len() as i64).as_bytes());
+                } else {
+                    line(out, b'*', itoa(2 * pairs.len() as i64).as_bytes());
+                }
+                for (k, v) in pairs {
+                    k.encode(proto, out);
+                    v.encode(proto, out);
+                }
+            }
+        }
+    }
+}
+
+fn itoa(i: i64) -> String {
+    i.to_string()
+}
+
+fn line(out: &mut BytesMut, tag: u8, body: &[u8]) {
+    out.reserve(body.len() + 3);
+    out.put_u8(tag);
+    out.put_slice(body);
+    out.put_slice(b"\r\n");
+}
+
+/// Appends a bulk string.
+pub fn encode_bulk(out: &mut BytesMut, b: &[u8]) {
+    let mut hdr = [0u8; 24];
+    let n = write_len_header(&mut hdr, b'$', b.len());
+    out.reserve(n + b.len() + 2);
+    out.put_slice(&hdr[..n]);
+    out.put_slice(b);
+    out.put_slice(b"\r\n");
+}
+
+/// Appends an array header `*n`.
+pub fn encode_array_header(out: &mut BytesMut, n: usize) {
+    let mut hdr = [0u8; 24];
+    let len = write_len_header(&mut hdr, b'*', n);
+    out.put_slice(&hdr[..len]);
+}
+
+/// Appends a null bulk string for `proto`.
+pub fn encode_nil(proto: u8, out: &mut BytesMut) {
+    if proto >= 3 {
+        out.put_slice(b"_\r\n");
+    } else {
+        out.put_slice(b"$-1\r\n");
+    }
+}
+
+/// Writes `tag len \r\n` into `hdr` without allocating; returns its length.
+fn write_len_header(hdr: &mut [u8; 24], tag: u8, mut len: usize) -> usize {
+    let mut digits = [0u8; 20];
+    let mut d = 0;
+    loop {
+        digits[d] = b'0' + (len % 10) as u8;
+        d += 1;
+        len /= 10;
+        if len == 0 {
+            break;
+        }
+    }
+    hdr[0] = tag;
+    for i in 0..d {
+        hdr[1 + i] = digits[d - 1 - i];
+    }
+    hdr[1 + d] = b'\r';
+    hdr[2 + d] = b'\n';
+    d + 3
+}
+
+/// Formats a float as Redis does for INCRBYFLOAT (`%.17Lg` without
+/// trailing zeros): the shortest text that reads back as the same value.
+pub fn format_double(d: f64) -> String {
+    if d.is_infinite() {
+        return if d > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    if d == d.trunc() && d.abs() < 1e17 {
+        return format!("{}", d as i64);
+    }
+    format!("{d}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_all(input: &[u8]) -> Result<Vec<Vec<Vec<u8>>>, ProtocolError> {
+        let mut buf = BytesMut::from(input);
+        let mut out = Vec::new();
+        while let Some(args) = parse_request(&mut buf, 1024)? {
+            out.push(args.iter().map(|a| a.to_vec()).collect());
+        }
+        Ok(out)
+    }
+
+    fn strs(v: &[&str]) -> Vec<Vec<u8>> {
+        v.iter().map(|s| s.as_bytes().to_vec()).collect()
+    }
+
+    #[test]
+    fn multibulk_requests_parse_and_pipeline() {
+        let got = parse_all(b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n*1\r\n$4\r\nPING\r\n").unwrap();
+        assert_eq!(got, vec![strs(&["GET", "k"]), strs(&["PING"])]);
+    }
+
+    #[test]
+    fn binary_values_with_crlf_inside_survive() {
+        let got = parse_all(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$4\r\na\r\nb\r\n").unwrap();
+        assert_eq!(got[0][2], b"a\r\nb".to_vec());
+    }
+
+    #[test]
+    fn incomplete_requests_consume_nothing_at_every_split_point() {
+        let full = b"*3\r\n$3\r\nSET\r\n$3\r\nkey\r\n$5\r\nvalue\r\n";
+        for cut in 0..full.len() {
+            let mut buf = BytesMut::from(&full[..cut]);
+            assert_eq!(parse_request(&mut buf, 1024).unwrap(), None, "cut {cut}");
+            assert_eq!(buf.len(), cut);
+        }
+        let mut buf = BytesMut::from(&full[..]);
+        assert!(parse_request(&mut buf, 1024).unwrap().is_some());
+        assert!(buf.is_empty());
+    }
+
+    #[test]
+    fn inline_commands_split_with_quotes() {
+        let got = parse_all(b"SET k \"a b\\x41\\n\"\r\nget 'it\\'s'\n\r\n").unwrap();
+        assert_eq!(got[0], strs(&["SET", "k", "a bA\n"]));
+        assert_eq!(got[1], strs(&["get", "it's"]));
+        assert_eq!(got[2], Vec::<Vec<u8>>::new());
+    }
+
+    #[test]
+    fn malformed_input_gets_redis_error_texts() {
+        let cases: &[(&[u8], &str)] = &[
+            (b"*x\r\n", "Protocol error: invalid multibulk length"),
+            (
+                b"*99999999999\r\n",
+                "Protocol error: invalid multibulk length",
+            ),
+            (b"*1\r\n$-5\r\n", "Protocol error: invalid bulk length"),
+            (b"*1\r\n$abc\r\n", "Protocol error: invalid bulk length"),
+            (b"*1\r\n+PING\r\n", "Protocol error: expected '$', got '+'"),
+            (
+                b"SET \"a\r\n",
+                "Protocol error: unbalanced quotes in request",
+            ),
+            (
+                b"SET \"a\"b\r\n",
+                "Protocol error: unbalanced quotes in request",
+            ),
+        ];
+        for (input, want) in cases {
+            assert_eq!(
+                parse_all(input).unwrap_err().0,
+                *want,
+                "{:?}",
+                String::from_utf8_lossy(input)
+            );
+        }
+    }
+
+    #[test]
+    fn oversized_bulk_is_rejected_before_its_bytes_arrive() {
+        // Limit 1024; only the header has arrived.
+        let mut buf = BytesMut::from(&b"*2\r\n$3\r\nSET\r\n$1025\r\n"[..]);
+        assert_eq!(
+            parse_request(&mut buf, 1024).unwrap_err().0,
+            "Protocol error: invalid bulk length"
+        );
+        let mut buf = BytesMut::from(&b"*1\r\n$1024\r\n"[..]);
+        assert_eq!(parse_request(&mut buf, 1024).unwrap(), None);
+    }
+
+    #[test]
+    fn overlong_lines_without_newline_are_rejected() {
+        let mut big = vec![b'a'; MAX_INLINE_LEN + 1];
+        let mut buf = BytesMut::from(&big[..]);
+        assert_eq!(
+            parse_request(&mut buf, 1024).unwrap_err().0,
+            "Protocol error: too big inline request"
+        );
+        big[0] = b'*';
+        let mut buf = BytesMut::from(&big[..]);
+        assert_eq!(
+            parse_request(&mut buf, 1024).unwrap_err().0,
+            "Protocol error: too big mbulk count string"
+        );
+        let mut v = b"*1\r\n$".to_vec();
+        v.extend(std::iter::repeat_n(b'1', MAX_INLINE_LEN + 1));
+        let mut buf = BytesMut::from(&v[..]);
+        assert_eq!(
+            parse_request(&mut buf, usize::MAX).unwrap_err().0,
+            "Protocol error: too big bulk count string"
+        );
+    }
+
+    #[test]
+    fn empty_multibulk_is_skipped() {
+        let none: Vec<Vec<u8>> = Vec::new();
+        assert_eq!(
+            parse_all(b"*0\r\n*-1\r\n").unwrap(),
+            vec![none.clone(), none]
+        );
+    }
+
+    #[test]
+    fn replies_encode_per_protocol() {
+        let r = Reply::Map(vec![(Reply::bulk_str("a"), Reply::Int(1))]);
+        let mut o = BytesMut::new();
+        r.encode(2, &mut o);
+        assert_eq!(&o[..], b"*2\r\n$1\r\na\r\n:1\r\n");
+        o.clear();
+        r.encode(3, &mut o);
+        assert_eq!(&o[..], b"%1\r\n$1\r\na\r\n:1\r\n");
+        o.clear();
+        Reply::Nil.encode(2, &mut o);
+        Reply::Nil.encode(3, &mut o);
+        Reply::NilArray.encode(2, &mut o);
+        assert_eq!(&o[..], b"$-1\r\n_\r\n*-1\r\n");
+    }
+
+    #[test]
+    fn doubles_format_like_redis() {
+        assert_eq!(format_double(10.5), "10.5");
+        assert_eq!(format_double(3.0), "3");
+        assert_eq!(format_double(5.0e3), "5000");
+        assert_eq!(format_double(0.1 + 0.2), "0.30000000000000004");
+    }
+}

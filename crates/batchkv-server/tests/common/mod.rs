@@ -1,0 +1,151 @@
+//! Starting a server on an ephemeral port and talking to it.
+#![allow(dead_code, reason = "each test binary uses a different subset")]
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use batchkv_server::{Config, Server};
+
+/// A server on a temporary directory.
+pub struct Harness {
+    pub server: Server,
+    pub dir: tempfile::TempDir,
+}
+
+impl Harness {
+    pub fn start() -> Harness {
+        Harness::start_with(|_| {})
+    }
+
+    pub fn start_with(f: impl FnOnce(&mut Config)) -> Harness {
+        let dir = tempfile::tempdir().unwrap();
+        let server = start_in(dir.path(), f);
+        Harness { server, dir }
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://{}/", self.server.addr())
+    }
+
+    pub fn client(&self) -> redis::Client {
+        redis::Client::open(self.url()).unwrap()
+    }
+
+    pub fn conn(&self) -> redis::Connection {
+        self.client().get_connection().unwrap()
+    }
+
+    pub fn raw(&self) -> Raw {
+        Raw::connect(self.server.addr())
+    }
+
+    /// Shuts the server down and starts a new one on the same directory.
+    pub fn restart(self, f: impl FnOnce(&mut Config)) -> Harness {
+        let Harness { server, dir } = self;
+        server.shutdown();
+        server.join().unwrap();
+        let server = start_in(dir.path(), f);
+        Harness { server, dir }
+    }
+}
+
+pub fn start_in(dir: &std::path::Path, f: impl FnOnce(&mut Config)) -> Server {
+    let mut cfg = Config::new(dir);
+    cfg.threads = 2;
+    f(&mut cfg);
+    Server::start(cfg).unwrap()
+}
+
+/// `CODE detail` of a server error reply.
+pub fn err_text(e: redis::RedisError) -> String {
+    match (e.code(), e.detail()) {
+        (Some(c), Some(d)) => format!("{c} {d}"),
+        (Some(c), None) => c.to_string(),
+        _ => e.to_string(),
+    }
+}
+
+/// Runs a command expecting an error reply; returns its text.
+pub fn query_err(con: &mut redis::Connection, args: &[&str]) -> String {
+    let mut c = redis::cmd(args[0]);
+    for a in &args[1..] {
+        c.arg(*a);
+    }
+    match c.query::<redis::Value>(con) {
+        Ok(v) => panic!("{args:?}: expected an error, got {v:?}"),
+        Err(e) => err_text(e),
+    }
+}
+
+/// Runs a command and converts the reply.
+pub fn q<T: redis::FromRedisValue>(con: &mut redis::Connection, args: &[&str]) -> T {
+    let mut c = redis::cmd(args[0]);
+    for a in &args[1..] {
+        c.arg(*a);
+    }
+    c.query(con)
+        .unwrap_or_else(|e| panic!("{args:?}: {}", err_text(e)))
+}
+
+/// A raw TCP connection for protocol-level tests.
+pub struct Raw {
+    pub sock: TcpStream,
+}
+
+impl Raw {
+    pub fn connect(addr: std::net::SocketAddr) -> Raw {
+        let sock = TcpStream::connect(addr).unwrap();
+        sock.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        Raw { sock }
+    }
+
+    pub fn send(&mut self, b: &[u8]) {
+        self.sock.write_all(b).unwrap();
+    }
+
+    /// Reads until `want` bytes arrived or the peer closed.
+    pub fn read_n(&mut self, want: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut buf = [0u8; 4096];
+        while out.len() < want {
+            match self.sock.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+            }
+        }
+        out
+    }
+
+    /// Reads until the data received ends with `suffix` (or the peer
+    /// closed, or 5 s passed).
+    pub fn read_until(&mut self, suffix: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !out.ends_with(suffix) {
+            match self.sock.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+            }
+        }
+        out
+    }
+
+    /// Sends `b` and reads exactly the length of `expected`, comparing.
+    pub fn expect(&mut self, b: &[u8], expected: &[u8]) {
+        self.send(b);
+        let got = self.read_n(expected.len());
+        assert_eq!(
+            String::from_utf8_lossy(&got),
+            String::from_utf8_lossy(expected),
+            "reply to {:?}",
+            String::from_utf8_lossy(b)
+        );
+    }
+
+    /// Whether the server closed the connection (read returns 0).
+    pub fn closed(&mut self) -> bool {
+        let mut buf = [0u8; 16];
+        matches!(self.sock.read(&mut buf), Ok(0))
+    }
+}

@@ -1,0 +1,221 @@
+#!/usr/bin/env bash
+# redis-benchmark against `batchkv serve` (skiplist and sorted_hash memtables,
+# batching on and --batch off) and a stock redis-server, in one run.
+#
+# For each server: load KEYS keys (key:000000000000 ... with VALUE-byte
+# values) through `redis-cli --pipe`, then run redis-benchmark for GET, SET
+# and MGET of 100 random keys at -c 1/50 and -P 1/10. Prints requests/s
+# per server and the ratios the issue asks for:
+#   batchkv / redis-server, and batching on / --batch off.
+# MGET rows also give keys/s (100 keys per request).
+#
+# Environment (defaults in brackets):
+#   KEYS [1000000]       keys loaded and the -r range of the benchmarks
+#   VALUE [100]          value size in bytes
+#   SECS_N [200000]      requests per run with -P 10 (and -c 50)
+#   N_SLOW [40000]       requests per run with -c 1 -P 1
+#   MGET_DIV [10]        MGET runs use N/MGET_DIV requests
+#   APPENDFSYNC [everysec]
+#   SERVERS ["redis bkv-skiplist bkv-skiplist-nobatch bkv-sorted_hash bkv-sorted_hash-nobatch"]
+#   BATCHKV_OPTIONS [""] extra engine options for batchkv serve (--options)
+#   REPEAT [1]           runs of the whole server list (alternating A B C A B C);
+#                        the table shows medians
+#   OUT [/tmp/redis-bench]  work directory (databases, logs, results.csv,
+#                        chart.svg)
+set -euo pipefail
+
+KEYS=${KEYS:-1000000}
+VALUE=${VALUE:-100}
+N_FAST=${SECS_N:-200000}
+N_SLOW=${N_SLOW:-40000}
+MGET_DIV=${MGET_DIV:-10}
+APPENDFSYNC=${APPENDFSYNC:-everysec}
+SERVERS=${SERVERS:-"redis bkv-skiplist bkv-skiplist-nobatch bkv-sorted_hash bkv-sorted_hash-nobatch"}
+BATCHKV_OPTIONS=${BATCHKV_OPTIONS:-}
+OUT=${OUT:-/tmp/redis-bench}
+PORT=${PORT:-16379}
+REPEAT=${REPEAT:-1}
+
+cd "$(dirname "$0")/.."
+if ! command -v redis-benchmark >/dev/null || ! command -v redis-server >/dev/null; then
+    echo "installing redis-tools and redis-server (Debian)" >&2
+    apt-get install -y redis-tools redis-server >&2 || {
+        apt-get update && apt-get install -y redis-tools redis-server >&2
+    }
+fi
+nice -n 10 cargo build --release -p batchkv-cli >&2
+BIN=$PWD/target/release/batchkv
+
+mkdir -p "$OUT"
+RESULTS=$OUT/results.csv
+: >"$RESULTS"
+PID=
+
+stop_server() {
+    if [[ -n $PID ]]; then
+        kill -TERM "$PID" 2>/dev/null || true
+        wait "$PID" 2>/dev/null || true
+        PID=
+    fi
+}
+trap stop_server EXIT
+
+wait_ready() {
+    for _ in $(seq 1 100); do
+        if redis-cli -p "$PORT" PING >/dev/null 2>&1; then return 0; fi
+        sleep 0.1
+    done
+    echo "server on port $PORT did not start" >&2
+    exit 1
+}
+
+start_server() {
+    local name=$1
+    rm -rf "$OUT/db-$name"
+    mkdir -p "$OUT/db-$name"
+    case $name in
+    redis)
+        redis-server --port "$PORT" --bind 127.0.0.1 --save "" --appendonly yes \
+            --appendfsync "$APPENDFSYNC" --dir "$OUT/db-$name" \
+            >"$OUT/$name.log" 2>&1 &
+        ;;
+    bkv-*)
+        local rest=${name#bkv-} batch=on
+        if [[ $rest == *-nobatch ]]; then
+            batch=off
+            rest=${rest%-nobatch}
+        fi
+        local opts=()
+        [[ -n $BATCHKV_OPTIONS ]] && opts=(--options "$BATCHKV_OPTIONS")
+        "$BIN" "${opts[@]}" serve --dir "$OUT/db-$name" --port "$PORT" \
+            --memtable "$rest" --batch "$batch" --appendfsync "$APPENDFSYNC" \
+            >"$OUT/$name.log" 2>&1 &
+        ;;
+    esac
+    PID=$!
+    wait_ready
+}
+
+load_keys() {
+    local val
+    val=$(head -c "$VALUE" </dev/zero | tr '\0' 'x')
+    awk -v n="$KEYS" -v val="$val" -v vl="$VALUE" 'BEGIN {
+        for (i = 0; i < n; i++)
+            printf "*3\r\n$3\r\nSET\r\n$16\r\nkey:%012d\r\n$%d\r\n%s\r\n", i, vl, val
+    }' | redis-cli -p "$PORT" --pipe >/dev/null
+}
+
+# bench NAME TEST C P: appends "server,test,c,p,rps" to results.csv
+bench() {
+    local server=$1 test=$2 c=$3 p=$4 n
+    if [[ $c == 1 && $p == 1 ]]; then n=$N_SLOW; else n=$N_FAST; fi
+    local args=(-p "$PORT" -c "$c" -P "$p" -r "$KEYS" --csv)
+    local rps
+    case $test in
+    GET | SET)
+        rps=$(redis-benchmark "${args[@]}" -n "$n" -d "$VALUE" -t "${test,,}" |
+            awk -F'"' 'NR == 2 { print $4 }')
+        ;;
+    MGET100)
+        local mget=(MGET)
+        for _ in $(seq 1 100); do mget+=(key:__rand_int__); done
+        rps=$(redis-benchmark "${args[@]}" -n $((n / MGET_DIV)) "${mget[@]}" |
+            awk -F'"' 'NR == 2 { print $4 }')
+        ;;
+    esac
+    echo "$server,$test,$c,$p,$rps" >>"$RESULTS"
+    printf '%-26s %-8s -c %-3s -P %-3s %12s req/s\n' "$server" "$test" "$c" "$p" "$rps" >&2
+}
+
+for _ in $(seq 1 "$REPEAT"); do
+    for server in $SERVERS; do
+        start_server "$server"
+        t0=$(date +%s)
+        load_keys
+        echo "$server: loaded $KEYS keys in $(($(date +%s) - t0)) s" >&2
+        for test in GET MGET100 SET; do
+            for c in 1 50; do
+                for p in 1 10; do
+                    bench "$server" "$test" "$c" "$p"
+                done
+            done
+        done
+        stop_server
+    done
+done
+
+# Medians over the repetitions: "server,test,c,p,rps" lines.
+awk -F, '
+{ k = $1 "," $2 "," $3 "," $4; v[k] = v[k] " " $5; if (!(k in seen)) { seen[k] = 1; order[++n] = k } }
+END {
+    for (i = 1; i <= n; i++) {
+        m = split(substr(v[order[i]], 2), a, " ")
+        for (x = 2; x <= m; x++) { t = a[x]; y = x - 1; while (y > 0 && a[y] + 0 > t + 0) { a[y + 1] = a[y]; y-- } a[y + 1] = t }
+        med = (m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2)
+        print order[i] "," med
+    }
+}' "$RESULTS" >"$OUT/medians.csv"
+
+# Table: one row per (test, c, P), one column per server, then ratios.
+awk -F, -v servers="$SERVERS" -v keys="$KEYS" -v repeat="$REPEAT" '
+{ rps[$2 "," $3 "," $4, $1] = $5; if (!(($2 "," $3 "," $4) in seen)) { seen[$2 "," $3 "," $4] = 1; order[++n] = $2 "," $3 "," $4 } }
+END {
+    ns = split(servers, s, " ")
+    printf "\nrequests/s, median of %d (MGET100: requests of 100 keys; keys/s = 100x), %d keys\n\n", repeat, keys
+    printf "| test | -c | -P |"
+    for (j = 1; j <= ns; j++) printf " %s |", s[j]
+    hr = 0; for (j = 1; j <= ns; j++) if (s[j] == "redis") hr = 1
+    if (hr) for (j = 1; j <= ns; j++) if (s[j] != "redis") printf " %s/redis |", s[j]
+    for (j = 1; j <= ns; j++) { nb = s[j] "-nobatch"; for (k = 1; k <= ns; k++) if (s[k] == nb) printf " %s on/off |", s[j] }
+    printf "\n|---|---|---|"
+    for (j = 1; j <= ns; j++) printf "---|"
+    if (hr) for (j = 1; j <= ns; j++) if (s[j] != "redis") printf "---|"
+    for (j = 1; j <= ns; j++) { nb = s[j] "-nobatch"; for (k = 1; k <= ns; k++) if (s[k] == nb) printf "---|" }
+    printf "\n"
+    for (i = 1; i <= n; i++) {
+        split(order[i], f, ",")
+        printf "| %s | %s | %s |", f[1], f[2], f[3]
+        for (j = 1; j <= ns; j++) printf " %.0f |", rps[order[i], s[j]]
+        if (hr) for (j = 1; j <= ns; j++) if (s[j] != "redis") {
+            r = rps[order[i], "redis"]; printf " %.2f |", (r > 0 ? rps[order[i], s[j]] / r : 0)
+        }
+        for (j = 1; j <= ns; j++) { nb = s[j] "-nobatch"; for (k = 1; k <= ns; k++) if (s[k] == nb) {
+            r = rps[order[i], nb]; printf " %.2f |", (r > 0 ? rps[order[i], s[j]] / r : 0)
+        } }
+        printf "\n"
+    }
+}' "$OUT/medians.csv"
+
+# Chart: one group of bars per (test, -c, -P), scaled to its fastest server.
+awk -F, -v servers="$SERVERS" -v title="redis-benchmark req/s, $KEYS keys, median of $REPEAT (bars scaled per group)" '
+BEGIN { ns = split(servers, s, " "); split("#d62728 #1f77b4 #aec7e8 #2ca02c #98df8a #9467bd #c5b0d5", col, " ") }
+{
+    row = $2 " -c " $3 " -P " $4
+    if (!(row in seen)) { seen[row] = 1; order[++n] = row }
+    rps[row, $1] = $5
+    if ($5 + 0 > max[row]) max[row] = $5 + 0
+}
+END {
+    bar = 11; gap = 14; left = 150; width = 520
+    gh = ns * bar + gap
+    h = 40 + ns * 16 + n * gh + 20
+    printf "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" font-size=\"11\">\n", left + width + 110, h
+    printf "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+    printf "<text x=\"10\" y=\"18\" font-size=\"13\">%s</text>\n", title
+    for (j = 1; j <= ns; j++) {
+        y = 30 + (j - 1) * 16
+        printf "<rect x=\"10\" y=\"%d\" width=\"12\" height=\"10\" fill=\"%s\"/><text x=\"28\" y=\"%d\">%s</text>\n", y, col[j], y + 9, s[j]
+    }
+    y0 = 40 + ns * 16
+    for (i = 1; i <= n; i++) {
+        r = order[i]; y = y0 + (i - 1) * gh
+        printf "<text x=\"10\" y=\"%d\">%s</text>\n", y + ns * bar / 2 + 4, r
+        for (j = 1; j <= ns; j++) {
+            v = rps[r, s[j]] + 0; w = (max[r] > 0 ? v / max[r] * width : 0)
+            printf "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/>", left, y + (j - 1) * bar, w, bar - 2, col[j]
+            printf "<text x=\"%.1f\" y=\"%d\" font-size=\"9\">%.0f</text>\n", left + w + 4, y + (j - 1) * bar + 8, v
+        }
+    }
+    print "</svg>"
+}' "$OUT/medians.csv" >"$OUT/chart.svg"
+echo "raw results: $RESULTS, medians: $OUT/medians.csv, chart: $OUT/chart.svg" >&2

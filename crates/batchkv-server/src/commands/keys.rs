@@ -154,12 +154,7 @@ fn walk(
     from: &[u8],
     mut f: impl FnMut(&[u8]) -> bool,
 ) -> Result<Option<Vec<u8>>, Reply> {
-    let opts = ReadOptions {
-        lower_bound: Some(vec![db]),
-        upper_bound: Some(vec![db + 1]),
-        fill_cache: false,
-        ..Default::default()
-    };
+    let opts = scan_options(db);
     let mut it = shared.db.iter(&opts).map_err(super::engine_error)?;
     it.seek(db_key(db, from));
     let now = now_ms();
@@ -264,15 +259,21 @@ pub fn dbsize(shared: &Shared, conn: &ConnState) -> Reply {
     Reply::Int(n)
 }
 
-/// Number of live keys in `db` (INFO keyspace).
-pub fn count_keys(shared: &Shared, db: u8) -> Result<(u64, u64), Reply> {
-    let (mut n, mut with_ttl) = (0u64, 0u64);
-    let opts = ReadOptions {
+/// Reads every key of database `db` (its one-byte prefix) without filling
+/// the block cache.
+fn scan_options(db: u8) -> ReadOptions {
+    ReadOptions {
         lower_bound: Some(vec![db]),
         upper_bound: Some(vec![db + 1]),
         fill_cache: false,
         ..Default::default()
-    };
+    }
+}
+
+/// Number of live keys in `db` (INFO keyspace).
+pub fn count_keys(shared: &Shared, db: u8) -> Result<(u64, u64), Reply> {
+    let (mut n, mut with_ttl) = (0u64, 0u64);
+    let opts = scan_options(db);
     let mut it = shared.db.iter(&opts).map_err(super::engine_error)?;
     it.seek(vec![db]);
     let now = now_ms();

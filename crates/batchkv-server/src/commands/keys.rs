@@ -377,13 +377,10 @@ pub fn flush(shared: &Shared, db: Option<u8>, a: &[Bytes]) -> Reply {
         None => (0..NUM_DBS as u8).collect(),
     };
     for d in dbs {
-        let opts = ReadOptions {
-            lower_bound: Some(vec![d]),
-            upper_bound: Some(vec![d + 1]),
-            fill_cache: false,
-            ..Default::default()
-        };
-        let mut it = tri!(shared.db.iter(&opts).map_err(super::engine_error));
+        let mut it = tri!(shared
+            .db
+            .iter(&scan_options(d))
+            .map_err(super::engine_error));
         it.seek(vec![d]);
         let mut b = WriteBatch::new();
         let mut n = 0;

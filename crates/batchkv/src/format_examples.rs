@@ -13,19 +13,7 @@ use crate::fuzzing::memfs::MemFs;
 use crate::key::{pack_trailer, ValueType};
 use crate::version::{FileMetaData, VersionEdit, VersionSet};
 use crate::wal::format::{unmask_crc, BLOCK_SIZE};
-use crate::wal::test_util::MemFile;
-use crate::wal::Writer;
-
-/// The bytes of a log holding `records`, written by the real log writer.
-fn log_of(records: &[&[u8]]) -> Vec<u8> {
-    let (file, bytes) = MemFile::new();
-    let mut w = Writer::new(Box::new(file));
-    for r in records {
-        w.add_record(r).unwrap();
-    }
-    let out = bytes.lock().unwrap().clone();
-    out
-}
+use crate::wal::test_util::log_of;
 
 #[test]
 fn wal_worked_example_bytes_match_the_format_doc() {

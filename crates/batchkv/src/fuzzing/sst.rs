@@ -83,25 +83,8 @@ pub fn block(data: &[u8]) {
 /// Walks `it` from one end (forward or backward) for at most `max_steps`
 /// entries, returning the keys seen; panics if the walk does not end.
 fn scan(it: &mut dyn InternalIterator, max_steps: usize, forward: bool) -> Vec<Vec<u8>> {
-    let mut keys = Vec::new();
-    if forward {
-        it.seek_to_first();
-    } else {
-        it.seek_to_last();
-    }
-    while it.valid() {
-        assert!(
-            keys.len() < max_steps,
-            "scan does not end after {max_steps} steps"
-        );
-        keys.push(it.key().to_vec());
-        let _ = it.value();
-        if forward {
-            it.next();
-        } else {
-            it.prev();
-        }
-    }
+    let keys = scan_capped(it, max_steps, forward);
+    assert!(!it.valid(), "scan does not end after {max_steps} steps");
     keys
 }
 

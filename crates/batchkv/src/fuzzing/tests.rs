@@ -22,10 +22,9 @@ use crate::batch::WriteBatch;
 use crate::key::{pack_trailer, ValueType};
 use crate::sst::block::builder::BlockBuilder;
 use crate::sst::block::Layout as BlockLayout;
-use crate::sst::{CompressionType, Table, TableBuilder, TableOptions};
+use crate::sst::{CompressionType, Table, TableOptions};
 use crate::version::{FileMetaData, VersionEdit};
-use crate::wal::test_util::MemFile;
-use crate::wal::Writer;
+use crate::wal::test_util::log_of;
 
 use super::memfs::SliceFile;
 
@@ -301,15 +300,7 @@ fn batch_seeds() -> Vec<Vec<u8>> {
 /// WAL files: batches written through the real log writer, including
 /// records fragmented across blocks and a block trailer.
 fn wal_seeds() -> Vec<Vec<u8>> {
-    let write = |records: &[Vec<u8>]| {
-        let (file, bytes) = MemFile::new();
-        let mut w = Writer::new(Box::new(file));
-        for r in records {
-            w.add_record(r).unwrap();
-        }
-        let out = bytes.lock().unwrap().clone();
-        out
-    };
+    let write = |records: &[Vec<u8>]| log_of(records);
     let batches = batch_seeds();
     let mut big = WriteBatch::new();
     big.put("big", vec![3u8; 40_000]);
@@ -373,17 +364,7 @@ fn edit_seeds() -> Vec<Vec<u8>> {
 /// MANIFEST files: edit sequences written through the real log writer.
 fn manifest_seeds() -> Vec<Vec<u8>> {
     let edits = edit_seeds();
-    (1..=edits.len())
-        .map(|n| {
-            let (file, bytes) = MemFile::new();
-            let mut w = Writer::new(Box::new(file));
-            for e in &edits[..n] {
-                w.add_record(e).unwrap();
-            }
-            let out = bytes.lock().unwrap().clone();
-            out
-        })
-        .collect()
+    (1..=edits.len()).map(|n| log_of(&edits[..n])).collect()
 }
 
 /// Entries for the SST seeds: several versions, deletions, values of
@@ -413,14 +394,7 @@ fn table_entries(n: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
 
 /// Builds a table in memory with the real builder.
 fn build_table(entries: &[(Vec<u8>, Vec<u8>)], opts: &TableOptions) -> Vec<u8> {
-    let (file, bytes) = MemFile::new();
-    let mut b = TableBuilder::new(Box::new(file), "seed.sst".into(), opts.clone()).unwrap();
-    for (k, v) in entries {
-        b.add(k, v).unwrap();
-    }
-    b.finish().unwrap();
-    let out = bytes.lock().unwrap().clone();
-    out
+    crate::sst::tests_support::build_in_memory(entries, opts).0
 }
 
 /// SSTs from the real builder: both layouts, every compression, with and

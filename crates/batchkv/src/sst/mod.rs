@@ -30,7 +30,7 @@ mod measure;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
-mod tests_support;
+pub(crate) mod tests_support;
 
 #[allow(unused_imports)] // used once the engine opens tables
 pub(crate) use builder::{TableBuilder, TableSummary};

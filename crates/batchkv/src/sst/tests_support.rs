@@ -10,9 +10,10 @@ use crate::fuzzing::memfs::SliceFile;
 /// A writable in-memory file (shared with the WAL tests).
 pub(crate) use crate::wal::test_util::MemFile as MemWritable;
 
-type Entries = Vec<(Vec<u8>, Vec<u8>)>;
-
-pub(crate) fn build_in_memory(entries: &Entries, opts: &TableOptions) -> (Vec<u8>, TableSummary) {
+pub(crate) fn build_in_memory(
+    entries: &[(Vec<u8>, Vec<u8>)],
+    opts: &TableOptions,
+) -> (Vec<u8>, TableSummary) {
     let buf = Arc::new(Mutex::new(Vec::new()));
     let mut b = TableBuilder::new(
         Box::new(MemWritable::sharing(buf.clone())),

@@ -33,6 +33,17 @@ pub(crate) mod test_util {
     use crate::error::{Error, Result};
     use crate::fs::WritableFile;
 
+    /// The bytes of a log holding `records`, written by the real log writer.
+    pub(crate) fn log_of<R: AsRef<[u8]>>(records: &[R]) -> Vec<u8> {
+        let (file, bytes) = MemFile::new();
+        let mut w = super::Writer::new(Box::new(file));
+        for r in records {
+            w.add_record(r.as_ref()).unwrap();
+        }
+        let out = bytes.lock().unwrap().clone();
+        out
+    }
+
     /// Appends to a shared `Vec<u8>`; fails once `fail_after` bytes are held.
     pub(crate) struct MemFile {
         bytes: Arc<Mutex<Vec<u8>>>,

@@ -3,8 +3,10 @@ mod common;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use batchkv::{Db, Error, WriteBatch, WriteOptions};
+use batchkv::{Db, Error, Options, WriteBatch, WriteOptions};
+use common::gate_fs::{gated_db, GateOp};
 
 #[test]
 fn checkpoint_under_writes_is_a_consistent_prefix_and_opens() {
@@ -94,4 +96,63 @@ fn checkpoint_under_writes_is_a_consistent_prefix_and_opens() {
             Some(b"v5999".to_vec())
         );
     });
+}
+
+/// Found hung in the test suite: a checkpoint took the MANIFEST lock and
+/// then waited for the WAL lock, held by a writer stalled for room, whose
+/// flush waited for the MANIFEST lock. Here every party is stopped at the
+/// exact point: the checkpoint before it takes its locks, the flush before
+/// it writes its table, the writer in its stall; then the checkpoint and
+/// the flush go on. With the old lock order this never finished.
+#[test]
+fn checkpoint_beside_a_writer_stalled_for_a_flush_does_not_deadlock() {
+    let (dir, fs, db, _) = gated_db(Options {
+        write_buffer_size: 64 << 10,
+        max_write_buffer_number: 2,
+        ..common::opts()
+    });
+    db.put(b"before", b"1").unwrap();
+    // The checkpoint flushes, then stops at its staging directory.
+    let at_staging = fs.hold(GateOp::CreateDir, "checkpoint-tmp");
+    let ckpt = dir.path().join("ckpt");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let checkpointer = {
+        let (db, ckpt) = (db.clone(), ckpt.clone());
+        std::thread::spawn(move || tx.send(db.checkpoint(&ckpt)).unwrap())
+    };
+    fs.wait_held(at_staging);
+    // The next flush stops before writing its table; the writer fills the
+    // active memtable again and stalls (two memtables: the limit).
+    let at_table = fs.hold(GateOp::Create, ".sst");
+    let writer = {
+        let db = db.clone();
+        std::thread::spawn(move || {
+            for i in 0..2000u64 {
+                db.put(common::key(i), [7u8; 100]).unwrap();
+            }
+        })
+    };
+    fs.wait_held(at_table);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while db.property_int("batchkv.is-write-stopped") != Some(1) {
+        assert!(Instant::now() < deadline, "the writer never stalled");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // The checkpoint goes on to take its locks (give it time to block);
+    // then the flush goes on to install its table.
+    fs.release(at_staging);
+    std::thread::sleep(Duration::from_millis(200));
+    fs.release(at_table);
+    let result = rx.recv_timeout(Duration::from_secs(30));
+    assert!(
+        result.is_ok(),
+        "deadlock: checkpoint, flush and stalled writer waited for each other"
+    );
+    result.unwrap().unwrap();
+    checkpointer.join().unwrap();
+    writer.join().unwrap();
+    assert_eq!(db.property_int("batchkv.is-write-stopped"), Some(0));
+    db.close().unwrap();
+    let copy = Db::open(&ckpt, common::opts()).unwrap();
+    assert_eq!(copy.get(b"before").unwrap(), Some(b"1".to_vec()));
 }

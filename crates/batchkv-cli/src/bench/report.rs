@@ -45,6 +45,8 @@ pub struct BenchRecord {
     pub name: String,
     pub ops: u64,
     pub seconds: f64,
+    /// Process CPU time during the benchmark (see `workloads::Stats`).
+    pub cpu_seconds: f64,
     pub extra: String,
     /// Per-operation latencies, with `--histogram`.
     pub latency: Option<Summary>,
@@ -58,6 +60,7 @@ impl BenchRecord {
             name: name.to_string(),
             ops: stats.ops,
             seconds: stats.seconds,
+            cpu_seconds: stats.cpu_seconds,
             extra: stats.extra.clone(),
             latency: None,
             skipped: None,
@@ -69,6 +72,7 @@ impl BenchRecord {
             name: name.to_string(),
             ops: 0,
             seconds: 0.0,
+            cpu_seconds: 0.0,
             extra: String::new(),
             latency: None,
             skipped: Some(why.to_string()),
@@ -91,17 +95,19 @@ impl BenchRecord {
         }
     }
 
-    /// `name : X micros/op Y ops/sec Z seconds N operations; extra`
+    /// `name : X micros/op Y ops/sec Z seconds N operations; extra [cpu C micros/op]`
+    /// (db_bench's line, plus the process CPU time per operation).
     pub fn db_bench_line(&self) -> String {
         format!(
-            "{:<12} : {:>10.3} micros/op {:.0} ops/sec {:.3} seconds {} operations;{}{}",
+            "{:<12} : {:>10.3} micros/op {:.0} ops/sec {:.3} seconds {} operations;{}{} [cpu {:.3} micros/op]",
             self.name,
             self.micros_per_op(),
             self.ops_per_sec(),
             self.seconds,
             self.ops,
             if self.extra.is_empty() { "" } else { " " },
-            self.extra
+            self.extra,
+            if self.ops > 0 { self.cpu_seconds * 1e6 / self.ops as f64 } else { 0.0 },
         )
     }
 }
@@ -152,7 +158,7 @@ impl Report {
             .iter()
             .map(|r| {
                 let mut e = json!({
-                    "name": r.name, "ops": r.ops, "seconds": r.seconds,
+                    "name": r.name, "ops": r.ops, "seconds": r.seconds, "cpu_seconds": r.cpu_seconds,
                     "ops_per_sec": r.ops_per_sec(), "micros_per_op": r.micros_per_op(),
                     "options": options, "engine": self.engine, "engine_version": self.version,
                 });

@@ -4,30 +4,31 @@
 //!
 //! # Thread safety
 //! `BlockCache` is `Send + Sync`. The key space is split over
-//! [`NUM_SHARDS`] shards by a hash of the key; each shard is an
-//! [`LruCache`] behind its own `Mutex`, held only for the map operation
-//! (never during I/O), so readers of different blocks rarely contend.
-//! Blocks are handed out as `Arc<Block>`: a block evicted while a reader
-//! uses it stays alive until that reader drops it (such blocks are no
-//! longer charged to the cache).
+//! [`NUM_SHARDS`] shards by a hash of the key; each shard is a
+//! [`ClockTable`] behind its own `Mutex`, held only for the table
+//! operation (never during I/O), so readers of different blocks rarely
+//! contend. A hit writes only the slot it reads (CLOCK, not LRU; see
+//! `clock.rs`), and the counters live in the shards, so readers on
+//! different cores share no written cache line but the shard's. Blocks
+//! are handed out as `Arc<Block>`: a block evicted while a reader uses it
+//! stays alive until that reader drops it (such blocks are no longer
+//! charged to the cache).
 //!
 //! # Invariants
 //! 1. Each shard's capacity is `capacity / NUM_SHARDS` (at least 1 byte),
 //!    so the cache holds at most `capacity` bytes of blocks in total.
-//! 2. The counters only grow; they are statistics, read with `Relaxed`
-//!    ordering (no other memory depends on them).
+//! 2. The counters only grow.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use super::lru::LruCache;
+use super::clock::{hash_key, ClockTable};
+use crate::prefetch::prefetch_read;
 use crate::sst::block::Block;
+
+pub(crate) use super::clock::BlockKey;
 
 /// Number of shards (a power of two).
 pub(crate) const NUM_SHARDS: usize = 16;
-
-/// Cache key: the table's file number and the block's offset in it.
-pub(crate) type BlockKey = (u64, u64);
 
 /// Counters of a [`BlockCache`] since it was created.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -42,14 +43,10 @@ pub(crate) struct CacheStats {
     pub evictions: u64,
 }
 
-/// A sharded LRU cache of data blocks with a byte capacity.
+/// A sharded CLOCK cache of data blocks with a byte capacity.
 pub(crate) struct BlockCache {
     capacity: usize,
-    shards: Vec<Mutex<LruCache<BlockKey, Arc<Block>>>>,
-    hits: AtomicU64,
-    misses: AtomicU64,
-    inserts: AtomicU64,
-    evictions: AtomicU64,
+    shards: Vec<Mutex<ClockTable<Block>>>,
 }
 
 impl BlockCache {
@@ -59,50 +56,62 @@ impl BlockCache {
         BlockCache {
             capacity,
             shards: (0..NUM_SHARDS)
-                .map(|_| Mutex::new(LruCache::new(per_shard)))
+                .map(|_| Mutex::new(ClockTable::new(per_shard)))
                 .collect(),
-            hits: AtomicU64::new(0),
-            misses: AtomicU64::new(0),
-            inserts: AtomicU64::new(0),
-            evictions: AtomicU64::new(0),
         }
     }
 
-    fn shard(&self, key: &BlockKey) -> &Mutex<LruCache<BlockKey, Arc<Block>>> {
-        // Mix both halves (offsets are multiples of small block sizes, file
-        // numbers are small): multiply-shift, top bits pick the shard.
-        let h =
-            (key.0.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ key.1).wrapping_mul(0xff51_afd7_ed55_8ccd);
-        let i = (h >> (64 - NUM_SHARDS.trailing_zeros())) as usize;
-        &self.shards[i]
+    fn shard_index(hash: u64) -> usize {
+        (hash >> (64 - NUM_SHARDS.trailing_zeros())) as usize
+    }
+
+    fn lock(&self, hash: u64) -> MutexGuard<'_, ClockTable<Block>> {
+        self.shards[Self::shard_index(hash)]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    #[cfg(test)]
+    fn shard(&self, key: &BlockKey) -> &Mutex<ClockTable<Block>> {
+        &self.shards[Self::shard_index(hash_key(key))]
+    }
+
+    /// [`BlockCache::get`] for a batch: `out[i]` is the block under
+    /// `keys[i]`. The lookups go in three passes — prefetch every key's
+    /// slot, then (slots now at hand) prefetch every found block's header,
+    /// then take the blocks — so their cache misses overlap instead of
+    /// queueing; each pass holds a shard's lock for one key only.
+    pub(crate) fn get_batch(&self, keys: &[BlockKey], out: &mut Vec<Option<Arc<Block>>>) {
+        out.clear();
+        if let [key] = keys {
+            out.push(self.get(key));
+            return;
+        }
+        let hashes: Vec<u64> = keys.iter().map(hash_key).collect();
+        for &h in &hashes {
+            prefetch_read(self.lock(h).home_slot_addr(h));
+        }
+        for (key, &h) in keys.iter().zip(&hashes) {
+            self.lock(h).prefetch_value(key, h);
+        }
+        out.extend(
+            keys.iter()
+                .zip(&hashes)
+                .map(|(key, &h)| self.lock(h).get(key, h)),
+        );
     }
 
     /// The cached block under `key`, if any (counts a hit or a miss).
     pub(crate) fn get(&self, key: &BlockKey) -> Option<Arc<Block>> {
-        let found = self
-            .shard(key)
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(key);
-        let counter = if found.is_some() {
-            &self.hits
-        } else {
-            &self.misses
-        };
-        counter.fetch_add(1, Ordering::Relaxed);
-        found
+        let hash = hash_key(key);
+        self.lock(hash).get(key, hash)
     }
 
     /// Caches `block` under `key`, charged by its size.
     pub(crate) fn insert(&self, key: BlockKey, block: Arc<Block>) {
         let charge = block.size();
-        let evicted = self
-            .shard(&key)
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(key, block, charge);
-        self.inserts.fetch_add(1, Ordering::Relaxed);
-        self.evictions.fetch_add(evicted as u64, Ordering::Relaxed);
+        let hash = hash_key(&key);
+        self.lock(hash).insert(key, hash, block, charge);
     }
 
     /// Bytes of blocks held now.
@@ -120,14 +129,17 @@ impl BlockCache {
         self.capacity
     }
 
-    /// The counters so far.
+    /// The counters so far (summed over the shards).
     pub(crate) fn stats(&self) -> CacheStats {
-        CacheStats {
-            hits: self.hits.load(Ordering::Relaxed),
-            misses: self.misses.load(Ordering::Relaxed),
-            inserts: self.inserts.load(Ordering::Relaxed),
-            evictions: self.evictions.load(Ordering::Relaxed),
+        let mut total = CacheStats::default();
+        for s in &self.shards {
+            let st = s.lock().unwrap_or_else(PoisonError::into_inner).stats;
+            total.hits += st.hits;
+            total.misses += st.misses;
+            total.inserts += st.inserts;
+            total.evictions += st.evictions;
         }
+        total
     }
 }
 
@@ -169,7 +181,7 @@ mod tests {
         assert!(size > 333 && size <= 500, "{size}");
         cache.insert(same_shard[0], b.clone());
         cache.insert(same_shard[1], b.clone());
-        assert!(cache.get(&same_shard[0]).is_some()); // [1] is now older
+        assert!(cache.get(&same_shard[0]).is_some()); // [0] referenced, [1] not
         cache.insert(same_shard[2], b.clone()); // 3 × size > 1000: evicts [1]
         assert!(cache.get(&same_shard[1]).is_none());
         assert!(cache.get(&same_shard[0]).is_some());

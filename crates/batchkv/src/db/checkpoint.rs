@@ -1,11 +1,11 @@
 //! `Db::checkpoint`: a consistent, openable copy of the database in another
 //! directory, made while it keeps serving reads and writes.
 //!
-//! Steps: flush the memtables (so WAL-less writes are included); then, with
-//! the MANIFEST lock held (no version is installed meanwhile, so no live
-//! file is deleted), note the live tables, the MANIFEST's length, and —
-//! under the WAL lock, where no write group is between records — the live
-//! WALs and their lengths; hard-link the tables (copy across filesystems),
+//! Steps: flush the memtables (so WAL-less writes are included); then,
+//! under the WAL lock (no write group is between records) and the MANIFEST
+//! lock (no version is installed meanwhile, so no live file is deleted),
+//! note the live tables, the MANIFEST's length, and the live WALs and their
+//! lengths; release the WAL lock, keep the MANIFEST lock; hard-link the tables (copy across filesystems),
 //! copy the MANIFEST and WALs up to the noted lengths, write CURRENT; fsync
 //! everything; rename the staging directory to `dir`. Opening the
 //! checkpoint recovers every write acknowledged before the call, and the
@@ -49,6 +49,11 @@ impl Db {
         }
         fs.create_dir_all(&staging)?;
 
+        // Lock order: `log`, then `manifest`, then `state`. A writer holds
+        // `log` while it waits for a flush to make room, and that flush
+        // needs `manifest` to install its table: taking `manifest` first
+        // and then waiting for `log` would deadlock with them.
+        let mut log = lock(&core.log);
         let _no_installs = lock(&core.manifest);
         let (tables, manifest_number, manifest_len, log_number) = {
             let st = lock(&core.state);
@@ -60,7 +65,6 @@ impl Db {
             )
         };
         let wals: Vec<(u64, u64)> = {
-            let mut log = lock(&core.log);
             log.writer.flush()?;
             let active = (log.number, log.writer.file_len());
             // Older WALs still needed hold frozen memtables; they are
@@ -75,6 +79,8 @@ impl Db {
             wals.push(active);
             wals
         };
+        // Writes go on; only installs wait until the copy is done.
+        drop(log);
         for n in tables {
             let name = filename::name(FileKind::Table, n);
             fs.link_or_copy(&core.dir.join(&name), &staging.join(&name), None)?;

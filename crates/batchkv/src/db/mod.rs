@@ -10,7 +10,8 @@
 //!    later [`SuperVersion`] (as `mem`, in `imms`, or flushed into `version`).
 //! 2. Only the write leader (the front of the write queue) touches the WAL
 //!    writer and inserts into memtables on behalf of its group.
-//! 3. Lock order: `log` before `state`, `manifest` before `state`;
+//! 3. Lock order: `log` before `manifest` before `state` (a writer holds
+//!    `log` while it waits for a flush, which needs `manifest`);
 //!    `write_queue` is never held while waiting for either. The MANIFEST
 //!    append and fsync run under `manifest` only, never under `state`, so
 //!    writers do not wait for them (see [`DbCore::apply_edit`]).

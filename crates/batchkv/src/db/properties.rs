@@ -11,6 +11,7 @@
 //! | `batchkv.num-snapshots` | live snapshots |
 //! | `batchkv.last-sequence` | highest sequence number visible to reads |
 //! | `batchkv.background-errors` | 1 if a background error stopped writes, else 0 |
+//! | `batchkv.is-write-stopped` | 1 while a writer waits for a flush or an L0 compaction to make room, else 0 |
 //! | `batchkv.num-flushes`, `batchkv.num-compactions` | completed since open |
 //! | `batchkv.stats` | a multi-line summary: per level files and bytes, memtables, counters |
 //! | `batchkv.levelstats` | the per-level table of `batchkv.stats` |
@@ -100,6 +101,12 @@ impl Db {
             "num-snapshots" => core.snapshots.sequences().len() as u64,
             "last-sequence" => core.last_visible(),
             "background-errors" => u64::from(lock(&core.state).bg_error.is_some()),
+            "is-write-stopped" => u64::from(
+                core.counters
+                    .writers_stopped
+                    .load(std::sync::atomic::Ordering::Relaxed)
+                    > 0,
+            ),
             "num-flushes" => stats().flushes,
             "num-compactions" => stats().compactions,
             _ => return None,

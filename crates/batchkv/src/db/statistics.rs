@@ -21,6 +21,9 @@ pub(crate) struct Counters {
     pub compaction_bytes_read: AtomicU64,
     pub compaction_bytes_written: AtomicU64,
     pub stall_micros: AtomicU64,
+    /// A gauge, not a counter: writers waiting now for a flush or an L0
+    /// compaction to make room (`batchkv.is-write-stopped`).
+    pub writers_stopped: AtomicU64,
 }
 
 impl Counters {

@@ -272,6 +272,24 @@ impl DbCore {
     /// [`switch_memtable`](Self::switch_memtable)'s body; sets `stalled`
     /// when it waited or slowed the writer down.
     fn make_room(&self, log: &mut LogState, mut force: bool, stalled: &mut bool) -> Result<()> {
+        // Counts this writer in `writers_stopped` from its first stop wait
+        // until it returns.
+        struct Stopped<'a>(&'a std::sync::atomic::AtomicU64, bool);
+        impl Stopped<'_> {
+            fn enter(&mut self) {
+                if !std::mem::replace(&mut self.1, true) {
+                    Counters::add(self.0, 1);
+                }
+            }
+        }
+        impl Drop for Stopped<'_> {
+            fn drop(&mut self) {
+                if self.1 {
+                    self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+                }
+            }
+        }
+        let mut stopped = Stopped(&self.counters.writers_stopped, false);
         let mut st = lock(&self.state);
         let mut delayed = false;
         // Each stall is logged once, not at every re-check.
@@ -286,6 +304,7 @@ impl DbCore {
                 if l0 >= self.opts.level0_stop_writes_trigger {
                     // Stop: wait for compaction to bring L0 down.
                     *stalled = true;
+                    stopped.enter();
                     if !std::mem::replace(&mut warned, true) {
                         log::warn!(
                             "write stall: {l0} L0 files (stop trigger {}); waiting for compaction",
@@ -318,6 +337,7 @@ impl DbCore {
             if st.imms.len() + 1 >= self.opts.max_write_buffer_number {
                 // Stall: memory stays bounded until the flush catches up.
                 *stalled = true;
+                stopped.enter();
                 if !std::mem::replace(&mut warned, true) {
                     log::warn!(
                         "write stall: {} memtables waiting for flush (max_write_buffer_number {})",

@@ -38,6 +38,10 @@ impl Default for BlockReadOptions {
     }
 }
 
+/// How much of each block a batched lookup prefetches from the restart
+/// point its search found (the entries its forward scan will read).
+const SCAN_PREFETCH_BYTES: usize = 1024;
+
 /// A version found in a table: its type and value (empty for a deletion).
 pub(crate) type Found<'a> = (ValueType, &'a [u8]);
 
@@ -277,17 +281,19 @@ impl Table {
             .map(|t| (&*self.index, t.as_slice()))
             .collect();
         let index_restarts = search_restarts(&searches);
-        let mut located: Vec<(usize, &[u8], Arc<Block>)> = Vec::with_capacity(candidates.len());
+        // (candidate index into `candidates`, index into `handles`)
+        let mut wanted: Vec<(usize, usize)> = Vec::with_capacity(candidates.len());
+        let mut handles: Vec<BlockHandle> = Vec::with_capacity(candidates.len());
         let mut index = BlockIter::new(self.index.clone());
-        let mut current: Option<Arc<Block>> = None;
         for (n, &j) in candidates.iter().enumerate() {
             let target = &targets[n][..];
             // Every index entry before the iterator's separates keys below
             // the previous target, so when `target` is at or below the
             // current separator this entry is still the first that can
-            // hold it, and its block is already at hand.
-            let same_entry =
-                index.valid() && compare_internal_keys(target, index.key()) != Ordering::Greater;
+            // hold it, and its block is the last handle taken.
+            let same_entry = !handles.is_empty()
+                && index.valid()
+                && compare_internal_keys(target, index.key()) != Ordering::Greater;
             if !same_entry {
                 match &index_restarts[n] {
                     Ok(r) => index.seek_from_restart(*r, target),
@@ -296,34 +302,48 @@ impl Table {
                         continue;
                     }
                 }
-                current = None;
-            }
-            if !index.valid() {
-                if let Err(e) = index.status() {
-                    for &rest in &candidates[n..] {
-                        on_result(rest, Err(e.clone()));
+                if !index.valid() {
+                    if let Err(e) = index.status() {
+                        for &rest in &candidates[n..] {
+                            on_result(rest, Err(e.clone()));
+                        }
+                        return;
                     }
-                    return;
+                    break; // past the table's last key, and so are the keys after
                 }
-                break; // past the table's last key, and so are the keys after
-            }
-            let block = match &current {
-                Some(b) => Arc::clone(b),
-                None => match self.read_data_block(index.value(), ro) {
-                    Ok(b) => b,
+                match self.decode_handle(index.value()) {
+                    Ok(h) => handles.push(h),
                     Err(e) => {
                         on_result(j, Err(e));
+                        // Not reusable by the next key: seek again.
+                        index = BlockIter::new(self.index.clone());
                         continue;
                     }
-                },
-            };
-            current = Some(Arc::clone(&block));
-            located.push((j, target, block));
+                }
+            }
+            wanted.push((n, handles.len() - 1));
+        }
+
+        // Fetch the blocks: cache lookups batched, then the misses from
+        // the file.
+        let blocks = self.read_data_blocks(&handles, ro);
+        let mut located: Vec<(usize, &[u8], Arc<Block>)> = Vec::with_capacity(wanted.len());
+        for (n, h) in wanted {
+            let j = candidates[n];
+            match &blocks[h] {
+                Ok(b) => located.push((j, &targets[n][..], Arc::clone(b))),
+                Err(e) => on_result(j, Err(e.clone())),
+            }
         }
 
         // 3. Search the blocks, again in lockstep.
         let searches: Vec<(&Block, &[u8])> = located.iter().map(|(_, t, b)| (&**b, *t)).collect();
         let block_restarts = search_restarts(&searches);
+        for ((_, _, block), r) in located.iter().zip(&block_restarts) {
+            if let Ok(r) = r {
+                block.prefetch_scan(*r, SCAN_PREFETCH_BYTES);
+            }
+        }
         for ((j, target, block), restart) in located.into_iter().zip(block_restarts) {
             let mut it = BlockIter::new(block);
             match restart {
@@ -361,21 +381,55 @@ impl Table {
         }
     }
 
-    /// The data block an index entry points at, from the block cache or the
-    /// file. All data block reads go through here.
-    fn read_data_block(&self, index_value: &[u8], ro: BlockReadOptions) -> Result<Arc<Block>> {
-        let handle = BlockHandle::decode_exact(index_value).ok_or_else(|| {
+    /// The block handle an index entry holds.
+    fn decode_handle(&self, index_value: &[u8]) -> Result<BlockHandle> {
+        BlockHandle::decode_exact(index_value).ok_or_else(|| {
             Error::corruption(
                 &*self.file_name,
                 self.index_offset,
                 "index entry holds a malformed block handle",
             )
-        })?;
+        })
+    }
+
+    /// The data block an index entry points at, from the block cache or the
+    /// file. All single data block reads go through here.
+    fn read_data_block(&self, index_value: &[u8], ro: BlockReadOptions) -> Result<Arc<Block>> {
+        let handle = self.decode_handle(index_value)?;
         if let Some((cache, number)) = &self.cache {
             if let Some(b) = cache.get(&(*number, handle.offset)) {
                 return Ok(b);
             }
         }
+        self.load_data_block(handle, ro)
+    }
+
+    /// [`Table::read_data_block`] for many handles: the block cache
+    /// lookups of all of them at once ([`BlockCache::get_batch`]), then
+    /// the misses from the file, in handle order.
+    fn read_data_blocks(
+        &self,
+        handles: &[BlockHandle],
+        ro: BlockReadOptions,
+    ) -> Vec<Result<Arc<Block>>> {
+        let mut cached = Vec::new();
+        if let Some((cache, number)) = &self.cache {
+            let keys: Vec<_> = handles.iter().map(|h| (*number, h.offset)).collect();
+            cache.get_batch(&keys, &mut cached);
+        }
+        let mut cached = cached.into_iter();
+        handles
+            .iter()
+            .map(|&h| match cached.next().flatten() {
+                Some(b) => Ok(b),
+                None => self.load_data_block(h, ro),
+            })
+            .collect()
+    }
+
+    /// Reads, verifies and parses the data block at `handle` from the
+    /// file, and caches it if `ro.fill_cache`.
+    fn load_data_block(&self, handle: BlockHandle, ro: BlockReadOptions) -> Result<Arc<Block>> {
         let contents = read_block(
             &*self.file,
             &self.file_name,

@@ -23,6 +23,8 @@ pub enum GateOp {
     Remove,
     /// `WritableFile::sync` of a file opened through the wrapper.
     Sync,
+    /// `FileSystem::create_dir_all`.
+    CreateDir,
 }
 
 #[derive(Default)]
@@ -154,6 +156,7 @@ impl GateFs {
 
 impl FileSystem for GateFs {
     fn create_dir_all(&self, dir: &Path) -> Result<()> {
+        self.pass(GateOp::CreateDir, dir);
         self.inner.create_dir_all(dir)
     }
     fn new_writable(&self, path: &Path) -> Result<Box<dyn WritableFile>> {

@@ -301,11 +301,20 @@ fn sorted_hash_multi_get_reads_its_writes() {
     let sh = sorted_hash(1 << 12, 500, 24);
     let visible = Arc::new(AtomicU64::new(0));
     let done = Arc::new(AtomicBool::new(false));
+    // Readers that finished a round: the writer does not stop them before
+    // each has checked at least one batch (on a loaded machine a reader
+    // may first run after every write is in).
+    let checked = Arc::new(AtomicU64::new(0));
     const N: u64 = 30_000;
     let key = |i: u64| format!("key{:08}", (i * 2_654_435_761) % 1_000_000_007).into_bytes();
     let readers: Vec<_> = (0..2)
         .map(|r| {
-            let (sh, visible, done) = (Arc::clone(&sh), Arc::clone(&visible), Arc::clone(&done));
+            let (sh, visible, done, checked) = (
+                Arc::clone(&sh),
+                Arc::clone(&visible),
+                Arc::clone(&done),
+                Arc::clone(&checked),
+            );
             std::thread::spawn(move || {
                 let mut rounds = 0u64;
                 while !done.load(Ordering::Acquire) {
@@ -330,6 +339,9 @@ fn sorted_hash_multi_get_reads_its_writes() {
                         "a published write was not found at seq {seq}"
                     );
                     rounds += 1;
+                    if rounds == 1 {
+                        checked.fetch_add(1, Ordering::AcqRel);
+                    }
                 }
                 rounds
             })
@@ -339,6 +351,9 @@ fn sorted_hash_multi_get_reads_its_writes() {
         let k = key(i);
         sh.insert(i, ValueType::Value, &k, &k).unwrap();
         visible.store(i, Ordering::Release);
+    }
+    while checked.load(Ordering::Acquire) < 2 {
+        std::thread::yield_now();
     }
     done.store(true, Ordering::Release);
     for r in readers {

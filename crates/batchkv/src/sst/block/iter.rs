@@ -234,16 +234,26 @@ fn decode_entry(b: &Block, p: usize, at_restart: bool) -> Result<RawEntry> {
         .get(p..)
         .ok_or_else(|| bad("entry offset past end of entries"))?;
     let mut n = 0;
-    let mut varint = |rest: &[u8]| -> Result<usize> {
-        let (v, len) = get_varint32(&rest[n..]).ok_or_else(|| bad("malformed entry header"))?;
-        n += len;
+    let varint = |rest: &[u8], n: &mut usize| -> Result<usize> {
+        let (v, len) = get_varint32(&rest[*n..]).ok_or_else(|| bad("malformed entry header"))?;
+        *n += len;
         Ok(v as usize)
     };
-    let shared = varint(rest)?;
-    let non_shared = varint(rest)?;
-    let value_len = varint(rest)?;
+    // Fast path: all three lengths below 128 (one byte each), the usual
+    // case for short keys and values.
+    let (shared, non_shared, value_len) = match rest {
+        [s, k, v, ..] if (s | k | v) < 0x80 => {
+            n = 3;
+            (usize::from(*s), usize::from(*k), usize::from(*v))
+        }
+        _ => (
+            varint(rest, &mut n)?,
+            varint(rest, &mut n)?,
+            varint(rest, &mut n)?,
+        ),
+    };
     let separated_start = match b.layout {
-        Layout::Separated if at_restart => Some(varint(rest)?),
+        Layout::Separated if at_restart => Some(varint(rest, &mut n)?),
         _ => None,
     };
     let key_start = p + n;

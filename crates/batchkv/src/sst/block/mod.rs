@@ -44,6 +44,7 @@ use std::sync::Arc;
 use crate::coding::decode_fixed32;
 use crate::error::{Error, Result};
 use crate::key::compare_internal_keys;
+use crate::prefetch::prefetch_read;
 
 /// Bits 0–27 of the footer word: the number of restart points. Never change.
 pub(crate) const RESTART_COUNT_MASK: u32 = (1 << 28) - 1;
@@ -77,7 +78,7 @@ impl KeyOrder {
     pub(crate) fn compare(self, a: &[u8], b: &[u8]) -> Ordering {
         match self {
             KeyOrder::Internal => compare_internal_keys(a, b),
-            KeyOrder::Bytewise => a.cmp(b),
+            KeyOrder::Bytewise => crate::key::compare_bytes(a, b),
         }
     }
 }
@@ -234,6 +235,24 @@ impl Block {
     pub(crate) fn restart(&self, i: usize) -> usize {
         let p = self.restarts_at + 4 * i;
         decode_fixed32(&self.contents[p..p + 4]) as usize
+    }
+
+    /// Starts fetching the entries a seek scans from restart point `r`
+    /// (those up to the next restart point), at most `max_bytes` of them,
+    /// so that the scans of a batch overlap their cache misses. Only a
+    /// hint: offsets of a damaged block are clamped, never trusted.
+    pub(crate) fn prefetch_scan(&self, r: usize, max_bytes: usize) {
+        let r = r.min(self.restart_count - 1);
+        let start = self.restart(r).min(self.data_end);
+        let next = if r + 1 < self.restart_count {
+            self.restart(r + 1)
+        } else {
+            self.data_end
+        };
+        let end = next.clamp(start, self.data_end).min(start + max_bytes);
+        for off in (start..end).step_by(64) {
+            prefetch_read(self.contents[off..].as_ptr());
+        }
     }
 
     /// Number of bytes the block occupies in memory.

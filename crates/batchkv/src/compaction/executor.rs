@@ -10,6 +10,19 @@
 //! anyone, so older ones in the same stripe are dropped. A tombstone is
 //! dropped too when the output is the bottommost level for these keys and
 //! no snapshot is older than it — then nothing it hides exists below.
+//!
+//! Range tombstones (`range_del`): a point entry `(k, s)` is dropped when
+//! an input range tombstone covers `k` at some `T > s` in the same stripe
+//! (no snapshot in `[s, T)` can see it). Tombstones are carried into the
+//! outputs, each output getting the pieces inside its key span; a tombstone
+//! is dropped only where a point tombstone would be: bottommost output and
+//! no snapshot older than it (then every entry it covers in the inputs was
+//! dropped too, and nothing older exists below).
+//!
+//! Output spans: a file cut after user key `k` ends its tombstones at
+//! `k ‖ 0x00` (exclusive) and the next file's start there, so the file's
+//! largest user key is `k` and adjacent files never share a user key
+//! (`range_del::tombstone_end_key`).
 
 use std::path::Path;
 
@@ -18,6 +31,7 @@ use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::iter::InternalIterator;
 use crate::key::{append_internal_key, parse_internal_key, SequenceNumber, ValueType};
+use crate::range_del::{FragmentedTombstones, RangeTombstone};
 use crate::sst::{TableBuilder, TableOptions};
 use crate::version::FileMetaData;
 
@@ -44,9 +58,11 @@ pub(crate) struct OutputSpec<'a> {
 
 /// Merges `input` (the task's files, merged) into new tables. `new_number`
 /// hands out file numbers (and protects them from deletion until installed).
+/// `range_dels` are the input tables' range tombstones.
 pub(crate) fn run_compaction(
     task: &CompactionTask,
     mut input: Box<dyn InternalIterator>,
+    range_dels: Vec<RangeTombstone>,
     snapshots: &[SequenceNumber],
     out: &OutputSpec<'_>,
     new_number: &mut dyn FnMut() -> u64,
@@ -55,8 +71,18 @@ pub(crate) fn run_compaction(
         snapshots.windows(2).all(|w| w[0] <= w[1]),
         "snapshots ascending"
     );
+    let stripe_of = |seq: SequenceNumber| snapshots.partition_point(|&s| s < seq);
+    let covering = FragmentedTombstones::new(&range_dels);
+    let range_dels_in = range_dels.len();
+    let kept_range_dels: Vec<RangeTombstone> = range_dels
+        .into_iter()
+        .filter(|t| !(task.bottommost && stripe_of(t.seq) == 0))
+        .collect();
     let mut result = CompactionOutput::default();
+    result.entries_dropped += (range_dels_in - kept_range_dels.len()) as u64;
     let mut builder: Option<(u64, TableBuilder)> = None;
+    // Inclusive lower end of the current output's span (None: unbounded).
+    let mut span_start: Option<Vec<u8>> = None;
     let mut current_key: Option<Vec<u8>> = None;
     let mut last_stripe: Option<usize> = None;
     input.seek_to_first();
@@ -75,16 +101,36 @@ pub(crate) fn run_compaction(
             // A file boundary may fall only between user keys.
             if let Some((_, b)) = &builder {
                 if b.estimated_file_size() >= out.target_file_size {
-                    let (number, b) = builder.take().expect("checked just above");
+                    let (number, mut b) = builder.take().expect("checked just above");
+                    // The span ends right after the last user key seen.
+                    let mut span_end = current_key.clone().unwrap_or_default();
+                    span_end.push(0);
+                    add_range_dels(
+                        &mut b,
+                        &kept_range_dels,
+                        span_start.as_deref(),
+                        Some(&span_end),
+                    );
+                    span_start = Some(span_end);
                     result.files.push(finish_output(number, b)?);
                 }
             }
             current_key = Some(parsed.user_key.to_vec());
             last_stripe = None;
         }
-        let stripe = snapshots.partition_point(|&s| s < parsed.sequence);
+        let stripe = stripe_of(parsed.sequence);
         let shadowed = last_stripe == Some(stripe);
         last_stripe = Some(stripe);
+        // Covered by a range tombstone no snapshot between them separates.
+        let range_deleted = !covering.is_empty()
+            && covering
+                .smallest_covering_above(parsed.user_key, parsed.sequence)
+                .is_some_and(|t| stripe_of(t) == stripe);
+        if range_deleted {
+            result.entries_dropped += 1;
+            input.next();
+            continue;
+        }
         // The newest value that no snapshot sees goes through the filter.
         let mut filtered: Option<(Vec<u8>, Vec<u8>)> = None;
         if let Some(f) = out.filter {
@@ -112,12 +158,7 @@ pub(crate) fn run_compaction(
             result.entries_dropped += 1;
         } else {
             if builder.is_none() {
-                let number = new_number();
-                let path = filename::path(out.dir, FileKind::Table, number);
-                let file = out.fs.new_writable(&path)?;
-                let b =
-                    TableBuilder::new(file, path.display().to_string(), out.table_options.clone())?;
-                builder = Some((number, b));
+                builder = Some(new_output(out, new_number)?);
             }
             let (_, b) = builder.as_mut().expect("created just above");
             match &filtered {
@@ -128,10 +169,44 @@ pub(crate) fn run_compaction(
         input.next();
     }
     input.status()?;
-    if let Some((number, b)) = builder {
+    let tail_has_range_dels = kept_range_dels
+        .iter()
+        .any(|t| t.clip(span_start.as_deref(), None).is_some());
+    if builder.is_none() && tail_has_range_dels {
+        // Only tombstones are left for the last span.
+        builder = Some(new_output(out, new_number)?);
+    }
+    if let Some((number, mut b)) = builder {
+        add_range_dels(&mut b, &kept_range_dels, span_start.as_deref(), None);
         result.files.push(finish_output(number, b)?);
     }
     Ok(result)
+}
+
+/// Starts a new output table.
+fn new_output(
+    out: &OutputSpec<'_>,
+    new_number: &mut dyn FnMut() -> u64,
+) -> Result<(u64, TableBuilder)> {
+    let number = new_number();
+    let path = filename::path(out.dir, FileKind::Table, number);
+    let file = out.fs.new_writable(&path)?;
+    let b = TableBuilder::new(file, path.display().to_string(), out.table_options.clone())?;
+    Ok((number, b))
+}
+
+/// Adds the pieces of `ts` inside `[lo, hi)` to `b`.
+fn add_range_dels(
+    b: &mut TableBuilder,
+    ts: &[RangeTombstone],
+    lo: Option<&[u8]>,
+    hi: Option<&[u8]>,
+) {
+    for t in ts {
+        if let Some(piece) = t.clip(lo, hi) {
+            b.add_range_deletion(piece);
+        }
+    }
 }
 
 fn finish_output(number: u64, builder: TableBuilder) -> Result<FileMetaData> {
@@ -192,6 +267,7 @@ mod tests {
         let out = run_compaction(
             &task,
             Box::new(VecIterator::new(entries)),
+            Vec::new(),
             snapshots,
             &spec,
             &mut || {

@@ -244,9 +244,9 @@ impl WriteBatch {
                 // The writer never logs begin > end (Db::write refuses it).
                 if entry.key > entry.value {
                     return Err(bad(format!(
-                        "entry {found} at byte {pos}: range deletion begin {:?} after end {:?}",
-                        entry.key.escape_ascii().to_string(),
-                        entry.value.escape_ascii().to_string()
+                        "entry {found} at byte {pos}: range deletion begin \"{}\" after end \"{}\"",
+                        entry.key.escape_ascii(),
+                        entry.value.escape_ascii()
                     )));
                 }
                 max_key_len = max_key_len.max(entry.value.len());

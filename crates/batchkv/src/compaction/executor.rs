@@ -222,6 +222,8 @@ fn finish_output(number: u64, builder: TableBuilder) -> Result<FileMetaData> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
     use crate::fs::PosixFs;
     use crate::iter::vec_iter::VecIterator;
@@ -388,5 +390,185 @@ mod tests {
             run_filtered(entries, &[], true, Some(&f)),
             vec![("b".into(), 6, true, b"UP".to_vec())]
         );
+    }
+
+    /// Runs a compaction with range tombstones; returns, per output, its
+    /// user-key bounds, kept point entries (key, seq) and tombstones.
+    #[allow(clippy::type_complexity, reason = "a test's plain tuple report")]
+    fn run_with_range_dels(
+        entries: Vec<(Vec<u8>, Vec<u8>)>,
+        range_dels: Vec<RangeTombstone>,
+        snapshots: &[u64],
+        bottommost: bool,
+        target_file_size: u64,
+    ) -> Vec<((String, String), Vec<(String, u64)>, Vec<RangeTombstone>)> {
+        let dir = tempfile::tempdir().unwrap();
+        let task = CompactionTask {
+            level: 1,
+            inputs: [vec![], vec![]],
+            bottommost,
+        };
+        let spec = OutputSpec {
+            fs: &PosixFs,
+            dir: dir.path(),
+            table_options: TableOptions {
+                block_size: 64,
+                ..TableOptions::default()
+            },
+            target_file_size,
+            filter: None,
+        };
+        let mut n = 10;
+        let out = run_compaction(
+            &task,
+            Box::new(VecIterator::new(entries)),
+            range_dels,
+            snapshots,
+            &spec,
+            &mut || {
+                n += 1;
+                n
+            },
+        )
+        .unwrap();
+        let s = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        out.files
+            .iter()
+            .map(|f| {
+                let path = filename::path(dir.path(), FileKind::Table, f.number);
+                let file = PosixFs.open_random_access(&path).unwrap();
+                let table = crate::sst::Table::open(
+                    file,
+                    path.display().to_string(),
+                    TableOptions::default(),
+                )
+                .unwrap();
+                let dels = table
+                    .range_dels()
+                    .map(|r| r.tombstones.clone())
+                    .unwrap_or_default();
+                let mut it = Arc::clone(&table).iter();
+                let mut kept = Vec::new();
+                it.seek_to_first();
+                while it.valid() {
+                    let p = parse_internal_key(it.key()).unwrap();
+                    kept.push((s(p.user_key), p.sequence));
+                    it.next();
+                }
+                let bounds = (
+                    s(crate::key::user_key(&f.smallest)),
+                    s(crate::key::user_key(&f.largest)),
+                );
+                (bounds, kept, dels)
+            })
+            .collect()
+    }
+
+    fn rt(b: &str, e: &str, seq: u64) -> RangeTombstone {
+        RangeTombstone {
+            begin: b.into(),
+            end: e.into(),
+            seq,
+        }
+    }
+
+    #[test]
+    fn covered_entries_drop_unless_a_snapshot_separates_them() {
+        let entries = vec![
+            (ik("a", 3, ValueType::Value), b"a3".to_vec()),
+            (ik("b", 12, ValueType::Value), b"b12".to_vec()),
+            (ik("b", 4, ValueType::Value), b"b4".to_vec()),
+            (ik("c", 2, ValueType::Deletion), vec![]),
+            (ik("d", 1, ValueType::Value), b"d1".to_vec()),
+        ];
+        let dels = vec![rt("b", "d", 10)];
+        // No snapshot: b@4 and c@2 are covered; b@12 is newer. Not
+        // bottommost: the tombstone stays for older data below.
+        let out = run_with_range_dels(entries.clone(), dels.clone(), &[], false, 1 << 20);
+        assert_eq!(out.len(), 1);
+        assert_eq!(
+            out[0].1,
+            vec![("a".into(), 3), ("b".into(), 12), ("d".into(), 1)]
+        );
+        assert_eq!(out[0].2, dels);
+        // A snapshot at 5 sees b@4 (the tombstone is newer): kept. (c@2,
+        // a point tombstone at the bottom with no older snapshot, goes by
+        // the point rule.)
+        let out = run_with_range_dels(entries.clone(), dels.clone(), &[5], true, 1 << 20);
+        assert_eq!(
+            out[0].1,
+            vec![
+                ("a".into(), 3),
+                ("b".into(), 12),
+                ("b".into(), 4),
+                ("d".into(), 1)
+            ]
+        );
+        assert_eq!(out[0].2, dels, "the snapshot still needs the tombstone");
+        // Bottommost, no snapshot: the tombstone goes with what it covered.
+        let out = run_with_range_dels(entries, dels, &[], true, 1 << 20);
+        assert_eq!(
+            out[0].1,
+            vec![("a".into(), 3), ("b".into(), 12), ("d".into(), 1)]
+        );
+        assert!(out[0].2.is_empty());
+    }
+
+    #[test]
+    fn tombstones_are_clipped_to_output_spans_that_never_share_a_user_key() {
+        // Many keys, small outputs; one tombstone newer than all of them
+        // but a snapshot keeps the keys, so they and it span every output.
+        let mut entries = Vec::new();
+        for i in 0..200 {
+            entries.push((ik(&format!("k{i:03}"), 5, ValueType::Value), vec![b'x'; 40]));
+        }
+        let dels = vec![rt("a", "z", 50), rt("k050", "k060", 60)];
+        let out = run_with_range_dels(entries, dels, &[10], false, 2048);
+        assert!(out.len() >= 3, "{} outputs", out.len());
+        for w in out.windows(2) {
+            assert!(
+                w[0].0 .1 < w[1].0 .0,
+                "{:?} and {:?} overlap",
+                w[0].0,
+                w[1].0
+            );
+        }
+        assert_eq!(out[0].0 .0, "a");
+        assert_eq!(out.last().unwrap().0 .1, "z");
+        // The pieces of each tombstone tile its range exactly.
+        for (begin, end, seq) in [("a", "z", 50), ("k050", "k060", 60)] {
+            let mut pieces: Vec<RangeTombstone> = out
+                .iter()
+                .flat_map(|o| o.2.iter().filter(|t| t.seq == seq).cloned())
+                .collect();
+            pieces.sort_by(|a, b| a.begin.cmp(&b.begin));
+            assert_eq!(pieces.first().unwrap().begin, begin.as_bytes());
+            assert_eq!(pieces.last().unwrap().end, end.as_bytes());
+            assert!(
+                pieces.windows(2).all(|w| w[0].end == w[1].begin),
+                "{pieces:?}"
+            );
+        }
+        // Each output's tombstones stay inside its claimed bounds.
+        for ((lo, hi), _, ts) in &out {
+            for t in ts {
+                assert!(t.begin.as_slice() >= lo.as_bytes(), "{t:?} below {lo}");
+                let last = crate::range_del::tombstone_end_key(&t.end);
+                assert!(
+                    crate::key::user_key(&last) <= hi.as_bytes(),
+                    "{t:?} past {hi}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn tombstones_alone_still_make_an_output() {
+        let out = run_with_range_dels(vec![], vec![rt("m", "p", 9)], &[], false, 1 << 20);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].0, ("m".into(), "p".into()));
+        assert!(out[0].1.is_empty());
+        let out = run_with_range_dels(vec![], vec![rt("m", "p", 9)], &[], true, 1 << 20);
+        assert!(out.is_empty(), "bottommost with nothing to cover: dropped");
     }
 }

@@ -113,9 +113,9 @@ impl Db {
 
 fn inverted_range(begin: &[u8], end: &[u8]) -> Error {
     Error::InvalidArgument(format!(
-        "delete_range: begin {:?} is after end {:?}",
-        begin.escape_ascii().to_string(),
-        end.escape_ascii().to_string()
+        "delete_range: begin \"{}\" is after end \"{}\"",
+        begin.escape_ascii(),
+        end.escape_ascii()
     ))
 }
 

@@ -62,9 +62,9 @@ pub(crate) fn decode(
         }
         if p.user_key >= end.as_slice() {
             return Err(bad(format!(
-                "begin {:?} is not before end {:?}",
-                p.user_key.escape_ascii().to_string(),
-                end.escape_ascii().to_string()
+                "begin \"{}\" is not before end \"{}\"",
+                p.user_key.escape_ascii(),
+                end.escape_ascii()
             )));
         }
         if i > 0 && compare_internal_keys(&entries[i - 1].0, key).is_ge() {

@@ -535,14 +535,19 @@ impl Generator {
     /// The end of a range deletion starting at `begin`, derived from the
     /// step (no draw from the generator): a key of the universe 0–63 keys
     /// further on (so sometimes `begin` itself, an empty range), or past
-    /// the last key.
+    /// the last key; never before `begin` (a key of the universe).
     fn range_end(&self, begin: &[u8], tag: u32, j: u32) -> Vec<u8> {
         let h = tag.wrapping_mul(0x9e37_79b9) ^ j.wrapping_mul(0x85eb_ca6b);
         let at = self.keys.partition_point(|k| k.as_slice() < begin);
         let span = (h >> 7) as usize % 64;
         match self.keys.get(at + span) {
-            Some(k) if h % 7 != 0 => k.clone(),
-            _ => vec![0xff; 3],
+            Some(k) if !h.is_multiple_of(7) => k.clone(),
+            _ => {
+                // Just past the largest key of the universe.
+                let mut past = self.keys.last().cloned().unwrap_or_default();
+                past.push(0);
+                past
+            }
         }
     }
 

@@ -1,13 +1,16 @@
-//! [`WriteBatch`]: a group of puts and deletes applied atomically, and its
-//! encoding, which is also the payload of one WAL record.
+//! [`WriteBatch`]: a group of puts, deletes and range deletes applied
+//! atomically, and its encoding, which is also the payload of one WAL record.
 //!
 //! # Rep (on disk in the WAL — never change; see `docs/format/wal.md`)
 //! ```text
 //! fixed64 sequence ‖ fixed32 count ‖ entry*count
-//! entry = type byte (0 deletion, 1 value) ‖ varint32 key_len ‖ key
-//!         ‖ [varint32 value_len ‖ value]   (only for type 1)
+//! entry = type byte (0 deletion, 1 value, 2 range deletion)
+//!         ‖ varint32 key_len ‖ key
+//!         ‖ [varint32 value_len ‖ value]   (types 1 and 2; for 2, key is
+//!                                           the range's begin, value its end)
 //! ```
-//! Entry `i` gets sequence number `sequence + i`.
+//! Entry `i` gets sequence number `sequence + i`. A range deletion has
+//! `begin ≤ end` (`begin = end` deletes nothing).
 
 use std::fmt;
 
@@ -30,12 +33,16 @@ const HEADER_LEN: usize = 12;
 ///    `count` well-formed entries follow the header (built by `put`/`delete`,
 ///    or checked by `from_rep`).
 /// 2. `max_key_len` / `max_value_len` are the largest key / value lengths
-///    among the entries (0 when there are none).
+///    among the entries (0 when there are none); a range deletion's begin
+///    and end both count as keys.
+/// 3. `inverted_range` is true iff some range deletion has `begin > end`
+///    (only `delete_range` can add one; `Db::write` refuses such a batch).
 #[derive(Clone)]
 pub struct WriteBatch {
     rep: Vec<u8>,
     max_key_len: usize,
     max_value_len: usize,
+    inverted_range: bool,
 }
 
 /// One decoded entry of a batch.
@@ -64,6 +71,13 @@ pub enum BatchOp<'a> {
         /// The key.
         key: &'a [u8],
     },
+    /// `delete_range(begin, end)`: every key in `[begin, end)`.
+    DeleteRange {
+        /// First key deleted.
+        begin: &'a [u8],
+        /// End of the range (not deleted).
+        end: &'a [u8],
+    },
 }
 
 impl Default for WriteBatch {
@@ -89,6 +103,7 @@ impl WriteBatch {
             rep: vec![0; HEADER_LEN],
             max_key_len: 0,
             max_value_len: 0,
+            inverted_range: false,
         }
     }
 
@@ -112,12 +127,28 @@ impl WriteBatch {
         self.set_count(self.count().wrapping_add(1));
     }
 
+    /// Adds a deletion of every key in `[begin, end)` that exists when the
+    /// batch is applied (keys the same batch writes later survive). One
+    /// entry whatever the range covers. `begin = end` deletes nothing;
+    /// `begin > end` makes [`Db::write`](crate::Db::write) refuse the batch
+    /// with `InvalidArgument`.
+    pub fn delete_range(&mut self, begin: impl AsRef<[u8]>, end: impl AsRef<[u8]>) {
+        let (begin, end) = (begin.as_ref(), end.as_ref());
+        self.rep.push(ValueType::RangeDeletion as u8);
+        put_length_prefixed(&mut self.rep, begin);
+        put_length_prefixed(&mut self.rep, end);
+        self.max_key_len = self.max_key_len.max(begin.len()).max(end.len());
+        self.inverted_range |= begin > end;
+        self.set_count(self.count().wrapping_add(1));
+    }
+
     /// Removes every entry (keeps the allocation).
     pub fn clear(&mut self) {
         self.rep.clear();
         self.rep.resize(HEADER_LEN, 0);
         self.max_key_len = 0;
         self.max_value_len = 0;
+        self.inverted_range = false;
     }
 
     /// Number of entries (puts and deletes).
@@ -141,9 +172,13 @@ impl WriteBatch {
     pub fn ops(&self) -> impl Iterator<Item = BatchOp<'_>> + '_ {
         self.iter().map(|e| match e.value_type {
             ValueType::Deletion => BatchOp::Delete { key: e.key },
-            _ => BatchOp::Put {
+            ValueType::Value => BatchOp::Put {
                 key: e.key,
                 value: e.value,
+            },
+            ValueType::RangeDeletion => BatchOp::DeleteRange {
+                begin: e.key,
+                end: e.value,
             },
         })
     }
@@ -170,6 +205,11 @@ impl WriteBatch {
     /// Length of the longest value in the batch.
     pub(crate) fn max_value_len(&self) -> usize {
         self.max_value_len
+    }
+
+    /// True if a range deletion has `begin > end` (invariant 3).
+    pub(crate) fn has_inverted_range(&self) -> bool {
+        self.inverted_range
     }
 
     /// Decodes a rep read from a WAL record, validating all of it: the
@@ -200,7 +240,19 @@ impl WriteBatch {
             let (entry, used) = decode_entry(&data[pos..])
                 .map_err(|what| bad(format!("entry {found} at byte {pos}: {what}")))?;
             max_key_len = max_key_len.max(entry.key.len());
-            max_value_len = max_value_len.max(entry.value.len());
+            if entry.value_type == ValueType::RangeDeletion {
+                // The writer never logs begin > end (Db::write refuses it).
+                if entry.key > entry.value {
+                    return Err(bad(format!(
+                        "entry {found} at byte {pos}: range deletion begin \"{}\" after end \"{}\"",
+                        entry.key.escape_ascii(),
+                        entry.value.escape_ascii()
+                    )));
+                }
+                max_key_len = max_key_len.max(entry.value.len());
+            } else {
+                max_value_len = max_value_len.max(entry.value.len());
+            }
             pos += used;
             found += 1;
         }
@@ -211,6 +263,7 @@ impl WriteBatch {
             rep: data,
             max_key_len,
             max_value_len,
+            inverted_range: false,
         })
     }
 
@@ -242,6 +295,7 @@ impl WriteBatch {
         self.set_count(self.count().wrapping_add(other.count()));
         self.max_key_len = self.max_key_len.max(other.max_key_len);
         self.max_value_len = self.max_value_len.max(other.max_value_len);
+        self.inverted_range |= other.inverted_range;
     }
 
     fn count(&self) -> u32 {
@@ -260,7 +314,7 @@ fn decode_entry(src: &[u8]) -> std::result::Result<(BatchEntry<'_>, usize), Stri
     let (key, key_used) = get_length_prefixed(rest).ok_or("bad or truncated key")?;
     let mut used = 1 + key_used;
     let value = match value_type {
-        ValueType::Value => {
+        ValueType::Value | ValueType::RangeDeletion => {
             let (value, value_used) =
                 get_length_prefixed(&rest[key_used..]).ok_or("bad or truncated value")?;
             used += value_used;
@@ -411,8 +465,8 @@ mod tests {
         assert!(err(c).is_corruption());
         // Unknown entry type.
         let mut c = good.clone();
-        c[12] = 2;
-        assert!(err(c).to_string().contains("unknown type 2"));
+        c[12] = 3;
+        assert!(err(c).to_string().contains("unknown type 3"));
         // Trailing garbage byte (an entry cut short).
         let mut c = good.clone();
         c.push(1);
@@ -444,6 +498,56 @@ mod tests {
         let mut empty = WriteBatch::new();
         empty.set_sequence(u64::MAX);
         assert!(WriteBatch::from_rep(empty.rep().to_vec(), "f", 0).is_ok());
+    }
+
+    #[test]
+    fn range_deletion_entries_encode_begin_and_end() {
+        let mut b = WriteBatch::new();
+        b.delete_range("a", "cc");
+        b.put("k", "v");
+        assert_eq!(
+            &b.rep()[HEADER_LEN..],
+            &[2, 1, b'a', 2, b'c', b'c', 1, 1, b'k', 1, b'v'][..]
+        );
+        assert_eq!((b.len(), b.max_key_len(), b.max_value_len()), (2, 2, 1));
+        assert!(!b.has_inverted_range());
+        assert_eq!(
+            b.ops().collect::<Vec<_>>(),
+            vec![
+                BatchOp::DeleteRange {
+                    begin: b"a",
+                    end: b"cc"
+                },
+                BatchOp::Put {
+                    key: b"k",
+                    value: b"v"
+                },
+            ]
+        );
+        let d = WriteBatch::from_rep(b.rep().to_vec(), "f", 0).unwrap();
+        assert_eq!((d.max_key_len(), d.max_value_len()), (2, 1));
+        assert_eq!(d.ops().collect::<Vec<_>>(), b.ops().collect::<Vec<_>>());
+        // Equal ends are a valid (empty) range; an inverted one is flagged.
+        b.delete_range("m", "m");
+        assert!(!b.has_inverted_range());
+        let mut c = WriteBatch::new();
+        c.delete_range("z", "a");
+        assert!(c.has_inverted_range());
+        b.append(&c);
+        assert!(b.has_inverted_range());
+        b.clear();
+        assert!(!b.has_inverted_range());
+    }
+
+    #[test]
+    fn logged_inverted_range_is_corruption() {
+        let mut b = WriteBatch::new();
+        b.put("x", "1");
+        b.delete_range("z", "a");
+        let e = WriteBatch::from_rep(b.rep().to_vec(), "000009.log", 64).unwrap_err();
+        assert!(matches!(&e, Error::Corruption { file, offset: 64, .. } if file == "000009.log"));
+        assert!(e.to_string().contains("entry 1"), "{e}");
+        assert!(e.to_string().contains("after end"), "{e}");
     }
 
     #[test]
@@ -496,8 +600,16 @@ mod tests {
             if let Ok(d) = WriteBatch::from_rep(data.clone(), "f", 0) {
                 prop_assert_eq!(d.iter().count(), d.len());
                 prop_assert_eq!(d.rep(), &data[..]);
-                let max_key = d.iter().map(|e| e.key.len()).max().unwrap_or(0);
+                let max_key = d
+                    .iter()
+                    .map(|e| match e.value_type {
+                        ValueType::RangeDeletion => e.key.len().max(e.value.len()),
+                        _ => e.key.len(),
+                    })
+                    .max()
+                    .unwrap_or(0);
                 prop_assert_eq!(d.max_key_len(), max_key);
+                prop_assert!(d.iter().all(|e| e.value_type != ValueType::RangeDeletion || e.key <= e.value));
             }
         }
     }

@@ -34,6 +34,11 @@ pub enum ValueType {
     Deletion = 0,
     /// A value.
     Value = 1,
+    /// A range tombstone: deletes every user key in `[user_key, value)` as
+    /// of this sequence number. Lives in WAL batches, memtables' range
+    /// tombstone lists and SST range-deletion blocks, never among point
+    /// entries (a data block or memtable entry of this type is corruption).
+    RangeDeletion = 2,
 }
 
 impl ValueType {
@@ -43,6 +48,7 @@ impl ValueType {
         match b {
             0 => Some(ValueType::Deletion),
             1 => Some(ValueType::Value),
+            2 => Some(ValueType::RangeDeletion),
             _ => None,
         }
     }
@@ -229,6 +235,8 @@ mod tests {
         let mut bad = k.clone();
         let n = bad.len();
         bad[n - 8] = 7;
+        assert_eq!(parse_internal_key(&bad), None);
+        bad[n - 8] = 3;
         assert_eq!(parse_internal_key(&bad), None);
         assert_eq!(parse_internal_key(b"short"), None);
     }

@@ -37,6 +37,7 @@ mod key;
 mod memtable;
 mod options;
 mod prefetch;
+mod range_del;
 mod sst;
 mod version;
 mod wal;

@@ -10,6 +10,19 @@
 //! anyone, so older ones in the same stripe are dropped. A tombstone is
 //! dropped too when the output is the bottommost level for these keys and
 //! no snapshot is older than it — then nothing it hides exists below.
+//!
+//! Range tombstones (`range_del`): a point entry `(k, s)` is dropped when
+//! an input range tombstone covers `k` at some `T > s` in the same stripe
+//! (no snapshot in `[s, T)` can see it). Tombstones are carried into the
+//! outputs, each output getting the pieces inside its key span; a tombstone
+//! is dropped only where a point tombstone would be: bottommost output and
+//! no snapshot older than it (then every entry it covers in the inputs was
+//! dropped too, and nothing older exists below).
+//!
+//! Output spans: a file cut after user key `k` ends its tombstones at
+//! `k ‖ 0x00` (exclusive) and the next file's start there, so the file's
+//! largest user key is `k` and adjacent files never share a user key
+//! (`range_del::tombstone_end_key`).
 
 use std::path::Path;
 
@@ -18,6 +31,7 @@ use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::iter::InternalIterator;
 use crate::key::{append_internal_key, parse_internal_key, SequenceNumber, ValueType};
+use crate::range_del::{FragmentedTombstones, RangeTombstone};
 use crate::sst::{TableBuilder, TableOptions};
 use crate::version::FileMetaData;
 
@@ -44,9 +58,11 @@ pub(crate) struct OutputSpec<'a> {
 
 /// Merges `input` (the task's files, merged) into new tables. `new_number`
 /// hands out file numbers (and protects them from deletion until installed).
+/// `range_dels` are the input tables' range tombstones.
 pub(crate) fn run_compaction(
     task: &CompactionTask,
     mut input: Box<dyn InternalIterator>,
+    range_dels: Vec<RangeTombstone>,
     snapshots: &[SequenceNumber],
     out: &OutputSpec<'_>,
     new_number: &mut dyn FnMut() -> u64,
@@ -55,8 +71,18 @@ pub(crate) fn run_compaction(
         snapshots.windows(2).all(|w| w[0] <= w[1]),
         "snapshots ascending"
     );
+    let stripe_of = |seq: SequenceNumber| snapshots.partition_point(|&s| s < seq);
+    let covering = FragmentedTombstones::new(&range_dels);
+    let range_dels_in = range_dels.len();
+    let kept_range_dels: Vec<RangeTombstone> = range_dels
+        .into_iter()
+        .filter(|t| !(task.bottommost && stripe_of(t.seq) == 0))
+        .collect();
     let mut result = CompactionOutput::default();
+    result.entries_dropped += (range_dels_in - kept_range_dels.len()) as u64;
     let mut builder: Option<(u64, TableBuilder)> = None;
+    // Inclusive lower end of the current output's span (None: unbounded).
+    let mut span_start: Option<Vec<u8>> = None;
     let mut current_key: Option<Vec<u8>> = None;
     let mut last_stripe: Option<usize> = None;
     input.seek_to_first();
@@ -75,16 +101,36 @@ pub(crate) fn run_compaction(
             // A file boundary may fall only between user keys.
             if let Some((_, b)) = &builder {
                 if b.estimated_file_size() >= out.target_file_size {
-                    let (number, b) = builder.take().expect("checked just above");
+                    let (number, mut b) = builder.take().expect("checked just above");
+                    // The span ends right after the last user key seen.
+                    let mut span_end = current_key.clone().unwrap_or_default();
+                    span_end.push(0);
+                    add_range_dels(
+                        &mut b,
+                        &kept_range_dels,
+                        span_start.as_deref(),
+                        Some(&span_end),
+                    );
+                    span_start = Some(span_end);
                     result.files.push(finish_output(number, b)?);
                 }
             }
             current_key = Some(parsed.user_key.to_vec());
             last_stripe = None;
         }
-        let stripe = snapshots.partition_point(|&s| s < parsed.sequence);
+        let stripe = stripe_of(parsed.sequence);
         let shadowed = last_stripe == Some(stripe);
         last_stripe = Some(stripe);
+        // Covered by a range tombstone no snapshot between them separates.
+        let range_deleted = !covering.is_empty()
+            && covering
+                .smallest_covering_above(parsed.user_key, parsed.sequence)
+                .is_some_and(|t| stripe_of(t) == stripe);
+        if range_deleted {
+            result.entries_dropped += 1;
+            input.next();
+            continue;
+        }
         // The newest value that no snapshot sees goes through the filter.
         let mut filtered: Option<(Vec<u8>, Vec<u8>)> = None;
         if let Some(f) = out.filter {
@@ -112,12 +158,7 @@ pub(crate) fn run_compaction(
             result.entries_dropped += 1;
         } else {
             if builder.is_none() {
-                let number = new_number();
-                let path = filename::path(out.dir, FileKind::Table, number);
-                let file = out.fs.new_writable(&path)?;
-                let b =
-                    TableBuilder::new(file, path.display().to_string(), out.table_options.clone())?;
-                builder = Some((number, b));
+                builder = Some(new_output(out, new_number)?);
             }
             let (_, b) = builder.as_mut().expect("created just above");
             match &filtered {
@@ -128,10 +169,44 @@ pub(crate) fn run_compaction(
         input.next();
     }
     input.status()?;
-    if let Some((number, b)) = builder {
+    let tail_has_range_dels = kept_range_dels
+        .iter()
+        .any(|t| t.clip(span_start.as_deref(), None).is_some());
+    if builder.is_none() && tail_has_range_dels {
+        // Only tombstones are left for the last span.
+        builder = Some(new_output(out, new_number)?);
+    }
+    if let Some((number, mut b)) = builder {
+        add_range_dels(&mut b, &kept_range_dels, span_start.as_deref(), None);
         result.files.push(finish_output(number, b)?);
     }
     Ok(result)
+}
+
+/// Starts a new output table.
+fn new_output(
+    out: &OutputSpec<'_>,
+    new_number: &mut dyn FnMut() -> u64,
+) -> Result<(u64, TableBuilder)> {
+    let number = new_number();
+    let path = filename::path(out.dir, FileKind::Table, number);
+    let file = out.fs.new_writable(&path)?;
+    let b = TableBuilder::new(file, path.display().to_string(), out.table_options.clone())?;
+    Ok((number, b))
+}
+
+/// Adds the pieces of `ts` inside `[lo, hi)` to `b`.
+fn add_range_dels(
+    b: &mut TableBuilder,
+    ts: &[RangeTombstone],
+    lo: Option<&[u8]>,
+    hi: Option<&[u8]>,
+) {
+    for t in ts {
+        if let Some(piece) = t.clip(lo, hi) {
+            b.add_range_deletion(piece);
+        }
+    }
 }
 
 fn finish_output(number: u64, builder: TableBuilder) -> Result<FileMetaData> {
@@ -147,6 +222,8 @@ fn finish_output(number: u64, builder: TableBuilder) -> Result<FileMetaData> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
     use crate::fs::PosixFs;
     use crate::iter::vec_iter::VecIterator;
@@ -192,6 +269,7 @@ mod tests {
         let out = run_compaction(
             &task,
             Box::new(VecIterator::new(entries)),
+            Vec::new(),
             snapshots,
             &spec,
             &mut || {
@@ -312,5 +390,185 @@ mod tests {
             run_filtered(entries, &[], true, Some(&f)),
             vec![("b".into(), 6, true, b"UP".to_vec())]
         );
+    }
+
+    /// Runs a compaction with range tombstones; returns, per output, its
+    /// user-key bounds, kept point entries (key, seq) and tombstones.
+    #[allow(clippy::type_complexity, reason = "a test's plain tuple report")]
+    fn run_with_range_dels(
+        entries: Vec<(Vec<u8>, Vec<u8>)>,
+        range_dels: Vec<RangeTombstone>,
+        snapshots: &[u64],
+        bottommost: bool,
+        target_file_size: u64,
+    ) -> Vec<((String, String), Vec<(String, u64)>, Vec<RangeTombstone>)> {
+        let dir = tempfile::tempdir().unwrap();
+        let task = CompactionTask {
+            level: 1,
+            inputs: [vec![], vec![]],
+            bottommost,
+        };
+        let spec = OutputSpec {
+            fs: &PosixFs,
+            dir: dir.path(),
+            table_options: TableOptions {
+                block_size: 64,
+                ..TableOptions::default()
+            },
+            target_file_size,
+            filter: None,
+        };
+        let mut n = 10;
+        let out = run_compaction(
+            &task,
+            Box::new(VecIterator::new(entries)),
+            range_dels,
+            snapshots,
+            &spec,
+            &mut || {
+                n += 1;
+                n
+            },
+        )
+        .unwrap();
+        let s = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        out.files
+            .iter()
+            .map(|f| {
+                let path = filename::path(dir.path(), FileKind::Table, f.number);
+                let file = PosixFs.open_random_access(&path).unwrap();
+                let table = crate::sst::Table::open(
+                    file,
+                    path.display().to_string(),
+                    TableOptions::default(),
+                )
+                .unwrap();
+                let dels = table
+                    .range_dels()
+                    .map(|r| r.tombstones.clone())
+                    .unwrap_or_default();
+                let mut it = Arc::clone(&table).iter();
+                let mut kept = Vec::new();
+                it.seek_to_first();
+                while it.valid() {
+                    let p = parse_internal_key(it.key()).unwrap();
+                    kept.push((s(p.user_key), p.sequence));
+                    it.next();
+                }
+                let bounds = (
+                    s(crate::key::user_key(&f.smallest)),
+                    s(crate::key::user_key(&f.largest)),
+                );
+                (bounds, kept, dels)
+            })
+            .collect()
+    }
+
+    fn rt(b: &str, e: &str, seq: u64) -> RangeTombstone {
+        RangeTombstone {
+            begin: b.into(),
+            end: e.into(),
+            seq,
+        }
+    }
+
+    #[test]
+    fn covered_entries_drop_unless_a_snapshot_separates_them() {
+        let entries = vec![
+            (ik("a", 3, ValueType::Value), b"a3".to_vec()),
+            (ik("b", 12, ValueType::Value), b"b12".to_vec()),
+            (ik("b", 4, ValueType::Value), b"b4".to_vec()),
+            (ik("c", 2, ValueType::Deletion), vec![]),
+            (ik("d", 1, ValueType::Value), b"d1".to_vec()),
+        ];
+        let dels = vec![rt("b", "d", 10)];
+        // No snapshot: b@4 and c@2 are covered; b@12 is newer. Not
+        // bottommost: the tombstone stays for older data below.
+        let out = run_with_range_dels(entries.clone(), dels.clone(), &[], false, 1 << 20);
+        assert_eq!(out.len(), 1);
+        assert_eq!(
+            out[0].1,
+            vec![("a".into(), 3), ("b".into(), 12), ("d".into(), 1)]
+        );
+        assert_eq!(out[0].2, dels);
+        // A snapshot at 5 sees b@4 (the tombstone is newer): kept. (c@2,
+        // a point tombstone at the bottom with no older snapshot, goes by
+        // the point rule.)
+        let out = run_with_range_dels(entries.clone(), dels.clone(), &[5], true, 1 << 20);
+        assert_eq!(
+            out[0].1,
+            vec![
+                ("a".into(), 3),
+                ("b".into(), 12),
+                ("b".into(), 4),
+                ("d".into(), 1)
+            ]
+        );
+        assert_eq!(out[0].2, dels, "the snapshot still needs the tombstone");
+        // Bottommost, no snapshot: the tombstone goes with what it covered.
+        let out = run_with_range_dels(entries, dels, &[], true, 1 << 20);
+        assert_eq!(
+            out[0].1,
+            vec![("a".into(), 3), ("b".into(), 12), ("d".into(), 1)]
+        );
+        assert!(out[0].2.is_empty());
+    }
+
+    #[test]
+    fn tombstones_are_clipped_to_output_spans_that_never_share_a_user_key() {
+        // Many keys, small outputs; one tombstone newer than all of them
+        // but a snapshot keeps the keys, so they and it span every output.
+        let mut entries = Vec::new();
+        for i in 0..200 {
+            entries.push((ik(&format!("k{i:03}"), 5, ValueType::Value), vec![b'x'; 40]));
+        }
+        let dels = vec![rt("a", "z", 50), rt("k050", "k060", 60)];
+        let out = run_with_range_dels(entries, dels, &[10], false, 2048);
+        assert!(out.len() >= 3, "{} outputs", out.len());
+        for w in out.windows(2) {
+            assert!(
+                w[0].0 .1 < w[1].0 .0,
+                "{:?} and {:?} overlap",
+                w[0].0,
+                w[1].0
+            );
+        }
+        assert_eq!(out[0].0 .0, "a");
+        assert_eq!(out.last().unwrap().0 .1, "z");
+        // The pieces of each tombstone tile its range exactly.
+        for (begin, end, seq) in [("a", "z", 50), ("k050", "k060", 60)] {
+            let mut pieces: Vec<RangeTombstone> = out
+                .iter()
+                .flat_map(|o| o.2.iter().filter(|t| t.seq == seq).cloned())
+                .collect();
+            pieces.sort_by(|a, b| a.begin.cmp(&b.begin));
+            assert_eq!(pieces.first().unwrap().begin, begin.as_bytes());
+            assert_eq!(pieces.last().unwrap().end, end.as_bytes());
+            assert!(
+                pieces.windows(2).all(|w| w[0].end == w[1].begin),
+                "{pieces:?}"
+            );
+        }
+        // Each output's tombstones stay inside its claimed bounds.
+        for ((lo, hi), _, ts) in &out {
+            for t in ts {
+                assert!(t.begin.as_slice() >= lo.as_bytes(), "{t:?} below {lo}");
+                let last = crate::range_del::tombstone_end_key(&t.end);
+                assert!(
+                    crate::key::user_key(&last) <= hi.as_bytes(),
+                    "{t:?} past {hi}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn tombstones_alone_still_make_an_output() {
+        let out = run_with_range_dels(vec![], vec![rt("m", "p", 9)], &[], false, 1 << 20);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].0, ("m".into(), "p".into()));
+        assert!(out[0].1.is_empty());
+        let out = run_with_range_dels(vec![], vec![rt("m", "p", 9)], &[], true, 1 << 20);
+        assert!(out.is_empty(), "bottommost with nothing to cover: dropped");
     }
 }

@@ -198,6 +198,7 @@ impl DbCore {
         allocated: &mut Vec<u64>,
     ) -> Result<Vec<crate::version::FileMetaData>> {
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+        let mut range_dels = Vec::new();
         for f in task.inputs.iter().flatten() {
             // Compaction reads each block once: keep it out of the cache so
             // hot blocks stay.
@@ -205,7 +206,11 @@ impl DbCore {
                 fill_cache: false,
                 verify_checksums: true,
             };
-            children.push(Box::new(self.tables.get(f.number)?.iter_with(ro)));
+            let table = self.tables.get(f.number)?;
+            if let Some(rd) = table.range_dels() {
+                range_dels.extend(rd.tombstones.iter().cloned());
+            }
+            children.push(Box::new(table.iter_with(ro)));
         }
         let spec = OutputSpec {
             fs: self.fs.as_ref(),
@@ -224,6 +229,7 @@ impl DbCore {
         let files = run_compaction(
             task,
             Box::new(MergingIterator::new(children)),
+            range_dels,
             snapshots,
             &spec,
             &mut new_number,

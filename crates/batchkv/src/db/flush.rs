@@ -27,9 +27,10 @@ pub(super) fn write_level0_table(
     opts: &Options,
 ) -> Result<Option<FileMetaData>> {
     let path = filename::path(dir, FileKind::Table, number);
-    let mut iter = mem.iter();
+    let range_dels = mem.range_dels().map(|d| d.tombstones()).unwrap_or_default();
+    let mut iter = Arc::clone(&mem).iter();
     iter.seek_to_first();
-    if !iter.valid() {
+    if !iter.valid() && range_dels.is_empty() {
         iter.status()?;
         return Ok(None);
     }
@@ -39,6 +40,10 @@ pub(super) fn write_level0_table(
         path.display().to_string(),
         DbCore::table_options(opts),
     )?;
+    // The table's bounds cover these tombstones' extents (TableBuilder).
+    for t in range_dels {
+        builder.add_range_deletion(t);
+    }
     while iter.valid() {
         builder.add(iter.key(), iter.value())?;
         iter.next();

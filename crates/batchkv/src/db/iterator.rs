@@ -3,11 +3,12 @@
 
 use std::sync::Arc;
 
-use super::{Db, SuperVersion};
+use super::{Db, DbCore, SuperVersion};
 use crate::error::Result;
 use crate::iter::level_iter::OpenTable;
 use crate::iter::{DbIter, InternalIterator, LevelIterator, MergingIterator};
 use crate::options::ReadOptions;
+use crate::range_del::{FragmentedTombstones, RangeTombstone};
 use crate::version::FileMetaData;
 
 /// An iterator over the user keys visible at one snapshot, in ascending
@@ -48,16 +49,47 @@ impl Db {
             children.push(Box::new(LevelIterator::new(files.clone(), open)));
         }
         let merged: Box<dyn InternalIterator> = Box::new(MergingIterator::new(children));
+        let range_dels = range_dels_for_iterator(core, &sv, seq)?;
         Ok(DbIterator {
             inner: DbIter::new(
                 merged,
                 seq,
                 opts.lower_bound.clone(),
                 opts.upper_bound.clone(),
-            ),
+            )
+            .with_range_dels(range_dels),
             _sv: sv,
         })
     }
+}
+
+/// Every range tombstone an iterator at `seq` over `sv` can see,
+/// fragmented; `None` if there is none (then iteration costs nothing more).
+fn range_dels_for_iterator(
+    core: &DbCore,
+    sv: &SuperVersion,
+    seq: crate::key::SequenceNumber,
+) -> Result<Option<Arc<FragmentedTombstones>>> {
+    let mut ts: Vec<RangeTombstone> = Vec::new();
+    for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
+        if let Some(d) = mem.range_dels().filter(|d| d.len() > 0) {
+            ts.extend(d.tombstones().into_iter().filter(|t| t.seq <= seq));
+        }
+    }
+    let in_tables = match sv.table_range_dels.get() {
+        Some(t) => Arc::clone(t),
+        None => {
+            let mut all = Vec::new();
+            for f in sv.version.levels.iter().flatten() {
+                if let Some(rd) = core.tables.get(f.number)?.range_dels() {
+                    all.extend(rd.tombstones.iter().cloned());
+                }
+            }
+            Arc::clone(sv.table_range_dels.get_or_init(|| Arc::new(all)))
+        }
+    };
+    ts.extend(in_tables.iter().filter(|t| t.seq <= seq).cloned());
+    Ok((!ts.is_empty()).then(|| Arc::new(FragmentedTombstones::new(&ts))))
 }
 
 impl DbIterator {

@@ -19,6 +19,7 @@ use std::thread::JoinHandle;
 use crate::memtable::skiplist::{SkipListMemTable, SkipListOptions};
 use crate::memtable::sorted_hash::{SortedHashMemTable, SortedHashOptions};
 use crate::memtable::vector::{VectorMemTable, VectorOptions};
+use crate::memtable::with_range_dels::WithRangeDels;
 use crate::memtable::{MemTable, MemTableKind};
 use crate::options::Options;
 
@@ -103,29 +104,36 @@ impl MemTableFactory {
         }
     }
 
-    /// A new, empty memtable named `memtable#<id>`.
+    /// A new, empty memtable named `memtable#<id>`, able to hold range
+    /// tombstones.
     pub(crate) fn create(&self, id: u64) -> Arc<dyn MemTable> {
         match self.kind {
-            MemTableKind::SkipList => Arc::new(SkipListMemTable::new(SkipListOptions {
-                id,
-                paranoid_checks: self.paranoid,
-                huge_pages: self.huge_pages,
-                arena_block_size: self.arena_block_size,
-            })),
-            MemTableKind::Vector => Arc::new(VectorMemTable::new(VectorOptions {
-                id,
-                arena_block_size: self.arena_block_size,
-                huge_pages: self.huge_pages,
-            })),
+            MemTableKind::SkipList => {
+                Arc::new(WithRangeDels::new(SkipListMemTable::new(SkipListOptions {
+                    id,
+                    paranoid_checks: self.paranoid,
+                    huge_pages: self.huge_pages,
+                    arena_block_size: self.arena_block_size,
+                })))
+            }
+            MemTableKind::Vector => {
+                Arc::new(WithRangeDels::new(VectorMemTable::new(VectorOptions {
+                    id,
+                    arena_block_size: self.arena_block_size,
+                    huge_pages: self.huge_pages,
+                })))
+            }
             MemTableKind::SortedHash { .. } => {
                 if let Some(m) = self.take_standby() {
                     m.set_id(id);
                     // Relaxed: statistics.
                     self.standby_hits.fetch_add(1, Ordering::Relaxed);
-                    return Arc::new(m);
+                    return Arc::new(WithRangeDels::new(m));
                 }
                 self.standby_misses.fetch_add(1, Ordering::Relaxed);
-                Arc::new(SortedHashMemTable::new(self.sorted_hash_options(id)))
+                Arc::new(WithRangeDels::new(SortedHashMemTable::new(
+                    self.sorted_hash_options(id),
+                )))
             }
         }
     }

@@ -68,6 +68,9 @@ pub(crate) struct SuperVersion {
     /// Immutable memtables, newest first.
     pub imms: Vec<Arc<dyn MemTable>>,
     pub version: Arc<Version>,
+    /// Every range tombstone of `version`'s tables, gathered by the first
+    /// iterator that needs them (`db/iterator.rs`).
+    pub table_range_dels: std::sync::OnceLock<Arc<Vec<crate::range_del::RangeTombstone>>>,
 }
 
 /// A frozen memtable waiting for flush, with the WAL that holds its writes.
@@ -441,6 +444,7 @@ impl DbCore {
             mem: Arc::clone(&st.mem),
             imms: st.imms.iter().rev().map(|i| Arc::clone(&i.mem)).collect(),
             version,
+            table_range_dels: Default::default(),
         }));
     }
 

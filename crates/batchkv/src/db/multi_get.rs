@@ -17,8 +17,9 @@ use std::sync::Arc;
 use super::{Db, DbCore, SuperVersion};
 use crate::error::{Error, Result};
 use crate::key::{user_key, ValueType};
-use crate::memtable::{BatchLookup, EntryRef};
+use crate::memtable::{BatchLookup, EntryRef, MemTable};
 use crate::options::ReadOptions;
+use crate::range_del::FragmentedTombstones;
 use crate::sst::BlockReadOptions;
 
 /// Resolution state of one distinct key; `'a` borrows memtable memory.
@@ -143,7 +144,43 @@ fn resolve_in_memtables<'a>(
                 }
             }
         }
+        if let Some(frags) = mem.range_dels().and_then(|d| d.fragmented()) {
+            apply_memtable_range_dels(&**mem, &frags, distinct, &pending, seq, slots);
+        }
         pending.retain(|&u| matches!(slots[u as usize], Slot::Pending));
+    }
+}
+
+/// Settles the keys of one memtable stage that a range tombstone of that
+/// memtable covers: a version newer than the tombstone stands, anything
+/// else (an older version, or none — older stages hold only older ones)
+/// is deleted.
+fn apply_memtable_range_dels<'a>(
+    mem: &'a dyn MemTable,
+    frags: &FragmentedTombstones,
+    distinct: &[&[u8]],
+    stage: &[u32],
+    seq: u64,
+    slots: &mut [Slot<'a>],
+) {
+    for &u in stage {
+        let slot = &mut slots[u as usize];
+        if matches!(slot, Slot::Failed(_)) {
+            continue;
+        }
+        let key = distinct[u as usize];
+        let covered = frags.max_covering(key, seq);
+        if covered == 0 {
+            continue;
+        }
+        *slot = match slot {
+            Slot::Pending => Slot::Deleted,
+            _ => match mem.get_versioned(key, seq) {
+                Ok(Some((s, EntryRef::Value(v)))) if s > covered => Slot::InMemory(v),
+                Ok(_) => Slot::Deleted,
+                Err(e) => Slot::Failed(e),
+            },
+        };
     }
 }
 
@@ -171,6 +208,9 @@ fn resolve_in_tables(
         };
         return;
     }
+    // Per distinct key, the newest range tombstone covering it seen so far
+    // (0: none); empty until a table with range tombstones is met.
+    let mut covered: Vec<u64> = Vec::new();
     let mut group: Vec<u32> = Vec::with_capacity(pending.len());
     let mut group_keys: Vec<&[u8]> = Vec::with_capacity(pending.len());
     for (level, files) in sv.version.levels.iter().enumerate() {
@@ -212,14 +252,63 @@ fn resolve_in_tables(
                     continue;
                 }
             };
+            if table.range_dels().is_some() || !covered.is_empty() {
+                settle_covered_keys(&table, distinct, seq, ro, &mut covered, &mut group, slots);
+                if group.is_empty() {
+                    continue;
+                }
+                group_keys.clear();
+                group_keys.extend(group.iter().map(|&u| distinct[u as usize]));
+            }
             table.multi_get_with(&group_keys, seq, ro, &mut |j, r| {
                 slots[group[j] as usize] = match r {
                     Ok((ValueType::Value, v)) => Slot::Owned(v.to_vec()),
                     Ok((ValueType::Deletion, _)) => Slot::Deleted,
+                    Ok((ValueType::RangeDeletion, _)) => {
+                        Slot::Failed(core.range_deletion_among_points(file.number))
+                    }
                     Err(e) => Slot::Failed(e),
                 };
             });
         }
         pending.retain(|&u| matches!(slots[u as usize], Slot::Pending));
     }
+}
+
+/// Range tombstones in the SST stage: raises `covered` for `group`'s keys
+/// by `table`'s tombstones, then resolves here, one by one and comparing
+/// sequence numbers, every key a tombstone covers (a version newer than the
+/// tombstone stands; an older one is deleted; none leaves the key for the
+/// next table). Only the uncovered keys stay in `group` for the batch path.
+fn settle_covered_keys(
+    table: &Arc<crate::sst::Table>,
+    distinct: &[&[u8]],
+    seq: u64,
+    ro: BlockReadOptions,
+    covered: &mut Vec<u64>,
+    group: &mut Vec<u32>,
+    slots: &mut [Slot<'_>],
+) {
+    if let Some(rd) = table.range_dels() {
+        if covered.is_empty() {
+            covered.resize(distinct.len(), 0);
+        }
+        for &u in group.iter() {
+            let c = &mut covered[u as usize];
+            *c = (*c).max(rd.fragmented.max_covering(distinct[u as usize], seq));
+        }
+    }
+    group.retain(|&u| {
+        let c = covered[u as usize];
+        if c == 0 {
+            return true;
+        }
+        slots[u as usize] = match table.get_versioned(distinct[u as usize], seq, ro) {
+            Ok(Some((s, ValueType::Value, v))) if s > c => Slot::Owned(v),
+            Ok(Some(_)) => Slot::Deleted,
+            Ok(None) => Slot::Pending,
+            Err(e) => Slot::Failed(e),
+        };
+        false
+    });
 }

@@ -32,6 +32,15 @@ impl Db {
         let sv = core.sv.load_full();
         let key = key.as_ref();
         for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
+            let covered = mem.range_dels().map_or(0, |d| d.max_covering(key, seq));
+            if covered > 0 {
+                // Only a version newer than the tombstone survives it; older
+                // memtables and the tables hold only older versions.
+                return match mem.get_versioned(key, seq)? {
+                    Some((s, EntryRef::Value(v))) if s > covered => Ok(Some(v.to_vec())),
+                    _ => Ok(None),
+                };
+            }
             match mem.get(key, seq)? {
                 Some(EntryRef::Value(v)) => return Ok(Some(v.to_vec())),
                 Some(EntryRef::Deleted) => return Ok(None),
@@ -63,16 +72,42 @@ impl DbCore {
         seq: SequenceNumber,
         ro: BlockReadOptions,
     ) -> Result<Option<Vec<u8>>> {
+        // The newest range tombstone covering `key` seen so far (0: none).
+        let mut covered = 0;
         for level in 0..sv.version.levels.len() {
             for file in sv.version.files_for_key(level, key) {
                 let table = self.tables.get(file.number)?;
+                if let Some(rd) = table.range_dels() {
+                    covered = covered.max(rd.fragmented.max_covering(key, seq));
+                }
+                if covered > 0 {
+                    match table.get_versioned(key, seq, ro)? {
+                        Some((s, ValueType::Value, v)) if s > covered => return Ok(Some(v)),
+                        Some(_) => return Ok(None),
+                        None => continue,
+                    }
+                }
                 match table.get_with(key, seq, ro)? {
                     Some((ValueType::Value, v)) => return Ok(Some(v)),
                     Some((ValueType::Deletion, _)) => return Ok(None),
+                    Some((ValueType::RangeDeletion, _)) => {
+                        return Err(self.range_deletion_among_points(file.number))
+                    }
                     None => {}
                 }
             }
         }
         Ok(None)
+    }
+
+    /// The error for a data-block entry of type `RangeDeletion` (range
+    /// tombstones live only in the range-deletion block).
+    pub(super) fn range_deletion_among_points(&self, number: u64) -> Error {
+        let path = super::filename::path(&self.dir, super::filename::FileKind::Table, number);
+        Error::corruption(
+            path.display().to_string(),
+            0,
+            "range deletion among the point entries",
+        )
     }
 }

@@ -154,6 +154,7 @@ pub(super) fn open(
         mem: Arc::clone(&mem),
         imms: replayed.iter().rev().cloned().collect(),
         version: Arc::clone(&version),
+        table_range_dels: Default::default(),
     };
     let state = DbState {
         versions,

@@ -48,11 +48,46 @@ impl Db {
         self.write(&WriteOptions::default(), b)
     }
 
+    /// Deletes every key in `[begin, end)` that exists now (RocksDB's
+    /// `DeleteRange`): one range tombstone, however many keys the range
+    /// holds; keys written afterwards are visible again, and snapshots taken
+    /// before still see the old keys. `begin = end` is a no-op; `begin >
+    /// end` is `InvalidArgument`.
+    pub fn delete_range(
+        &self,
+        opts: &WriteOptions,
+        begin: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
+    ) -> Result<()> {
+        let (begin, end) = (begin.as_ref(), end.as_ref());
+        if begin > end {
+            return Err(inverted_range(begin, end));
+        }
+        if begin == end {
+            self.core().check_writable("delete_range")?;
+            return Ok(());
+        }
+        let mut b = WriteBatch::new();
+        b.delete_range(begin, end);
+        self.write(opts, b)
+    }
+
     /// Applies `batch` atomically: after a crash either all or none of it
     /// is visible. With `opts.sync` it is durable when this returns.
     pub fn write(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
         let core = self.core();
         core.check_writable("write")?;
+        if batch.has_inverted_range() {
+            let bad = batch.ops().find_map(|op| match op {
+                crate::BatchOp::DeleteRange { begin, end } if begin > end => {
+                    Some(inverted_range(begin, end))
+                }
+                _ => None,
+            });
+            return Err(
+                bad.unwrap_or_else(|| Error::InvalidArgument("delete_range: begin > end".into()))
+            );
+        }
         if batch.max_key_len() > MAX_KEY_SIZE {
             return Err(Error::InvalidArgument(format!(
                 "key of {} bytes exceeds the limit of {MAX_KEY_SIZE} bytes",
@@ -74,6 +109,14 @@ impl Db {
         Counters::add(&core.counters.bytes_written, bytes);
         Ok(())
     }
+}
+
+fn inverted_range(begin: &[u8], end: &[u8]) -> Error {
+    Error::InvalidArgument(format!(
+        "delete_range: begin \"{}\" is after end \"{}\"",
+        begin.escape_ascii(),
+        end.escape_ascii()
+    ))
 }
 
 impl DbCore {

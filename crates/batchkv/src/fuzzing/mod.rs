@@ -119,6 +119,7 @@ fn write_batch_at(rep: Vec<u8>, file: &str, offset: u64) {
     for e in &entries {
         match e.value_type {
             ValueType::Value => again.put(e.key, e.value),
+            ValueType::RangeDeletion => again.delete_range(e.key, e.value),
             ValueType::Deletion => again.delete(e.key),
         }
     }

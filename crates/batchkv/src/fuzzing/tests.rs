@@ -383,7 +383,7 @@ fn table_entries(n: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
                 ValueType::Value
             };
             let value = match t {
-                ValueType::Deletion => Vec::new(),
+                ValueType::Deletion | ValueType::RangeDeletion => Vec::new(),
                 ValueType::Value => format!("value-{i}-{}", "ab".repeat(i % 17)).into_bytes(),
             };
             v.push((ik(&uk, seq, t), value));

@@ -22,6 +22,12 @@
 //! them up to and including the current key; forward → reverse steps `inner`
 //! back past every entry of the current key.
 //!
+//! # Range tombstones
+//! `range_dels` holds every range tombstone of the iterator's memtables and
+//! tables, fragmented. A value whose sequence is below the newest visible
+//! tombstone covering its key is treated exactly like a point tombstone at
+//! that position (its older versions are older still, so also covered).
+//!
 //! # Errors
 //! An error of `inner` ends iteration (`valid()` false, `status()` returns
 //! it). An internal key that does not parse is reported as
@@ -35,6 +41,8 @@ use crate::iter::InternalIterator;
 use crate::key::{
     lookup_key, parse_internal_key, user_key, SequenceNumber, ValueType, MAX_SEQUENCE,
 };
+use crate::range_del::FragmentedTombstones;
+use std::sync::Arc;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Direction {
@@ -60,13 +68,18 @@ pub(crate) struct DbIter {
     saved_value: Vec<u8>,
     /// A corrupt internal key seen; sticky.
     err: Option<Error>,
+    /// Range tombstones hiding older values; `None` when there are none.
+    range_dels: Option<Arc<FragmentedTombstones>>,
 }
 
 fn corrupt_key(ik: &[u8]) -> Error {
     Error::corruption(
         "iterator",
         0,
-        format!("unparsable internal key \"{}\"", ik.escape_ascii()),
+        format!(
+            "unparsable or misplaced internal key \"{}\"",
+            ik.escape_ascii()
+        ),
     )
 }
 
@@ -89,6 +102,38 @@ impl DbIter {
             saved_key: Vec::new(),
             saved_value: Vec::new(),
             err: None,
+            range_dels: None,
+        }
+    }
+
+    /// Hides the values that `range_dels` covers (see the module docs).
+    pub(crate) fn with_range_dels(
+        mut self,
+        range_dels: Option<Arc<FragmentedTombstones>>,
+    ) -> DbIter {
+        self.range_dels = range_dels.filter(|f| !f.is_empty());
+        self
+    }
+
+    /// The type a visible entry acts as: a value covered by a newer visible
+    /// range tombstone acts as a deletion; a `RangeDeletion` among point
+    /// entries is corruption (`None`).
+    #[inline]
+    fn effective_type(
+        &self,
+        user_key: &[u8],
+        seq: SequenceNumber,
+        t: ValueType,
+    ) -> Option<ValueType> {
+        match t {
+            ValueType::Value => match &self.range_dels {
+                Some(f) if f.max_covering(user_key, self.sequence) > seq => {
+                    Some(ValueType::Deletion)
+                }
+                _ => Some(ValueType::Value),
+            },
+            ValueType::Deletion => Some(ValueType::Deletion),
+            ValueType::RangeDeletion => None,
         }
     }
 
@@ -279,8 +324,13 @@ impl DbIter {
                 break;
             }
             if p.sequence <= self.sequence {
-                match p.value_type {
-                    ValueType::Deletion => {
+                let Some(t) = self.effective_type(p.user_key, p.sequence, p.value_type) else {
+                    let e = corrupt_key(ik);
+                    self.fail(e);
+                    return;
+                };
+                match t {
+                    ValueType::Deletion | ValueType::RangeDeletion => {
                         // Hide this key's older versions.
                         self.saved_key.clear();
                         self.saved_key.extend_from_slice(p.user_key);
@@ -330,9 +380,14 @@ impl DbIter {
                     // Passed every version of the candidate key.
                     break;
                 }
-                candidate = p.value_type;
-                match p.value_type {
-                    ValueType::Deletion => {
+                let Some(t) = self.effective_type(p.user_key, p.sequence, p.value_type) else {
+                    let e = corrupt_key(ik);
+                    self.fail(e);
+                    return;
+                };
+                candidate = t;
+                match t {
+                    ValueType::Deletion | ValueType::RangeDeletion => {
                         self.saved_key.clear();
                         self.saved_value.clear();
                     }

@@ -15,6 +15,7 @@ pub(crate) mod arena;
 pub mod skiplist;
 pub mod sorted_hash;
 pub mod vector;
+pub(crate) mod with_range_dels;
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -22,6 +23,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{SequenceNumber, ValueType};
+use with_range_dels::MemRangeDels;
 
 /// What a lookup found for a user key in one memtable or table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -155,6 +157,14 @@ pub trait MemTable: Send + Sync + 'static {
     /// The newest version of `user_key` with sequence ≤ `seq`, if any.
     fn get(&self, user_key: &[u8], seq: SequenceNumber) -> Result<Option<EntryRef<'_>>>;
 
+    /// [`MemTable::get`] with the found version's sequence number, which
+    /// reads compare with covering range tombstones.
+    fn get_versioned(
+        &self,
+        user_key: &[u8],
+        seq: SequenceNumber,
+    ) -> Result<Option<(SequenceNumber, EntryRef<'_>)>>;
+
     /// Looks up a batch: `keys` are sorted ascending and distinct. For each
     /// key that has a visible version, calls `found(index_in_keys, entry)`
     /// exactly once; keys without one are not reported. Values borrow the
@@ -182,4 +192,11 @@ pub trait MemTable: Send + Sync + 'static {
 
     /// Number of entries inserted.
     fn num_entries(&self) -> u64;
+
+    /// The range tombstones, for memtables that hold them (the engine wraps
+    /// every memtable in [`with_range_dels::WithRangeDels`]); `None` for a
+    /// bare memtable, which must never be given a `RangeDeletion` insert.
+    fn range_dels(&self) -> Option<&MemRangeDels> {
+        None
+    }
 }

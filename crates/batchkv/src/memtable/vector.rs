@@ -95,6 +95,15 @@ impl VectorMemTable {
     }
 }
 
+/// The sequence number in an internal key's trailer (0 for a short key,
+/// which `resolve` would have rejected).
+pub(super) fn node_sequence(ik: &[u8]) -> SequenceNumber {
+    if ik.len() < crate::key::TRAILER_LEN {
+        return 0;
+    }
+    crate::key::trailer(ik) >> 8
+}
+
 impl MemTable for VectorMemTable {
     fn kind(&self) -> &'static str {
         "vector"
@@ -119,6 +128,23 @@ impl MemTable for VectorMemTable {
         // SAFETY: the arena lives as long as `self`.
         let n = unsafe { find_in_runs(&runs, user_key, lookup_trailer(seq)) };
         self.resolve(n)
+    }
+
+    fn get_versioned(
+        &self,
+        user_key: &[u8],
+        seq: SequenceNumber,
+    ) -> Result<Option<(SequenceNumber, EntryRef<'_>)>> {
+        let runs = self.sorted();
+        // SAFETY: the arena lives as long as `self`.
+        let n = unsafe { find_in_runs(&runs, user_key, lookup_trailer(seq)) };
+        let Some(e) = self.resolve(n)? else {
+            return Ok(None);
+        };
+        // SAFETY: `resolve` returned an entry, so `n` is a node of this
+        // memtable's arena, which lives as long as `self`.
+        let ik = unsafe { n.map(|n| n.ikey()) }.unwrap_or_default();
+        Ok(Some((node_sequence(ik), e)))
     }
 
     fn multi_get<'a>(

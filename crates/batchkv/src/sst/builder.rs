@@ -18,6 +18,8 @@ use crate::fs::WritableFile;
 use crate::key::{
     compare_internal_keys, lookup_trailer, parse_internal_key, user_key, ValueType, MAX_SEQUENCE,
 };
+use crate::range_del::block::{self as range_del_block, RANGE_DEL_BLOCK_NAME};
+use crate::range_del::{tombstone_end_key, tombstone_start_key, RangeTombstone};
 
 /// Largest key + value accepted in one entry (block offsets are 32-bit).
 const MAX_ENTRY_BYTES: usize = 1 << 30;
@@ -27,11 +29,13 @@ const MAX_ENTRY_BYTES: usize = 1 << 30;
 pub(crate) struct TableSummary {
     /// Size of the file in bytes.
     pub file_size: u64,
-    /// Entries written.
+    /// Entries written (point entries plus range tombstones).
     pub num_entries: u64,
-    /// Smallest internal key (empty if the table is empty).
+    /// Smallest internal key (empty if the table is empty); at or below
+    /// every range tombstone's start ([`tombstone_start_key`]).
     pub smallest: Vec<u8>,
-    /// Largest internal key (empty if the table is empty).
+    /// Largest internal key (empty if the table is empty); at or above
+    /// every range tombstone's end bound ([`tombstone_end_key`]).
     pub largest: Vec<u8>,
 }
 
@@ -59,6 +63,8 @@ pub(crate) struct TableBuilder {
     compressor: Compressor,
     /// Bytes written to `file` so far.
     offset: u64,
+    /// Range tombstones for the range-deletion block, in any order.
+    range_dels: Vec<RangeTombstone>,
 }
 
 impl TableBuilder {
@@ -95,7 +101,21 @@ impl TableBuilder {
             smallest: Vec::new(),
             filter_hashes: Vec::new(),
             props,
+            range_dels: Vec::new(),
         })
+    }
+
+    /// Adds a range tombstone (any order relative to `add`); an empty
+    /// range is ignored.
+    pub(crate) fn add_range_deletion(&mut self, t: RangeTombstone) {
+        if t.begin >= t.end {
+            return;
+        }
+        let p = &mut self.props;
+        p.num_range_deletions += 1;
+        p.smallest_seqno = p.smallest_seqno.min(t.seq);
+        p.largest_seqno = p.largest_seqno.max(t.seq);
+        self.range_dels.push(t);
     }
 
     /// Adds an entry. `internal_key` must be a valid internal key, strictly
@@ -202,7 +222,12 @@ impl TableBuilder {
             let filter = build_filter(&self.filter_hashes, self.opts.bloom_bits_per_key);
             meta.push((FILTER_BLOCK_NAME, self.write_block(&filter)?));
         }
-        if self.props.num_entries == 0 {
+        if !self.range_dels.is_empty() {
+            range_del_block::sort_for_block(&mut self.range_dels);
+            let block = range_del_block::encode(&self.range_dels);
+            meta.push((RANGE_DEL_BLOCK_NAME, self.write_block(&block)?));
+        }
+        if self.props.num_entries == 0 && self.range_dels.is_empty() {
             self.props.smallest_seqno = 0;
         }
         self.props.creation_time = SystemTime::now()
@@ -227,11 +252,22 @@ impl TableBuilder {
         self.file.append(&footer)?;
         self.offset += footer.len() as u64;
         self.file.sync()?;
+        let (mut smallest, mut largest) = (self.smallest, self.last_key);
+        for t in &self.range_dels {
+            let lo = tombstone_start_key(t);
+            if smallest.is_empty() || compare_internal_keys(&lo, &smallest).is_lt() {
+                smallest = lo;
+            }
+            let hi = tombstone_end_key(&t.end);
+            if largest.is_empty() || compare_internal_keys(&hi, &largest).is_gt() {
+                largest = hi;
+            }
+        }
         Ok(TableSummary {
             file_size: self.offset,
-            num_entries: self.props.num_entries,
-            smallest: self.smallest,
-            largest: self.last_key,
+            num_entries: self.props.num_entries + self.props.num_range_deletions,
+            smallest,
+            largest,
         })
     }
 }

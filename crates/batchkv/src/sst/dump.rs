@@ -116,6 +116,7 @@ impl Iterator for SstEntries {
             value_type: match p.value_type {
                 ValueType::Deletion => "deletion",
                 ValueType::Value => "value",
+                ValueType::RangeDeletion => "range_deletion",
             },
             value_size: self.it.value().len(),
         }))

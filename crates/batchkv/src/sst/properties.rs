@@ -22,6 +22,7 @@ mod names {
     pub const NUM_DATA_BLOCKS: &str = "batchkv.num.data.blocks";
     pub const NUM_DELETIONS: &str = "batchkv.num.deletions";
     pub const NUM_ENTRIES: &str = "batchkv.num.entries";
+    pub const NUM_RANGE_DELETIONS: &str = "batchkv.num.range.deletions";
     pub const RAW_KEY_BYTES: &str = "batchkv.raw.key.bytes";
     pub const RAW_VALUE_BYTES: &str = "batchkv.raw.value.bytes";
     pub const SEPARATED: &str = "batchkv.separate.key.value.in.data.block";
@@ -35,6 +36,10 @@ pub(crate) struct TableProperties {
     pub num_entries: u64,
     /// Tombstones among them.
     pub num_deletions: u64,
+    /// Range tombstones in the range-deletion block (not among the
+    /// entries). Written only when non-zero, so tables without any keep
+    /// their old properties block byte for byte.
+    pub num_range_deletions: u64,
     /// Sum of internal key lengths.
     pub raw_key_bytes: u64,
     /// Sum of value lengths.
@@ -86,6 +91,9 @@ impl TableProperties {
         num(&mut b, names::NUM_DATA_BLOCKS, self.num_data_blocks);
         num(&mut b, names::NUM_DELETIONS, self.num_deletions);
         num(&mut b, names::NUM_ENTRIES, self.num_entries);
+        if self.num_range_deletions > 0 {
+            num(&mut b, names::NUM_RANGE_DELETIONS, self.num_range_deletions);
+        }
         num(&mut b, names::RAW_KEY_BYTES, self.raw_key_bytes);
         num(&mut b, names::RAW_VALUE_BYTES, self.raw_value_bytes);
         num(
@@ -114,6 +122,10 @@ impl TableProperties {
             (names::NUM_DATA_BLOCKS, self.num_data_blocks.to_string()),
             (names::NUM_DELETIONS, self.num_deletions.to_string()),
             (names::NUM_ENTRIES, self.num_entries.to_string()),
+            (
+                names::NUM_RANGE_DELETIONS,
+                self.num_range_deletions.to_string(),
+            ),
             (names::RAW_KEY_BYTES, self.raw_key_bytes.to_string()),
             (names::RAW_VALUE_BYTES, self.raw_value_bytes.to_string()),
             (
@@ -148,6 +160,7 @@ impl TableProperties {
                 names::NUM_DATA_BLOCKS => &mut p.num_data_blocks,
                 names::NUM_DELETIONS => &mut p.num_deletions,
                 names::NUM_ENTRIES => &mut p.num_entries,
+                names::NUM_RANGE_DELETIONS => &mut p.num_range_deletions,
                 names::RAW_KEY_BYTES => &mut p.raw_key_bytes,
                 names::RAW_VALUE_BYTES => &mut p.raw_value_bytes,
                 names::SEPARATED => &mut p.separate_key_value_in_data_block,
@@ -172,6 +185,7 @@ mod tests {
         let p = TableProperties {
             num_entries: 1,
             num_deletions: 2,
+            num_range_deletions: 4,
             raw_key_bytes: 3,
             raw_value_bytes: 1 << 40,
             num_data_blocks: 5,
@@ -197,6 +211,7 @@ mod tests {
             names::NUM_DATA_BLOCKS,
             names::NUM_DELETIONS,
             names::NUM_ENTRIES,
+            names::NUM_RANGE_DELETIONS,
             names::RAW_KEY_BYTES,
             names::RAW_VALUE_BYTES,
             names::SEPARATED,

@@ -18,6 +18,8 @@ use crate::iter::InternalIterator;
 use crate::key::{
     compare_internal_keys, lookup_key, parse_internal_key, SequenceNumber, ValueType,
 };
+use crate::range_del::block::{self as range_del_block, RANGE_DEL_BLOCK_NAME};
+use crate::range_del::TableRangeDels;
 
 /// How one read uses the data blocks it needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,6 +69,9 @@ pub(crate) struct Table {
     blocks_end: u64,
     /// Offset of the index block, for error messages.
     index_offset: u64,
+    /// The range-deletion block, decoded at open; `None` if the table has
+    /// none (every table written before range deletions existed).
+    range_dels: Option<Arc<TableRangeDels>>,
 }
 
 impl Table {
@@ -113,9 +118,11 @@ impl Table {
         )?;
         let mut filter_handle = None;
         let mut props_handle = None;
+        let mut range_del_handle = None;
         for (key, value) in collect_entries(Arc::new(metaindex))? {
             let slot = match &key[..] {
                 k if k == FILTER_BLOCK_NAME.as_bytes() => &mut filter_handle,
+                k if k == RANGE_DEL_BLOCK_NAME.as_bytes() => &mut range_del_handle,
                 k if k == PROPERTIES_BLOCK_NAME.as_bytes() => &mut props_handle,
                 _ => continue, // a meta block of a newer version
             };
@@ -155,6 +162,13 @@ impl Table {
             })?),
             None => None,
         };
+        let range_dels = match range_del_handle {
+            Some(h) => {
+                let ts = range_del_block::decode(read(h)?, name.clone(), h.offset)?;
+                (!ts.is_empty()).then(|| Arc::new(TableRangeDels::new(ts)))
+            }
+            None => None,
+        };
         let index = Block::new(
             read(footer.index)?,
             KeyOrder::Internal,
@@ -172,7 +186,56 @@ impl Table {
             properties,
             blocks_end,
             index_offset: footer.index.offset,
+            range_dels,
         }))
+    }
+
+    /// The table's range tombstones; `None` when it has none.
+    #[inline]
+    pub(crate) fn range_dels(&self) -> Option<&Arc<TableRangeDels>> {
+        self.range_dels.as_ref()
+    }
+
+    /// [`Table::get_with`] with the found version's sequence number, for
+    /// reads that compare it with covering range tombstones (only those
+    /// pay for the iterator this uses).
+    pub(crate) fn get_versioned(
+        self: &Arc<Self>,
+        user_key: &[u8],
+        seq: SequenceNumber,
+        ro: BlockReadOptions,
+    ) -> Result<Option<(SequenceNumber, ValueType, Vec<u8>)>> {
+        if !self.may_contain(user_key) {
+            return Ok(None);
+        }
+        let mut it = Arc::clone(self).iter_with(ro);
+        it.seek(&lookup_key(user_key, seq));
+        it.status()?;
+        if !it.valid() {
+            return Ok(None);
+        }
+        let key = it.key();
+        let p = parse_internal_key(key).ok_or_else(|| {
+            Error::corruption(
+                &*self.file_name,
+                0,
+                format!(
+                    "entry with an unknown value type: key {:?}",
+                    key.escape_ascii().to_string()
+                ),
+            )
+        })?;
+        if p.user_key != user_key {
+            return Ok(None);
+        }
+        if p.value_type == ValueType::RangeDeletion {
+            return Err(Error::corruption(
+                &*self.file_name,
+                0,
+                "range deletion among the point entries",
+            ));
+        }
+        Ok(Some((p.sequence, p.value_type, it.value().to_vec())))
     }
 
     /// The table's recorded properties.

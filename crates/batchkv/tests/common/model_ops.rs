@@ -112,6 +112,16 @@ impl fmt::Debug for Move {
     }
 }
 
+/// One entry of a `WriteBatch` op, after its key (the range's begin for
+/// `DeleteRange`).
+#[derive(Clone)]
+pub enum Entry {
+    Put(Val),
+    Delete,
+    /// `delete_range(key, end)`.
+    DeleteRange(Vec<u8>),
+}
+
 /// One operation of a run.
 #[derive(Clone)]
 pub enum Op {
@@ -122,9 +132,14 @@ pub enum Op {
     Delete {
         key: Vec<u8>,
     },
-    /// A `WriteBatch`: `None` deletes. May name one key several times.
+    /// `delete_range(begin, end)` (begin ≤ end).
+    DeleteRange {
+        begin: Vec<u8>,
+        end: Vec<u8>,
+    },
+    /// A `WriteBatch`. May name one key several times.
     Write {
-        entries: Vec<(Vec<u8>, Option<Val>)>,
+        entries: Vec<(Vec<u8>, Entry)>,
         sync: bool,
         disable_wal: bool,
     },
@@ -200,6 +215,9 @@ impl fmt::Debug for Op {
         match self {
             Op::Put { key, val } => write!(f, "put {:?} = {val:?}", Bytes(key)),
             Op::Delete { key } => write!(f, "delete {:?}", Bytes(key)),
+            Op::DeleteRange { begin, end } => {
+                write!(f, "delete_range {:?}..{:?}", Bytes(begin), Bytes(end))
+            }
             Op::Write {
                 entries,
                 sync,
@@ -209,8 +227,11 @@ impl fmt::Debug for Op {
                 for (i, (k, v)) in entries.iter().enumerate() {
                     let sep = if i == 0 { "" } else { ", " };
                     match v {
-                        Some(v) => write!(f, "{sep}put {:?} = {v:?}", Bytes(k))?,
-                        None => write!(f, "{sep}delete {:?}", Bytes(k))?,
+                        Entry::Put(v) => write!(f, "{sep}put {:?} = {v:?}", Bytes(k))?,
+                        Entry::Delete => write!(f, "{sep}delete {:?}", Bytes(k))?,
+                        Entry::DeleteRange(e) => {
+                            write!(f, "{sep}delete_range {:?}..{:?}", Bytes(k), Bytes(e))?
+                        }
                     }
                 }
                 write!(f, "]")
@@ -511,6 +532,25 @@ impl Generator {
             .collect()
     }
 
+    /// The end of a range deletion starting at `begin`, derived from the
+    /// step (no draw from the generator): a key of the universe 0–63 keys
+    /// further on (so sometimes `begin` itself, an empty range), or past
+    /// the last key; never before `begin` (a key of the universe).
+    fn range_end(&self, begin: &[u8], tag: u32, j: u32) -> Vec<u8> {
+        let h = tag.wrapping_mul(0x9e37_79b9) ^ j.wrapping_mul(0x85eb_ca6b);
+        let at = self.keys.partition_point(|k| k.as_slice() < begin);
+        let span = (h >> 7) as usize % 64;
+        match self.keys.get(at + span) {
+            Some(k) if !h.is_multiple_of(7) => k.clone(),
+            _ => {
+                // Just past the largest key of the universe.
+                let mut past = self.keys.last().cloned().unwrap_or_default();
+                past.push(0);
+                past
+            }
+        }
+    }
+
     fn bound(&mut self) -> Option<Vec<u8>> {
         self.rng.random_bool(0.3).then(|| self.probe())
     }
@@ -548,18 +588,34 @@ impl Generator {
                     val: self.val(tag),
                 }
             }
-            1 => Op::Delete { key: self.key() },
+            1 => {
+                let key = self.key();
+                // A quarter of the deletes delete a range from the key on
+                // (derived from the step, so earlier seeds' other ops stay
+                // as they were).
+                if coin(tag, 3) && coin(tag, 9) {
+                    let end = self.range_end(&key, tag, 0);
+                    return Op::DeleteRange { begin: key, end };
+                }
+                Op::Delete { key }
+            }
             2 => {
                 let n = self.rng.random_range(1..20);
-                let mut entries: Vec<(Vec<u8>, Option<Val>)> = Vec::new();
-                for _ in 0..n {
+                let mut entries: Vec<(Vec<u8>, Entry)> = Vec::new();
+                for j in 0..n {
                     // Sometimes the same key again in one batch.
                     let key = match entries.last() {
                         Some((k, _)) if self.rng.random_bool(0.2) => k.clone(),
                         _ => self.key(),
                     };
-                    let val = self.rng.random_bool(0.6).then(|| self.val(tag));
-                    entries.push((key, val));
+                    let entry = match self.rng.random_bool(0.6).then(|| self.val(tag)) {
+                        Some(v) => Entry::Put(v),
+                        None if coin(tag.wrapping_add(j), 4) && coin(tag, 11) => {
+                            Entry::DeleteRange(self.range_end(&key, tag, j))
+                        }
+                        None => Entry::Delete,
+                    };
+                    entries.push((key, entry));
                 }
                 Op::Write {
                     entries,

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use batchkv::{Db, DbIterator, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
 
-use crate::model_ops::{describe, Bytes, Generator, Move, Op, View};
+use crate::model_ops::{describe, Bytes, Entry, Generator, Move, Op, View};
 
 pub type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -207,6 +207,13 @@ impl<'a> Runner<'a> {
                 engine("delete", self.db().delete(key))?;
                 self.model.remove(key);
             }
+            Op::DeleteRange { begin, end } => {
+                engine(
+                    "delete_range",
+                    self.db().delete_range(&WriteOptions::default(), begin, end),
+                )?;
+                model_delete_range(&mut self.model, begin, end);
+            }
             Op::Write {
                 entries,
                 sync,
@@ -215,8 +222,9 @@ impl<'a> Runner<'a> {
                 let mut b = WriteBatch::new();
                 for (k, v) in entries {
                     match v {
-                        Some(v) => b.put(k, v.bytes()),
-                        None => b.delete(k),
+                        Entry::Put(v) => b.put(k, v.bytes()),
+                        Entry::Delete => b.delete(k),
+                        Entry::DeleteRange(end) => b.delete_range(k, end),
                     }
                 }
                 let wo = WriteOptions {
@@ -226,9 +234,14 @@ impl<'a> Runner<'a> {
                 engine("write", self.db().write(&wo, b))?;
                 for (k, v) in entries {
                     match v {
-                        Some(v) => self.model.insert(k.clone(), v.bytes()),
-                        None => self.model.remove(k),
-                    };
+                        Entry::Put(v) => {
+                            self.model.insert(k.clone(), v.bytes());
+                        }
+                        Entry::Delete => {
+                            self.model.remove(k);
+                        }
+                        Entry::DeleteRange(end) => model_delete_range(&mut self.model, k, end),
+                    }
                 }
             }
             Op::Get { view, key } => {
@@ -405,6 +418,23 @@ impl<'a> Runner<'a> {
             .map_err(|e| format!("after compact_range(None, None): {e}"))?;
         let options = self.options.clone();
         self.reopen(&options)
+    }
+}
+
+/// `delete_range(begin, end)` on the model: removes the keys in `[begin, end)`.
+fn model_delete_range(model: &mut Model, begin: &[u8], end: &[u8]) {
+    if begin >= end {
+        return;
+    }
+    let gone: Vec<Vec<u8>> = model
+        .range::<[u8], _>((
+            std::ops::Bound::Included(begin),
+            std::ops::Bound::Excluded(end),
+        ))
+        .map(|(k, _)| k.clone())
+        .collect();
+    for k in gone {
+        model.remove(&k);
     }
 }
 

@@ -126,7 +126,8 @@ impl SkipListMemTable {
         match ValueType::from_u8(e.key[ulen]) {
             Some(ValueType::Value) => Ok(Some(EntryRef::Value(e.value))),
             Some(ValueType::Deletion) => Ok(Some(EntryRef::Deleted)),
-            None => Err(self
+            // Range tombstones never enter the list (memtable/with_range_dels.rs).
+            Some(ValueType::RangeDeletion) | None => Err(self
                 .list
                 .corruption(z, format!("unknown value type {} in entry", e.key[ulen]))),
         }
@@ -228,6 +229,26 @@ impl MemTable for SkipListMemTable {
             self.list.find_ge::<false>(user_key, trailer)?
         };
         self.resolve(z, user_key)
+    }
+
+    fn get_versioned(
+        &self,
+        user_key: &[u8],
+        seq: SequenceNumber,
+    ) -> Result<Option<(SequenceNumber, EntryRef<'_>)>> {
+        let trailer = lookup_trailer(seq);
+        let z = if self.paranoid {
+            self.list.find_ge::<true>(user_key, trailer)?
+        } else {
+            self.list.find_ge::<false>(user_key, trailer)?
+        };
+        let Some(e) = self.resolve(z, user_key)? else {
+            return Ok(None);
+        };
+        // SAFETY: `resolve` found an entry, so `z` is a linked non-head
+        // node of `self.list`; its bytes live as long as `self`.
+        let key = unsafe { node::entry(z) }.key;
+        Ok(Some((crate::key::trailer(key) >> 8, e)))
     }
 
     fn multi_get<'a>(

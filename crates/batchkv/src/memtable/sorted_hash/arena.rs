@@ -170,7 +170,8 @@ impl Arena {
         match ValueType::from_u8(t) {
             Some(ValueType::Value) => Ok(EntryRef::Value(v)),
             Some(ValueType::Deletion) => Ok(EntryRef::Deleted),
-            None => Err(Error::corruption(
+            // Range tombstones never enter the arena (memtable/with_range_dels.rs).
+            Some(ValueType::RangeDeletion) | None => Err(Error::corruption(
                 memtable(),
                 self.blocks.offset_of(n.addr()),
                 format!(

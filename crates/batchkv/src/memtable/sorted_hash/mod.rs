@@ -238,6 +238,22 @@ impl MemTable for SortedHashMemTable {
         self.resolve(n)
     }
 
+    fn get_versioned(
+        &self,
+        user_key: &[u8],
+        seq: SequenceNumber,
+    ) -> Result<Option<(SequenceNumber, EntryRef<'_>)>> {
+        // SAFETY: the arena lives as long as `self`.
+        let n = unsafe { self.shared.buckets.find(user_key, lookup_trailer(seq)) };
+        let Some(e) = self.resolve(n)? else {
+            return Ok(None);
+        };
+        // SAFETY: `resolve` returned an entry, so `n` is a node of this
+        // memtable's arena, which lives as long as `self`.
+        let ik = unsafe { n.map(|n| n.ikey()) }.unwrap_or_default();
+        Ok(Some((super::vector::node_sequence(ik), e)))
+    }
+
     fn multi_get<'a>(
         &'a self,
         keys: &[&[u8]],

@@ -201,6 +201,10 @@ pub struct Table {
     pub engines: Vec<String>,
     /// `ops_per_sec[b][e]`: the median, or None if skipped / absent.
     pub ops_per_sec: Vec<Vec<Option<f64>>>,
+    /// `ops_per_cpu_sec[b][e]`: the median of operations per second of
+    /// process CPU time — what a benchmark costs, without the time it
+    /// waited for a core on a shared machine.
+    pub ops_per_cpu_sec: Vec<Vec<Option<f64>>>,
 }
 
 fn median(mut v: Vec<f64>) -> Option<f64> {
@@ -217,27 +221,33 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
 }
 
 fn medians(names: &[&str], engines: &[String], runs: &[RunResult]) -> Table {
-    let ops_per_sec = (0..names.len())
-        .map(|b| {
-            engines
-                .iter()
-                .map(|e| {
-                    let samples = runs
-                        .iter()
-                        .filter(|r| &r.engine == e)
-                        .filter_map(|r| r.doc["benchmarks"].get(b))
-                        .filter(|entry| entry.get("skipped").is_none())
-                        .filter_map(|entry| entry["ops_per_sec"].as_f64())
-                        .collect();
-                    median(samples)
-                })
-                .collect()
-        })
-        .collect();
+    let per_engine = |value: &dyn Fn(&Value) -> Option<f64>| -> Vec<Vec<Option<f64>>> {
+        (0..names.len())
+            .map(|b| {
+                engines
+                    .iter()
+                    .map(|e| {
+                        let samples = runs
+                            .iter()
+                            .filter(|r| &r.engine == e)
+                            .filter_map(|r| r.doc["benchmarks"].get(b))
+                            .filter(|entry| entry.get("skipped").is_none())
+                            .filter_map(value)
+                            .collect();
+                        median(samples)
+                    })
+                    .collect()
+            })
+            .collect()
+    };
     Table {
         benchmarks: names.iter().map(|s| s.to_string()).collect(),
         engines: engines.to_vec(),
-        ops_per_sec,
+        ops_per_sec: per_engine(&|entry| entry["ops_per_sec"].as_f64()),
+        ops_per_cpu_sec: per_engine(&|entry| {
+            let cpu = entry["cpu_seconds"].as_f64().filter(|&c| c > 0.0)?;
+            Some(entry["ops"].as_f64()? / cpu)
+        }),
     }
 }
 
@@ -248,20 +258,29 @@ pub fn base_engine(engines: &[String]) -> usize {
 
 fn render_table(t: &Table, repeat: usize) -> String {
     let base = base_engine(&t.engines);
-    let mut header = vec![format!("{:<22}", "benchmark (ops/sec)")];
+    let mut out = format!(
+        "Medians of {repeat} run(s) per engine, alternating engines; ratio > 1: {} faster\n",
+        t.engines[base],
+    );
+    out.push_str(&render_rows(t, "benchmark (ops/sec)", &t.ops_per_sec));
+    out.push_str("\nThe same per second of process CPU time (ignores waiting for a core):\n");
+    out.push_str(&render_rows(t, "benchmark (ops/cpu-s)", &t.ops_per_cpu_sec));
+    out
+}
+
+fn render_rows(t: &Table, title: &str, values: &[Vec<Option<f64>>]) -> String {
+    let base = base_engine(&t.engines);
+    let mut header = vec![format!("{title:<22}")];
     header.extend(t.engines.iter().map(|e| format!("{e:>12}")));
     for (i, e) in t.engines.iter().enumerate() {
         if i != base {
             header.push(format!("{:>16}", format!("{}/{e}", t.engines[base])));
         }
     }
-    let mut out = format!(
-        "Medians of {repeat} run(s) per engine, alternating engines; ratio > 1: {} faster\n{}\n",
-        t.engines[base],
-        header.join(" ")
-    );
+    let mut out = header.join(" ");
+    out.push('\n');
     for (b, name) in t.benchmarks.iter().enumerate() {
-        let row = &t.ops_per_sec[b];
+        let row = &values[b];
         let mut cols = vec![format!("{name:<22}")];
         cols.extend(row.iter().map(|v| match v {
             Some(v) => format!("{v:>12.0}"),
@@ -315,13 +334,15 @@ fn write_json(
         .enumerate()
         .flat_map(|(b, name)| {
             t.engines.iter().enumerate().map(move |(i, e)| {
-                let v = t.ops_per_sec[b][i];
-                let ratio = match (t.ops_per_sec[b][base], v) {
+                let ratio = |m: &[Vec<Option<f64>>]| match (m[b][base], m[b][i]) {
                     (Some(a), Some(p)) if p > 0.0 => json!(a / p),
                     _ => Value::Null,
                 };
                 json!({ "name": name, "position": b, "engine": e,
-                        "median_ops_per_sec": v, "base_over_engine": ratio })
+                        "median_ops_per_sec": t.ops_per_sec[b][i],
+                        "base_over_engine": ratio(&t.ops_per_sec),
+                        "median_ops_per_cpu_sec": t.ops_per_cpu_sec[b][i],
+                        "cpu_base_over_engine": ratio(&t.ops_per_cpu_sec) })
             })
         })
         .collect();

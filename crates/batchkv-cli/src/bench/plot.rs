@@ -129,6 +129,7 @@ mod tests {
                 vec![Some(900_000.0), Some(450_000.0)],
                 vec![Some(2e6), None],
             ],
+            ops_per_cpu_sec: vec![vec![None, None], vec![None, None]],
         };
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.svg");

@@ -12,6 +12,7 @@
 //!    (filter probes, index search and block reads batched per table).
 //! 3. Results are handed back in input order.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use super::{Db, DbCore, SuperVersion};
@@ -20,12 +21,14 @@ use crate::key::{user_key, ValueType};
 use crate::memtable::{BatchLookup, EntryRef, MemTable};
 use crate::options::ReadOptions;
 use crate::range_del::FragmentedTombstones;
-use crate::sst::BlockReadOptions;
+use crate::sst::{Block, BlockReadOptions};
 
 /// Resolution state of one distinct key; `'a` borrows memtable memory.
 enum Slot<'a> {
     Pending,
     InMemory(&'a [u8]),
+    /// A value inside a cached SST block, kept alive by holding the block.
+    InBlock(Arc<Block>, Range<usize>),
     Owned(Vec<u8>),
     Deleted,
     Failed(Error),
@@ -105,6 +108,7 @@ impl Db {
         for (i, &s) in slot_of.iter().enumerate() {
             let r = match &slots[s as usize] {
                 Slot::InMemory(v) => Ok(Some(*v)),
+                Slot::InBlock(b, r) => Ok(Some(b.bytes(r.clone()))),
                 Slot::Owned(v) => Ok(Some(v.as_slice())),
                 Slot::Deleted | Slot::Pending => Ok(None),
                 Slot::Failed(e) => Err(e.clone()),
@@ -260,9 +264,14 @@ fn resolve_in_tables(
                 group_keys.clear();
                 group_keys.extend(group.iter().map(|&u| distinct[u as usize]));
             }
-            table.multi_get_with(&group_keys, seq, ro, &mut |j, r| {
+            table.multi_get_blocks(&group_keys, seq, ro, &mut |j, r, block| {
                 slots[group[j] as usize] = match r {
-                    Ok((ValueType::Value, v)) => Slot::Owned(v.to_vec()),
+                    Ok((ValueType::Value, v)) => {
+                        match block.and_then(|b| Some((b, b.range_of(v)?))) {
+                            Some((b, range)) => Slot::InBlock(Arc::clone(b), range),
+                            None => Slot::Owned(v.to_vec()),
+                        }
+                    }
                     Ok((ValueType::Deletion, _)) => Slot::Deleted,
                     Ok((ValueType::RangeDeletion, _)) => {
                         Slot::Failed(core.range_deletion_among_points(file.number))

@@ -32,6 +32,7 @@ mod tests;
 #[cfg(test)]
 pub(crate) mod tests_support;
 
+pub(crate) use block::Block;
 #[allow(unused_imports)] // used once the engine opens tables
 pub(crate) use builder::{TableBuilder, TableSummary};
 #[allow(unused_imports)] // used once the engine opens tables

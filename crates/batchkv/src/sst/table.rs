@@ -5,7 +5,7 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use super::block::iter::{collect_entries, search_restarts, BlockIter};
+use super::block::iter::{collect_entries, search_restarts, BlockIter, SCAN_PREFETCH_BYTES};
 use super::block::{Block, KeyOrder};
 use super::filter::{filter_hash, BloomFilter};
 use super::format::{read_block, BlockHandle, Footer, FOOTER_LEN};
@@ -16,7 +16,8 @@ use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
 use crate::iter::InternalIterator;
 use crate::key::{
-    compare_internal_keys, lookup_key, parse_internal_key, SequenceNumber, ValueType,
+    compare_internal_keys, lookup_key, lookup_trailer, parse_internal_key, SequenceNumber,
+    ValueType, TRAILER_LEN,
 };
 use crate::range_del::block::{self as range_del_block, RANGE_DEL_BLOCK_NAME};
 use crate::range_del::TableRangeDels;
@@ -40,9 +41,9 @@ impl Default for BlockReadOptions {
     }
 }
 
-/// How much of each block a batched lookup prefetches from the restart
-/// point its search found (the entries its forward scan will read).
-const SCAN_PREFETCH_BYTES: usize = 1024;
+/// The callback of [`Table::multi_get_blocks`]: key index, result, and
+/// the block holding the value when there is one.
+pub(crate) type OnFoundInBlock<'f> = dyn FnMut(usize, Result<Found<'_>>, Option<&Arc<Block>>) + 'f;
 
 /// A version found in a table: its type and value (empty for a deletion).
 pub(crate) type Found<'a> = (ValueType, &'a [u8]);
@@ -311,12 +312,26 @@ impl Table {
     ///    A block whose entries all sort
     ///    before the key sends it down the single-key path, so a block
     ///    chosen too early costs time, never a wrong answer.
+    #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn multi_get_with(
         &self,
         keys: &[&[u8]],
         seq: SequenceNumber,
         ro: BlockReadOptions,
         on_result: &mut dyn FnMut(usize, Result<Found<'_>>),
+    ) {
+        self.multi_get_blocks(keys, seq, ro, &mut |j, r, _| on_result(j, r));
+    }
+
+    /// [`Table::multi_get_with`] that also hands over the block holding
+    /// each value found (`None` on the rare single-key fallback), so a
+    /// caller can keep the value by keeping the block instead of copying.
+    pub(crate) fn multi_get_blocks(
+        &self,
+        keys: &[&[u8]],
+        seq: SequenceNumber,
+        ro: BlockReadOptions,
+        on_result: &mut OnFoundInBlock<'_>,
     ) {
         debug_assert!(keys.windows(2).all(|w| w[0] < w[1]), "keys must ascend");
         // 1. Filter.
@@ -335,21 +350,32 @@ impl Table {
 
         // 2. Locate each candidate's data block: the index searches in
         //    lockstep, then one forward pass over the index.
-        let targets: Vec<Vec<u8>> = candidates
-            .iter()
-            .map(|&j| lookup_key(keys[j], seq))
-            .collect();
-        let searches: Vec<(&Block, &[u8])> = targets
-            .iter()
-            .map(|t| (&*self.index, t.as_slice()))
-            .collect();
+        // Every candidate's lookup key, in one buffer.
+        let mut target_bytes: Vec<u8> = Vec::with_capacity(
+            candidates
+                .iter()
+                .map(|&j| keys[j].len() + TRAILER_LEN)
+                .sum(),
+        );
+        for &j in &candidates {
+            target_bytes.extend_from_slice(keys[j]);
+            target_bytes.extend_from_slice(&lookup_trailer(seq).to_le_bytes());
+        }
+        let mut targets: Vec<&[u8]> = Vec::with_capacity(candidates.len());
+        let mut rest = &target_bytes[..];
+        for &j in &candidates {
+            let (t, r) = rest.split_at(keys[j].len() + TRAILER_LEN);
+            targets.push(t);
+            rest = r;
+        }
+        let searches: Vec<(&Block, &[u8])> = targets.iter().map(|&t| (&*self.index, t)).collect();
         let index_restarts = search_restarts(&searches);
         // (candidate index into `candidates`, index into `handles`)
         let mut wanted: Vec<(usize, usize)> = Vec::with_capacity(candidates.len());
         let mut handles: Vec<BlockHandle> = Vec::with_capacity(candidates.len());
         let mut index = BlockIter::new(self.index.clone());
         for (n, &j) in candidates.iter().enumerate() {
-            let target = &targets[n][..];
+            let target = targets[n];
             // Every index entry before the iterator's separates keys below
             // the previous target, so when `target` is at or below the
             // current separator this entry is still the first that can
@@ -361,14 +387,14 @@ impl Table {
                 match &index_restarts[n] {
                     Ok(r) => index.seek_from_restart(*r, target),
                     Err(e) => {
-                        on_result(j, Err(e.clone()));
+                        on_result(j, Err(e.clone()), None);
                         continue;
                     }
                 }
                 if !index.valid() {
                     if let Err(e) = index.status() {
                         for &rest in &candidates[n..] {
-                            on_result(rest, Err(e.clone()));
+                            on_result(rest, Err(e.clone()), None);
                         }
                         return;
                     }
@@ -377,7 +403,7 @@ impl Table {
                 match self.decode_handle(index.value()) {
                     Ok(h) => handles.push(h),
                     Err(e) => {
-                        on_result(j, Err(e));
+                        on_result(j, Err(e), None);
                         // Not reusable by the next key: seek again.
                         index = BlockIter::new(self.index.clone());
                         continue;
@@ -394,8 +420,8 @@ impl Table {
         for (n, h) in wanted {
             let j = candidates[n];
             match &blocks[h] {
-                Ok(b) => located.push((j, &targets[n][..], Arc::clone(b))),
-                Err(e) => on_result(j, Err(e.clone())),
+                Ok(b) => located.push((j, targets[n], Arc::clone(b))),
+                Err(e) => on_result(j, Err(e.clone()), None),
             }
         }
 
@@ -412,12 +438,12 @@ impl Table {
             match restart {
                 Ok(r) => it.seek_from_restart(r, target),
                 Err(e) => {
-                    on_result(j, Err(e));
+                    on_result(j, Err(e), None);
                     continue;
                 }
             }
             if let Err(e) = it.status() {
-                on_result(j, Err(e));
+                on_result(j, Err(e), None);
                 continue;
             }
             if !it.valid() {
@@ -427,9 +453,9 @@ impl Table {
                 // here; a table whose separators were chosen otherwise may
                 // hold the answer in a later block. Take the single-key path.
                 match self.get_with(keys[j], seq, ro) {
-                    Ok(Some((t, v))) => on_result(j, Ok((t, &v))),
+                    Ok(Some((t, v))) => on_result(j, Ok((t, &v)), None),
                     Ok(None) => {}
-                    Err(e) => on_result(j, Err(e)),
+                    Err(e) => on_result(j, Err(e), None),
                 }
                 continue;
             }
@@ -437,8 +463,11 @@ impl Table {
                 None => on_result(
                     j,
                     Err(it.corruption_here("entry has an unknown value type")),
+                    None,
                 ),
-                Some(p) if p.user_key == keys[j] => on_result(j, Ok((p.value_type, it.value()))),
+                Some(p) if p.user_key == keys[j] => {
+                    on_result(j, Ok((p.value_type, it.value())), Some(it.block()))
+                }
                 Some(_) => {}
             }
         }

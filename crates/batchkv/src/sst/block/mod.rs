@@ -255,6 +255,19 @@ impl Block {
         }
     }
 
+    /// Where `part` (a slice of this block, such as a value an iterator
+    /// returned) lies in the block; `None` if it is not inside it.
+    pub(crate) fn range_of(&self, part: &[u8]) -> Option<Range<usize>> {
+        let start = (part.as_ptr() as usize).checked_sub(self.contents.as_ptr() as usize)?;
+        let end = start + part.len();
+        (end <= self.contents.len()).then_some(start..end)
+    }
+
+    /// The bytes at `range` (from [`Block::range_of`]).
+    pub(crate) fn bytes(&self, range: Range<usize>) -> &[u8] {
+        &self.contents[range]
+    }
+
     /// Number of bytes the block occupies in memory.
     pub(crate) fn size(&self) -> usize {
         self.contents.len()

@@ -83,6 +83,22 @@ pub struct ServeArgs {
     pub threads: Option<usize>,
 }
 
+/// The block cache `batchkv serve` gives the engine unless `--options`
+/// sets `block_cache_size`: 1 GiB instead of the embedded library's
+/// 32 MiB. A Redis-protocol server is expected to serve its working set
+/// from memory (Redis keeps everything there; kvrocks defaults its RocksDB
+/// block cache to 4 GB); with 32 MiB, a dataset of a few hundred MB turns
+/// most reads into file reads and block decoding.
+pub const SERVE_BLOCK_CACHE_SIZE: usize = 1 << 30;
+
+/// The engine options `batchkv serve` starts from (before `--options`).
+pub fn serve_default_options() -> Options {
+    Options {
+        block_cache_size: SERVE_BLOCK_CACHE_SIZE,
+        ..Options::default()
+    }
+}
+
 /// Everything the server needs to run.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -106,7 +122,7 @@ impl Config {
     pub fn new(dir: impl Into<PathBuf>) -> Config {
         Config {
             dir: dir.into(),
-            options: Options::default(),
+            options: serve_default_options(),
             bind: "127.0.0.1".into(),
             port: 0,
             appendfsync: AppendFsync::EverySec,
@@ -132,7 +148,9 @@ impl Config {
             .ok_or("serve needs --dir DIR (the database directory)")?;
         let mut cfg = Config::new(dir);
         if let Some(o) = options {
-            cfg.options = o.parse().map_err(|e| format!("--options: {e}"))?;
+            cfg.options
+                .apply_option_string(o)
+                .map_err(|e| format!("--options: {e}"))?;
         }
         if let Some(m) = args.memtable {
             cfg.options.memtable =
@@ -172,6 +190,24 @@ mod tests {
     }
 
     #[test]
+    fn options_override_the_serve_block_cache_default() {
+        let cli = Cli::try_parse_from(["serve", "--dir", "/tmp/x"]).unwrap();
+        let c = Config::from_args(cli.args, None, Some("block_cache_size=8MB")).unwrap();
+        assert_eq!(c.options.block_cache_size, 8 << 20);
+        let cli = Cli::try_parse_from(["serve", "--dir", "/tmp/x"]).unwrap();
+        assert_eq!(
+            Config::from_args(cli.args, None, None)
+                .unwrap()
+                .options
+                .block_cache_size,
+            SERVE_BLOCK_CACHE_SIZE
+        );
+        let cli = Cli::try_parse_from(["serve", "--dir", "/tmp/x"]).unwrap();
+        let bad = Config::from_args(cli.args, None, Some("block_cache_size=lots"));
+        assert!(bad.unwrap_err().contains("block_cache_size"));
+    }
+
+    #[test]
     fn flags_map_to_the_config() {
         let c = parse(&[
             "--dir",
@@ -193,7 +229,9 @@ mod tests {
             c.options.memtable,
             MemTableKind::SortedHash { buckets: 1000, .. }
         ));
+        assert_eq!(c.options.block_cache_size, SERVE_BLOCK_CACHE_SIZE);
         let d = parse(&["--dir", "/tmp/x"]).unwrap();
+        assert_eq!(d.options.block_cache_size, SERVE_BLOCK_CACHE_SIZE);
         assert!(d.batch);
         assert_eq!(d.appendfsync, AppendFsync::EverySec);
         assert_eq!((d.bind.as_str(), d.port), ("127.0.0.1", 6379));

@@ -223,6 +223,24 @@ impl Options {
         Ok(())
     }
 
+    /// Applies an option string (`"name=value;name=value"`, the format of
+    /// [`FromStr`]) on top of these options and validates the result —
+    /// RocksDB's `GetOptionsFromString` with a base: options the string
+    /// does not name keep their values here.
+    pub fn apply_option_string(&mut self, s: &str) -> Result<()> {
+        for part in s.split(';') {
+            let part = part.trim();
+            if part.is_empty() {
+                continue;
+            }
+            let (name, value) = part.split_once('=').ok_or_else(|| {
+                Error::InvalidArgument(format!("option {part:?} is not of the form name=value"))
+            })?;
+            self.set(name.trim(), value.trim())?;
+        }
+        self.validate()
+    }
+
     /// Applies one `name=value` setting.
     pub fn set(&mut self, name: &str, value: &str) -> Result<()> {
         match name {
@@ -444,17 +462,7 @@ impl FromStr for Options {
 
     fn from_str(s: &str) -> Result<Self> {
         let mut opts = Options::default();
-        for part in s.split(';') {
-            let part = part.trim();
-            if part.is_empty() {
-                continue;
-            }
-            let (name, value) = part.split_once('=').ok_or_else(|| {
-                Error::InvalidArgument(format!("option {part:?} is not of the form name=value"))
-            })?;
-            opts.set(name.trim(), value.trim())?;
-        }
-        opts.validate()?;
+        opts.apply_option_string(s)?;
         Ok(opts)
     }
 }
@@ -536,6 +544,22 @@ pub struct WriteOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_option_string_applies_on_top_of_a_base() {
+        let mut o = Options {
+            block_cache_size: 1 << 30,
+            ..Options::default()
+        };
+        o.apply_option_string("write_buffer_size=1MB; bloom_bits_per_key=5")
+            .unwrap();
+        assert_eq!(o.block_cache_size, 1 << 30);
+        assert_eq!(o.write_buffer_size, 1 << 20);
+        assert_eq!(o.bloom_bits_per_key, 5);
+        // Invalid values are refused by name.
+        let err = o.apply_option_string("max_open_files=0").unwrap_err();
+        assert!(err.to_string().contains("max_open_files"), "{err}");
+    }
 
     #[test]
     fn option_string_sets_sizes_with_suffixes() {

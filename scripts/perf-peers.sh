@@ -8,7 +8,7 @@
 set -euo pipefail
 part="${1:-all}"
 cd "$(dirname "$0")/.."
-B="${CARGO_TARGET_DIR:-target}/release/batchkv"
+B="${CARGO_TARGET_DIR:-target}/peers/release/batchkv"
 out=docs/perf
 common=(--engines=batchkv,rocksdb,speedb,fjall --repeat=3 --num=2000000 --reads=1000000
     --compression_type=none)

@@ -7,7 +7,7 @@
 //! run starts with a fresh process and directory, and an engine that cannot
 //! be linked into this binary (Speedb next to RocksDB) runs from its own
 //! build: `--engine_bin=speedb=PATH`, by default `batchkv-speedb` next to
-//! this binary (`scripts/build-peers.sh` puts it there).
+//! this binary (`scripts/build-peers.sh` puts it there, in target/peers/release).
 
 use std::collections::HashMap;
 use std::ffi::OsString;

@@ -28,6 +28,9 @@ enum Slot<'a> {
     InMemory(&'a [u8]),
     Owned(Vec<u8>),
     Deleted,
+    /// The newest visible version is a merge operand: finished one by one
+    /// on the slow path (`merge_read.rs`) after the batch stages.
+    NeedsMerge,
     Failed(Error),
 }
 
@@ -101,12 +104,28 @@ impl Db {
             &mut slots,
         );
 
+        // Keys that met a merge operand, one by one.
+        let ro = super::read::block_read_options(opts);
+        for (u, slot) in slots.iter_mut().enumerate() {
+            if matches!(slot, Slot::NeedsMerge) {
+                *slot = match core.get_merged(&sv, distinct[u], seq, ro) {
+                    Ok(Some(v)) => Slot::Owned(v),
+                    Ok(None) => Slot::Deleted,
+                    Err(e) => Slot::Failed(e),
+                };
+            }
+        }
+
         // 3. Input order.
         for (i, &s) in slot_of.iter().enumerate() {
             let r = match &slots[s as usize] {
                 Slot::InMemory(v) => Ok(Some(*v)),
                 Slot::Owned(v) => Ok(Some(v.as_slice())),
                 Slot::Deleted | Slot::Pending => Ok(None),
+                // Resolved by the loop just above.
+                Slot::NeedsMerge => Err(Error::InvalidArgument(
+                    "internal: merge operand left unresolved".into(),
+                )),
                 Slot::Failed(e) => Err(e.clone()),
             };
             on_result(i, r);
@@ -135,6 +154,7 @@ fn resolve_in_memtables<'a>(
             slots[pending[j] as usize] = match entry {
                 EntryRef::Value(v) => Slot::InMemory(v),
                 EntryRef::Deleted => Slot::Deleted,
+                EntryRef::Merge(_) => Slot::NeedsMerge,
             };
         });
         if let Err(e) = result {
@@ -177,6 +197,7 @@ fn apply_memtable_range_dels<'a>(
             Slot::Pending => Slot::Deleted,
             _ => match mem.get_versioned(key, seq) {
                 Ok(Some((s, EntryRef::Value(v)))) if s > covered => Slot::InMemory(v),
+                Ok(Some((s, EntryRef::Merge(_)))) if s > covered => Slot::NeedsMerge,
                 Ok(_) => Slot::Deleted,
                 Err(e) => Slot::Failed(e),
             },
@@ -264,6 +285,7 @@ fn resolve_in_tables(
                 slots[group[j] as usize] = match r {
                     Ok((ValueType::Value, v)) => Slot::Owned(v.to_vec()),
                     Ok((ValueType::Deletion, _)) => Slot::Deleted,
+                    Ok((ValueType::Merge, _)) => Slot::NeedsMerge,
                     Ok((ValueType::RangeDeletion, _)) => {
                         Slot::Failed(core.range_deletion_among_points(file.number))
                     }
@@ -305,6 +327,7 @@ fn settle_covered_keys(
         }
         slots[u as usize] = match table.get_versioned(distinct[u as usize], seq, ro) {
             Ok(Some((s, ValueType::Value, v))) if s > c => Slot::Owned(v),
+            Ok(Some((s, ValueType::Merge, _))) if s > c => Slot::NeedsMerge,
             Ok(Some(_)) => Slot::Deleted,
             Ok(None) => Slot::Pending,
             Err(e) => Slot::Failed(e),

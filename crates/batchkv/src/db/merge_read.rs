@@ -98,8 +98,21 @@ impl DbCore {
             if let Some(d) = mem.range_dels() {
                 w.covered = w.covered.max(d.max_covering(key, seq));
             }
-            // Older versions: the newest at or below one less than the last
-            // version's sequence (memtable contract 5).
+            if mem.kind() != "sorted_hash" {
+                // Skip list and vector: an iterator is one search and then
+                // a step per version (creating one costs little).
+                let mut it = Arc::clone(mem).iter();
+                it.seek(&lookup_key(key, seq));
+                if let Some(b) = walk_iter(&mut *it, key, w, || {
+                    Error::corruption(mem.kind(), 0, "range deletion among the point entries")
+                })? {
+                    return Ok(b);
+                }
+                continue;
+            }
+            // Sorted hash: an iterator would seal and sort its write vector,
+            // so walk with point lookups instead, each for the newest
+            // version below the last one (memtable contract 5).
             let mut at = seq;
             while let Some((s, e)) = mem.get_versioned(key, at)? {
                 let (t, v) = match e {
@@ -136,28 +149,45 @@ impl DbCore {
                 }
                 let mut it = Arc::clone(&table).iter_with(ro);
                 it.seek(&target);
-                while it.valid() {
-                    let ik = it.key();
-                    let p = parse_internal_key(ik).ok_or_else(|| {
-                        Error::corruption(
-                            format!("table #{}", file.number),
-                            0,
-                            format!("unparsable internal key \"{}\"", ik.escape_ascii()),
-                        )
-                    })?;
-                    if p.user_key != key {
-                        break;
-                    }
-                    match w.step(p.sequence, p.value_type, it.value()) {
-                        Some(Step::Base(b)) => return Ok(b),
-                        Some(Step::Operand) => {}
-                        None => return Err(self.range_deletion_among_points(file.number)),
-                    }
-                    it.next();
+                if let Some(b) = walk_iter(&mut it, key, w, || {
+                    self.range_deletion_among_points(file.number)
+                })? {
+                    return Ok(b);
                 }
-                it.status()?;
             }
         }
         Ok(None)
     }
+}
+
+/// Walks `it` (positioned at `key`'s newest visible version) through the
+/// key's versions: `Some(base)` when the walk ends here, `None` when the
+/// versions ran out (the walk goes on in the next stage).
+fn walk_iter(
+    it: &mut dyn InternalIterator,
+    key: &[u8],
+    w: &mut Walk,
+    range_del_error: impl FnOnce() -> Error,
+) -> Result<Option<Option<Vec<u8>>>> {
+    while it.valid() {
+        let ik = it.key();
+        let p = parse_internal_key(ik).ok_or_else(|| {
+            Error::corruption(
+                "merge read",
+                0,
+                format!("unparsable internal key \"{}\"", ik.escape_ascii()),
+            )
+        })?;
+        if p.user_key != key {
+            break;
+        }
+        match w.step(p.sequence, p.value_type, it.value()) {
+            Some(Step::Base(b)) => return Ok(Some(b)),
+            Some(Step::Operand) => {}
+            None => return Err(range_del_error()),
+        }
+        it.next();
+    }
+    it.status()?;
+    Ok(None)
 }

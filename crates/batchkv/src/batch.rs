@@ -78,6 +78,13 @@ pub enum BatchOp<'a> {
         /// End of the range (not deleted).
         end: &'a [u8],
     },
+    /// `merge(key, operand)`.
+    Merge {
+        /// The key.
+        key: &'a [u8],
+        /// The merge operand.
+        operand: &'a [u8],
+    },
 }
 
 impl Default for WriteBatch {
@@ -142,6 +149,19 @@ impl WriteBatch {
         self.set_count(self.count().wrapping_add(1));
     }
 
+    /// Adds a merge operand for `key`: on reads it is combined with the
+    /// key's older versions by the database's
+    /// [`MergeOperator`](crate::MergeOperator) (`Options::merge_operator`).
+    pub fn merge(&mut self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) {
+        let (key, operand) = (key.as_ref(), operand.as_ref());
+        self.rep.push(ValueType::Merge as u8);
+        put_length_prefixed(&mut self.rep, key);
+        put_length_prefixed(&mut self.rep, operand);
+        self.max_key_len = self.max_key_len.max(key.len());
+        self.max_value_len = self.max_value_len.max(operand.len());
+        self.set_count(self.count().wrapping_add(1));
+    }
+
     /// Removes every entry (keeps the allocation).
     pub fn clear(&mut self) {
         self.rep.clear();
@@ -179,6 +199,10 @@ impl WriteBatch {
             ValueType::RangeDeletion => BatchOp::DeleteRange {
                 begin: e.key,
                 end: e.value,
+            },
+            ValueType::Merge => BatchOp::Merge {
+                key: e.key,
+                operand: e.value,
             },
         })
     }
@@ -314,7 +338,7 @@ fn decode_entry(src: &[u8]) -> std::result::Result<(BatchEntry<'_>, usize), Stri
     let (key, key_used) = get_length_prefixed(rest).ok_or("bad or truncated key")?;
     let mut used = 1 + key_used;
     let value = match value_type {
-        ValueType::Value | ValueType::RangeDeletion => {
+        ValueType::Value | ValueType::RangeDeletion | ValueType::Merge => {
             let (value, value_used) =
                 get_length_prefixed(&rest[key_used..]).ok_or("bad or truncated value")?;
             used += value_used;
@@ -447,6 +471,23 @@ mod tests {
     }
 
     #[test]
+    fn merge_entries_round_trip_like_values() {
+        let mut b = WriteBatch::new();
+        b.merge("n", 1u64.to_le_bytes());
+        b.put("a", "1");
+        // Type 3, then key and operand laid out like a put's (wal.md §5).
+        assert_eq!(&b.rep()[12..24], b"\x03\x01n\x08\x01\0\0\0\0\0\0\0");
+        let again = WriteBatch::from_rep(b.rep().to_vec(), "x.log", 0).unwrap();
+        let ops: Vec<BatchOp<'_>> = again.ops().collect();
+        assert!(matches!(
+            ops[0],
+            BatchOp::Merge { key: b"n", operand } if operand == 1u64.to_le_bytes()
+        ));
+        assert!(matches!(ops[1], BatchOp::Put { key: b"a", .. }));
+        assert_eq!(again.max_value_len(), 8);
+    }
+
+    #[test]
     fn rejects_bad_reps() {
         let mut b = WriteBatch::new();
         b.put("key", "value");
@@ -465,8 +506,8 @@ mod tests {
         assert!(err(c).is_corruption());
         // Unknown entry type.
         let mut c = good.clone();
-        c[12] = 3;
-        assert!(err(c).to_string().contains("unknown type 3"));
+        c[12] = 4;
+        assert!(err(c).to_string().contains("unknown type 4"));
         // Trailing garbage byte (an entry cut short).
         let mut c = good.clone();
         c.push(1);

@@ -51,6 +51,15 @@ pub enum Error {
     /// [`Db::open_read_only`](crate::Db::open_read_only).
     #[error("not supported on a database opened read-only: {0}")]
     ReadOnly(&'static str),
+    /// The merge operator's `full_merge` returned `None` for a key (on a
+    /// read, or in a compaction, which then fails).
+    #[error("merge operator {operator} failed for key \"{key}\"")]
+    MergeFailed {
+        /// The operator's name.
+        operator: String,
+        /// The key, with non-printable bytes escaped.
+        key: String,
+    },
     /// An earlier background failure (flush, compaction, WAL sync) put the
     /// database into read-only mode; writes are refused with this error.
     #[error("database is read-only after a background error: {0}")]

@@ -39,6 +39,10 @@ pub enum ValueType {
     /// tombstone lists and SST range-deletion blocks, never among point
     /// entries (a data block or memtable entry of this type is corruption).
     RangeDeletion = 2,
+    /// A merge operand: combined with the key's older versions by the
+    /// database's [`MergeOperator`](crate::MergeOperator) on reads and in
+    /// compaction (`docs/design.md` §11).
+    Merge = 3,
 }
 
 impl ValueType {
@@ -49,6 +53,7 @@ impl ValueType {
             0 => Some(ValueType::Deletion),
             1 => Some(ValueType::Value),
             2 => Some(ValueType::RangeDeletion),
+            3 => Some(ValueType::Merge),
             _ => None,
         }
     }
@@ -236,7 +241,7 @@ mod tests {
         let n = bad.len();
         bad[n - 8] = 7;
         assert_eq!(parse_internal_key(&bad), None);
-        bad[n - 8] = 3;
+        bad[n - 8] = 4;
         assert_eq!(parse_internal_key(&bad), None);
         assert_eq!(parse_internal_key(b"short"), None);
     }

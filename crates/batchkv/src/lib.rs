@@ -35,6 +35,8 @@ mod hash_pipeline;
 mod iter;
 mod key;
 mod memtable;
+mod merge;
+pub mod merge_operators;
 mod options;
 mod prefetch;
 mod range_del;
@@ -53,6 +55,7 @@ pub use fs::{
 };
 pub use key::SequenceNumber;
 pub use memtable::{BatchLookup, MemTableKind};
+pub use merge::MergeOperator;
 pub use options::{
     Options, ReadOptions, WalRecoveryMode, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE,
 };

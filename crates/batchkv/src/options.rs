@@ -103,6 +103,12 @@ pub struct Options {
     /// can see; may keep, remove or replace it (see [`CompactionFilter`]).
     /// Not settable from an option string. Default none.
     pub compaction_filter: Option<std::sync::Arc<dyn crate::CompactionFilter>>,
+    /// Combines merge operands ([`Db::merge`](crate::Db::merge)) with the
+    /// versions below them, on reads and in compaction (see
+    /// [`MergeOperator`](crate::MergeOperator)). Not settable from an option
+    /// string; its name is recorded in the `OPTIONS` file. Default none: a
+    /// read that meets a merge operand then fails with `InvalidArgument`.
+    pub merge_operator: Option<std::sync::Arc<dyn crate::MergeOperator>>,
 }
 
 impl Default for Options {
@@ -136,6 +142,7 @@ impl Default for Options {
             max_open_files: 1000,
             verify_checksums: true,
             compaction_filter: None,
+            merge_operator: None,
         }
     }
 }
@@ -446,6 +453,9 @@ impl Options {
                 "# compaction_filter: {} (set in code)\n",
                 f.name()
             ));
+        }
+        if let Some(m) = &self.merge_operator {
+            text.push_str(&format!("# merge_operator: {} (set in code)\n", m.name()));
         }
         for (k, v) in self.to_option_pairs() {
             text.push_str(&format!("{k}={v}\n"));

@@ -1,7 +1,8 @@
 //! Model-based test of the public API against a `BTreeMap`.
 //!
 //! Each seed generates a key universe, options and a list of random
-//! operations (puts, deletes, write batches with and without the WAL, get,
+//! operations (puts, deletes, range deletes, merges — the model's operator
+//! is `StringAppendOperator(",")` —, write batches with and without the WAL, get,
 //! multi_get with every `BatchLookup`, iterators with seeks and direction
 //! changes, snapshots, flushes, `compact_range`, close + reopen with fresh
 //! options; see `common/model_ops.rs`), runs them on a fresh database and

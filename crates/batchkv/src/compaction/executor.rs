@@ -36,6 +36,7 @@ use crate::sst::{TableBuilder, TableOptions};
 use crate::version::FileMetaData;
 
 use super::filter::{CompactionDecision, CompactionFilter};
+use super::merge::{merge_run, RunContext};
 use super::CompactionTask;
 
 /// What a compaction produced.
@@ -54,6 +55,8 @@ pub(crate) struct OutputSpec<'a> {
     pub target_file_size: u64,
     /// Offered every value no snapshot can see (`compaction/filter.rs`).
     pub filter: Option<&'a dyn CompactionFilter>,
+    /// Combines merge operands (`compaction/merge.rs`).
+    pub merge_operator: Option<&'a std::sync::Arc<dyn crate::merge::MergeOperator>>,
 }
 
 /// Merges `input` (the task's files, merged) into new tables. `new_number`
@@ -129,6 +132,29 @@ pub(crate) fn run_compaction(
         if range_deleted {
             result.entries_dropped += 1;
             input.next();
+            continue;
+        }
+        if parsed.value_type == ValueType::Merge && !shadowed {
+            // The stripe's operands (and base) become `run.out`.
+            let run = merge_run(
+                &mut *input,
+                &RunContext {
+                    op: out.merge_operator,
+                    covering: &covering,
+                    stripe_of: &stripe_of,
+                    bottommost: task.bottommost,
+                },
+            )?;
+            // `entries_in` already counts the first entry.
+            result.entries_in += run.consumed - 1;
+            result.entries_dropped += run.consumed - run.out.len() as u64;
+            if builder.is_none() {
+                builder = Some(new_output(out, new_number)?);
+            }
+            let (_, b) = builder.as_mut().expect("created just above");
+            for (k, v) in &run.out {
+                b.add(k, v)?;
+            }
             continue;
         }
         // The newest value that no snapshot sees goes through the filter.
@@ -264,6 +290,7 @@ mod tests {
             table_options: TableOptions::default(),
             target_file_size: 1 << 20,
             filter,
+            merge_operator: None,
         };
         let mut n = 10;
         let out = run_compaction(
@@ -417,6 +444,7 @@ mod tests {
             },
             target_file_size,
             filter: None,
+            merge_operator: None,
         };
         let mut n = 10;
         let out = run_compaction(

@@ -7,6 +7,7 @@
 
 mod executor;
 mod filter;
+mod merge;
 mod picker;
 
 pub(crate) use executor::{run_compaction, OutputSpec};

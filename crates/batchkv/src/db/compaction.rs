@@ -218,6 +218,7 @@ impl DbCore {
             table_options: DbCore::table_options(&self.opts),
             target_file_size: self.opts.target_file_size_base,
             filter: self.opts.compaction_filter.as_deref(),
+            merge_operator: self.opts.merge_operator.as_ref(),
         };
         let mut new_number = || {
             let mut st = lock(&self.state);

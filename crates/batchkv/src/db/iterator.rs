@@ -57,7 +57,8 @@ impl Db {
                 opts.lower_bound.clone(),
                 opts.upper_bound.clone(),
             )
-            .with_range_dels(range_dels),
+            .with_range_dels(range_dels)
+            .with_merge_operator(core.opts.merge_operator.clone()),
             _sv: sv,
         })
     }

@@ -24,6 +24,7 @@ pub(crate) mod filename;
 mod flush;
 mod iterator;
 mod memtable_factory;
+mod merge_read;
 mod multi_get;
 mod properties;
 mod range;

@@ -31,6 +31,9 @@ enum Slot<'a> {
     InBlock(Arc<Block>, Range<usize>),
     Owned(Vec<u8>),
     Deleted,
+    /// The newest visible version is a merge operand: finished one by one
+    /// on the slow path (`merge_read.rs`) after the batch stages.
+    NeedsMerge,
     Failed(Error),
 }
 
@@ -104,6 +107,18 @@ impl Db {
             &mut slots,
         );
 
+        // Keys that met a merge operand, one by one.
+        let ro = super::read::block_read_options(opts);
+        for (u, slot) in slots.iter_mut().enumerate() {
+            if matches!(slot, Slot::NeedsMerge) {
+                *slot = match core.get_merged(&sv, distinct[u], seq, ro) {
+                    Ok(Some(v)) => Slot::Owned(v),
+                    Ok(None) => Slot::Deleted,
+                    Err(e) => Slot::Failed(e),
+                };
+            }
+        }
+
         // 3. Input order.
         for (i, &s) in slot_of.iter().enumerate() {
             let r = match &slots[s as usize] {
@@ -111,6 +126,10 @@ impl Db {
                 Slot::InBlock(b, r) => Ok(Some(b.bytes(r.clone()))),
                 Slot::Owned(v) => Ok(Some(v.as_slice())),
                 Slot::Deleted | Slot::Pending => Ok(None),
+                // Resolved by the loop just above.
+                Slot::NeedsMerge => Err(Error::InvalidArgument(
+                    "internal: merge operand left unresolved".into(),
+                )),
                 Slot::Failed(e) => Err(e.clone()),
             };
             on_result(i, r);
@@ -139,6 +158,7 @@ fn resolve_in_memtables<'a>(
             slots[pending[j] as usize] = match entry {
                 EntryRef::Value(v) => Slot::InMemory(v),
                 EntryRef::Deleted => Slot::Deleted,
+                EntryRef::Merge(_) => Slot::NeedsMerge,
             };
         });
         if let Err(e) = result {
@@ -181,6 +201,7 @@ fn apply_memtable_range_dels<'a>(
             Slot::Pending => Slot::Deleted,
             _ => match mem.get_versioned(key, seq) {
                 Ok(Some((s, EntryRef::Value(v)))) if s > covered => Slot::InMemory(v),
+                Ok(Some((s, EntryRef::Merge(_)))) if s > covered => Slot::NeedsMerge,
                 Ok(_) => Slot::Deleted,
                 Err(e) => Slot::Failed(e),
             },
@@ -273,6 +294,7 @@ fn resolve_in_tables(
                         }
                     }
                     Ok((ValueType::Deletion, _)) => Slot::Deleted,
+                    Ok((ValueType::Merge, _)) => Slot::NeedsMerge,
                     Ok((ValueType::RangeDeletion, _)) => {
                         Slot::Failed(core.range_deletion_among_points(file.number))
                     }
@@ -314,6 +336,7 @@ fn settle_covered_keys(
         }
         slots[u as usize] = match table.get_versioned(distinct[u as usize], seq, ro) {
             Ok(Some((s, ValueType::Value, v))) if s > c => Slot::Owned(v),
+            Ok(Some((s, ValueType::Merge, _))) if s > c => Slot::NeedsMerge,
             Ok(Some(_)) => Slot::Deleted,
             Ok(None) => Slot::Pending,
             Err(e) => Slot::Failed(e),

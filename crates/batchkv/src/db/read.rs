@@ -38,12 +38,18 @@ impl Db {
                 // memtables and the tables hold only older versions.
                 return match mem.get_versioned(key, seq)? {
                     Some((s, EntryRef::Value(v))) if s > covered => Ok(Some(v.to_vec())),
+                    Some((s, EntryRef::Merge(_))) if s > covered => {
+                        core.get_merged(&sv, key, seq, block_read_options(opts))
+                    }
                     _ => Ok(None),
                 };
             }
             match mem.get(key, seq)? {
                 Some(EntryRef::Value(v)) => return Ok(Some(v.to_vec())),
                 Some(EntryRef::Deleted) => return Ok(None),
+                Some(EntryRef::Merge(_)) => {
+                    return core.get_merged(&sv, key, seq, block_read_options(opts))
+                }
                 None => {}
             }
         }
@@ -83,6 +89,9 @@ impl DbCore {
                 if covered > 0 {
                     match table.get_versioned(key, seq, ro)? {
                         Some((s, ValueType::Value, v)) if s > covered => return Ok(Some(v)),
+                        Some((s, ValueType::Merge, _)) if s > covered => {
+                            return self.get_merged(sv, key, seq, ro)
+                        }
                         Some(_) => return Ok(None),
                         None => continue,
                     }
@@ -90,6 +99,7 @@ impl DbCore {
                 match table.get_with(key, seq, ro)? {
                     Some((ValueType::Value, v)) => return Ok(Some(v)),
                     Some((ValueType::Deletion, _)) => return Ok(None),
+                    Some((ValueType::Merge, _)) => return self.get_merged(sv, key, seq, ro),
                     Some((ValueType::RangeDeletion, _)) => {
                         return Err(self.range_deletion_among_points(file.number))
                     }

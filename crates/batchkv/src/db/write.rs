@@ -48,6 +48,21 @@ impl Db {
         self.write(&WriteOptions::default(), b)
     }
 
+    /// Adds a merge operand for `key` (RocksDB's `Merge`): reads combine it
+    /// with the key's older versions through `Options::merge_operator`
+    /// (see [`MergeOperator`](crate::MergeOperator)); compaction combines
+    /// operands ahead of time. Writing needs no operator, reading does.
+    pub fn merge(
+        &self,
+        opts: &WriteOptions,
+        key: impl AsRef<[u8]>,
+        operand: impl AsRef<[u8]>,
+    ) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.merge(key, operand);
+        self.write(opts, b)
+    }
+
     /// Deletes every key in `[begin, end)` that exists now (RocksDB's
     /// `DeleteRange`): one range tombstone, however many keys the range
     /// holds; keys written afterwards are visible again, and snapshots taken

@@ -121,6 +121,7 @@ fn write_batch_at(rep: Vec<u8>, file: &str, offset: u64) {
             ValueType::Value => again.put(e.key, e.value),
             ValueType::RangeDeletion => again.delete_range(e.key, e.value),
             ValueType::Deletion => again.delete(e.key),
+            ValueType::Merge => again.merge(e.key, e.value),
         }
     }
     again.set_sequence(batch.sequence());

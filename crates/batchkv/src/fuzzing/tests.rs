@@ -384,7 +384,9 @@ fn table_entries(n: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
             };
             let value = match t {
                 ValueType::Deletion | ValueType::RangeDeletion => Vec::new(),
-                ValueType::Value => format!("value-{i}-{}", "ab".repeat(i % 17)).into_bytes(),
+                ValueType::Value | ValueType::Merge => {
+                    format!("value-{i}-{}", "ab".repeat(i % 17)).into_bytes()
+                }
             };
             v.push((ik(&uk, seq, t), value));
         }

@@ -28,6 +28,18 @@
 //! tombstone covering its key is treated exactly like a point tombstone at
 //! that position (its older versions are older still, so also covered).
 //!
+//! # Merge operands
+//! A key whose newest visible version is a merge operand shows the merge
+//! operator's result over the operands down to the key's base (`merge.rs`).
+//! Forward: the operands are collected by stepping `inner` on through the
+//! key's versions; the key and merged value are then copies in
+//! `saved_key`/`saved_value` (`merged` is set) and `inner` is somewhere
+//! among or after the key's entries — `next` skips the rest of them as
+//! usual, `prev` re-seeks to the key's first entry. Reverse: the walk
+//! already passes every version oldest → newest; it keeps the base and the
+//! operands above it and merges once the key is passed. A missing
+//! operator or a failed merge ends iteration with that error in `status`.
+//!
 //! # Errors
 //! An error of `inner` ends iteration (`valid()` false, `status()` returns
 //! it). An internal key that does not parse is reported as
@@ -41,6 +53,7 @@ use crate::iter::InternalIterator;
 use crate::key::{
     lookup_key, parse_internal_key, user_key, SequenceNumber, ValueType, MAX_SEQUENCE,
 };
+use crate::merge::{full_merge, full_merge_newest_first, MergeOperator};
 use crate::range_del::FragmentedTombstones;
 use std::sync::Arc;
 
@@ -70,6 +83,14 @@ pub(crate) struct DbIter {
     err: Option<Error>,
     /// Range tombstones hiding older values; `None` when there are none.
     range_dels: Option<Arc<FragmentedTombstones>>,
+    /// Applied to keys whose visible version is a merge operand.
+    merge_operator: Option<Arc<dyn MergeOperator>>,
+    /// Forward only: the current entry is a merge result, held in
+    /// `saved_key`/`saved_value` (see the module docs).
+    merged: bool,
+    /// Merge operands being collected (forward: newest first; reverse:
+    /// oldest first).
+    operands: Vec<Vec<u8>>,
 }
 
 fn corrupt_key(ik: &[u8]) -> Error {
@@ -103,7 +124,16 @@ impl DbIter {
             saved_value: Vec::new(),
             err: None,
             range_dels: None,
+            merge_operator: None,
+            merged: false,
+            operands: Vec::new(),
         }
+    }
+
+    /// Merges operands with `op` (see the module docs).
+    pub(crate) fn with_merge_operator(mut self, op: Option<Arc<dyn MergeOperator>>) -> DbIter {
+        self.merge_operator = op;
+        self
     }
 
     /// Hides the values that `range_dels` covers (see the module docs).
@@ -126,11 +156,11 @@ impl DbIter {
         t: ValueType,
     ) -> Option<ValueType> {
         match t {
-            ValueType::Value => match &self.range_dels {
+            ValueType::Value | ValueType::Merge => match &self.range_dels {
                 Some(f) if f.max_covering(user_key, self.sequence) > seq => {
                     Some(ValueType::Deletion)
                 }
-                _ => Some(ValueType::Value),
+                _ => Some(t),
             },
             ValueType::Deletion => Some(ValueType::Deletion),
             ValueType::RangeDeletion => None,
@@ -146,6 +176,7 @@ impl DbIter {
     pub(crate) fn key(&self) -> &[u8] {
         debug_assert!(self.valid());
         match self.direction {
+            Direction::Forward if self.merged => &self.saved_key,
             // `inner.key()` parsed successfully when we stopped on it, so it
             // holds a full trailer and `user_key` cannot panic.
             Direction::Forward => user_key(self.inner.key()),
@@ -157,6 +188,7 @@ impl DbIter {
     pub(crate) fn value(&self) -> &[u8] {
         debug_assert!(self.valid());
         match self.direction {
+            Direction::Forward if self.merged => &self.saved_value,
             Direction::Forward => self.inner.value(),
             Direction::Reverse => &self.saved_value,
         }
@@ -252,6 +284,10 @@ impl DbIter {
                     None => self.inner.seek_to_first(),
                 }
             }
+        } else if self.merged {
+            // `saved_key` is the current key; `inner` is at or after its
+            // remaining entries, which the search skips.
+            self.merged = false;
         } else {
             let cur = user_key(self.inner.key());
             self.saved_key.clear();
@@ -269,9 +305,20 @@ impl DbIter {
         }
         if self.direction == Direction::Forward {
             // Step back past every entry of the current key.
-            let cur = user_key(self.inner.key());
-            self.saved_key.clear();
-            self.saved_key.extend_from_slice(cur);
+            if self.merged {
+                // `inner` may be past the key: go back to its first entry.
+                self.merged = false;
+                self.inner.seek(&lookup_key(&self.saved_key, MAX_SEQUENCE));
+                if !self.inner.valid() {
+                    self.valid = false;
+                    self.saved_key.clear();
+                    return;
+                }
+            } else {
+                let cur = user_key(self.inner.key());
+                self.saved_key.clear();
+                self.saved_key.extend_from_slice(cur);
+            }
             self.direction = Direction::Reverse;
             loop {
                 self.inner.prev();
@@ -298,6 +345,7 @@ impl DbIter {
     fn reset(&mut self, dir: Direction) {
         self.direction = dir;
         self.valid = false;
+        self.merged = false;
         self.saved_key.clear();
         self.saved_value.clear();
     }
@@ -343,12 +391,74 @@ impl DbIter {
                             return;
                         }
                     }
+                    ValueType::Merge => {
+                        if !skipping || p.user_key > self.saved_key.as_slice() {
+                            self.merge_forward();
+                            return;
+                        }
+                    }
                 }
             }
             self.inner.next();
         }
         self.valid = false;
         self.saved_key.clear();
+    }
+
+    /// Forward, `inner` at the visible version of a key, a merge operand:
+    /// collects the operands down to the base and shows the merge result
+    /// (see the module docs).
+    fn merge_forward(&mut self) {
+        let key = user_key(self.inner.key()).to_vec();
+        self.operands.clear();
+        self.operands.push(self.inner.value().to_vec());
+        let mut base: Option<Vec<u8>> = None;
+        self.inner.next();
+        while self.inner.valid() {
+            let ik = self.inner.key();
+            let Some(p) = parse_internal_key(ik) else {
+                let e = corrupt_key(ik);
+                self.fail(e);
+                return;
+            };
+            if p.user_key != key.as_slice() {
+                break;
+            }
+            // Versions after a visible one are older, so visible too.
+            match self.effective_type(p.user_key, p.sequence, p.value_type) {
+                None => {
+                    let e = corrupt_key(ik);
+                    self.fail(e);
+                    return;
+                }
+                Some(ValueType::Merge) => self.operands.push(self.inner.value().to_vec()),
+                Some(ValueType::Value) => {
+                    base = Some(self.inner.value().to_vec());
+                    break;
+                }
+                Some(ValueType::Deletion | ValueType::RangeDeletion) => break,
+            }
+            self.inner.next();
+        }
+        if !self.inner.valid() && self.inner.status().is_err() {
+            // The base may be in what failed to load; `status` reports it.
+            self.valid = false;
+            return;
+        }
+        match full_merge_newest_first(
+            self.merge_operator.as_ref(),
+            &key,
+            base.as_deref(),
+            &self.operands,
+        ) {
+            Ok(v) => {
+                self.saved_key = key;
+                self.saved_value = v;
+                self.merged = true;
+                self.valid = true;
+            }
+            Err(e) => self.fail(e),
+        }
     }
 
     /// Reverse: from `inner`'s position, walks backward to the previous user
@@ -359,6 +469,10 @@ impl DbIter {
         // Type of the newest visible version seen so far of the key in
         // `saved_key` (Deletion also when no candidate yet).
         let mut candidate = ValueType::Deletion;
+        // Whether `saved_value` holds a value under the operands in
+        // `operands` (oldest first) of the key in `saved_key`.
+        let mut base_is_value = false;
+        self.operands.clear();
         while self.inner.valid() {
             let ik = self.inner.key();
             let Some(p) = parse_internal_key(ik) else {
@@ -374,7 +488,7 @@ impl DbIter {
                 break;
             }
             if p.sequence <= self.sequence {
-                if candidate == ValueType::Value
+                if matches!(candidate, ValueType::Value | ValueType::Merge)
                     && p.user_key.cmp(&self.saved_key) == Ordering::Less
                 {
                     // Passed every version of the candidate key.
@@ -390,12 +504,23 @@ impl DbIter {
                     ValueType::Deletion | ValueType::RangeDeletion => {
                         self.saved_key.clear();
                         self.saved_value.clear();
+                        self.operands.clear();
+                        base_is_value = false;
                     }
                     ValueType::Value => {
                         self.saved_key.clear();
                         self.saved_key.extend_from_slice(p.user_key);
                         self.saved_value.clear();
                         self.saved_value.extend_from_slice(self.inner.value());
+                        self.operands.clear();
+                        base_is_value = true;
+                    }
+                    ValueType::Merge => {
+                        // Either the same key as the state (a newer version)
+                        // or a new key after a deletion (state cleared).
+                        self.saved_key.clear();
+                        self.saved_key.extend_from_slice(p.user_key);
+                        self.operands.push(self.inner.value().to_vec());
                     }
                 }
             }
@@ -408,6 +533,21 @@ impl DbIter {
             self.valid = false;
             self.saved_key.clear();
             self.saved_value.clear();
+        } else if candidate == ValueType::Merge {
+            let operands: Vec<&[u8]> = self.operands.iter().map(Vec::as_slice).collect();
+            let base = base_is_value.then_some(self.saved_value.as_slice());
+            match full_merge(
+                self.merge_operator.as_ref(),
+                &self.saved_key,
+                base,
+                &operands,
+            ) {
+                Ok(v) => {
+                    self.saved_value = v;
+                    self.valid = true;
+                }
+                Err(e) => self.fail(e),
+            }
         } else {
             self.valid = true;
         }

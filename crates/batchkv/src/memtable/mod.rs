@@ -9,7 +9,8 @@
 //! 4. [`MemTable::approximate_memory_usage`] reports the real bytes held,
 //!    never 0 for a non-empty memtable.
 //! 5. Lookups at snapshot `seq` see only entries with sequence ≤ `seq`, and
-//!    return the newest of those for the user key (a value or a tombstone).
+//!    return the newest of those for the user key (a value, a tombstone or
+//!    a merge operand).
 
 pub(crate) mod arena;
 pub mod skiplist;
@@ -33,6 +34,9 @@ pub enum EntryRef<'a> {
     /// The newest visible version is a tombstone: the key is deleted, and
     /// older stages must not be consulted.
     Deleted,
+    /// The newest visible version is a merge operand: the reader must
+    /// collect older versions too (`merge.rs`, the slow path).
+    Merge(&'a [u8]),
 }
 
 /// How a memtable resolves a sorted batch of keys (`batch_lookup` option).

@@ -117,6 +117,7 @@ impl Iterator for SstEntries {
                 ValueType::Deletion => "deletion",
                 ValueType::Value => "value",
                 ValueType::RangeDeletion => "range_deletion",
+                ValueType::Merge => "merge",
             },
             value_size: self.it.value().len(),
         }))

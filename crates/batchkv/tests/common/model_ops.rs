@@ -120,6 +120,8 @@ pub enum Entry {
     Delete,
     /// `delete_range(key, end)`.
     DeleteRange(Vec<u8>),
+    /// `merge(key, operand)` (the model's operator appends with ",").
+    Merge(Val),
 }
 
 /// One operation of a run.
@@ -131,6 +133,11 @@ pub enum Op {
     },
     Delete {
         key: Vec<u8>,
+    },
+    /// `merge(key, operand)` (the model's operator appends with ",").
+    Merge {
+        key: Vec<u8>,
+        val: Val,
     },
     /// `delete_range(begin, end)` (begin ≤ end).
     DeleteRange {
@@ -215,6 +222,7 @@ impl fmt::Debug for Op {
         match self {
             Op::Put { key, val } => write!(f, "put {:?} = {val:?}", Bytes(key)),
             Op::Delete { key } => write!(f, "delete {:?}", Bytes(key)),
+            Op::Merge { key, val } => write!(f, "merge {:?} += {val:?}", Bytes(key)),
             Op::DeleteRange { begin, end } => {
                 write!(f, "delete_range {:?}..{:?}", Bytes(begin), Bytes(end))
             }
@@ -232,6 +240,7 @@ impl fmt::Debug for Op {
                         Entry::DeleteRange(e) => {
                             write!(f, "{sep}delete_range {:?}..{:?}", Bytes(k), Bytes(e))?
                         }
+                        Entry::Merge(v) => write!(f, "{sep}merge {:?} += {v:?}", Bytes(k))?,
                     }
                 }
                 write!(f, "]")
@@ -583,10 +592,13 @@ impl Generator {
         match which {
             0 => {
                 let key = self.key();
-                Op::Put {
-                    key,
-                    val: self.val(tag),
+                let val = self.val(tag);
+                // A quarter of the puts are merges (derived from the step,
+                // so earlier seeds draw the same numbers).
+                if coin(tag, 5) && coin(tag, 16) {
+                    return Op::Merge { key, val };
                 }
+                Op::Put { key, val }
             }
             1 => {
                 let key = self.key();
@@ -609,6 +621,7 @@ impl Generator {
                         _ => self.key(),
                     };
                     let entry = match self.rng.random_bool(0.6).then(|| self.val(tag)) {
+                        Some(v) if coin(tag.wrapping_add(j), 6) && coin(tag, 17) => Entry::Merge(v),
                         Some(v) => Entry::Put(v),
                         None if coin(tag.wrapping_add(j), 4) && coin(tag, 11) => {
                             Entry::DeleteRange(self.range_end(&key, tag, j))

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
+use batchkv::merge_operators::StringAppendOperator;
 use batchkv::{Db, DbIterator, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
 
 use crate::model_ops::{describe, Bytes, Entry, Generator, Move, Op, View};
@@ -166,6 +167,10 @@ fn open(dir: &Path, options: &str) -> Result<Db, String> {
     let opts: Options = options
         .parse()
         .map_err(|e| format!("bad generated options {options:?}: {e}"))?;
+    let opts = Options {
+        merge_operator: Some(std::sync::Arc::new(StringAppendOperator::new(","))),
+        ..opts
+    };
     engine("open", Db::open(dir, opts))
 }
 
@@ -207,6 +212,11 @@ impl<'a> Runner<'a> {
                 engine("delete", self.db().delete(key))?;
                 self.model.remove(key);
             }
+            Op::Merge { key, val } => {
+                let v = val.bytes();
+                engine("merge", self.db().merge(&WriteOptions::default(), key, &v))?;
+                model_merge(&mut self.model, key, &v);
+            }
             Op::DeleteRange { begin, end } => {
                 engine(
                     "delete_range",
@@ -225,6 +235,7 @@ impl<'a> Runner<'a> {
                         Entry::Put(v) => b.put(k, v.bytes()),
                         Entry::Delete => b.delete(k),
                         Entry::DeleteRange(end) => b.delete_range(k, end),
+                        Entry::Merge(v) => b.merge(k, v.bytes()),
                     }
                 }
                 let wo = WriteOptions {
@@ -241,6 +252,7 @@ impl<'a> Runner<'a> {
                             self.model.remove(k);
                         }
                         Entry::DeleteRange(end) => model_delete_range(&mut self.model, k, end),
+                        Entry::Merge(v) => model_merge(&mut self.model, k, &v.bytes()),
                     }
                 }
             }
@@ -421,6 +433,19 @@ impl<'a> Runner<'a> {
     }
 }
 
+/// `merge(key, operand)` on the model: `StringAppendOperator(",")`.
+fn model_merge(model: &mut Model, key: &[u8], operand: &[u8]) {
+    match model.get_mut(key) {
+        Some(v) => {
+            v.push(b',');
+            v.extend_from_slice(operand);
+        }
+        None => {
+            model.insert(key.to_vec(), operand.to_vec());
+        }
+    }
+}
+
 /// `delete_range(begin, end)` on the model: removes the keys in `[begin, end)`.
 fn model_delete_range(model: &mut Model, begin: &[u8], end: &[u8]) {
     if begin >= end {
@@ -445,7 +470,9 @@ pub fn run(case: &Case) -> Result<(), Failure> {
         .ops
         .iter()
         .flat_map(|op| match op {
-            Op::Put { key, .. } | Op::Delete { key } => vec![key.clone()],
+            Op::Put { key, .. } | Op::Delete { key } | Op::Merge { key, .. } => {
+                vec![key.clone()]
+            }
             Op::Write { entries, .. } => entries.iter().map(|(k, _)| k.clone()).collect(),
             _ => vec![],
         })

@@ -126,6 +126,7 @@ impl SkipListMemTable {
         match ValueType::from_u8(e.key[ulen]) {
             Some(ValueType::Value) => Ok(Some(EntryRef::Value(e.value))),
             Some(ValueType::Deletion) => Ok(Some(EntryRef::Deleted)),
+            Some(ValueType::Merge) => Ok(Some(EntryRef::Merge(e.value))),
             // Range tombstones never enter the list (memtable/with_range_dels.rs).
             Some(ValueType::RangeDeletion) | None => Err(self
                 .list

@@ -34,6 +34,7 @@ impl From<EntryRef<'_>> for Found {
         match e {
             EntryRef::Value(v) => Found::Value(v.to_vec()),
             EntryRef::Deleted => Found::Deleted,
+            EntryRef::Merge(_) => panic!("these tests write no merge operands"),
         }
     }
 }

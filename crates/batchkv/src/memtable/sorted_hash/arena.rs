@@ -170,6 +170,7 @@ impl Arena {
         match ValueType::from_u8(t) {
             Some(ValueType::Value) => Ok(EntryRef::Value(v)),
             Some(ValueType::Deletion) => Ok(EntryRef::Deleted),
+            Some(ValueType::Merge) => Ok(EntryRef::Merge(v)),
             // Range tombstones never enter the arena (memtable/with_range_dels.rs).
             Some(ValueType::RangeDeletion) | None => Err(Error::corruption(
                 memtable(),

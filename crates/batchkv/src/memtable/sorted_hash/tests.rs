@@ -46,6 +46,7 @@ fn entry_to_model(e: Option<EntryRef<'_>>) -> Option<Option<Vec<u8>>> {
     e.map(|e| match e {
         EntryRef::Value(v) => Some(v.to_vec()),
         EntryRef::Deleted => None,
+        EntryRef::Merge(_) => panic!("these tests write no merge operands"),
     })
 }
 

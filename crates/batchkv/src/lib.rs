@@ -45,7 +45,8 @@ mod wal;
 pub use batch::{BatchOp, WriteBatch};
 pub use compaction::{CompactionDecision, CompactionFilter, TtlFilter};
 pub use db::{
-    Db, DbIterator, DbStats, KvResult, RangeIter, RecoveryReport, Snapshot, Statistics, WalDamage,
+    Db, DbIterator, DbStats, KvResult, LatencyStats, RangeIter, RecoveryReport, Snapshot,
+    Statistics, WalDamage,
 };
 pub use error::{Error, Result};
 pub use fs::{

@@ -23,6 +23,7 @@ mod compaction;
 pub(crate) mod filename;
 mod flush;
 mod iterator;
+mod latency;
 mod memtable_factory;
 mod multi_get;
 mod properties;
@@ -35,6 +36,7 @@ mod table_cache;
 mod wal_replay;
 mod write;
 
+pub use latency::LatencyStats;
 use std::collections::{HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

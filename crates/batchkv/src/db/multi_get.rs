@@ -56,6 +56,8 @@ impl Db {
         mut on_result: impl FnMut(usize, Result<Option<&[u8]>>),
     ) {
         let core = self.core();
+        let _timer =
+            (core.counters.latency).timer(super::latency::Timed::MultiGet(keys.len() as u64));
         if let Err(e) = core.check_open() {
             for i in 0..keys.len() {
                 on_result(i, Err(e.clone()));

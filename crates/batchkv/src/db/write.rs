@@ -76,6 +76,7 @@ impl Db {
     /// is visible. With `opts.sync` it is durable when this returns.
     pub fn write(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
         let core = self.core();
+        let _timer = core.counters.latency.timer(super::latency::Timed::Write);
         core.check_writable("write")?;
         if batch.has_inverted_range() {
             let bad = batch.ops().find_map(|op| match op {

@@ -25,6 +25,8 @@ mod flush;
 mod iterator;
 mod latency;
 mod memtable_factory;
+#[cfg(feature = "metrics")]
+mod metrics_export;
 mod multi_get;
 mod properties;
 mod range;

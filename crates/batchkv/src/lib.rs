@@ -36,6 +36,7 @@ mod iter;
 mod key;
 mod memtable;
 mod options;
+mod options_builder;
 mod prefetch;
 mod range_del;
 mod sst;
@@ -57,6 +58,7 @@ pub use memtable::{BatchLookup, MemTableKind};
 pub use options::{
     Options, ReadOptions, WalRecoveryMode, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE,
 };
+pub use options_builder::OptionsBuilder;
 pub use sst::dump::{SstEntries, SstEntry, SstFileReader};
 pub use sst::CompressionType;
 /// Memtable internals for the component micro-benchmarks only.

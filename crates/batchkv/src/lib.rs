@@ -34,6 +34,7 @@ pub mod fuzzing;
 mod hash_pipeline;
 mod iter;
 mod key;
+mod key_list;
 mod memtable;
 mod options;
 mod options_builder;
@@ -54,6 +55,7 @@ pub use fs::{
     Fault, FaultInjectionFs, FaultOp, FileLock, FileSystem, PosixFs, RandomAccessFile, WritableFile,
 };
 pub use key::SequenceNumber;
+pub use key_list::KeyList;
 pub use memtable::{BatchLookup, MemTableKind};
 pub use options::{
     Options, ReadOptions, WalRecoveryMode, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE,

@@ -72,6 +72,14 @@ impl Db {
         self.write(opts, b)
     }
 
+    /// Like [`Db::write`], leaving `batch` with the caller, to write again
+    /// or to [`clear`](WriteBatch::clear) (which keeps its allocation) and
+    /// refill. Costs one copy of the encoded batch (the group commit hands
+    /// batches between threads, so it needs one it owns).
+    pub fn write_ref(&self, opts: &WriteOptions, batch: &WriteBatch) -> Result<()> {
+        self.write(opts, batch.clone())
+    }
+
     /// Applies `batch` atomically: after a crash either all or none of it
     /// is visible. With `opts.sync` it is durable when this returns.
     pub fn write(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {

@@ -200,6 +200,11 @@ impl Options {
         if self.target_file_size_base < 4096 {
             return bad("target_file_size_base", "must be at least 4096");
         }
+        if self.compression == CompressionType::Zstd {
+            if let Some(why) = crate::sst::compression::zstd_missing() {
+                return Err(Error::InvalidArgument(why.into()));
+            }
+        }
         let zstd_levels = crate::sst::compression::zstd_level_range();
         if self.compression == CompressionType::Zstd
             && !zstd_levels.contains(&self.compression_level)
@@ -584,6 +589,7 @@ mod tests {
         assert!("noequals".parse::<Options>().is_err());
     }
 
+    #[cfg(feature = "zstd")]
     #[test]
     fn table_options_parse_and_validate() {
         let o: Options = "compression=zstd;compression_level=7;separate_key_value_in_data_block=1;\

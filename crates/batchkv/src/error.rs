@@ -60,6 +60,17 @@ pub enum Error {
         /// The key, with non-printable bytes escaped.
         key: String,
     },
+    /// Stored data needs something this build lacks (a ZSTD-compressed
+    /// block read by a build without the `zstd` cargo feature).
+    #[error("unsupported data in {file} at offset {offset}: {detail}")]
+    Unsupported {
+        /// The file that holds the data.
+        file: String,
+        /// Byte offset of the block within `file`.
+        offset: u64,
+        /// What is missing and how to get it.
+        detail: String,
+    },
     /// An earlier background failure (flush, compaction, WAL sync) put the
     /// database into read-only mode; writes are refused with this error.
     #[error("database is read-only after a background error: {0}")]

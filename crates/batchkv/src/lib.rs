@@ -34,10 +34,12 @@ pub mod fuzzing;
 mod hash_pipeline;
 mod iter;
 mod key;
+mod key_list;
 mod memtable;
 mod merge;
 pub mod merge_operators;
 mod options;
+mod options_builder;
 mod prefetch;
 mod range_del;
 mod sst;
@@ -47,18 +49,21 @@ mod wal;
 pub use batch::{BatchOp, WriteBatch};
 pub use compaction::{CompactionDecision, CompactionFilter, TtlFilter};
 pub use db::{
-    Db, DbIterator, DbStats, KvResult, RangeIter, RecoveryReport, Snapshot, Statistics, WalDamage,
+    Db, DbIterator, DbStats, KvResult, LatencyStats, RangeIter, RecoveryReport, Snapshot,
+    Statistics, WalDamage,
 };
 pub use error::{Error, Result};
 pub use fs::{
     Fault, FaultInjectionFs, FaultOp, FileLock, FileSystem, PosixFs, RandomAccessFile, WritableFile,
 };
 pub use key::SequenceNumber;
+pub use key_list::KeyList;
 pub use memtable::{BatchLookup, MemTableKind};
 pub use merge::MergeOperator;
 pub use options::{
     Options, ReadOptions, WalRecoveryMode, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE,
 };
+pub use options_builder::OptionsBuilder;
 pub use sst::dump::{SstEntries, SstEntry, SstFileReader};
 pub use sst::CompressionType;
 /// Memtable internals for the component micro-benchmarks only.

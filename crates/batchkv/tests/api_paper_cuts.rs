@@ -54,11 +54,19 @@ fn options_round_trip_through_their_string_and_the_options_file() {
     use batchkv::Options;
     let samples = [
         Options::default(),
-        "memtable=sorted_hash:4096:64;compression=zstd;compression_level=7;\
-         wal_recovery_mode=skip_any_corrupted_records;batch_lookup=finger;\
-         max_open_files=-1;max_bytes_for_level_multiplier=12.5;write_buffer_size=1MB"
-            .parse()
-            .unwrap(),
+        // zstd needs the (default) zstd feature; lz4 without it.
+        format!(
+            "memtable=sorted_hash:4096:64;compression={};compression_level=7;\
+             wal_recovery_mode=skip_any_corrupted_records;batch_lookup=finger;\
+             max_open_files=-1;max_bytes_for_level_multiplier=12.5;write_buffer_size=1MB",
+            if cfg!(feature = "zstd") {
+                "zstd"
+            } else {
+                "lz4"
+            }
+        )
+        .parse()
+        .unwrap(),
         "memtable=vector;separate_key_value_in_data_block=true;compression=none;\
          verify_checksums=false;paranoid_memory_checks=true"
             .parse()

@@ -70,6 +70,7 @@ pub struct EngineConfig {
     pub compression: batchkv::CompressionType,
     pub compression_level: i32,
     pub separate_key_value_in_data_block: bool,
+    pub statistics: bool,
     pub cache_size: usize,
     pub memtable: MemTableKind,
 }
@@ -101,6 +102,7 @@ impl BatchKv {
             compression: cfg.compression,
             compression_level: cfg.compression_level,
             separate_key_value_in_data_block: cfg.separate_key_value_in_data_block,
+            statistics: cfg.statistics,
             block_cache_size: cfg.cache_size,
             memtable: cfg.memtable,
             ..Options::default()

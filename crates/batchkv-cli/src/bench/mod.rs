@@ -117,6 +117,10 @@ pub struct BenchArgs {
     /// Store keys and values of SST data blocks apart.
     #[arg(long, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool, default_value = "false")]
     pub separate_key_value_in_data_block: bool,
+    /// batchkv's latency histograms (`Options::statistics`); `false`
+    /// measures their cost.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool, default_value = "true")]
+    pub statistics: bool,
     /// Block cache bytes.
     #[arg(long, default_value_t = 32 << 20)]
     pub cache_size: usize,
@@ -196,6 +200,7 @@ impl BenchArgs {
             compression: self.compression_type.parse()?,
             compression_level: self.compression_level,
             separate_key_value_in_data_block: self.separate_key_value_in_data_block,
+            statistics: self.statistics,
             cache_size: self.cache_size,
             memtable: self.memtablerep.parse::<MemTableKind>()?,
         })

@@ -114,6 +114,11 @@ pub fn run_stress(args: StressArgs) -> CliResult<ExitCode> {
     if args.run.keys == 0 || args.run.threads == 0 {
         return Err("--keys and --threads must be at least 1".into());
     }
+    // Range deletes cover key indexes lo..hi only while key bytes (`k` and
+    // 8 zero-padded digits) sort like their indexes.
+    if args.run.keys > 100_000_000 {
+        return Err("--keys must be at most 100000000".into());
+    }
     let (db, opts) = open_db(&db_dir, seed)?;
     let workload = options::workload_for_seed(seed);
     println!(
@@ -172,10 +177,11 @@ pub fn run_stress(args: StressArgs) -> CliResult<ExitCode> {
     let secs = began.elapsed().as_secs_f64();
     println!(
         "stress: ok seed={seed}: {ops} operations ({:.0}/s), {verified} reads verified, {} keys verified at the end; \
-         {} WAL-less writes, {} flush() calls, {} compact_range calls; {} flushes, L0 files {}",
+         {} WAL-less writes, {} range deletes, {} flush() calls, {} compact_range calls; {} flushes, L0 files {}",
         ops as f64 / secs,
         end.keys,
         shared.wal_less_writes.load(Ordering::Relaxed),
+        shared.range_deletes.load(Ordering::Relaxed),
         shared.flushes.load(Ordering::Relaxed),
         shared.compact_ranges.load(Ordering::Relaxed),
         stats.flushes,

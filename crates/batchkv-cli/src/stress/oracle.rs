@@ -39,6 +39,12 @@
 //! its tickets are kept in memory only, and a new process resolves every
 //! key ([`KeyGuard::resolve`]) before writing, which empties the windows.
 //!
+//! A range delete `[lo, hi)` needs nothing of its own here: the worker
+//! records it as a delete of each key index in `lo..hi` (begin, then commit
+//! or commit_unpersisted, like any write), all under one batch id, so the
+//! after-crash rules below (pending, window, all-or-nothing batches) cover
+//! it; a WAL-less one puts a delete into each covered key's window.
+//!
 //! While the database is open and no crash happened, reads must return
 //! exactly the acknowledged state ([`KeyState::allows`]); after a crash,
 //! anything [`KeyState::allows_after_crash`].

@@ -8,6 +8,11 @@
 //! a write that skipped the WAL commits with a ticket (its place in the
 //! order of WAL-less acknowledgements), and a `flush()` or `compact_range`
 //! that returns OK persists the tickets issued before it started.
+//!
+//! A range delete `[lo, hi)` (alone, or inside a batch) is recorded in the
+//! oracle as a delete of every key index in `lo..hi` (key bytes sort like
+//! their indexes: `k` + 8 zero-padded digits), all under one batch id, so
+//! after a crash the keys it covers must be all-or-nothing like a batch's.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -38,6 +43,8 @@ pub struct Shared {
     pub wal_less_writes: AtomicU64,
     pub flushes: AtomicU64,
     pub compact_ranges: AtomicU64,
+    /// Range deletes acknowledged (alone or inside a batch).
+    pub range_deletes: AtomicU64,
     pub workload: Workload,
 }
 
@@ -51,6 +58,7 @@ impl Shared {
             wal_less_writes: AtomicU64::new(0),
             flushes: AtomicU64::new(0),
             compact_ranges: AtomicU64::new(0),
+            range_deletes: AtomicU64::new(0),
             workload,
             stop: AtomicBool::new(false),
             failure: Mutex::new(None),
@@ -89,7 +97,8 @@ pub fn run(shared: &Shared, seed: u64) {
         } else {
             match w.rng.random_range(0..100) {
                 0..20 => w.put_or_delete(true),
-                20..26 => w.put_or_delete(false),
+                20..24 => w.put_or_delete(false),
+                24..26 => w.delete_range(),
                 26..38 => w.write_batch(),
                 38..56 => w.get(),
                 56..78 => w.multi_get(),
@@ -230,26 +239,109 @@ impl<'a> Worker<'a> {
         self.commit(&opts, std::slice::from_mut(&mut g))
     }
 
+    /// A batch of 2..=8 puts and deletes of random keys; a quarter of the
+    /// batches also hold a short range delete, placed at a random position
+    /// among them and overlapping one of their keys, so that puts before it
+    /// (deleted) and after it (surviving) in the same batch are exercised.
     fn write_batch(&mut self) -> OracleResult<()> {
         let n = self.rng.random_range(2..=8);
         let keys = self.keys(n);
+        let mut ops: Vec<BatchOpPlan> = keys
+            .iter()
+            .map(|&i| {
+                if self.rng.random_ratio(4, 5) {
+                    BatchOpPlan::Put(i)
+                } else {
+                    BatchOpPlan::Delete(i)
+                }
+            })
+            .collect();
+        // Shuffled, so puts and deletes land on both sides of the range.
+        for j in (1..ops.len()).rev() {
+            ops.swap(j, self.rng.random_range(0..=j));
+        }
+        if self.rng.random_ratio(1, 4) {
+            let anchor = keys[self.rng.random_range(0..keys.len())];
+            let lo = anchor.saturating_sub(self.rng.random_range(0..4));
+            let (lo, hi) = self.range_from(lo);
+            let at = self.rng.random_range(0..=ops.len());
+            ops.insert(at, BatchOpPlan::DeleteRange(lo, hi));
+        }
+        self.apply_batch(&ops)
+    }
+
+    /// A range `[lo, hi)` of 1..=16 keys starting at `lo` (clipped to the
+    /// key space; `hi` may be the key count, one past the last key).
+    fn range_from(&mut self, lo: u64) -> (u64, u64) {
+        let n = self.s.oracle.num_keys();
+        let lo = lo.min(n - 1);
+        let hi = (lo + self.rng.random_range(1..=16)).min(n);
+        (lo, hi)
+    }
+
+    /// `Db::delete_range` of a short range (one in 16 of them empty,
+    /// `begin == end`, which must be a no-op).
+    fn delete_range(&mut self) -> OracleResult<()> {
+        let lo = self.key();
+        let (lo, hi) = if self.rng.random_ratio(1, 16) {
+            (lo, lo)
+        } else {
+            self.range_from(lo)
+        };
+        self.apply_delete_range(lo, hi)
+    }
+
+    fn apply_delete_range(&mut self, lo: u64, hi: u64) -> OracleResult<()> {
         let opts = self.write_opts();
         let batch = self.s.next_batch.fetch_add(1, Ordering::Relaxed);
-        let puts: Vec<bool> = keys.iter().map(|_| self.rng.random_ratio(4, 5)).collect();
+        let keys: Vec<u64> = (lo..hi).collect();
         let mut guards = self.lock_all(&keys);
+        for g in &mut guards {
+            g.begin(false, batch)?;
+        }
+        self.s
+            .db
+            .delete_range(&opts, key_bytes(lo), key_bytes(hi))
+            .map_err(|e| format!("delete_range [{lo}, {hi}) (batch {batch:#x}) failed: {e}"))?;
+        if lo < hi {
+            self.s.range_deletes.fetch_add(1, Ordering::Relaxed);
+        }
+        self.commit(&opts, &mut guards)
+    }
+
+    /// Writes `ops` as one batch through the oracle's protocol: every key
+    /// they touch is locked, each gets one pending version (its final state
+    /// in the batch, [`final_states`]), and a put that a later range delete
+    /// of the batch covers still carries that version, so reading it back
+    /// would not match the (deleted) expected state.
+    fn apply_batch(&mut self, ops: &[BatchOpPlan]) -> OracleResult<()> {
+        let opts = self.write_opts();
+        let batch = self.s.next_batch.fetch_add(1, Ordering::Relaxed);
+        let finals = final_states(ops);
+        let keys: Vec<u64> = finals.keys().copied().collect();
+        let mut guards = self.lock_all(&keys);
+        let mut versions = BTreeMap::new();
+        for g in &mut guards {
+            let v = g.begin(finals[&g.index], batch)?;
+            versions.insert(g.index, v);
+        }
         let mut b = WriteBatch::new();
-        for (g, &put) in guards.iter_mut().zip(&puts) {
-            let v = g.begin(put, batch)?;
-            if put {
-                b.put(key_bytes(g.index), value_bytes(g.index, v, batch));
-            } else {
-                b.delete(key_bytes(g.index));
+        let mut ranges = 0;
+        for op in ops {
+            match *op {
+                BatchOpPlan::Put(i) => b.put(key_bytes(i), value_bytes(i, versions[&i], batch)),
+                BatchOpPlan::Delete(i) => b.delete(key_bytes(i)),
+                BatchOpPlan::DeleteRange(lo, hi) => {
+                    ranges += u64::from(lo < hi);
+                    b.delete_range(key_bytes(lo), key_bytes(hi));
+                }
             }
         }
         self.s
             .db
             .write(&opts, b)
-            .map_err(|e| format!("write of batch {batch:#x} failed: {e}"))?;
+            .map_err(|e| format!("write of batch {batch:#x} ({ops:?}) failed: {e}"))?;
+        self.s.range_deletes.fetch_add(ranges, Ordering::Relaxed);
         self.commit(&opts, &mut guards)
     }
 
@@ -334,8 +426,15 @@ impl<'a> Worker<'a> {
             (snap, states)
         };
         let victim = keys[self.rng.random_range(0..keys.len())];
-        let put = self.rng.random_ratio(3, 4);
-        self.single_write(victim, put)?;
+        // A range delete from the victim on must not hide the keys from
+        // the older snapshot either.
+        match self.rng.random_range(0..8) {
+            0 | 1 => {
+                let (lo, hi) = self.range_from(victim);
+                self.apply_delete_range(lo, hi)?;
+            }
+            r => self.single_write(victim, r > 2)?,
+        }
         let ropts = ReadOptions {
             snapshot: Some(snap),
             batch_lookup: Some(STRATEGIES[self.rng.random_range(0..STRATEGIES.len())]),
@@ -378,6 +477,38 @@ impl<'a> Worker<'a> {
     }
 }
 
+/// One operation of a planned batch, by key index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BatchOpPlan {
+    Put(u64),
+    Delete(u64),
+    /// Every key index in `lo..hi`.
+    DeleteRange(u64, u64),
+}
+
+/// The state each key `ops` touch is in once the batch is applied: the
+/// last operation covering a key decides (a batch applies in order), true
+/// for a put.
+fn final_states(ops: &[BatchOpPlan]) -> BTreeMap<u64, bool> {
+    let mut out = BTreeMap::new();
+    for op in ops {
+        match *op {
+            BatchOpPlan::Put(i) => {
+                out.insert(i, true);
+            }
+            BatchOpPlan::Delete(i) => {
+                out.insert(i, false);
+            }
+            BatchOpPlan::DeleteRange(lo, hi) => {
+                for i in lo..hi {
+                    out.insert(i, false);
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Every key/value an iterator with `ropts` yields, forward or backward
 /// (checking the order as it goes).
 fn read_range(
@@ -416,4 +547,38 @@ fn read_range(
     }
     it.status().map_err(|e| format!("iterator failed: {e}"))?;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use BatchOpPlan::*;
+
+    #[test]
+    fn the_last_operation_on_a_key_decides_its_state() {
+        let ops = [Put(3), DeleteRange(2, 5), Put(4), Delete(9), Put(9)];
+        let f = final_states(&ops);
+        // 3 was put before the range: deleted; 4 after it: present; 2 only
+        // covered by the range; 5 is the range's (exclusive) end: untouched.
+        let want: BTreeMap<u64, bool> = [(2, false), (3, false), (4, true), (9, true)]
+            .into_iter()
+            .collect();
+        assert_eq!(f, want);
+        assert!(final_states(&[DeleteRange(7, 7)]).is_empty());
+    }
+
+    #[test]
+    fn key_bytes_sort_like_their_indexes() {
+        // A range delete of [key_bytes(lo), key_bytes(hi)) covers exactly
+        // the indexes lo..hi only if this holds.
+        for (a, b) in [
+            (0u64, 1u64),
+            (9, 10),
+            (99, 100),
+            (9_999, 10_000),
+            (12_345, 99_999_999),
+        ] {
+            assert!(key_bytes(a) < key_bytes(b), "{a} {b}");
+        }
+    }
 }

@@ -23,8 +23,11 @@ mod compaction;
 pub(crate) mod filename;
 mod flush;
 mod iterator;
+mod latency;
 mod memtable_factory;
 mod merge_read;
+#[cfg(feature = "metrics")]
+mod metrics_export;
 mod multi_get;
 mod properties;
 mod range;
@@ -36,6 +39,7 @@ mod table_cache;
 mod wal_replay;
 mod write;
 
+pub use latency::LatencyStats;
 use std::collections::{HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -18,6 +18,7 @@ use std::sync::Arc;
 use super::{Db, DbCore, SuperVersion};
 use crate::error::{Error, Result};
 use crate::key::{user_key, ValueType};
+use crate::key_list::KeyList;
 use crate::memtable::{BatchLookup, EntryRef, MemTable};
 use crate::options::ReadOptions;
 use crate::range_del::FragmentedTombstones;
@@ -40,11 +41,14 @@ enum Slot<'a> {
 impl Db {
     /// Looks up every key in `keys` at one consistent sequence number.
     /// Results are in input order; duplicates get the same answer.
-    pub fn multi_get<K: AsRef<[u8]>>(
+    /// `keys` is a slice, array or `Vec` of `AsRef<[u8]>` ([`KeyList`]; `&[]`
+    /// compiles).
+    pub fn multi_get<L: KeyList + ?Sized>(
         &self,
         opts: &ReadOptions,
-        keys: &[K],
+        keys: &L,
     ) -> Vec<Result<Option<Vec<u8>>>> {
+        let keys = keys.as_key_slice();
         let mut out: Vec<Result<Option<Vec<u8>>>> = Vec::with_capacity(keys.len());
         self.multi_get_with(opts, keys, |_, r| {
             out.push(r.map(|v| v.map(<[u8]>::to_vec)))
@@ -55,13 +59,16 @@ impl Db {
     /// Like [`Db::multi_get`] without allocating per key: calls
     /// `on_result(i, result)` for each input index `i` in ascending order,
     /// with the value borrowed for the duration of the call.
-    pub fn multi_get_with<K: AsRef<[u8]>>(
+    pub fn multi_get_with<L: KeyList + ?Sized>(
         &self,
         opts: &ReadOptions,
-        keys: &[K],
+        keys: &L,
         mut on_result: impl FnMut(usize, Result<Option<&[u8]>>),
     ) {
+        let keys = keys.as_key_slice();
         let core = self.core();
+        let _timer =
+            (core.counters.latency).timer(super::latency::Timed::MultiGet(keys.len() as u64));
         if let Err(e) = core.check_open() {
             for i in 0..keys.len() {
                 on_result(i, Err(e.clone()));

@@ -13,7 +13,7 @@
 //! | `batchkv.background-errors` | 1 if a background error stopped writes, else 0 |
 //! | `batchkv.is-write-stopped` | 1 while a writer waits for a flush or an L0 compaction to make room, else 0 |
 //! | `batchkv.num-flushes`, `batchkv.num-compactions` | completed since open |
-//! | `batchkv.stats` | a multi-line summary: per level files and bytes, memtables, counters |
+//! | `batchkv.stats` | a multi-line summary: per level files and bytes, memtables, counters, latency percentiles (with `Options::statistics`) |
 //! | `batchkv.levelstats` | the per-level table of `batchkv.stats` |
 
 use super::{lock, Db, DbStats};
@@ -58,6 +58,18 @@ impl Db {
                         .as_ref()
                         .map_or("none".to_string(), |e| e.to_string())
                 );
+                if self.core().counters.latency.enabled() {
+                    let st = self.statistics();
+                    let _ = writeln!(s, "latency (µs):");
+                    for (name, l) in [
+                        ("get", st.get_latency),
+                        ("multi_get", st.multi_get_latency),
+                        ("multi_get/key", st.multi_get_per_key_latency),
+                        ("write", st.write_latency),
+                    ] {
+                        let _ = writeln!(s, "  {name:<14} {l}");
+                    }
+                }
                 Some(s)
             }
             _ => None,

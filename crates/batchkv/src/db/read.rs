@@ -26,6 +26,7 @@ impl Db {
     /// The value of `key` as `opts` (snapshot) sees it.
     pub fn get_opt(&self, opts: &ReadOptions, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
         let core = self.core();
+        let _timer = core.counters.latency.timer(super::latency::Timed::Get);
         core.check_open()?;
         let seq = core.read_sequence(opts)?;
         super::statistics::Counters::add(&core.counters.gets, 1);

@@ -203,6 +203,7 @@ pub(super) fn open(
         read_only,
         counters: Default::default(),
     };
+    core.counters.latency.set_enabled(core.opts.statistics);
     if !read_only {
         core.delete_obsolete_files();
     }

@@ -5,6 +5,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::latency::LatencyStats;
 use super::Db;
 
 /// The live counters, in `DbCore`.
@@ -24,6 +25,8 @@ pub(crate) struct Counters {
     /// A gauge, not a counter: writers waiting now for a flush or an L0
     /// compaction to make room (`batchkv.is-write-stopped`).
     pub writers_stopped: AtomicU64,
+    /// Latency histograms (when `Options::statistics`).
+    pub latency: super::latency::Latencies,
 }
 
 impl Counters {
@@ -68,6 +71,16 @@ pub struct Statistics {
     pub block_cache_hits: u64,
     /// Block cache lookups that missed.
     pub block_cache_misses: u64,
+    /// Latency of `get` calls (all zero with `Options::statistics` off).
+    pub get_latency: LatencyStats,
+    /// Latency of `multi_get` / `multi_get_with` calls.
+    pub multi_get_latency: LatencyStats,
+    /// Latency of `multi_get` calls divided by their keys, counted once
+    /// per key.
+    pub multi_get_per_key_latency: LatencyStats,
+    /// Latency of `write` calls (and `put`, `delete`, `delete_range`),
+    /// including waiting for the group commit and stalls.
+    pub write_latency: LatencyStats,
 }
 
 impl Statistics {
@@ -105,6 +118,10 @@ impl Db {
             stall_micros: get(&c.stall_micros),
             block_cache_hits: cache.map_or(0, |s| s.hits),
             block_cache_misses: cache.map_or(0, |s| s.misses),
+            get_latency: c.latency.get.snapshot(),
+            multi_get_latency: c.latency.multi_get.snapshot(),
+            multi_get_per_key_latency: c.latency.multi_get_per_key.snapshot(),
+            write_latency: c.latency.write.snapshot(),
         }
     }
 }

@@ -87,10 +87,19 @@ impl Db {
         self.write(opts, b)
     }
 
+    /// Like [`Db::write`], leaving `batch` with the caller, to write again
+    /// or to [`clear`](WriteBatch::clear) (which keeps its allocation) and
+    /// refill. Costs one copy of the encoded batch (the group commit hands
+    /// batches between threads, so it needs one it owns).
+    pub fn write_ref(&self, opts: &WriteOptions, batch: &WriteBatch) -> Result<()> {
+        self.write(opts, batch.clone())
+    }
+
     /// Applies `batch` atomically: after a crash either all or none of it
     /// is visible. With `opts.sync` it is durable when this returns.
     pub fn write(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
         let core = self.core();
+        let _timer = core.counters.latency.timer(super::latency::Timed::Write);
         core.check_writable("write")?;
         if batch.has_inverted_range() {
             let bad = batch.ops().find_map(|op| match op {

@@ -47,7 +47,9 @@ const RECORD_FILE: &str = "000009.log";
 const RECORD_OFFSET: u64 = 1234;
 const MANIFEST_FILE: &str = "MANIFEST-000001";
 
-/// Panics unless `e` is a `Corruption` naming `file` (and `offset`, if given).
+/// Panics unless `e` is a `Corruption` naming `file` (and `offset`, if
+/// given) — or, in a build without the `zstd` feature, an `Unsupported`
+/// (a mutated type byte may say ZSTD) naming them.
 fn assert_corruption(e: &Error, file: &str, offset: Option<u64>) {
     match e {
         Error::Corruption {
@@ -56,6 +58,15 @@ fn assert_corruption(e: &Error, file: &str, offset: Option<u64>) {
             assert_eq!(f, file, "corruption names the wrong file: {e}");
             if let Some(offset) = offset {
                 assert_eq!(*o, offset, "corruption names the wrong offset: {e}");
+            }
+        }
+        #[cfg(not(feature = "zstd"))]
+        Error::Unsupported {
+            file: f, offset: o, ..
+        } => {
+            assert_eq!(f, file, "unsupported names the wrong file: {e}");
+            if let Some(offset) = offset {
+                assert_eq!(*o, offset, "unsupported names the wrong offset: {e}");
             }
         }
         other => panic!("expected Corruption in {file}, got {other:?}"),

@@ -15,7 +15,6 @@
 //! same size), and the codec must produce exactly that many bytes; only
 //! then is the output buffer allocated.
 
-use std::cell::RefCell;
 use std::fmt;
 use std::str::FromStr;
 
@@ -84,14 +83,50 @@ impl FromStr for CompressionType {
 }
 
 /// The ZSTD levels accepted for `compression_level`.
+#[cfg(feature = "zstd")]
 pub(crate) fn zstd_level_range() -> std::ops::RangeInclusive<i32> {
     zstd::compression_level_range()
 }
 
+/// Without the `zstd` feature: never consulted for a decision, since
+/// `compression=zstd` is refused first ([`zstd_missing`]); zstd's own range.
+#[cfg(not(feature = "zstd"))]
+pub(crate) fn zstd_level_range() -> std::ops::RangeInclusive<i32> {
+    -131072..=22
+}
+
+/// Why `compression=zstd` is refused by a build without the `zstd` feature
+/// (`None` when it has it).
+pub(crate) fn zstd_missing() -> Option<&'static str> {
+    if cfg!(feature = "zstd") {
+        None
+    } else {
+        Some("compression: zstd is not supported by this build (enable batchkv's cargo feature \"zstd\", on by default)")
+    }
+}
+
+/// Every type this build can write and read (tests iterate over it).
+#[cfg(all(test, feature = "zstd"))]
+pub(crate) const AVAILABLE: &[CompressionType] = &[
+    CompressionType::None,
+    CompressionType::Lz4,
+    CompressionType::Zstd,
+];
+/// Every type this build can write and read (tests iterate over it).
+#[cfg(all(test, not(feature = "zstd")))]
+pub(crate) const AVAILABLE: &[CompressionType] = &[CompressionType::None, CompressionType::Lz4];
+
+/// A ZSTD compression context; without the `zstd` feature a type with no
+/// values, so a [`Compressor`] can never hold one.
+#[cfg(feature = "zstd")]
+type ZstdCompressor = zstd::bulk::Compressor<'static>;
+#[cfg(not(feature = "zstd"))]
+type ZstdCompressor = std::convert::Infallible;
+
 /// Compresses data blocks for one table builder (keeps the ZSTD context).
 pub(crate) struct Compressor {
     kind: CompressionType,
-    zstd: Option<zstd::bulk::Compressor<'static>>,
+    zstd: Option<ZstdCompressor>,
     /// Holds the stored form of the last compressed block.
     out: Vec<u8>,
 }
@@ -100,9 +135,17 @@ impl Compressor {
     /// A compressor for `kind`; `level` is used by ZSTD only.
     pub(crate) fn new(kind: CompressionType, level: i32) -> Result<Compressor> {
         let zstd = match kind {
+            #[cfg(feature = "zstd")]
             CompressionType::Zstd => Some(zstd::bulk::Compressor::new(level).map_err(|e| {
                 Error::InvalidArgument(format!("compression_level: {level} rejected by zstd: {e}"))
             })?),
+            #[cfg(not(feature = "zstd"))]
+            CompressionType::Zstd => {
+                let _ = level;
+                return Err(Error::InvalidArgument(
+                    zstd_missing().unwrap_or_default().to_string(),
+                ));
+            }
             _ => None,
         };
         Ok(Compressor {
@@ -125,6 +168,7 @@ impl Compressor {
                 self.out.extend_from_slice(&lz4_flex::block::compress(raw));
                 true
             }
+            #[cfg(feature = "zstd")]
             (CompressionType::Zstd, Some(z)) => match z.compress(raw) {
                 Ok(c) => {
                     self.out.extend_from_slice(&c);
@@ -133,6 +177,8 @@ impl Compressor {
                 // A compression failure only costs the space saving.
                 Err(_) => false,
             },
+            #[cfg(not(feature = "zstd"))]
+            (_, Some(never)) => match *never {},
             _ => false,
         };
         if !ok || self.out.len() > raw.len() - raw.len() / 8 {
@@ -144,12 +190,14 @@ impl Compressor {
 
 /// The most a ZSTD frame can expand: each block yields at most 128 KiB and
 /// takes at least 4 stored bytes (an RLE block: 3-byte header, 1 byte).
+#[cfg(feature = "zstd")]
 const ZSTD_MAX_RATIO: usize = (128 << 10) / 4;
 
+#[cfg(feature = "zstd")]
 thread_local! {
     /// One ZSTD decompression context per thread (creating one allocates).
-    static ZSTD_DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> =
-        const { RefCell::new(None) };
+    static ZSTD_DECOMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+        const { std::cell::RefCell::new(None) };
 }
 
 /// Turns a block's stored contents of type `kind` into its raw contents.
@@ -184,6 +232,27 @@ pub(crate) fn decompress(stored: Vec<u8>, kind: u8, file: &str, offset: u64) -> 
             Err(e) => return Err(bad(format!("lz4 block does not decompress: {e}"))),
         }
     } else {
+        decompress_zstd(src, raw_len, file, offset)?
+    };
+    Ok(out)
+}
+
+/// A ZSTD block without the `zstd` feature: the data may be fine, this
+/// build cannot read it.
+#[cfg(not(feature = "zstd"))]
+fn decompress_zstd(_src: &[u8], _raw_len: usize, file: &str, offset: u64) -> Result<Vec<u8>> {
+    Err(Error::Unsupported {
+        file: file.to_string(),
+        offset,
+        detail: "ZSTD-compressed block, and this build of batchkv has no zstd support (cargo feature \"zstd\")".into(),
+    })
+}
+
+/// The raw contents of a ZSTD block (`src` after the length varint).
+#[cfg(feature = "zstd")]
+fn decompress_zstd(src: &[u8], raw_len: usize, file: &str, offset: u64) -> Result<Vec<u8>> {
+    let bad = |detail: String| Error::corruption(file, offset, detail);
+    let out = {
         // Reserve no more than the stored bytes can expand to (the frame
         // header's size is as untrusted as the varint).
         if raw_len > src.len().saturating_mul(ZSTD_MAX_RATIO) {
@@ -241,7 +310,10 @@ mod tests {
             (CompressionType::Lz4, 0),
             (CompressionType::Zstd, 1),
             (CompressionType::Zstd, 19),
-        ] {
+        ]
+        .into_iter()
+        .filter(|(k, _)| AVAILABLE.contains(k))
+        {
             let mut c = Compressor::new(kind, level).unwrap();
             let (stored, t) = c.compress(&raw);
             assert_eq!(t, kind.type_byte());
@@ -263,7 +335,7 @@ mod tests {
                 x as u8
             })
             .collect();
-        for kind in [CompressionType::Lz4, CompressionType::Zstd] {
+        for &kind in &AVAILABLE[1..] {
             let mut c = Compressor::new(kind, 3).unwrap();
             let (stored, t) = c.compress(&raw);
             assert_eq!((stored, t), (&raw[..], TYPE_NONE));
@@ -275,7 +347,7 @@ mod tests {
     #[test]
     fn damaged_compressed_blocks_are_corruption() {
         let raw = compressible(3000);
-        for kind in [CompressionType::Lz4, CompressionType::Zstd] {
+        for &kind in &AVAILABLE[1..] {
             let mut c = Compressor::new(kind, 3).unwrap();
             let (stored, t) = c.compress(&raw);
             let stored = stored.to_vec();

@@ -11,7 +11,7 @@ use std::time::Instant;
 use rand::{Rng, SeedableRng};
 
 use super::tests_support::{build_in_memory, open_mem_cached};
-use super::{BlockReadOptions, CompressionType, TableOptions};
+use super::{BlockReadOptions, TableOptions};
 use crate::cache::BlockCache;
 use crate::iter::InternalIterator;
 use crate::key::{append_internal_key, ValueType};
@@ -55,11 +55,7 @@ fn measure_sst_layouts() {
         "layout       compression  sst_bytes  get_cached(Mops/s)  get_uncached(Mops/s)  scan(Mentries/s)"
     );
     for sep in [false, true] {
-        for compression in [
-            CompressionType::None,
-            CompressionType::Lz4,
-            CompressionType::Zstd,
-        ] {
+        for &compression in super::compression::AVAILABLE {
             let opts = TableOptions {
                 separate_key_value: sep,
                 compression,

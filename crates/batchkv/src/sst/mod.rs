@@ -116,6 +116,10 @@ impl TableOptions {
                 self.bloom_bits_per_key
             ));
         }
+        if let (CompressionType::Zstd, Some(why)) = (self.compression, compression::zstd_missing())
+        {
+            return bad(why.into());
+        }
         if self.compression == CompressionType::Zstd
             && !compression::zstd_level_range().contains(&self.compression_level)
         {

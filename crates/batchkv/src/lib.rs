@@ -45,7 +45,8 @@ mod wal;
 pub use batch::{BatchOp, WriteBatch};
 pub use compaction::{CompactionDecision, CompactionFilter, TtlFilter};
 pub use db::{
-    Db, DbIterator, DbStats, KvResult, RangeIter, RecoveryReport, Snapshot, Statistics, WalDamage,
+    Db, DbIterator, DbStats, IngestOptions, KvResult, RangeIter, RecoveryReport, Snapshot,
+    Statistics, WalDamage,
 };
 pub use error::{Error, Result};
 pub use fs::{
@@ -57,6 +58,7 @@ pub use options::{
     Options, ReadOptions, WalRecoveryMode, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE,
 };
 pub use sst::dump::{SstEntries, SstEntry, SstFileReader};
+pub use sst::file_writer::{ExternalSstInfo, SstFileWriter};
 pub use sst::CompressionType;
 /// Memtable internals for the component micro-benchmarks only.
 #[cfg(feature = "bench-internals")]

@@ -24,6 +24,8 @@ pub(crate) struct Counters {
     /// A gauge, not a counter: writers waiting now for a flush or an L0
     /// compaction to make room (`batchkv.is-write-stopped`).
     pub writers_stopped: AtomicU64,
+    pub ingested_files: AtomicU64,
+    pub ingested_bytes: AtomicU64,
 }
 
 impl Counters {
@@ -68,6 +70,10 @@ pub struct Statistics {
     pub block_cache_hits: u64,
     /// Block cache lookups that missed.
     pub block_cache_misses: u64,
+    /// Files added by `ingest_external_file`.
+    pub ingested_files: u64,
+    /// Bytes of those files.
+    pub ingested_bytes: u64,
 }
 
 impl Statistics {
@@ -105,6 +111,8 @@ impl Db {
             stall_micros: get(&c.stall_micros),
             block_cache_hits: cache.map_or(0, |s| s.hits),
             block_cache_misses: cache.map_or(0, |s| s.misses),
+            ingested_files: get(&c.ingested_files),
+            ingested_bytes: get(&c.ingested_bytes),
         }
     }
 }

@@ -272,7 +272,11 @@ impl DbCore {
         let name = source.display().to_string();
         let file = self.fs.open_random_access(dst)?;
         let file_size = file.size();
-        let table = Table::open(file, name.clone(), DbCore::table_options(&self.opts))?;
+        // Checked with verification on, whatever the database's
+        // `verify_checksums` says for its own reads.
+        let mut table_opts = DbCore::table_options(&self.opts);
+        table_opts.verify_checksums = true;
+        let table = Table::open(file, name.clone(), table_opts)?;
         let props = table.properties().clone();
         match props.external_sst_file_version {
             1 => {}

@@ -95,6 +95,7 @@ fn manifest_worked_example_bytes_match_the_format_doc() {
                 smallest: ik(b"a", 9, ValueType::Value),
                 largest: ik(b"z", 7, ValueType::Deletion),
                 num_entries: 3,
+                global_seqno: 0,
             },
         )],
         ..VersionEdit::default()

@@ -49,8 +49,8 @@ mod wal;
 pub use batch::{BatchOp, WriteBatch};
 pub use compaction::{CompactionDecision, CompactionFilter, TtlFilter};
 pub use db::{
-    Db, DbIterator, DbStats, KvResult, LatencyStats, RangeIter, RecoveryReport, Snapshot,
-    Statistics, WalDamage,
+    Db, DbIterator, DbStats, IngestOptions, KvResult, LatencyStats, RangeIter, RecoveryReport,
+    Snapshot, Statistics, WalDamage,
 };
 pub use error::{Error, Result};
 pub use fs::{
@@ -65,6 +65,7 @@ pub use options::{
 };
 pub use options_builder::OptionsBuilder;
 pub use sst::dump::{SstEntries, SstEntry, SstFileReader};
+pub use sst::file_writer::{ExternalSstInfo, SstFileWriter};
 pub use sst::CompressionType;
 /// Memtable internals for the component micro-benchmarks only.
 #[cfg(feature = "bench-internals")]

@@ -243,6 +243,7 @@ fn finish_output(number: u64, builder: TableBuilder) -> Result<FileMetaData> {
         smallest: summary.smallest,
         largest: summary.largest,
         num_entries: summary.num_entries,
+        global_seqno: 0,
     })
 }
 

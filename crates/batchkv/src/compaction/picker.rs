@@ -167,6 +167,7 @@ mod tests {
             smallest,
             largest,
             num_entries: 1,
+            global_seqno: 0,
         })
     }
 

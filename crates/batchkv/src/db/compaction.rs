@@ -210,7 +210,12 @@ impl DbCore {
             if let Some(rd) = table.range_dels() {
                 range_dels.extend(rd.tombstones.iter().cloned());
             }
-            children.push(Box::new(table.iter_with(ro)));
+            children.push(crate::sst::global_seqno::table_iter(
+                table,
+                ro,
+                f.global_seqno,
+                f.number,
+            ));
         }
         let spec = OutputSpec {
             fs: self.fs.as_ref(),

@@ -63,6 +63,7 @@ pub(super) fn write_level0_table(
         smallest: summary.smallest,
         largest: summary.largest,
         num_entries: summary.num_entries,
+        global_seqno: 0,
     }))
 }
 

@@ -9,6 +9,7 @@ use crate::iter::level_iter::OpenTable;
 use crate::iter::{DbIter, InternalIterator, LevelIterator, MergingIterator};
 use crate::options::ReadOptions;
 use crate::range_del::{FragmentedTombstones, RangeTombstone};
+use crate::sst::global_seqno::table_iter;
 use crate::version::FileMetaData;
 
 /// An iterator over the user keys visible at one snapshot, in ascending
@@ -38,13 +39,23 @@ impl Db {
             children.push(Arc::clone(imm).iter());
         }
         for f in &sv.version.levels[0] {
-            children.push(Box::new(core.tables.get(f.number)?.iter_with(ro)));
+            children.push(table_iter(
+                core.tables.get(f.number)?,
+                ro,
+                f.global_seqno,
+                f.number,
+            ));
         }
         // Levels ≥ 1 do not overlap: one lazily opening iterator per level.
         for files in sv.version.levels.iter().skip(1).filter(|f| !f.is_empty()) {
             let tables = Arc::clone(&core.tables);
             let open: OpenTable = Arc::new(move |f: &FileMetaData| {
-                Ok(Box::new(tables.get(f.number)?.iter_with(ro)) as Box<dyn InternalIterator>)
+                Ok(table_iter(
+                    tables.get(f.number)?,
+                    ro,
+                    f.global_seqno,
+                    f.number,
+                ))
             });
             children.push(Box::new(LevelIterator::new(files.clone(), open)));
         }

@@ -140,6 +140,10 @@ impl DbCore {
         let target = lookup_key(key, seq);
         for level in 0..sv.version.levels.len() {
             for file in sv.version.files_for_key(level, key) {
+                // An ingested file newer than the read holds nothing it sees.
+                if !file.visible_at(seq) {
+                    continue;
+                }
                 let table = self.tables.get(file.number)?;
                 if let Some(rd) = table.range_dels() {
                     w.covered = w.covered.max(rd.fragmented.max_covering(key, seq));

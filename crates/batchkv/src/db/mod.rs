@@ -8,10 +8,14 @@
 //! 1. Every entry with sequence ≤ `visible_seq` is in the memtable that was
 //!    active when it was inserted; that memtable stays reachable from every
 //!    later [`SuperVersion`] (as `mem`, in `imms`, or flushed into `version`).
+//!    Entries ingested at a global sequence number are in the version of
+//!    every super version published before `visible_seq` reached it
+//!    (`db/ingest.rs`).
 //! 2. Only the write leader (the front of the write queue) touches the WAL
 //!    writer and inserts into memtables on behalf of its group.
 //! 3. Lock order: `log` before `manifest` before `state` (a writer holds
-//!    `log` while it waits for a flush, which needs `manifest`);
+//!    `log` while it waits for a flush, which needs `manifest`); ingestion
+//!    takes `log` and then `manifest` (see `DbCore::lock_log_and_manifest`);
 //!    `write_queue` is never held while waiting for either. The MANIFEST
 //!    append and fsync run under `manifest` only, never under `state`, so
 //!    writers do not wait for them (see [`DbCore::apply_edit`]).
@@ -22,6 +26,7 @@ mod checkpoint;
 mod compaction;
 pub(crate) mod filename;
 mod flush;
+mod ingest;
 mod iterator;
 mod latency;
 mod memtable_factory;
@@ -57,6 +62,7 @@ use crate::sst::TableOptions;
 use crate::version::{Version, VersionSet};
 use crate::wal;
 
+pub use ingest::IngestOptions;
 pub use iterator::DbIterator;
 use memtable_factory::MemTableFactory;
 pub use range::{KvResult, RangeIter};
@@ -453,7 +459,7 @@ impl DbCore {
         }));
     }
 
-    fn table_options(opts: &Options) -> TableOptions {
+    pub(crate) fn table_options(opts: &Options) -> TableOptions {
         TableOptions {
             block_size: opts.block_size,
             restart_interval: opts.block_restart_interval,

@@ -270,7 +270,8 @@ fn resolve_in_tables(
             if level > 0 {
                 rest = &rest[rest.partition_point(|&u| distinct[u as usize] <= hi)..];
             }
-            if group.is_empty() {
+            // An ingested file newer than the read holds nothing it sees.
+            if group.is_empty() || !file.visible_at(seq) {
                 continue;
             }
             group_keys.clear();
@@ -285,7 +286,16 @@ fn resolve_in_tables(
                 }
             };
             if table.range_dels().is_some() || !covered.is_empty() {
-                settle_covered_keys(&table, distinct, seq, ro, &mut covered, &mut group, slots);
+                settle_covered_keys(
+                    &table,
+                    file.global_seqno,
+                    distinct,
+                    seq,
+                    ro,
+                    &mut covered,
+                    &mut group,
+                    slots,
+                );
                 if group.is_empty() {
                     continue;
                 }
@@ -318,8 +328,15 @@ fn resolve_in_tables(
 /// sequence numbers, every key a tombstone covers (a version newer than the
 /// tombstone stands; an older one is deleted; none leaves the key for the
 /// next table). Only the uncovered keys stay in `group` for the batch path.
+/// `global_seqno`: the table's, if it is an ingested file (its entries are
+/// stored at sequence 0 and read at that sequence).
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one call site, all state of the stage"
+)]
 fn settle_covered_keys(
     table: &Arc<crate::sst::Table>,
+    global_seqno: u64,
     distinct: &[&[u8]],
     seq: u64,
     ro: BlockReadOptions,
@@ -342,8 +359,8 @@ fn settle_covered_keys(
             return true;
         }
         slots[u as usize] = match table.get_versioned(distinct[u as usize], seq, ro) {
-            Ok(Some((s, ValueType::Value, v))) if s > c => Slot::Owned(v),
-            Ok(Some((s, ValueType::Merge, _))) if s > c => Slot::NeedsMerge,
+            Ok(Some((s, ValueType::Value, v))) if s.max(global_seqno) > c => Slot::Owned(v),
+            Ok(Some((s, ValueType::Merge, _))) if s.max(global_seqno) > c => Slot::NeedsMerge,
             Ok(Some(_)) => Slot::Deleted,
             Ok(None) => Slot::Pending,
             Err(e) => Slot::Failed(e),

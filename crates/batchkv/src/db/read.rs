@@ -83,14 +83,21 @@ impl DbCore {
         let mut covered = 0;
         for level in 0..sv.version.levels.len() {
             for file in sv.version.files_for_key(level, key) {
+                // An ingested file newer than the read holds nothing it sees.
+                if !file.visible_at(seq) {
+                    continue;
+                }
                 let table = self.tables.get(file.number)?;
                 if let Some(rd) = table.range_dels() {
                     covered = covered.max(rd.fragmented.max_covering(key, seq));
                 }
                 if covered > 0 {
                     match table.get_versioned(key, seq, ro)? {
-                        Some((s, ValueType::Value, v)) if s > covered => return Ok(Some(v)),
-                        Some((s, ValueType::Merge, _)) if s > covered => {
+                        // An ingested file's entries are at its global seqno.
+                        Some((s, ValueType::Value, v)) if s.max(file.global_seqno) > covered => {
+                            return Ok(Some(v))
+                        }
+                        Some((s, ValueType::Merge, _)) if s.max(file.global_seqno) > covered => {
                             return self.get_merged(sv, key, seq, ro)
                         }
                         Some(_) => return Ok(None),

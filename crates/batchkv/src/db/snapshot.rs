@@ -23,6 +23,14 @@ impl SnapshotList {
             .copied()
             .collect()
     }
+
+    /// Holds the list's lock: no snapshot is taken or released until the
+    /// guard drops. Ingestion holds it while it decides that no snapshot
+    /// exists and installs files readable at every sequence number (order:
+    /// after `state`, as compaction's [`sequences`](Self::sequences) call).
+    pub fn hold(&self) -> std::sync::MutexGuard<'_, BTreeMap<SequenceNumber, usize>> {
+        self.live.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// A consistent, read-only view of the database at one sequence number.

@@ -27,6 +27,8 @@ pub(crate) struct Counters {
     pub writers_stopped: AtomicU64,
     /// Latency histograms (when `Options::statistics`).
     pub latency: super::latency::Latencies,
+    pub ingested_files: AtomicU64,
+    pub ingested_bytes: AtomicU64,
 }
 
 impl Counters {
@@ -81,6 +83,10 @@ pub struct Statistics {
     /// Latency of `write` calls (and `put`, `delete`, `delete_range`),
     /// including waiting for the group commit and stalls.
     pub write_latency: LatencyStats,
+    /// Files added by `ingest_external_file`.
+    pub ingested_files: u64,
+    /// Bytes of those files.
+    pub ingested_bytes: u64,
 }
 
 impl Statistics {
@@ -122,6 +128,8 @@ impl Db {
             multi_get_latency: c.latency.multi_get.snapshot(),
             multi_get_per_key_latency: c.latency.multi_get_per_key.snapshot(),
             write_latency: c.latency.write.snapshot(),
+            ingested_files: get(&c.ingested_files),
+            ingested_bytes: get(&c.ingested_bytes),
         }
     }
 }

@@ -71,6 +71,21 @@ pub trait FileSystem: Send + Sync {
     fn link_or_copy(&self, from: &Path, to: &Path, len: Option<u64>) -> Result<()> {
         copy_prefix(self, from, to, len)
     }
+
+    /// Makes `to` (which must not exist) a hard link to `from` and fsyncs
+    /// the file's data, so the link is as durable as a synced copy once the
+    /// directory is synced. Fails, changing nothing, where a link is not
+    /// possible (`from` on another filesystem); this default always fails,
+    /// so callers fall back to copying.
+    fn hard_link(&self, from: &Path, to: &Path) -> Result<()> {
+        Err(crate::error::Error::io(
+            format!("linking {} to {}", from.display(), to.display()),
+            std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                "this filesystem does not make hard links",
+            ),
+        ))
+    }
 }
 
 /// Writes the first `len` bytes of `from` (all if `None`) to a new file

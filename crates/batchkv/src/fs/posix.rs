@@ -140,6 +140,16 @@ impl FileSystem for PosixFs {
         super::copy_prefix(self, from, to, len)
     }
 
+    fn hard_link(&self, from: &Path, to: &Path) -> Result<()> {
+        fs::hard_link(from, to).map_err(|e| io_err("hard-linking", to, e))?;
+        let synced = File::open(to).and_then(|f| f.sync_all());
+        if let Err(e) = synced {
+            let _ = fs::remove_file(to);
+            return Err(io_err("syncing", to, e));
+        }
+        Ok(())
+    }
+
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
         Ok(Box::new(super::lock::lock(path)?))
     }

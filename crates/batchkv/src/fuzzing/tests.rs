@@ -324,6 +324,7 @@ fn sample_edits() -> Vec<VersionEdit> {
         smallest: ik(a, number, ValueType::Value),
         largest: ik(b, 1, ValueType::Deletion),
         num_entries: number * 10,
+        global_seqno: 0,
     };
     vec![
         VersionEdit {

@@ -206,6 +206,7 @@ mod tests {
                 smallest: entries[0].0.clone(),
                 largest: entries[9].0.clone(),
                 num_entries: 10,
+                global_seqno: 0,
             }));
             contents.push(entries);
         }

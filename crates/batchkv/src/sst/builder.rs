@@ -174,6 +174,13 @@ impl TableBuilder {
         Ok(())
     }
 
+    /// Marks the table as an external file for ingestion (property
+    /// `batchkv.external.sst.file.version` = 1, `docs/format/sst.md` §9).
+    /// The caller adds every entry with sequence 0.
+    pub(crate) fn mark_external(&mut self) {
+        self.props.external_sst_file_version = 1;
+    }
+
     /// Entries added so far.
     #[cfg(test)]
     pub(crate) fn num_entries(&self) -> u64 {

@@ -14,14 +14,18 @@
 //! builder, iterator), [`filter`] (blocked bloom filter), [`properties`],
 //! [`builder`] (the writer), [`table`] (the reader, its block-cache use and
 //! its iterator), [`dump`] (the public inspection reader behind
-//! `batchkv dump sst`).
+//! `batchkv dump sst`), [`file_writer`] (the public `SstFileWriter` for
+//! external files) and [`global_seqno`] (reading an ingested file at its
+//! assigned sequence number).
 
 pub(crate) mod block;
 pub(crate) mod builder;
 pub(crate) mod compression;
 pub(crate) mod dump;
+pub(crate) mod file_writer;
 pub(crate) mod filter;
 pub(crate) mod format;
+pub(crate) mod global_seqno;
 pub(crate) mod properties;
 pub(crate) mod table;
 

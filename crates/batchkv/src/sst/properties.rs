@@ -17,6 +17,7 @@ mod names {
     pub const COMPRESSION: &str = "batchkv.compression";
     pub const CREATION_TIME: &str = "batchkv.creation.time";
     pub const DATA_RESTART_INTERVAL: &str = "batchkv.data.block.restart.interval";
+    pub const EXTERNAL_SST_FILE_VERSION: &str = "batchkv.external.sst.file.version";
     pub const INDEX_RESTART_INTERVAL: &str = "batchkv.index.block.restart.interval";
     pub const LARGEST_SEQNO: &str = "batchkv.largest.seqno";
     pub const NUM_DATA_BLOCKS: &str = "batchkv.num.data.blocks";
@@ -61,6 +62,11 @@ pub(crate) struct TableProperties {
     pub smallest_seqno: u64,
     /// Largest sequence number in the table (0 if empty).
     pub largest_seqno: u64,
+    /// Non-zero for a table written by `SstFileWriter` (an external file
+    /// for ingestion; every entry has sequence 0): the version of that
+    /// scheme, currently 1. Written only when non-zero, so engine tables
+    /// are unchanged.
+    pub external_sst_file_version: u64,
 }
 
 impl TableProperties {
@@ -82,6 +88,13 @@ impl TableProperties {
             names::DATA_RESTART_INTERVAL,
             self.data_block_restart_interval,
         );
+        if self.external_sst_file_version != 0 {
+            num(
+                &mut b,
+                names::EXTERNAL_SST_FILE_VERSION,
+                self.external_sst_file_version,
+            );
+        }
         num(
             &mut b,
             names::INDEX_RESTART_INTERVAL,
@@ -107,7 +120,7 @@ impl TableProperties {
 
     /// Every property as `(on-disk name, printable value)`, in name order.
     pub(crate) fn to_pairs(&self) -> Vec<(&'static str, String)> {
-        vec![
+        let mut pairs = vec![
             (names::COMPRESSION, self.compression_name.clone()),
             (names::CREATION_TIME, self.creation_time.to_string()),
             (
@@ -133,7 +146,17 @@ impl TableProperties {
                 self.separate_key_value_in_data_block.to_string(),
             ),
             (names::SMALLEST_SEQNO, self.smallest_seqno.to_string()),
-        ]
+        ];
+        if self.external_sst_file_version != 0 {
+            pairs.insert(
+                3,
+                (
+                    names::EXTERNAL_SST_FILE_VERSION,
+                    self.external_sst_file_version.to_string(),
+                ),
+            );
+        }
+        pairs
     }
 
     /// Decodes a properties block read from `file` at `offset`.
@@ -155,6 +178,7 @@ impl TableProperties {
             let slot = match &*name {
                 names::CREATION_TIME => &mut p.creation_time,
                 names::DATA_RESTART_INTERVAL => &mut p.data_block_restart_interval,
+                names::EXTERNAL_SST_FILE_VERSION => &mut p.external_sst_file_version,
                 names::INDEX_RESTART_INTERVAL => &mut p.index_block_restart_interval,
                 names::LARGEST_SEQNO => &mut p.largest_seqno,
                 names::NUM_DATA_BLOCKS => &mut p.num_data_blocks,
@@ -196,9 +220,24 @@ mod tests {
             creation_time: 1_700_000_000,
             smallest_seqno: 7,
             largest_seqno: u64::MAX >> 8,
+            external_sst_file_version: 0,
         };
         let enc = p.encode();
         assert_eq!(TableProperties::decode(enc, "t".into(), 0).unwrap(), p);
+        // The external-file property is written only when set.
+        let ext = TableProperties {
+            external_sst_file_version: 1,
+            ..p.clone()
+        };
+        let ext_enc = ext.encode();
+        assert!(ext_enc.len() > p.encode().len());
+        assert_eq!(
+            TableProperties::decode(ext_enc, "t".into(), 0).unwrap(),
+            ext
+        );
+        let ext_pairs = ext.to_pairs();
+        assert!(ext_pairs.windows(2).all(|w| w[0].0 < w[1].0));
+        assert!(ext_pairs.contains(&(names::EXTERNAL_SST_FILE_VERSION, "1".to_string())));
         let pairs = p.to_pairs();
         assert!(pairs.windows(2).all(|w| w[0].0 < w[1].0));
         assert!(pairs.contains(&(names::RAW_VALUE_BYTES, (1u64 << 40).to_string())));
@@ -206,6 +245,7 @@ mod tests {
             names::COMPRESSION,
             names::CREATION_TIME,
             names::DATA_RESTART_INTERVAL,
+            names::EXTERNAL_SST_FILE_VERSION,
             names::INDEX_RESTART_INTERVAL,
             names::LARGEST_SEQNO,
             names::NUM_DATA_BLOCKS,

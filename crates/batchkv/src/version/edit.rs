@@ -14,6 +14,7 @@
 //! | 4 | last_sequence | varint64 |
 //! | 6 | deleted file | varint32 level ‖ varint64 number |
 //! | 7 | new file | varint32 level ‖ varint64 number ‖ varint64 file_size ‖ varint32 len ‖ smallest ‖ varint32 len ‖ largest ‖ varint64 num_entries |
+//! | 10 | new ingested file | the tag-7 fields ‖ varint64 global_seqno (1 ≤ it ≤ 2^56 − 1) |
 //!
 //! Tags 5 (LevelDB's compaction pointer), 8 and 9 (LevelDB's large-value
 //! reference and previous log number) are reserved: never reuse them.
@@ -36,6 +37,11 @@ mod tag {
     pub(super) const DELETED_FILE: u32 = 6;
     pub(super) const NEW_FILE: u32 = 7;
     // 8, 9: reserved (LevelDB large-value ref, previous log number).
+    /// A new file whose entries all carry sequence 0 on disk and are read
+    /// at the global sequence number that follows (an ingested external
+    /// file, `docs/format/manifest.md` §4). Only written for files with a
+    /// non-zero global sequence number, so older MANIFESTs never hold it.
+    pub(super) const NEW_INGESTED_FILE: u32 = 10;
 }
 
 /// What the MANIFEST records about one SST file.
@@ -51,6 +57,21 @@ pub(crate) struct FileMetaData {
     pub largest: Vec<u8>,
     /// Number of entries (values and tombstones).
     pub num_entries: u64,
+    /// 0 for tables whose entries carry their own sequence numbers (every
+    /// table the engine writes). Otherwise the file is an ingested external
+    /// file: every entry is stored with sequence 0 and is read as if it had
+    /// this sequence number (`docs/format/sst.md` §9); `smallest` and
+    /// `largest` already carry it.
+    pub global_seqno: u64,
+}
+
+impl FileMetaData {
+    /// False if no entry of this file is visible at sequence `seq` (an
+    /// ingested file whose global sequence number is later).
+    #[inline]
+    pub fn visible_at(&self, seq: u64) -> bool {
+        self.global_seqno <= seq
+    }
 }
 
 /// A change to the version state; the fields that are `None`/empty are
@@ -98,13 +119,24 @@ impl VersionEdit {
                 parse_internal_key(&f.smallest).is_some()
                     && parse_internal_key(&f.largest).is_some()
             );
-            put_varint32(dst, tag::NEW_FILE);
+            let ingested = f.global_seqno != 0;
+            put_varint32(
+                dst,
+                if ingested {
+                    tag::NEW_INGESTED_FILE
+                } else {
+                    tag::NEW_FILE
+                },
+            );
             put_varint32(dst, *level);
             put_varint64(dst, f.number);
             put_varint64(dst, f.file_size);
             put_length_prefixed(dst, &f.smallest);
             put_length_prefixed(dst, &f.largest);
             put_varint64(dst, f.num_entries);
+            if ingested {
+                put_varint64(dst, f.global_seqno);
+            }
         }
     }
 
@@ -148,13 +180,23 @@ impl VersionEdit {
                     let number = d.varint64("deleted file number")?;
                     edit.deleted_files.push((level, number));
                 }
-                tag::NEW_FILE => {
+                tag::NEW_FILE | tag::NEW_INGESTED_FILE => {
                     let level = d.varint32("new file level")?;
                     let number = d.varint64("new file number")?;
                     let file_size = d.varint64("new file size")?;
                     let smallest = d.internal_key("new file smallest key")?;
                     let largest = d.internal_key("new file largest key")?;
                     let num_entries = d.varint64("new file entry count")?;
+                    let mut global_seqno = 0;
+                    if t == tag::NEW_INGESTED_FILE {
+                        let at = d.pos;
+                        global_seqno = d.varint64("new file global sequence number")?;
+                        if global_seqno == 0 || global_seqno > MAX_SEQUENCE {
+                            return Err(d.error(format!(
+                                "global sequence number {global_seqno} at byte {at} is outside 1..={MAX_SEQUENCE}"
+                            )));
+                        }
+                    }
                     edit.new_files.push((
                         level,
                         FileMetaData {
@@ -163,6 +205,7 @@ impl VersionEdit {
                             smallest,
                             largest,
                             num_entries,
+                            global_seqno,
                         },
                     ));
                 }
@@ -248,6 +291,7 @@ mod tests {
                     smallest: ik(b"apple", 9),
                     largest: ik(b"zebra", 2),
                     num_entries: 12345,
+                    global_seqno: 0,
                 },
             )],
         }
@@ -312,7 +356,7 @@ mod tests {
 
     #[test]
     fn unknown_and_reserved_tags_are_corruption() {
-        for t in [0u8, 5, 8, 9, 10, 100] {
+        for t in [0u8, 5, 8, 9, 11, 100] {
             let e = VersionEdit::decode(&[2, 1, t, 0], "m", 3).unwrap_err();
             assert!(
                 e.to_string()
@@ -320,6 +364,29 @@ mod tests {
                 "{e}"
             );
         }
+    }
+
+    #[test]
+    fn ingested_file_round_trips_with_tag_10_and_rejects_seqno_0() {
+        let mut e = sample();
+        e.new_files[0].1.global_seqno = 77;
+        let bytes = encoded(&e);
+        let at = encoded(&VersionEdit {
+            new_files: vec![],
+            ..sample()
+        })
+        .len();
+        assert_eq!(bytes[at], 10, "an ingested file uses tag 10");
+        assert_eq!(*bytes.last().unwrap(), 77, "global seqno is the last field");
+        assert_eq!(VersionEdit::decode(&bytes, "m", 0).unwrap(), e);
+        // Tag 10 with global seqno 0 (that is tag 7's meaning) is corruption.
+        let mut zero = bytes.clone();
+        *zero.last_mut().unwrap() = 0;
+        let err = VersionEdit::decode(&zero, "m", 0).unwrap_err();
+        assert!(
+            err.to_string().contains("global sequence number 0"),
+            "{err}"
+        );
     }
 
     /// Found by the `version_edit` fuzz target: a last sequence beyond the
@@ -370,19 +437,23 @@ mod tests {
             proptest::collection::vec(any::<u8>(), 0..20),
             0u64..(1 << 56),
             any::<u64>(),
+            prop_oneof![Just(0u64), 1..=MAX_SEQUENCE],
         )
-            .prop_map(|(level, number, file_size, a, b, seq, num_entries)| {
-                (
-                    level,
-                    FileMetaData {
-                        number,
-                        file_size,
-                        smallest: ik(&a, seq),
-                        largest: ik(&b, seq),
-                        num_entries,
-                    },
-                )
-            })
+            .prop_map(
+                |(level, number, file_size, a, b, seq, num_entries, global_seqno)| {
+                    (
+                        level,
+                        FileMetaData {
+                            number,
+                            file_size,
+                            smallest: ik(&a, seq),
+                            largest: ik(&b, seq),
+                            num_entries,
+                            global_seqno,
+                        },
+                    )
+                },
+            )
     }
 
     proptest! {

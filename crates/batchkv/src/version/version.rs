@@ -123,6 +123,7 @@ mod tests {
             smallest,
             largest,
             num_entries: 1,
+            global_seqno: 0,
         })
     }
 

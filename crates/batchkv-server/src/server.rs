@@ -306,24 +306,28 @@ impl Drop for Server {
 }
 
 /// Serves until SIGTERM/SIGINT or SHUTDOWN, then closes the database.
+///
+/// The signal handlers are installed before "listening on" is printed:
+/// a supervisor (or test) that sends SIGTERM as soon as it reads that line
+/// must get a graceful shutdown, not the default action (termination
+/// without closing the database).
 pub fn run(cfg: Config) -> std::io::Result<()> {
     let signals = cfg.handle_signals;
     let server = Server::start(cfg)?;
-    eprintln!("batchkv serve: listening on {}", server.addr());
     if signals {
+        use tokio::signal::unix::{signal, SignalKind};
         let tx = server.shutdown.clone();
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
+        let (mut term, mut int) = rt.block_on(async {
+            Ok::<_, std::io::Error>((
+                signal(SignalKind::terminate())?,
+                signal(SignalKind::interrupt())?,
+            ))
+        })?;
         std::thread::spawn(move || {
             rt.block_on(async move {
-                use tokio::signal::unix::{signal, SignalKind};
-                let (Ok(mut term), Ok(mut int)) = (
-                    signal(SignalKind::terminate()),
-                    signal(SignalKind::interrupt()),
-                ) else {
-                    return;
-                };
                 tokio::select! {
                     _ = term.recv() => {}
                     _ = int.recv() => {}
@@ -333,6 +337,7 @@ pub fn run(cfg: Config) -> std::io::Result<()> {
             })
         });
     }
+    eprintln!("batchkv serve: listening on {}", server.addr());
     server.join()
 }
 

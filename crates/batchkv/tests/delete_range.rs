@@ -6,7 +6,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use batchkv::{BatchLookup, Db, Error, Options, ReadOptions, WriteBatch, WriteOptions};
+use batchkv::{Db, Error, Options, ReadOptions, WriteBatch, WriteOptions};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -34,128 +34,9 @@ fn delete_range(db: &Db, model: &mut Model, a: u64, b: u64) {
     }
 }
 
-/// Compares every read path of `db` (at `ro`'s snapshot) with `model`
-/// over keys `0..n` (and keys between them): get, multi_get and
-/// multi_get_with under every batch strategy, iterators both ways, seeks,
-/// bounds, `range` and `prefix`.
+/// Every read path of `db` at `ro` against `model` over keys `0..n`.
 fn check(db: &Db, ro: &ReadOptions, model: &Model, n: u64) {
-    let mut probes: Vec<Vec<u8>> = (0..n).map(k).collect();
-    probes.extend((0..n).step_by(7).map(|i| {
-        let mut x = k(i);
-        x.push(b'!');
-        x
-    }));
-    for p in &probes {
-        assert_eq!(
-            db.get_opt(ro, p).unwrap(),
-            model.get(p).cloned(),
-            "get {:?}",
-            String::from_utf8_lossy(p)
-        );
-    }
-    for lookup in [
-        None,
-        Some(BatchLookup::PerKey),
-        Some(BatchLookup::Finger),
-        Some(BatchLookup::Bfs),
-        Some(BatchLookup::Auto),
-    ] {
-        let ro = ReadOptions {
-            batch_lookup: lookup,
-            ..ro.clone()
-        };
-        let got = db.multi_get(&ro, &probes);
-        for (p, r) in probes.iter().zip(got) {
-            assert_eq!(
-                r.unwrap(),
-                model.get(p).cloned(),
-                "multi_get {lookup:?} {p:?}"
-            );
-        }
-        // Small batches too (a single key takes its own path).
-        for chunk in probes.chunks(3).take(20) {
-            let mut seen = 0;
-            db.multi_get_with(&ro, chunk, |i, r| {
-                assert_eq!(r.unwrap(), model.get(&chunk[i]).map(|v| v.as_slice()));
-                seen += 1;
-            });
-            assert_eq!(seen, chunk.len());
-        }
-    }
-    let want: Vec<(Vec<u8>, Vec<u8>)> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-    let mut it = db.iter(ro).unwrap();
-    let mut fwd = Vec::new();
-    it.seek_to_first();
-    while it.valid() {
-        fwd.push((it.key().to_vec(), it.value().to_vec()));
-        it.next();
-    }
-    it.status().unwrap();
-    assert_eq!(fwd, want, "forward scan");
-    let mut back = Vec::new();
-    it.seek_to_last();
-    while it.valid() {
-        back.push((it.key().to_vec(), it.value().to_vec()));
-        it.prev();
-    }
-    back.reverse();
-    assert_eq!(back, want, "backward scan");
-    for p in probes.iter().step_by(5) {
-        it.seek(p);
-        let exp = model.range(p.clone()..).next().map(|(k, _)| k.clone());
-        assert_eq!(it.valid().then(|| it.key().to_vec()), exp, "seek {p:?}");
-        if it.valid() {
-            it.prev();
-            let exp = model.range(..p.clone()).next_back().map(|(k, _)| k.clone());
-            assert_eq!(
-                it.valid().then(|| it.key().to_vec()),
-                exp,
-                "seek+prev {p:?}"
-            );
-        }
-        it.seek_for_prev(p);
-        let exp = model
-            .range(..=p.clone())
-            .next_back()
-            .map(|(k, _)| k.clone());
-        assert_eq!(
-            it.valid().then(|| it.key().to_vec()),
-            exp,
-            "seek_for_prev {p:?}"
-        );
-    }
-    // Bounds, through the Rust iterators.
-    for (a, b) in [(0, n / 3), (n / 4, n / 2 + 3), (n / 2, n)] {
-        let got: Vec<_> = db
-            .range(ro, k(a).as_slice()..k(b).as_slice())
-            .unwrap()
-            .map(Result::unwrap)
-            .collect();
-        let exp: Vec<_> = model
-            .range(k(a)..k(b))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        assert_eq!(got, exp, "range {a}..{b}");
-        let got_back: Vec<_> = db
-            .range(ro, k(a).as_slice()..k(b).as_slice())
-            .unwrap()
-            .rev()
-            .map(Result::unwrap)
-            .collect();
-        assert_eq!(
-            got_back,
-            exp.into_iter().rev().collect::<Vec<_>>(),
-            "range rev {a}..{b}"
-        );
-    }
-    let got = db.prefix(ro, b"key0000001").unwrap().count();
-    assert_eq!(
-        got,
-        model
-            .keys()
-            .filter(|k| k.starts_with(b"key0000001"))
-            .count()
-    );
+    common::read_paths::check_every_read_path(db, ro, model, n);
 }
 
 fn latest() -> ReadOptions {

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod gate_fs;
+pub mod read_paths;
 
 use batchkv::{Db, Options, ReadOptions};
 

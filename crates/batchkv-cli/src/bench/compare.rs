@@ -205,6 +205,9 @@ pub struct Table {
     /// process CPU time — what a benchmark costs, without the time it
     /// waited for a core on a shared machine.
     pub ops_per_cpu_sec: Vec<Vec<Option<f64>>>,
+    /// `write_amp[b][e]`: the median of the cumulative write amplification
+    /// after benchmark `b` (file bytes / user bytes, `write_amp.rs`).
+    pub write_amp: Vec<Vec<Option<f64>>>,
 }
 
 fn median(mut v: Vec<f64>) -> Option<f64> {
@@ -248,6 +251,7 @@ fn medians(names: &[&str], engines: &[String], runs: &[RunResult]) -> Table {
             let cpu = entry["cpu_seconds"].as_f64().filter(|&c| c > 0.0)?;
             Some(entry["ops"].as_f64()? / cpu)
         }),
+        write_amp: per_engine(&|entry| entry["write_amplification"].as_f64()),
     }
 }
 
@@ -265,6 +269,13 @@ fn render_table(t: &Table, repeat: usize) -> String {
     out.push_str(&render_rows(t, "benchmark (ops/sec)", &t.ops_per_sec));
     out.push_str("\nThe same per second of process CPU time (ignores waiting for a core):\n");
     out.push_str(&render_rows(t, "benchmark (ops/cpu-s)", &t.ops_per_cpu_sec));
+    if t.write_amp.iter().flatten().any(Option::is_some) {
+        out.push_str(
+            "\nWrite amplification so far (bytes written to files / bytes of keys and values; \
+             WAL included); ratio < 1: the base engine writes less\n",
+        );
+        out.push_str(&render_rows(t, "after benchmark", &t.write_amp));
+    }
     out
 }
 
@@ -283,6 +294,7 @@ fn render_rows(t: &Table, title: &str, values: &[Vec<Option<f64>>]) -> String {
         let row = &values[b];
         let mut cols = vec![format!("{name:<22}")];
         cols.extend(row.iter().map(|v| match v {
+            Some(v) if *v < 100.0 => format!("{v:>12.2}"),
             Some(v) => format!("{v:>12.0}"),
             None => format!("{:>12}", "skipped"),
         }));
@@ -342,7 +354,8 @@ fn write_json(
                         "median_ops_per_sec": t.ops_per_sec[b][i],
                         "base_over_engine": ratio(&t.ops_per_sec),
                         "median_ops_per_cpu_sec": t.ops_per_cpu_sec[b][i],
-                        "cpu_base_over_engine": ratio(&t.ops_per_cpu_sec) })
+                        "cpu_base_over_engine": ratio(&t.ops_per_cpu_sec),
+                        "median_write_amplification": t.write_amp[b][i] })
             })
         })
         .collect();

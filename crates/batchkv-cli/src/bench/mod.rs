@@ -15,6 +15,7 @@ mod plot;
 mod progress;
 mod report;
 mod workloads;
+mod write_amp;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -127,6 +128,9 @@ pub struct BenchArgs {
     /// Memtable: skiplist, vector or sorted_hash[:BUCKETS[:VECTOR_LIMIT]].
     #[arg(long, default_value = "skiplist")]
     pub memtablerep: String,
+    /// bulkpersist: rounds of (one batch of --num new keys, then flush).
+    #[arg(long, default_value_t = 5)]
+    pub persist_rounds: u64,
     /// Nexts after each seek in seekrandom.
     #[arg(long, default_value_t = 10)]
     pub seek_nexts: usize,
@@ -269,6 +273,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, Box<dyn std::error::Error + Send
     let db = opened.db;
     histogram::enable(args.histogram);
     let mut report = Report::new(&args.engine, &opened.version);
+    let mut write_amp = write_amp::WriteAmp::start();
     for name in names {
         if let Some(why) = db.skip_reason(name) {
             println!("{name:<12} : skipped ({why})");
@@ -278,8 +283,14 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, Box<dyn std::error::Error + Send
         progress::begin(name, progress_total(name, &args));
         let stats = workloads::run(name, db.as_ref(), &args);
         progress::finish();
-        let mut rec = BenchRecord::new(name, &stats?, &args);
+        let stats = stats?;
+        let mut rec = BenchRecord::new(name, &stats, &args);
         println!("{}", rec.db_bench_line());
+        rec.write_amp = write_amp.after(stats.user_bytes);
+        let wrote = stats.user_bytes > 0 || matches!(name, "flush" | "compact");
+        if let Some(line) = rec.write_amp.filter(|_| wrote).and_then(|w| w.line()) {
+            println!("{line}");
+        }
         rec.latency = histogram::take();
         if let Some(l) = &rec.latency {
             println!("{}", l.lines());

@@ -130,6 +130,7 @@ mod tests {
                 vec![Some(2e6), None],
             ],
             ops_per_cpu_sec: vec![vec![None, None], vec![None, None]],
+            write_amp: vec![vec![None, None], vec![None, None]],
         };
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.svg");

@@ -6,6 +6,7 @@ use serde_json::json;
 
 use super::histogram::Summary;
 use super::workloads::Stats;
+use super::write_amp::Cumulative;
 use super::BenchArgs;
 
 pub fn print_header(args: &BenchArgs, engine_version: &str, mapping: &[String], dir: &Path) {
@@ -52,6 +53,9 @@ pub struct BenchRecord {
     pub latency: Option<Summary>,
     /// Why the engine did not run this benchmark.
     pub skipped: Option<String>,
+    /// File bytes and user bytes from the start of the run to the end of
+    /// this benchmark.
+    pub write_amp: Option<Cumulative>,
 }
 
 impl BenchRecord {
@@ -64,6 +68,7 @@ impl BenchRecord {
             extra: stats.extra.clone(),
             latency: None,
             skipped: None,
+            write_amp: None,
         }
     }
 
@@ -76,6 +81,7 @@ impl BenchRecord {
             extra: String::new(),
             latency: None,
             skipped: Some(why.to_string()),
+            write_amp: None,
         }
     }
 
@@ -152,6 +158,7 @@ impl Report {
             "target_file_size_base": args.target_file_size_base,
             "disable_auto_compactions": args.disable_auto_compactions,
             "memtablerep": args.memtablerep, "histogram": args.histogram,
+            "persist_rounds": args.persist_rounds,
         });
         let benchmarks: Vec<_> = self
             .records
@@ -164,6 +171,11 @@ impl Report {
                 });
                 if let Some(l) = &r.latency {
                     e["latency"] = l.to_json();
+                }
+                if let Some(w) = &r.write_amp {
+                    e["cumulative_file_bytes"] = json!(w.file_bytes);
+                    e["cumulative_user_bytes"] = json!(w.user_bytes);
+                    e["write_amplification"] = json!(w.ratio());
                 }
                 if let Some(why) = &r.skipped {
                     e["skipped"] = json!(why);

@@ -26,6 +26,7 @@ pub const KNOWN: &[&str] = &[
     "multireadwhilewriting",
     "flush",
     "compact",
+    "bulkpersist",
     "stats",
 ];
 
@@ -42,6 +43,9 @@ pub struct Stats {
     /// benchmark waited for a core, which wall time does.
     pub cpu_seconds: f64,
     pub extra: String,
+    /// Bytes of keys and values the benchmark wrote (write amplification's
+    /// denominator).
+    pub user_bytes: u64,
 }
 
 /// CPU time the process has used so far (all threads, user + system).
@@ -81,16 +85,42 @@ impl Budget {
 pub fn run(name: &str, db: &dyn BenchDb, args: &BenchArgs) -> BenchResult<Stats> {
     let start = Instant::now();
     let cpu_start = process_cpu_seconds();
+    let entry_bytes = (args.key_size + args.value_size) as u64;
+    let mut user_bytes = 0;
     let (ops, extra) = match name {
-        "fillseq" => (fill(db, args, KeyOrder::Sequential, false)?, String::new()),
-        "fillrandom" | "overwrite" => (fill(db, args, KeyOrder::Random, false)?, String::new()),
-        "deleterandom" => (fill(db, args, KeyOrder::Random, true)?, String::new()),
+        "fillseq" | "fillrandom" | "overwrite" | "deleterandom" => {
+            let (order, delete) = match name {
+                "fillseq" => (KeyOrder::Sequential, false),
+                "deleterandom" => (KeyOrder::Random, true),
+                _ => (KeyOrder::Random, false),
+            };
+            let n = fill(db, args, order, delete)?;
+            user_bytes = n * if delete {
+                args.key_size as u64
+            } else {
+                entry_bytes
+            };
+            (n, String::new())
+        }
         "readrandom" => found_line(read_threads(db, args, ReadKind::Random)?),
         "readmissing" => found_line(read_threads(db, args, ReadKind::Missing)?),
         "multireadrandom" => found_line(read_threads(db, args, ReadKind::Multi)?),
         "seekrandom" => found_line(read_threads(db, args, ReadKind::Seek)?),
-        "readwhilewriting" => found_line(while_writing(db, args, ReadKind::Random)?),
-        "multireadwhilewriting" => found_line(while_writing(db, args, ReadKind::Multi)?),
+        "readwhilewriting" | "multireadwhilewriting" => {
+            let kind = if name == "readwhilewriting" {
+                ReadKind::Random
+            } else {
+                ReadKind::Multi
+            };
+            let (reads, written) = while_writing(db, args, kind)?;
+            user_bytes = written * entry_bytes;
+            found_line(reads)
+        }
+        "bulkpersist" => {
+            let (rounds, extra) = bulk_persist(db, args)?;
+            user_bytes = rounds * args.num * entry_bytes;
+            (rounds, extra)
+        }
         "readseq" => (db.scan(false)?, String::new()),
         "readreverse" => (db.scan(true)?, String::new()),
         "flush" => {
@@ -118,6 +148,7 @@ pub fn run(name: &str, db: &dyn BenchDb, args: &BenchArgs) -> BenchResult<Stats>
         seconds: start.elapsed().as_secs_f64(),
         cpu_seconds: process_cpu_seconds() - cpu_start,
         extra,
+        user_bytes,
     })
 }
 
@@ -264,8 +295,13 @@ fn read_loop(
 }
 
 /// Readers as in [`read_threads`] plus one writer overwriting random keys
-/// until the readers finish; reports the readers' operations.
-fn while_writing(db: &dyn BenchDb, args: &BenchArgs, kind: ReadKind) -> BenchResult<(u64, u64)> {
+/// until the readers finish; returns the readers' (operations, found) and
+/// the keys the writer wrote.
+fn while_writing(
+    db: &dyn BenchDb,
+    args: &BenchArgs,
+    kind: ReadKind,
+) -> BenchResult<((u64, u64), u64)> {
     let stop = AtomicBool::new(false);
     std::thread::scope(|s| {
         let writer = s.spawn(|| -> BenchResult<u64> {
@@ -292,6 +328,50 @@ fn while_writing(db: &dyn BenchDb, args: &BenchArgs, kind: ReadKind) -> BenchRes
             .join()
             .unwrap_or_else(|_| Err("writer thread panicked".into()))?;
         eprintln!("(writer wrote {written} keys while reading)");
-        readers
+        Ok((readers?, written))
     })
+}
+
+/// The bulk-persist pattern of a node that keeps its state in memory and
+/// persists it in bursts (Nimbus with RocksDB's vector memtable): each of
+/// `--persist_rounds` rounds writes `--num` new keys, in random order, as
+/// ONE write batch, then flushes at once. Operations are persists, so
+/// micros/op is the time of one persist; the extra text splits it.
+fn bulk_persist(db: &dyn BenchDb, args: &BenchArgs) -> BenchResult<(u64, String)> {
+    let mut rng = SmallRng::seed_from_u64(args.seed);
+    let mut values = ValueGen::new(args.seed, args.value_size, args.compression_ratio);
+    let num = args.num.max(1);
+    let mut keys: Vec<Vec<u8>> = vec![Vec::new(); num as usize];
+    let (mut write_s, mut flush_s) = (Vec::new(), Vec::new());
+    for round in 0..args.persist_rounds {
+        for key in keys.iter_mut() {
+            make_key(key, round * num + rng.random_range(0..num), args.key_size);
+        }
+        let ranges: Vec<_> = (0..num)
+            .map(|_| values.next_range(args.value_size))
+            .collect();
+        let entries: Vec<Entry<'_>> = keys
+            .iter()
+            .zip(ranges)
+            .map(|(k, r)| (k.as_slice(), Some(values.get(r))))
+            .collect();
+        let t = Instant::now();
+        db.write(&entries)?;
+        write_s.push(t.elapsed().as_secs_f64());
+        let t = Instant::now();
+        db.flush()?;
+        flush_s.push(t.elapsed().as_secs_f64());
+    }
+    let median_ms = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).map_or(0.0, |s| s * 1e3)
+    };
+    Ok((
+        args.persist_rounds,
+        format!(
+            "({num} entries per persist; median write {:.1} ms + flush {:.1} ms)",
+            median_ms(&mut write_s),
+            median_ms(&mut flush_s)
+        ),
+    ))
 }

@@ -35,7 +35,7 @@ use crate::version::{Version, VersionEdit, VersionSet, NUM_LEVELS};
 use crate::wal::format::{mask_crc, record_crc, BLOCK_SIZE, HEADER_SIZE};
 use crate::wal::{ReadOutcome, Reader};
 
-pub use sst::{block, table};
+pub use sst::{block, range_del_block, table};
 
 #[cfg(test)]
 mod tests;

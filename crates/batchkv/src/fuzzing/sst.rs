@@ -9,6 +9,7 @@ use super::memfs::SliceFile;
 use crate::cache::BlockCache;
 use crate::iter::InternalIterator;
 use crate::key::{lookup_key, parse_internal_key, user_key, MAX_SEQUENCE, TRAILER_LEN};
+use crate::range_del::block as range_del_block;
 use crate::sst::block::iter::{search_restarts, BlockIter};
 use crate::sst::block::{Block, KeyOrder};
 use crate::sst::format::{block_crc, mask_crc, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
@@ -16,6 +17,7 @@ use crate::sst::{BlockReadOptions, Table, TableOptions};
 
 const BLOCK_FILE: &str = "fuzz-block";
 const BLOCK_OFFSET: u64 = 4096;
+const RANGE_DEL_FILE: &str = "000123.sst";
 const TABLE_FILE: &str = "fuzz.sst";
 /// Most iterator steps one table scan takes (an index can point many
 /// entries at one big block, so a table scan is not bounded by its size).
@@ -78,6 +80,28 @@ pub fn block(data: &[u8]) {
             Err(e) => assert_corruption(&e, BLOCK_FILE, Some(BLOCK_OFFSET)),
         }
     }
+}
+
+/// An SST range-deletion block (`docs/format/sst.md` §8) as
+/// `range_del::block::decode` reads it from a table. What decodes is in
+/// block order (begin ascending, newest first, never a duplicate), every
+/// tombstone is non-empty, and re-encoding then decoding gives it back.
+pub fn range_del_block(data: &[u8]) {
+    let file: Arc<str> = RANGE_DEL_FILE.into();
+    let ts = match range_del_block::decode(data.to_vec(), file.clone(), BLOCK_OFFSET) {
+        Ok(ts) => ts,
+        Err(e) => return assert_corruption(&e, RANGE_DEL_FILE, Some(BLOCK_OFFSET)),
+    };
+    for t in &ts {
+        assert!(t.begin < t.end, "decoded an empty tombstone {t:?}");
+    }
+    for w in ts.windows(2) {
+        let ordered = w[0].begin < w[1].begin || (w[0].begin == w[1].begin && w[0].seq > w[1].seq);
+        assert!(ordered, "decoded tombstones out of block order: {w:?}");
+    }
+    let again = range_del_block::decode(range_del_block::encode(&ts), file, BLOCK_OFFSET)
+        .expect("re-encoded tombstones decode");
+    assert_eq!(again, ts, "re-encoding changed the tombstones");
 }
 
 /// Walks `it` from one end (forward or backward) for at most `max_steps`

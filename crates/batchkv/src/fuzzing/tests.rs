@@ -423,6 +423,28 @@ fn table_seeds() -> Vec<Vec<u8>> {
         out.push(build_table(&entries, &opts));
     }
     out.push(build_table(&[], &TableOptions::default()));
+    // With a range-deletion block, which `Table::open` decodes.
+    let ts = [
+        ("key0005", "key0017", 200),
+        ("key0010", "key0030", 150),
+        ("key0040", "key0041", 7),
+    ];
+    let ts: Vec<_> = ts
+        .iter()
+        .map(|&(b, e, seq)| crate::range_del::RangeTombstone {
+            begin: b.into(),
+            end: e.into(),
+            seq,
+        })
+        .collect();
+    out.push(
+        crate::sst::tests_support::build_in_memory_with_range_dels(
+            &entries,
+            &ts,
+            &TableOptions::default(),
+        )
+        .0,
+    );
     out
 }
 
@@ -461,6 +483,37 @@ fn block_seeds() -> Vec<Vec<u8>> {
         ));
     }
     out
+}
+
+/// Range-deletion blocks from the real encoder: overlapping, nested and
+/// stacked tombstones (same begin, several sequence numbers), and none.
+fn range_del_seeds() -> Vec<Vec<u8>> {
+    use crate::range_del::block::{encode, sort_for_block};
+    use crate::range_del::RangeTombstone;
+    let t = |b: &str, e: &str, seq: u64| RangeTombstone {
+        begin: b.into(),
+        end: e.into(),
+        seq,
+    };
+    let sets = [
+        vec![],
+        vec![t("a", "b", 1)],
+        vec![
+            t("a", "z", 12),
+            t("a", "c", 9),
+            t("m", "p", 3),
+            t("key0010", "key0020", 40),
+        ],
+        (0..20)
+            .map(|i| t(&format!("k{i:03}"), &format!("k{:03}", i + 7), 100 - i))
+            .collect(),
+    ];
+    sets.into_iter()
+        .map(|mut ts| {
+            sort_for_block(&mut ts);
+            encode(&ts)
+        })
+        .collect()
 }
 
 fn options_seeds() -> Vec<Vec<u8>> {
@@ -540,12 +593,36 @@ fn fuzz_block() {
 }
 
 #[test]
+fn fuzz_range_del_block() {
+    let seeds = range_del_seeds();
+    for s in &seeds {
+        let ts = crate::range_del::block::decode(s.clone(), "seed.sst".into(), 0);
+        assert!(ts.is_ok(), "seed decodes: {ts:?}");
+    }
+    let n = run(
+        "range_del_block",
+        super::range_del_block,
+        &seeds,
+        ITERATIONS,
+        &as_is,
+    );
+    assert!(n > 2000, "only {n} inputs ran");
+}
+
+#[test]
 fn fuzz_table() {
     let seeds = table_seeds();
+    let mut with_range_dels = 0;
     for s in &seeds {
         let file = std::sync::Arc::new(SliceFile(s.clone()));
-        Table::open(file, "seed.sst".into(), TableOptions::default()).expect("seed table opens");
+        let t = Table::open(file, "seed.sst".into(), TableOptions::default())
+            .expect("seed table opens");
+        with_range_dels += usize::from(t.range_dels().is_some());
     }
+    assert_eq!(
+        with_range_dels, 1,
+        "one seed carries a range-deletion block"
+    );
     // Most inputs have their checksums resealed after mutation so the
     // damage reaches the block, index and properties parsers; the flags
     // byte also varies data-block verification and the block cache.
@@ -598,6 +675,7 @@ fn write_fuzz_seed_corpus() {
         ("version_edit", edit_seeds()),
         ("manifest", with_flags(manifest_seeds())),
         ("block", block_seeds()),
+        ("range_del_block", range_del_seeds()),
         ("table", with_flags(table_seeds())),
         ("options", options_seeds()),
     ] {

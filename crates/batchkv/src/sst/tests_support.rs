@@ -14,6 +14,16 @@ pub(crate) fn build_in_memory(
     entries: &[(Vec<u8>, Vec<u8>)],
     opts: &TableOptions,
 ) -> (Vec<u8>, TableSummary) {
+    build_in_memory_with_range_dels(entries, &[], opts)
+}
+
+/// [`build_in_memory`] with range tombstones in the table's
+/// range-deletion block.
+pub(crate) fn build_in_memory_with_range_dels(
+    entries: &[(Vec<u8>, Vec<u8>)],
+    range_dels: &[crate::range_del::RangeTombstone],
+    opts: &TableOptions,
+) -> (Vec<u8>, TableSummary) {
     let buf = Arc::new(Mutex::new(Vec::new()));
     let mut b = TableBuilder::new(
         Box::new(MemWritable::sharing(buf.clone())),
@@ -23,6 +33,9 @@ pub(crate) fn build_in_memory(
     .unwrap();
     for (k, v) in entries {
         b.add(k, v).unwrap();
+    }
+    for t in range_dels {
+        b.add_range_deletion(t.clone());
     }
     let summary = b.finish().unwrap();
     let bytes = std::mem::take(&mut *buf.lock().unwrap());

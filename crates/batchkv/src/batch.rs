@@ -29,7 +29,7 @@ const HEADER_LEN: usize = 12;
 /// before writing them.
 ///
 /// Invariants:
-/// 1. `rep` is always a valid rep: at least [`HEADER_LEN`] bytes, and exactly
+/// 1. `rep` is always a valid rep: at least `HEADER_LEN` (12) bytes, and exactly
 ///    `count` well-formed entries follow the header (built by `put`/`delete`,
 ///    or checked by `from_rep`).
 /// 2. `max_key_len` / `max_value_len` are the largest key / value lengths

@@ -105,7 +105,7 @@ pub struct Options {
     /// README for its measured cost).
     pub statistics: bool,
     /// Offered each live value that compaction rewrites and no snapshot
-    /// can see; may keep, remove or replace it (see [`CompactionFilter`]).
+    /// can see; may keep, remove or replace it (see [`CompactionFilter`](crate::CompactionFilter)).
     /// Not settable from an option string. Default none.
     pub compaction_filter: Option<std::sync::Arc<dyn crate::CompactionFilter>>,
     /// Combines merge operands ([`Db::merge`](crate::Db::merge)) with the

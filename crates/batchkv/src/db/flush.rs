@@ -11,13 +11,16 @@ use super::table_cache::TableCache;
 use super::{lock, DbCore, DbState};
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
+use crate::key::{parse_internal_key, SequenceNumber, ValueType};
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::sst::TableBuilder;
 use crate::version::{FileMetaData, VersionEdit};
 
-/// Writes every entry of `mem` to table `number`; returns its metadata, or
-/// `None` for an empty memtable (no file is left behind).
+/// Writes the entries of `mem` that a reader can still see to table
+/// `number` (see [`Shadowing`]; `snapshots`: the live snapshots' sequence
+/// numbers, ascending); returns its metadata, or `None` for an empty
+/// memtable (no file is left behind).
 pub(super) fn write_level0_table(
     fs: &dyn FileSystem,
     dir: &Path,
@@ -25,6 +28,7 @@ pub(super) fn write_level0_table(
     mem: Arc<dyn MemTable>,
     number: u64,
     opts: &Options,
+    snapshots: &[SequenceNumber],
 ) -> Result<Option<FileMetaData>> {
     let path = filename::path(dir, FileKind::Table, number);
     let range_dels = mem.range_dels().map(|d| d.tombstones()).unwrap_or_default();
@@ -44,8 +48,11 @@ pub(super) fn write_level0_table(
     for t in range_dels {
         builder.add_range_deletion(t);
     }
+    let mut shadowing = Shadowing::new(snapshots);
     while iter.valid() {
-        builder.add(iter.key(), iter.value())?;
+        if !shadowing.shadowed(iter.key()) {
+            builder.add(iter.key(), iter.value())?;
+        }
         iter.next();
     }
     iter.status()?;
@@ -65,6 +72,61 @@ pub(super) fn write_level0_table(
         num_entries: summary.num_entries,
         global_seqno: 0,
     }))
+}
+
+/// Which memtable entries a flush can leave out: an entry is shadowed when
+/// a newer entry of the same user key lies in the same snapshot stripe (no
+/// snapshot sequence number in between, so no reader can see the older one)
+/// and that newer entry is a value or a deletion (a merge operand still
+/// needs what lies below it). Compaction drops the same entries
+/// (`compaction/executor.rs`); dropping them at flush already keeps
+/// overwritten versions out of L0 (RocksDB's flush does the same; LevelDB's
+/// writes every version). Snapshots taken after the flush read the list are
+/// newer than every entry of a frozen memtable, so they see only newest
+/// versions, which are kept.
+struct Shadowing<'a> {
+    snapshots: &'a [SequenceNumber],
+    /// The last kept entry: its user key, stripe, and whether it hides
+    /// older entries of its stripe.
+    last: Option<(Vec<u8>, usize, bool)>,
+}
+
+impl<'a> Shadowing<'a> {
+    fn new(snapshots: &'a [SequenceNumber]) -> Shadowing<'a> {
+        debug_assert!(
+            snapshots.windows(2).all(|w| w[0] <= w[1]),
+            "snapshots ascending"
+        );
+        Shadowing {
+            snapshots,
+            last: None,
+        }
+    }
+
+    /// Whether `ikey` (entries come in internal-key order) is shadowed. An
+    /// unparsable key is never dropped here (the table builder reports it).
+    fn shadowed(&mut self, ikey: &[u8]) -> bool {
+        let Some(p) = parse_internal_key(ikey) else {
+            return false;
+        };
+        let stripe = self.snapshots.partition_point(|&s| s < p.sequence);
+        if let Some((key, last_stripe, hides)) = &self.last {
+            if *hides && *last_stripe == stripe && key.as_slice() == p.user_key {
+                return true;
+            }
+        }
+        let hides = matches!(p.value_type, ValueType::Value | ValueType::Deletion);
+        match &mut self.last {
+            Some((key, s, h)) => {
+                key.clear();
+                key.extend_from_slice(p.user_key);
+                *s = stripe;
+                *h = hides;
+            }
+            None => self.last = Some((p.user_key.to_vec(), stripe, hides)),
+        }
+        false
+    }
 }
 
 /// The flush thread's loop: flush the oldest immutable memtable while there
@@ -95,6 +157,7 @@ fn flush_oldest<'a>(
     };
     let mem = Arc::clone(&imm.mem);
     let number = st.versions.new_file_number();
+    let snapshots = core.snapshots.sequences();
     st.pending_outputs.push(number);
     st.flushing = true;
     drop(st);
@@ -106,6 +169,7 @@ fn flush_oldest<'a>(
         mem,
         number,
         &core.opts,
+        &snapshots,
     );
 
     let st = lock(&core.state);
@@ -229,5 +293,60 @@ impl DbCore {
             }
             let _ = self.fs.remove_file(&self.dir.join(&name));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Shadowing;
+    use crate::key::{append_internal_key, ValueType};
+
+    fn ik(k: &str, seq: u64, t: ValueType) -> Vec<u8> {
+        let mut v = Vec::new();
+        append_internal_key(&mut v, k.as_bytes(), seq, t);
+        v
+    }
+
+    /// Entries in memtable order; returns the sequence numbers kept.
+    fn kept(entries: &[(&str, u64, ValueType)], snapshots: &[u64]) -> Vec<u64> {
+        let mut s = Shadowing::new(snapshots);
+        entries
+            .iter()
+            .filter(|(k, seq, t)| !s.shadowed(&ik(k, *seq, *t)))
+            .map(|e| e.1)
+            .collect()
+    }
+
+    #[test]
+    fn keeps_the_newest_version_per_stripe() {
+        use ValueType::*;
+        let e = [
+            ("a", 9, Value),
+            ("a", 7, Deletion),
+            ("a", 5, Value),
+            ("a", 2, Value),
+            ("b", 8, Value),
+            ("b", 1, Value),
+        ];
+        assert_eq!(kept(&e, &[]), vec![9, 8]);
+        // A snapshot at 5 sees a@5 and b@1; one at 7 sees the deletion a@7.
+        assert_eq!(kept(&e, &[5]), vec![9, 5, 8, 1]);
+        assert_eq!(kept(&e, &[5, 7]), vec![9, 7, 5, 8, 1]);
+    }
+
+    #[test]
+    fn merge_operands_keep_what_lies_below_them() {
+        use ValueType::*;
+        let e = [
+            ("a", 9, Merge),
+            ("a", 7, Merge),
+            ("a", 5, Value),
+            ("a", 2, Value),
+        ];
+        // The operands need a@5; a@5 hides a@2.
+        assert_eq!(kept(&e, &[]), vec![9, 7, 5]);
+        let e = [("a", 9, Value), ("a", 7, Merge), ("a", 5, Value)];
+        assert_eq!(kept(&e, &[]), vec![9]);
+        assert_eq!(kept(&e, &[7]), vec![9, 7, 5]);
     }
 }

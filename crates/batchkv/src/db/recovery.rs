@@ -111,7 +111,7 @@ pub(super) fn open(
             }
             let file_number = versions.new_file_number();
             if let Some(meta) =
-                write_level0_table(fs.as_ref(), dir, &tables, mem, file_number, &opts)?
+                write_level0_table(fs.as_ref(), dir, &tables, mem, file_number, &opts, &[])?
             {
                 edit.new_files.push((0, meta));
             }

@@ -232,6 +232,14 @@ pub fn map(args: &BenchArgs, cfg: &EngineConfig, flavor: Flavor) -> RocksFamily 
             o.checks
                 .push(("memtable_factory".into(), "HashSkipList".into()));
             o.total_order_seek = true;
+            // Only the skip list takes concurrent inserts; RocksDB refuses
+            // to open otherwise.
+            o.set(
+                Db,
+                &format!("{flag} (no concurrent inserts)"),
+                "allow_concurrent_memtable_write",
+                false,
+            );
         }
         _ => o.cannot(
             &flag,
@@ -466,6 +474,10 @@ mod tests {
             .options_string()
             .contains("prefix_extractor=rocksdb.FixedPrefix.20"));
         assert!(o.total_order_seek);
+        // RocksDB refuses to open a hash memtable with concurrent writes.
+        assert!(o
+            .options_string()
+            .contains("allow_concurrent_memtable_write=false"));
     }
 
     #[test]

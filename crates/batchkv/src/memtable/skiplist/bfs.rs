@@ -131,7 +131,10 @@ fn descend<const P: bool>(
                 if z == it.bound {
                     if it.level == 0 {
                         if P {
-                            list.check_pred(it.x)?;
+                            list.check_key(it.x)?;
+                            // `z` (the bound) was compared above level 0
+                            // only, where keys are not checksummed.
+                            list.check_key(z)?;
                         }
                         finish(base, it.lo, it.hi, z, emit)?;
                         break;
@@ -163,7 +166,7 @@ fn descend<const P: bool>(
                 // the comparisons just made, so only the all-move-right
                 // case needs the explicit order check.
                 if it.level == 0 {
-                    list.check_pred(z)?;
+                    list.check_key(z)?;
                 }
                 if m == it.lo {
                     list.check_order(it.x, z)?;
@@ -172,7 +175,7 @@ fn descend<const P: bool>(
             if m > it.lo {
                 if it.level == 0 {
                     if P {
-                        list.check_pred(it.x)?;
+                        list.check_key(it.x)?;
                     }
                     finish(base, it.lo, m, z, emit)?;
                 } else {

@@ -88,7 +88,7 @@ pub(super) fn multi_get<const P: bool>(
             l -= 1;
         }
         if P {
-            list.check_pred(f.prev[0])?;
+            list.check_key(f.prev[0])?;
         }
         emit(i, f.next[0])?;
     }

@@ -189,7 +189,13 @@ impl SkipList {
             }
             if level == 0 {
                 if P {
-                    self.check_pred(x)?;
+                    self.check_key(x)?;
+                    if z == bound {
+                        // Compared above level 0 only: a damaged key that
+                        // stopped the search wrongly would go unnoticed
+                        // (check_step CRCs level-0 comparisons only).
+                        self.check_key(z)?;
+                    }
                 }
                 return Ok(z);
             }
@@ -240,8 +246,11 @@ impl SkipList {
     /// a node's key is stored once for all its levels, so a damaged key can
     /// mislead a search in two ways only — it is passed when it should not
     /// be, and then it is the search's final level-0 predecessor, which
-    /// [`SkipList::check_pred`] verifies; or it stops the search when it
-    /// should not, and then it is compared at level 0 and checked here.
+    /// [`SkipList::check_key`] verifies; or it stops the search when it
+    /// should not, and then it is the search's candidate (every intact node
+    /// before it is below the target): compared at level 0 and checked
+    /// here, or reached at level 0 as the bound known from the level above
+    /// and checked by [`SkipList::check_key`].
     #[inline]
     pub(super) fn check_step(&self, x: *mut Node, z: *mut Node, level: usize) -> Result<()> {
         // SAFETY: `z` is a linked non-head node.
@@ -291,11 +300,14 @@ impl SkipList {
         Ok(())
     }
 
-    /// Paranoid check of a search's final level-0 predecessor `x` (see
-    /// [`SkipList::check_step`]): its key protection matches.
+    /// Paranoid check of a node at a search's end (see
+    /// [`SkipList::check_step`]): the final level-0 predecessor, or the
+    /// candidate when it was not compared at level 0 (it was only the known
+    /// bound from the level above). Its key protection must match; the head
+    /// and null (+∞) have nothing to check.
     #[inline]
-    pub(super) fn check_pred(&self, x: *mut Node) -> Result<()> {
-        if x == self.head {
+    pub(super) fn check_key(&self, x: *mut Node) -> Result<()> {
+        if x == self.head || x.is_null() {
             return Ok(());
         }
         // SAFETY: `x` is a linked non-head node.
@@ -315,7 +327,7 @@ impl SkipList {
         // SAFETY: `n` is a linked non-head node.
         let e = unsafe { node::entry(n) };
         let key_prot = node::key_protection(e.key);
-        let computed = crc32c::crc32c_append(key_prot, e.value);
+        let computed = node::crc32c_append(key_prot, e.value);
         if e.key.len() < TRAILER_LEN || key_prot != e.key_protection || computed != e.protection {
             return Err(self.corruption(
                 n,

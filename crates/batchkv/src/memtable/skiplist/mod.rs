@@ -141,12 +141,26 @@ impl SkipListMemTable {
         strategy: BatchLookup,
         found: &mut dyn FnMut(usize, EntryRef<'a>),
     ) -> Result<()> {
+        if P {
+            return self.multi_get_paranoid(keys, trailer, strategy, found);
+        }
         let mut emit = |i: usize, z: *mut Node| -> Result<()> {
             if let Some(e) = self.resolve(z, keys[i])? {
                 found(i, e);
             }
             Ok(())
         };
+        self.search::<false>(keys, trailer, strategy, &mut emit)
+    }
+
+    /// Runs `strategy`'s search of `keys`, calling `emit(i, candidate)`.
+    fn search<const P: bool>(
+        &self,
+        keys: &[&[u8]],
+        trailer: u64,
+        strategy: BatchLookup,
+        emit: &mut impl FnMut(usize, *mut Node) -> Result<()>,
+    ) -> Result<()> {
         match strategy {
             BatchLookup::PerKey | BatchLookup::Auto => {
                 for (i, k) in keys.iter().enumerate() {
@@ -155,9 +169,43 @@ impl SkipListMemTable {
                 }
                 Ok(())
             }
-            BatchLookup::Finger => finger::multi_get::<P>(&self.list, keys, trailer, &mut emit),
-            BatchLookup::Bfs => bfs::multi_get::<P>(&self.list, keys, trailer, &mut emit),
+            BatchLookup::Finger => finger::multi_get::<P>(&self.list, keys, trailer, emit),
+            BatchLookup::Bfs => bfs::multi_get::<P>(&self.list, keys, trailer, emit),
         }
+    }
+
+    /// The paranoid batch: per chunk of [`bfs::CHUNK`] keys, search first,
+    /// prefetching the value lines of every entry about to be returned, then
+    /// resolve (the full entry check reads the whole value). Resolving inside
+    /// the search made each returned entry's value miss a serial stall: the
+    /// search itself touches only key lines. Same checks, same results; a
+    /// corruption found by a chunk's search fails the whole chunk.
+    fn multi_get_paranoid<'a>(
+        &'a self,
+        keys: &[&[u8]],
+        trailer: u64,
+        strategy: BatchLookup,
+        found: &mut dyn FnMut(usize, EntryRef<'a>),
+    ) -> Result<()> {
+        let mut base = 0;
+        for chunk in keys.chunks(bfs::CHUNK) {
+            let mut cands = [(0u32, std::ptr::null_mut::<Node>()); bfs::CHUNK];
+            let mut n = 0;
+            self.search::<true>(chunk, trailer, strategy, &mut |i, z| {
+                prefetch_value(z, chunk[i]);
+                cands[n] = (i as u32, z);
+                n += 1;
+                Ok(())
+            })?;
+            for &(i, z) in &cands[..n] {
+                let i = i as usize;
+                if let Some(e) = self.resolve(z, chunk[i])? {
+                    found(base + i, e);
+                }
+            }
+            base += chunk.len();
+        }
+        Ok(())
     }
 
     /// Test hook: flips bits of one entry's byte at `offset` from the start
@@ -201,6 +249,30 @@ impl SkipListMemTable {
                 std::ptr::copy_nonoverlapping(prot.as_ptr(), pp, prot.len());
             }
         }
+    }
+}
+
+/// Lines of a value prefetched at most (longer values stream in anyway).
+const PREFETCH_VALUE_LINES: usize = 8;
+
+/// Prefetches the value and protection lines of candidate `z` if its user
+/// key is `user` (the entry a lookup will return and fully check). Reads
+/// only `z`'s key line, which the search just compared.
+#[inline]
+fn prefetch_value(z: *mut Node, user: &[u8]) {
+    if z.is_null() {
+        return;
+    }
+    // SAFETY: `z` is a linked non-head node of a live list.
+    let (key, span) = unsafe { node::key_and_value_span(z) };
+    if key.len() < TRAILER_LEN || &key[..key.len() - TRAILER_LEN] != user {
+        return;
+    }
+    for line in ((span.start & !63)..span.end)
+        .step_by(64)
+        .take(PREFETCH_VALUE_LINES)
+    {
+        crate::prefetch::prefetch_read(line as *const u8);
     }
 }
 

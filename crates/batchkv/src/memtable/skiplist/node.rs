@@ -79,30 +79,39 @@ pub(super) fn protection(ikey: &[u8], value: &[u8]) -> u32 {
 }
 
 /// The key protection word of an entry: CRC32C of the internal key.
-/// Paranoid searches compute it for every node they pass, so short keys take
-/// an inlined SSE4.2 loop: the `crc32c` crate's general path made paranoid
-/// per-key lookups cost +7.7k instructions per lookup, this loop +3.6k
-/// (callgrind, 100k entries, batch 64); same value either way.
+/// Paranoid searches compute it for every level-0 node they compare, so
+/// short keys take an inlined SSE4.2 loop: the `crc32c` crate's general path
+/// made paranoid per-key lookups cost +7.7k instructions per lookup, this
+/// loop +3.6k (callgrind, 100k entries, batch 64); same value either way.
 #[inline]
 pub(super) fn key_protection(ikey: &[u8]) -> u32 {
+    crc32c_append(0, ikey)
+}
+
+/// `crc32c::crc32c_append(crc, data)` (CRC32C continued over `data`), with
+/// the inlined SSE4.2 loop when the CPU has it. Paranoid lookups continue
+/// the verified key protection over a returned entry's value with it.
+#[inline]
+pub(super) fn crc32c_append(crc: u32, data: &[u8]) -> u32 {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("sse4.2") {
         // SAFETY: the CPU supports SSE4.2 (checked just above).
-        return unsafe { crc32c_sse42(ikey) };
+        return unsafe { crc32c_sse42(crc, data) };
     }
-    crc32c::crc32c(ikey)
+    crc32c::crc32c_append(crc, data)
 }
 
-/// CRC32C (Castagnoli, reflected, init and final xor !0) with the SSE4.2
-/// `crc32` instruction, 8 bytes at a time.
+/// CRC32C (Castagnoli, reflected, init and final xor !0) of `data`
+/// continued from `crc`, with the SSE4.2 `crc32` instruction, 8 bytes at a
+/// time.
 ///
 /// # Safety
 /// The CPU must support SSE4.2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "sse4.2")]
-unsafe fn crc32c_sse42(data: &[u8]) -> u32 {
+unsafe fn crc32c_sse42(crc: u32, data: &[u8]) -> u32 {
     use core::arch::x86_64::{_mm_crc32_u64, _mm_crc32_u8};
-    let mut c = u64::from(u32::MAX);
+    let mut c = u64::from(!crc);
     let mut chunks = data.chunks_exact(8);
     for ch in &mut chunks {
         let mut w = [0u8; 8];
@@ -147,7 +156,7 @@ pub(super) unsafe fn init_node(
     p = p.add(8);
     let ikey = std::slice::from_raw_parts(key_start, ikey_len);
     let key_prot = key_protection(ikey);
-    let prot = crc32c::crc32c_append(key_prot, value);
+    let prot = crc32c_append(key_prot, value);
     std::ptr::copy_nonoverlapping(key_prot.to_le_bytes().as_ptr(), p, KEY_PROTECTION_LEN);
     p = p.add(KEY_PROTECTION_LEN);
     p = write_varint(p, value.len() as u32);
@@ -244,6 +253,22 @@ pub(super) unsafe fn entry<'a>(n: *mut Node) -> Entry<'a> {
     }
 }
 
+/// The internal key of `n` and the address range of its value and
+/// protection bytes, read without touching them (for prefetching).
+///
+/// # Safety
+/// As for [`key`].
+#[inline]
+pub(super) unsafe fn key_and_value_span<'a>(n: *mut Node) -> (&'a [u8], std::ops::Range<usize>) {
+    let (klen, kp) = read_varint(n.cast::<u8>().add(8));
+    let (vlen, vp) = read_varint(kp.add(klen + KEY_PROTECTION_LEN));
+    let start = vp as usize;
+    (
+        std::slice::from_raw_parts(kp, klen),
+        start..start + vlen + PROTECTION_LEN,
+    )
+}
+
 /// The internal key of `n` and its stored key protection word.
 ///
 /// # Safety
@@ -327,6 +352,20 @@ mod tests {
             assert!(unsafe { next(n, 4) }.is_null());
             // SAFETY: as above.
             assert_eq!(unsafe { key(n) }, e.key);
+        }
+    }
+
+    #[test]
+    fn crc32c_append_matches_the_crate() {
+        let data: Vec<u8> = (0..300u32).map(|i| (i * 91 + 7) as u8).collect();
+        for n in [0, 1, 7, 8, 9, 24, 100, 300] {
+            for seed in [0, 1, 0xdead_beef, u32::MAX] {
+                assert_eq!(
+                    crc32c_append(seed, &data[..n]),
+                    crc32c::crc32c_append(seed, &data[..n]),
+                    "len {n} seed {seed:#x}"
+                );
+            }
         }
     }
 

@@ -560,3 +560,34 @@ fn paranoid_checks_catch_a_node_passed_because_of_its_damaged_key() {
         }
     }
 }
+
+/// A damaged key that sorts *after* its true place (and after its
+/// successor) stops a search that should pass it. If it was first compared
+/// above level 0, the level-0 walk meets it only as the known bound and
+/// never compares it again; the search's candidate is then that node, so
+/// the candidate's key protection must be verified even when its user key
+/// does not match the lookup — otherwise the lookup would silently answer
+/// "not found" for the successor's key.
+#[test]
+fn paranoid_checks_catch_a_node_that_stops_a_search_because_of_its_damaged_key() {
+    for victim in 100..164u32 {
+        let mt = SkipListMemTable::new(small_opts(true));
+        for i in 0..500u32 {
+            mt.insert(u64::from(i) + 1, ValueType::Value, &key_of(i * 10), b"v")
+                .unwrap();
+        }
+        // The first digit '0' becomes '1': the key now sorts after every
+        // other key, with the checksum left stale.
+        mt.corrupt_entry_for_test(&key_of(victim * 10), 3, 0x01, false);
+        let next = key_of(victim * 10 + 10);
+        let err = mt.get(&next, MAX_SEQUENCE).unwrap_err();
+        assert!(err.is_corruption(), "victim {victim}: {err}");
+        for s in STRATEGIES {
+            let around = vec![key_of(victim * 10 - 10), next.clone()];
+            for batch in [vec![next.clone()], around] {
+                let err = multi(&mt, &batch, MAX_SEQUENCE, s).unwrap_err();
+                assert!(err.is_corruption(), "victim {victim} {s:?}: {err}");
+            }
+        }
+    }
+}

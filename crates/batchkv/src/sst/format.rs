@@ -160,6 +160,15 @@ pub(crate) fn read_block(
     limit: u64,
     verify: bool,
 ) -> Result<Vec<u8>> {
+    let len = stored_block_len(file_name, handle, limit)?;
+    let mut buf = vec![0u8; len];
+    file.read_exact_at(&mut buf, handle.offset)?;
+    finish_block(buf, file_name, handle, verify)
+}
+
+/// Bytes the block at `handle` takes in the file (contents and trailer),
+/// checking that they lie inside `[0, limit)`.
+pub(crate) fn stored_block_len(file_name: &str, handle: BlockHandle, limit: u64) -> Result<usize> {
     let end = handle
         .offset
         .checked_add(handle.size)
@@ -177,9 +186,20 @@ pub(crate) fn read_block(
             ))
         }
     };
-    let mut buf = vec![0u8; len];
-    file.read_exact_at(&mut buf, handle.offset)?;
+    Ok(len)
+}
+
+/// The block at `handle` from its stored bytes `buf` (contents and
+/// trailer, [`stored_block_len`] long): checksum checked if `verify`,
+/// trailer stripped, decompressed.
+pub(crate) fn finish_block(
+    mut buf: Vec<u8>,
+    file_name: &str,
+    handle: BlockHandle,
+    verify: bool,
+) -> Result<Vec<u8>> {
     let n = handle.size as usize;
+    debug_assert_eq!(buf.len(), n + BLOCK_TRAILER_LEN, "a whole stored block");
     let compression = buf[n];
     if verify {
         let stored = unmask_crc(decode_fixed32(&buf[n + 1..]));

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::block::iter::{collect_entries, search_restarts, BlockIter, SCAN_PREFETCH_BYTES};
 use super::block::{Block, KeyOrder};
 use super::filter::{filter_hash, BloomFilter};
-use super::format::{read_block, BlockHandle, Footer, FOOTER_LEN};
+use super::format::{finish_block, read_block, stored_block_len, BlockHandle, Footer, FOOTER_LEN};
 use super::properties::TableProperties;
 use super::{TableOptions, FILTER_BLOCK_NAME, PROPERTIES_BLOCK_NAME};
 use crate::cache::BlockCache;
@@ -519,6 +519,40 @@ impl Table {
             .collect()
     }
 
+    /// [`Table::read_data_block`] for an iterator moving forward: a miss
+    /// goes through the iterator's [`Readahead`].
+    fn read_data_block_ahead(
+        &self,
+        index_value: &[u8],
+        ro: BlockReadOptions,
+        ra: &mut Readahead,
+    ) -> Result<Arc<Block>> {
+        let handle = self.decode_handle(index_value)?;
+        let len = stored_block_len(&self.file_name, handle, self.blocks_end)?;
+        let sequential = ra.note(handle.offset, len);
+        if let Some((cache, number)) = &self.cache {
+            if let Some(b) = cache.get(&(*number, handle.offset)) {
+                return Ok(b);
+            }
+        }
+        let stored = match ra.take(handle.offset, len) {
+            Some(bytes) => bytes,
+            None if sequential => {
+                ra.fill(&*self.file, handle.offset, len, self.blocks_end)?;
+                ra.take(handle.offset, len)
+                    .expect("the buffer was just filled from this block on")
+            }
+            None => return self.load_data_block(handle, ro),
+        };
+        let contents = finish_block(
+            stored,
+            &self.file_name,
+            handle,
+            self.opts.verify_checksums && ro.verify_checksums,
+        )?;
+        self.cache_data_block(handle, contents, ro)
+    }
+
     /// Reads, verifies and parses the data block at `handle` from the
     /// file, and caches it if `ro.fill_cache`.
     fn load_data_block(&self, handle: BlockHandle, ro: BlockReadOptions) -> Result<Arc<Block>> {
@@ -529,6 +563,17 @@ impl Table {
             self.blocks_end,
             self.opts.verify_checksums && ro.verify_checksums,
         )?;
+        self.cache_data_block(handle, contents, ro)
+    }
+
+    /// Parses the data block `contents` read at `handle`, and caches it
+    /// if `ro.fill_cache`.
+    fn cache_data_block(
+        &self,
+        handle: BlockHandle,
+        contents: Vec<u8>,
+        ro: BlockReadOptions,
+    ) -> Result<Arc<Block>> {
         let block = Arc::new(Block::new_data(
             contents,
             self.data_restart_interval,
@@ -557,6 +602,7 @@ impl Table {
             data: None,
             ro,
             err: None,
+            readahead: Readahead::default(),
         }
     }
 }
@@ -574,6 +620,72 @@ pub(crate) struct TableIterator {
     data: Option<BlockIter>,
     ro: BlockReadOptions,
     err: Option<Error>,
+    readahead: Readahead,
+}
+
+/// First and largest readahead of one iterator.
+const READAHEAD_MIN: usize = 16 << 10;
+const READAHEAD_MAX: usize = 256 << 10;
+
+/// An iterator's readahead buffer. Once a data block follows the one read
+/// before it in the file (a forward scan or a compaction input), block
+/// misses read `size` bytes at once — from 16 KiB doubling to 256 KiB, as
+/// RocksDB's iterators do — and later blocks are cut from the buffer, one
+/// `pread` for many blocks instead of one each. Point reads and backward
+/// steps never read ahead. Only whole stored blocks inside the data-block
+/// region are cut out; their checksums are checked as for any read.
+#[derive(Default)]
+pub(crate) struct Readahead {
+    /// File bytes `[start, start + buf.len())`.
+    buf: Vec<u8>,
+    start: u64,
+    /// Where the block after the last one asked for begins.
+    next: u64,
+    /// The next fill's size (0 until the first).
+    size: usize,
+}
+
+impl Readahead {
+    /// Records a read of the block `[offset, offset + len)`; true if it
+    /// directly follows the previous one.
+    fn note(&mut self, offset: u64, len: usize) -> bool {
+        let sequential = self.next != 0 && offset == self.next;
+        self.next = offset + len as u64;
+        sequential
+    }
+
+    /// The stored block `[offset, offset + len)`, if the buffer holds it.
+    fn take(&self, offset: u64, len: usize) -> Option<Vec<u8>> {
+        let from = usize::try_from(offset.checked_sub(self.start)?).ok()?;
+        self.buf
+            .get(from..from.checked_add(len)?)
+            .map(<[u8]>::to_vec)
+    }
+
+    /// Reads the next chunk from `offset` (at least `len` bytes, never past
+    /// `limit`, the end of the data blocks, which `len` is checked against).
+    fn fill(
+        &mut self,
+        file: &dyn crate::fs::RandomAccessFile,
+        offset: u64,
+        len: usize,
+        limit: u64,
+    ) -> Result<()> {
+        self.size = if self.size == 0 {
+            READAHEAD_MIN
+        } else {
+            (self.size * 2).min(READAHEAD_MAX)
+        };
+        let room = usize::try_from(limit - offset).unwrap_or(usize::MAX);
+        let want = self.size.max(len).min(room);
+        self.buf.resize(want, 0);
+        self.start = offset;
+        if let Err(e) = file.read_exact_at(&mut self.buf, offset) {
+            self.buf.clear();
+            return Err(e);
+        }
+        Ok(())
+    }
 }
 
 impl TableIterator {
@@ -595,7 +707,10 @@ impl TableIterator {
         if !self.index.valid() {
             return false;
         }
-        match self.table.read_data_block(self.index.value(), self.ro) {
+        let read =
+            self.table
+                .read_data_block_ahead(self.index.value(), self.ro, &mut self.readahead);
+        match read {
             Ok(b) => {
                 self.data = Some(BlockIter::new(b));
                 true

@@ -678,3 +678,97 @@ proptest::proptest! {
         }
     }
 }
+
+/// Counts the reads reaching a file.
+struct CountingFile {
+    inner: crate::fuzzing::memfs::SliceFile,
+    reads: std::sync::atomic::AtomicUsize,
+}
+
+impl crate::fs::RandomAccessFile for CountingFile {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> crate::error::Result<()> {
+        self.reads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.read_exact_at(buf, offset)
+    }
+    fn size(&self) -> u64 {
+        self.inner.size()
+    }
+}
+
+fn readahead_table(bytes: Vec<u8>) -> (Arc<Table>, Arc<CountingFile>) {
+    let file = Arc::new(CountingFile {
+        inner: crate::fuzzing::memfs::SliceFile(bytes),
+        reads: Default::default(),
+    });
+    let t = Table::open(
+        Arc::clone(&file) as Arc<dyn crate::fs::RandomAccessFile>,
+        "000077.sst".into(),
+        TableOptions::default(),
+    )
+    .unwrap();
+    (t, file)
+}
+
+fn readahead_entries() -> Vec<(Vec<u8>, Vec<u8>)> {
+    (0..40_000u32)
+        .map(|i| {
+            let k = ik(format!("key{i:08}").as_bytes(), 1, ValueType::Value);
+            (
+                k,
+                format!("value-{i}-{}", i.wrapping_mul(2_654_435_761)).into_bytes(),
+            )
+        })
+        .collect()
+}
+
+/// A forward scan reads many blocks per `pread` (the iterator's
+/// readahead) and still yields every entry; a backward scan and point reads
+/// read one block at a time.
+#[test]
+fn forward_scans_read_ahead_and_see_every_entry() {
+    let entries = readahead_entries();
+    let (bytes, _) = build_in_memory(&entries, &TableOptions::default());
+    let (t, file) = readahead_table(bytes.clone());
+    let blocks = t.properties().num_data_blocks as usize;
+    assert!(blocks > 200, "{blocks} blocks");
+    let opened = file.reads.load(std::sync::atomic::Ordering::Relaxed);
+    let mut it = Arc::clone(&t).iter();
+    let got = scan_forward(&mut it);
+    it.status().unwrap();
+    assert!(got == entries, "forward scan differs");
+    let forward = file.reads.load(std::sync::atomic::Ordering::Relaxed) - opened;
+    // 4 KiB blocks, reads growing to 256 KiB: a few dozen reads.
+    assert!(forward * 10 < blocks, "{forward} reads for {blocks} blocks");
+
+    let (t, file) = readahead_table(bytes);
+    let opened = file.reads.load(std::sync::atomic::Ordering::Relaxed);
+    let mut it = Arc::clone(&t).iter();
+    let back = scan_backward(&mut it);
+    it.status().unwrap();
+    assert!(back == entries, "backward scan differs");
+    let backward = file.reads.load(std::sync::atomic::Ordering::Relaxed) - opened;
+    assert_eq!(backward, blocks, "backward scans read block by block");
+}
+
+/// A block damaged inside the readahead buffer is still caught by its
+/// checksum, naming the file and the block's offset.
+#[test]
+fn readahead_blocks_are_checksummed() {
+    let entries = readahead_entries();
+    let (mut bytes, _) = build_in_memory(&entries, &TableOptions::default());
+    // Damage a byte well inside the data blocks (past the first blocks,
+    // which are read before readahead starts).
+    let at = bytes.len() / 3;
+    bytes[at] ^= 0x40;
+    let (t, _) = readahead_table(bytes);
+    let mut it = Arc::clone(&t).iter();
+    let got = scan_forward(&mut it);
+    let e = it.status().unwrap_err();
+    assert!(
+        matches!(&e, Error::Corruption { file, .. } if file == "000077.sst"),
+        "{e}"
+    );
+    assert!(e.to_string().contains("checksum"), "{e}");
+    assert!(got.len() < entries.len());
+}

@@ -106,8 +106,9 @@ impl Db {
                     .flatten()
                     .map(|f| f.num_entries)
                     .sum();
+                let d = st.default_cf();
                 let mems: u64 =
-                    st.mem.num_entries() + st.imms.iter().map(|i| i.mem.num_entries()).sum::<u64>();
+                    d.mem.num_entries() + d.imms.iter().map(|i| i.mem.num_entries()).sum::<u64>();
                 tables + mems
             }
             "num-snapshots" => core.snapshots.sequences().len() as u64,

@@ -694,3 +694,84 @@ fn families_compact_independently() {
         Some(format!("{:0100}", 3999).into_bytes())
     );
 }
+
+/// A database written before column families existed (the `zstd_feature`
+/// fixture: its MANIFEST and WAL have no family tags) opens as
+/// default-only, reads back, and takes a new family.
+#[cfg(feature = "zstd")]
+#[test]
+fn a_database_from_before_column_families_opens_as_default_only() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/zstd_db");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    std::fs::create_dir(&dir).unwrap();
+    for e in std::fs::read_dir(&src).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), dir.join(e.file_name())).unwrap();
+    }
+    assert_eq!(Db::list_cf(&dir).unwrap(), ["default"]);
+    {
+        let db = Db::open(&dir, Options::default()).unwrap();
+        assert_eq!(db.cf_names(), ["default"]);
+        assert!(db.get(b"key0000").unwrap().is_some());
+        let a = db.create_cf("a", &Options::default()).unwrap();
+        db.put_cf(&a, b"key0000", b"in a").unwrap();
+    }
+    let db = Db::open(&dir, Options::default()).unwrap();
+    let a = db.cf_handle("a").unwrap();
+    assert_eq!(db.get_cf(&a, b"key0000").unwrap(), Some(b"in a".to_vec()));
+    assert_ne!(db.get(b"key0000").unwrap(), Some(b"in a".to_vec()));
+}
+
+/// Replay skips a family's records in WALs below its log number: they are
+/// in its tables already (replaying them would write a second table).
+#[test]
+fn replay_skips_records_a_family_already_flushed() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path(), common::opts()).unwrap();
+        let a = db.create_cf("a", &Options::default()).unwrap();
+        for i in 0..50u64 {
+            db.put(common::key(i), b"d").unwrap();
+            db.put_cf(&a, common::key(i), b"a").unwrap();
+        }
+        db.flush_cf(&a).unwrap();
+        assert_eq!(db.stats_cf(&a).unwrap().files_per_level[0], 1);
+        // The WAL still holds a's records (the default family needs it).
+    }
+    let db = Db::open(dir.path(), common::opts()).unwrap();
+    let a = db.cf_handle("a").unwrap();
+    assert_eq!(
+        db.stats_cf(&a).unwrap().files_per_level[0],
+        1,
+        "a's flushed records were replayed into a second table"
+    );
+    assert_eq!(
+        db.stats().files_per_level[0],
+        1,
+        "the default family's replayed table"
+    );
+    assert_eq!(scan(&db, &a).len(), 50);
+    assert_eq!(common::scan_all(&db).len(), 50);
+}
+
+#[test]
+fn properties_per_family() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), common::opts()).unwrap();
+    let a = db.create_cf("a", &Options::default()).unwrap();
+    db.put_cf(&a, b"k", b"v").unwrap();
+    db.flush_cf(&a).unwrap();
+    db.put_cf(&a, b"k2", b"v").unwrap();
+    assert_eq!(
+        db.property_int_cf(&a, "batchkv.num-files-at-level0"),
+        Some(1)
+    );
+    assert_eq!(db.property_int("batchkv.num-files-at-level0"), Some(0));
+    assert_eq!(db.property_int_cf(&a, "batchkv.estimate-num-keys"), Some(2));
+    assert_eq!(db.property_int("batchkv.estimate-num-keys"), Some(0));
+    let stats = db.property_cf(&a, "batchkv.stats").unwrap();
+    assert!(stats.contains("column family a"), "{stats}");
+    db.drop_cf(&a).unwrap();
+    assert_eq!(db.property_int_cf(&a, "batchkv.num-files-at-level0"), None);
+}

@@ -154,7 +154,8 @@ impl Db {
     /// its column families by name (the others open with their recorded
     /// option strings). Needed to re-supply what an option string cannot
     /// hold: a family's merge operator or compaction filter. Names that are
-    /// not families of the database are ignored.
+    /// not families of the database are ignored; the default family always
+    /// opens with `opts`.
     pub fn open_with_cf_options(
         path: impl AsRef<Path>,
         opts: Options,

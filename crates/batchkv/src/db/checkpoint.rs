@@ -61,7 +61,8 @@ impl Db {
                 st.versions.all_file_numbers(),
                 st.versions.manifest_number(),
                 st.versions.manifest_len(),
-                st.versions.log_number(),
+                // No sweep deletes a WAL at or above this (it only grows).
+                st.versions.log_number().max(st.min_log_needed()),
             )
         };
         let wals: Vec<(u64, u64)> = {

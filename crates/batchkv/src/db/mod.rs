@@ -108,8 +108,9 @@ struct CfState {
     /// Builds memtables of this family's kind.
     memtables: MemTableFactory,
     mem: Arc<dyn MemTable>,
-    /// The WAL that was current when `mem` was started: the oldest that can
-    /// hold its writes.
+    /// The oldest WAL that can hold `mem`'s writes: the WAL current when
+    /// it was started, moved up to each new WAL while it is empty (and no
+    /// frozen memtable waits), so an idle family pins no WAL. Only grows.
     mem_log_number: u64,
     /// Oldest first.
     imms: VecDeque<ImmTable>,
@@ -155,16 +156,13 @@ impl DbState {
 
     /// WALs numbered below this hold no unflushed write of a live family:
     /// per family, its oldest frozen memtable's WAL, else its active
-    /// memtable's if that holds anything, else the current WAL (an empty
-    /// family pins no WAL; its writes go to the current one).
+    /// memtable's. Never decreases (both only grow, a drop removes a
+    /// family, a new family starts at the current WAL), so a file found
+    /// below it stays obsolete.
     fn min_log_needed(&self) -> u64 {
         self.cfs
             .values()
-            .map(|cf| match cf.imms.front() {
-                Some(i) => i.log_number,
-                None if cf.mem.num_entries() > 0 => cf.mem_log_number,
-                None => self.current_wal,
-            })
+            .map(|cf| cf.imms.front().map_or(cf.mem_log_number, |i| i.log_number))
             .min()
             .unwrap_or(self.current_wal)
     }

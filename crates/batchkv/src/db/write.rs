@@ -500,6 +500,13 @@ impl DbCore {
             log.writer = wal::Writer::new(file);
             log.number = number;
             st.current_wal = number;
+            // Idle families move to the new WAL: they need nothing older.
+            // Exact under the log lock (no leader is inserting).
+            for c in st.cfs.values_mut() {
+                if c.imms.is_empty() && c.mem.num_entries() == 0 {
+                    c.mem_log_number = number;
+                }
+            }
             let cf = st
                 .cfs
                 .get_mut(&id)

@@ -199,3 +199,44 @@ fn clean_closes_keep_every_wal_less_write() {
     );
     assert!(stdout.contains("closed cleanly"), "{stdout}");
 }
+
+/// `--column_families 3`: keys spread over three families (batches and
+/// range deletes spanning them), checked by a stress run with WAL-less
+/// writes, flushes and compactions, and by kill cycles (batches across
+/// families all-or-nothing after each kill).
+#[test]
+fn column_families_stress_and_kill_cycles() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = batchkv()
+        .args(["stress", "--duration", "2", "--keys", "1500"])
+        .args(["--column_families", "3", "--seed", "11", "--db"])
+        .arg(dir.path().join("db"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("column_families=3"), "{stdout}");
+    assert!(stdout.contains("stress: ok seed=11"), "{stdout}");
+    assert!(stdout.contains("stress: closed cleanly"), "{stdout}");
+    let out = batchkv()
+        .args(["crashtest", "--cycles", "3", "--keys", "2000"])
+        .args(["--threads", "3", "--column_families", "3"])
+        .args(["--min-kill-ms", "300", "--max-kill-ms", "800"])
+        .args(["--seed", "3", "--clean-percent", "0"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("crashtest: ok seed=3: 3 kill cycles"),
+        "{stdout}"
+    );
+}

@@ -11,6 +11,11 @@
 //! ```
 //! Entry `i` gets sequence number `sequence + i`. A range deletion has
 //! `begin ≤ end` (`begin = end` deletes nothing).
+//!
+//! An entry for a column family other than the default (id 0) sets bit 7
+//! of its type byte (`0x80 | type`) and puts `varint32 column_family_id`
+//! right after it; the rest of the entry is unchanged. Batches that touch
+//! only the default column family are encoded exactly as before.
 
 use std::fmt;
 
@@ -20,6 +25,10 @@ use crate::key::{SequenceNumber, ValueType, MAX_SEQUENCE};
 
 /// Bytes of the rep header: fixed64 sequence ‖ fixed32 count.
 const HEADER_LEN: usize = 12;
+
+/// Bit of an entry's type byte meaning "a varint32 column family id
+/// follows". On disk — never change.
+const CF_FLAG: u8 = 0x80;
 
 /// A set of updates applied atomically, in order: later entries for the same
 /// key win.
@@ -37,17 +46,25 @@ const HEADER_LEN: usize = 12;
 ///    and end both count as keys.
 /// 3. `inverted_range` is true iff some range deletion has `begin > end`
 ///    (only `delete_range` can add one; `Db::write` refuses such a batch).
+/// 4. `has_cf` is true iff some entry names a column family other than 0.
+///
+/// Column families: the `*_cf` methods add entries for a column family
+/// ([`ColumnFamily`](crate::ColumnFamily)); the whole batch is still
+/// applied atomically, across families.
 #[derive(Clone)]
 pub struct WriteBatch {
     rep: Vec<u8>,
     max_key_len: usize,
     max_value_len: usize,
     inverted_range: bool,
+    has_cf: bool,
 }
 
 /// One decoded entry of a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct BatchEntry<'a> {
+    /// The column family (0 = default).
+    pub cf: u32,
     /// Value or deletion.
     pub value_type: ValueType,
     /// The user key.
@@ -111,13 +128,65 @@ impl WriteBatch {
             max_key_len: 0,
             max_value_len: 0,
             inverted_range: false,
+            has_cf: false,
         }
     }
 
-    /// Adds `key → value`.
-    pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
-        let (key, value) = (key.as_ref(), value.as_ref());
-        self.rep.push(ValueType::Value as u8);
+    /// Starts an entry of `value_type` for column family `cf`.
+    fn push_type(&mut self, cf: u32, value_type: ValueType) {
+        if cf == 0 {
+            self.rep.push(value_type as u8);
+        } else {
+            self.rep.push(CF_FLAG | value_type as u8);
+            crate::coding::put_varint32(&mut self.rep, cf);
+            self.has_cf = true;
+        }
+    }
+
+    /// Adds `key → value` in column family `cf`.
+    pub fn put_cf(
+        &mut self,
+        cf: &crate::ColumnFamily,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+    ) {
+        self.put_in(cf.id(), key.as_ref(), value.as_ref());
+    }
+
+    /// Adds a deletion of `key` in column family `cf`.
+    pub fn delete_cf(&mut self, cf: &crate::ColumnFamily, key: impl AsRef<[u8]>) {
+        self.delete_in(cf.id(), key.as_ref());
+    }
+
+    /// Adds a merge operand for `key` in column family `cf` (read with that
+    /// family's merge operator).
+    pub fn merge_cf(
+        &mut self,
+        cf: &crate::ColumnFamily,
+        key: impl AsRef<[u8]>,
+        operand: impl AsRef<[u8]>,
+    ) {
+        self.merge_in(cf.id(), key.as_ref(), operand.as_ref());
+    }
+
+    /// Adds a range deletion of `[begin, end)` in column family `cf`
+    /// (see [`delete_range`](Self::delete_range)).
+    pub fn delete_range_cf(
+        &mut self,
+        cf: &crate::ColumnFamily,
+        begin: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
+    ) {
+        self.delete_range_in(cf.id(), begin.as_ref(), end.as_ref());
+    }
+
+    /// True if some entry is for a column family other than the default.
+    pub(crate) fn has_column_families(&self) -> bool {
+        self.has_cf
+    }
+
+    pub(crate) fn put_in(&mut self, cf: u32, key: &[u8], value: &[u8]) {
+        self.push_type(cf, ValueType::Value);
         put_length_prefixed(&mut self.rep, key);
         put_length_prefixed(&mut self.rep, value);
         self.max_key_len = self.max_key_len.max(key.len());
@@ -125,13 +194,39 @@ impl WriteBatch {
         self.set_count(self.count().wrapping_add(1));
     }
 
-    /// Adds a deletion of `key`.
-    pub fn delete(&mut self, key: impl AsRef<[u8]>) {
-        let key = key.as_ref();
-        self.rep.push(ValueType::Deletion as u8);
+    pub(crate) fn delete_in(&mut self, cf: u32, key: &[u8]) {
+        self.push_type(cf, ValueType::Deletion);
         put_length_prefixed(&mut self.rep, key);
         self.max_key_len = self.max_key_len.max(key.len());
         self.set_count(self.count().wrapping_add(1));
+    }
+
+    pub(crate) fn delete_range_in(&mut self, cf: u32, begin: &[u8], end: &[u8]) {
+        self.push_type(cf, ValueType::RangeDeletion);
+        put_length_prefixed(&mut self.rep, begin);
+        put_length_prefixed(&mut self.rep, end);
+        self.max_key_len = self.max_key_len.max(begin.len()).max(end.len());
+        self.inverted_range |= begin > end;
+        self.set_count(self.count().wrapping_add(1));
+    }
+
+    pub(crate) fn merge_in(&mut self, cf: u32, key: &[u8], operand: &[u8]) {
+        self.push_type(cf, ValueType::Merge);
+        put_length_prefixed(&mut self.rep, key);
+        put_length_prefixed(&mut self.rep, operand);
+        self.max_key_len = self.max_key_len.max(key.len());
+        self.max_value_len = self.max_value_len.max(operand.len());
+        self.set_count(self.count().wrapping_add(1));
+    }
+
+    /// Adds `key → value`.
+    pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
+        self.put_in(0, key.as_ref(), value.as_ref());
+    }
+
+    /// Adds a deletion of `key`.
+    pub fn delete(&mut self, key: impl AsRef<[u8]>) {
+        self.delete_in(0, key.as_ref());
     }
 
     /// Adds a deletion of every key in `[begin, end)` that exists when the
@@ -140,26 +235,14 @@ impl WriteBatch {
     /// `begin > end` makes [`Db::write`](crate::Db::write) refuse the batch
     /// with `InvalidArgument`.
     pub fn delete_range(&mut self, begin: impl AsRef<[u8]>, end: impl AsRef<[u8]>) {
-        let (begin, end) = (begin.as_ref(), end.as_ref());
-        self.rep.push(ValueType::RangeDeletion as u8);
-        put_length_prefixed(&mut self.rep, begin);
-        put_length_prefixed(&mut self.rep, end);
-        self.max_key_len = self.max_key_len.max(begin.len()).max(end.len());
-        self.inverted_range |= begin > end;
-        self.set_count(self.count().wrapping_add(1));
+        self.delete_range_in(0, begin.as_ref(), end.as_ref());
     }
 
     /// Adds a merge operand for `key`: on reads it is combined with the
     /// key's older versions by the database's
     /// [`MergeOperator`](crate::MergeOperator) (`Options::merge_operator`).
     pub fn merge(&mut self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) {
-        let (key, operand) = (key.as_ref(), operand.as_ref());
-        self.rep.push(ValueType::Merge as u8);
-        put_length_prefixed(&mut self.rep, key);
-        put_length_prefixed(&mut self.rep, operand);
-        self.max_key_len = self.max_key_len.max(key.len());
-        self.max_value_len = self.max_value_len.max(operand.len());
-        self.set_count(self.count().wrapping_add(1));
+        self.merge_in(0, key.as_ref(), operand.as_ref());
     }
 
     /// Removes every entry (keeps the allocation).
@@ -169,6 +252,7 @@ impl WriteBatch {
         self.max_key_len = 0;
         self.max_value_len = 0;
         self.inverted_range = false;
+        self.has_cf = false;
     }
 
     /// Number of entries (puts and deletes).
@@ -258,12 +342,14 @@ impl WriteBatch {
             )));
         }
         let (mut max_key_len, mut max_value_len) = (0, 0);
+        let mut has_cf = false;
         let mut pos = HEADER_LEN;
         let mut found: u64 = 0;
         while pos < data.len() {
             let (entry, used) = decode_entry(&data[pos..])
                 .map_err(|what| bad(format!("entry {found} at byte {pos}: {what}")))?;
             max_key_len = max_key_len.max(entry.key.len());
+            has_cf |= entry.cf != 0;
             if entry.value_type == ValueType::RangeDeletion {
                 // The writer never logs begin > end (Db::write refuses it).
                 if entry.key > entry.value {
@@ -288,6 +374,7 @@ impl WriteBatch {
             max_key_len,
             max_value_len,
             inverted_range: false,
+            has_cf,
         })
     }
 
@@ -320,6 +407,7 @@ impl WriteBatch {
         self.max_key_len = self.max_key_len.max(other.max_key_len);
         self.max_value_len = self.max_value_len.max(other.max_value_len);
         self.inverted_range |= other.inverted_range;
+        self.has_cf |= other.has_cf;
     }
 
     fn count(&self) -> u32 {
@@ -333,10 +421,24 @@ impl WriteBatch {
 
 /// Decodes the entry at the front of `src`: `(entry, bytes used)`.
 fn decode_entry(src: &[u8]) -> std::result::Result<(BatchEntry<'_>, usize), String> {
-    let (&tag, rest) = src.split_first().ok_or("empty entry")?;
-    let value_type = ValueType::from_u8(tag).ok_or_else(|| format!("unknown type {tag}"))?;
+    let (&tag, mut rest) = src.split_first().ok_or("empty entry")?;
+    let mut used = 1;
+    let mut cf = 0;
+    if tag & CF_FLAG != 0 {
+        let (id, n) =
+            crate::coding::get_varint32(rest).ok_or("bad or truncated column family id")?;
+        if id == 0 {
+            // The writer encodes family 0 without the flag: one encoding per batch.
+            return Err("column family id 0 with the column family flag".to_string());
+        }
+        cf = id;
+        rest = &rest[n..];
+        used += n;
+    }
+    let base = tag & !CF_FLAG;
+    let value_type = ValueType::from_u8(base).ok_or_else(|| format!("unknown type {tag}"))?;
     let (key, key_used) = get_length_prefixed(rest).ok_or("bad or truncated key")?;
-    let mut used = 1 + key_used;
+    used += key_used;
     let value = match value_type {
         ValueType::Value | ValueType::RangeDeletion | ValueType::Merge => {
             let (value, value_used) =
@@ -348,6 +450,7 @@ fn decode_entry(src: &[u8]) -> std::result::Result<(BatchEntry<'_>, usize), Stri
     };
     Ok((
         BatchEntry {
+            cf,
             value_type,
             key,
             value,
@@ -403,6 +506,30 @@ mod tests {
             ),
             0..30,
         )
+    }
+
+    /// `docs/format/wal.md` §5: an entry of column family 3 is
+    /// `0x80 | type`, varint32 3, then the usual fields; family 0 is unflagged.
+    #[test]
+    fn column_family_entry_layout() {
+        let mut b = WriteBatch::new();
+        b.put_in(3, b"k", b"v");
+        b.put_in(0, b"k", b"v");
+        b.delete_in(300, b"d");
+        assert!(b.has_column_families());
+        assert_eq!(
+            &b.rep()[HEADER_LEN..],
+            &[0x81, 3, 1, b'k', 1, b'v', 1, 1, b'k', 1, b'v', 0x80, 0xac, 0x02, 1, b'd']
+        );
+        let again = WriteBatch::from_rep(b.rep().to_vec(), "wal", 0).unwrap();
+        assert!(again.has_column_families());
+        let cfs: Vec<u32> = again.iter().map(|e| e.cf).collect();
+        assert_eq!(cfs, [3, 0, 300]);
+        // The flag with family 0 is not a valid encoding.
+        let mut bad = WriteBatch::new().rep().to_vec();
+        bad[8] = 1;
+        bad.extend_from_slice(&[0x81, 0, 1, b'k', 1, b'v']);
+        assert!(WriteBatch::from_rep(bad, "wal", 0).is_err());
     }
 
     #[test]

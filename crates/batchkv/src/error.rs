@@ -95,6 +95,12 @@ impl Error {
         }
     }
 
+    /// The error for using a column family that has been dropped
+    /// (`InvalidArgument` naming it).
+    pub(crate) fn cf_dropped(name: &str) -> Error {
+        Error::InvalidArgument(format!("column family {name:?} has been dropped"))
+    }
+
     /// True for [`Error::Corruption`] (also when wrapped as a background error).
     pub fn is_corruption(&self) -> bool {
         match self {

@@ -49,8 +49,8 @@ mod wal;
 pub use batch::{BatchOp, WriteBatch};
 pub use compaction::{CompactionDecision, CompactionFilter, TtlFilter};
 pub use db::{
-    Db, DbIterator, DbStats, IngestOptions, KvResult, LatencyStats, RangeIter, RecoveryReport,
-    Snapshot, Statistics, WalDamage,
+    ColumnFamily, Db, DbIterator, DbStats, IngestOptions, KvResult, LatencyStats, RangeIter,
+    RecoveryReport, Snapshot, Statistics, WalDamage,
 };
 pub use error::{Error, Result};
 pub use fs::{

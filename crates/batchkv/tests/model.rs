@@ -28,6 +28,8 @@
 //! run on their own schedule, so a replay repeats the operations exactly
 //! and the engine's internal state usually, not always.
 
+#[path = "common/model_cf.rs"]
+mod model_cf;
 #[path = "common/model_ops.rs"]
 mod model_ops;
 #[path = "common/model_runner.rs"]
@@ -132,6 +134,24 @@ fn model_seeds() {
         failures.is_empty(),
         "failing seeds: {failures:?} (reports above)"
     );
+}
+
+/// Column families: the default family and two more, random operations
+/// that each pick a family, batches across families, per-family flushes and
+/// compactions, reopens, drops and re-creations, against one `BTreeMap` per
+/// family (`common/model_cf.rs`). `BATCHKV_MODEL_SEED` replays one seed.
+#[test]
+fn model_column_families() {
+    let seeds: Vec<u64> = match env_u64("BATCHKV_MODEL_SEED") {
+        Some(s) => vec![s],
+        None if cfg!(debug_assertions) => vec![1, 2],
+        None => (1..=8).collect(),
+    };
+    for seed in seeds {
+        let t = Instant::now();
+        model_cf::run_cf_seed(seed, steps());
+        eprintln!("column families, seed {seed}: ok ({:.1?})", t.elapsed());
+    }
 }
 
 /// Fresh seeds until `BATCHKV_MODEL_SECONDS` (default 60) are up, from

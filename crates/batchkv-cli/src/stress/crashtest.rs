@@ -120,6 +120,7 @@ pub fn run_crashtest(args: CrashtestArgs) -> CliResult<ExitCode> {
             .arg(&expected)
             .args(["--keys", &args.run.keys.to_string()])
             .args(["--threads", &args.run.threads.to_string()])
+            .args(["--column_families", &args.run.column_families.to_string()])
             .args(["--seed", &child_seed.to_string()])
             .args(["--duration", &child_duration])
             .stdout(Stdio::piped())
@@ -200,24 +201,25 @@ pub fn run_crashtest(args: CrashtestArgs) -> CliResult<ExitCode> {
         total_reads += reads;
 
         // Reopen the way the child opened it, and check every key.
-        let (db, opts) = match open_db(&db_dir, child_seed) {
-            Ok(x) => x,
-            Err(e) => {
-                let opts = super::options::for_seed(child_seed);
-                return Ok(report_failure(
-                    &format!("crashtest cycle {cycle}: reopen after kill failed: {e}"),
-                    child_seed,
-                    &opts,
-                ));
-            }
-        };
+        let (db, fams, opts) =
+            match open_db(&db_dir, child_seed, args.run.column_families, args.run.keys) {
+                Ok(x) => x,
+                Err(e) => {
+                    let opts = super::options::for_seed(child_seed);
+                    return Ok(report_failure(
+                        &format!("crashtest cycle {cycle}: reopen after kill failed: {e}"),
+                        child_seed,
+                        &opts,
+                    ));
+                }
+            };
         let oracle = oracle::Oracle::open(&expected, args.run.keys)?;
         let how = if clean {
             format!("after a clean close at {kill_after:?}")
         } else {
             format!("after kill at {kill_after:?}")
         };
-        let report = match verify::verify_all(&db, &oracle, verify::Mode::AfterCrash) {
+        let report = match verify::verify_all(&db, &fams, &oracle, verify::Mode::AfterCrash) {
             Ok(r) => r,
             Err(msg) => {
                 return Ok(report_failure(
@@ -241,6 +243,7 @@ pub fn run_crashtest(args: CrashtestArgs) -> CliResult<ExitCode> {
         }
         total_keys += report.keys;
         let l0 = db.stats().files_per_level[0];
+        drop(fams);
         db.close()?;
         println!(
             "cycle {cycle}: child seed {child_seed} {} {} ms after {}; child ops ~{ops}, reads verified ~{reads}; \

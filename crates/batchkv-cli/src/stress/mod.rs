@@ -6,6 +6,7 @@
 //! - [`worker`]: one thread's random operations and their checks.
 //! - [`verify`]: whole-database verification (start, end, after a kill).
 //! - [`crashtest`]: the parent loop that kills and verifies.
+//! - [`families`]: `--column_families N`, the key space over N families.
 //!
 //! A stress run: open the oracle and the database, verify every key (a
 //! previous run may have been killed: pending writes are resolved), run the
@@ -13,6 +14,7 @@
 //! the key, the expected and actual states and the seed, and exits with 1.
 
 mod crashtest;
+mod families;
 mod options;
 mod oracle;
 mod verify;
@@ -47,6 +49,10 @@ pub struct RunArgs {
     /// Expected-state file (default: `<db>.expected`).
     #[arg(long)]
     pub expected_state: Option<PathBuf>,
+    /// Spread the keys over this many column families (contiguous chunks
+    /// of the key space; batches and range deletes span them).
+    #[arg(long = "column_families", default_value_t = 1)]
+    pub column_families: usize,
 }
 
 /// Where a run keeps its database and oracle; holds the temporary
@@ -92,12 +98,19 @@ fn expected_path(db: &std::path::Path) -> PathBuf {
     db.with_file_name(name)
 }
 
-/// Opens the database with the options of `seed`.
-fn open_db(dir: &std::path::Path, seed: u64) -> CliResult<(Db, String)> {
+/// Opens the database with the options of `seed`, and its `families`
+/// column families over `keys` keys (created with the same options).
+fn open_db(
+    dir: &std::path::Path,
+    seed: u64,
+    families: usize,
+    keys: u64,
+) -> CliResult<(Db, families::Families, String)> {
     let opts_string = options::for_seed(seed);
     let opts: Options = opts_string.parse()?;
-    let db = Db::open(dir, opts).map_err(|e| format!("opening {}: {e}", dir.display()))?;
-    Ok((db, opts_string))
+    let db = Db::open(dir, opts.clone()).map_err(|e| format!("opening {}: {e}", dir.display()))?;
+    let fams = families::Families::open(&db, families, &opts, keys)?;
+    Ok((db, fams, opts_string))
 }
 
 /// Prints a failure with the seed and returns exit status 1.
@@ -119,15 +132,15 @@ pub fn run_stress(args: StressArgs) -> CliResult<ExitCode> {
     if args.run.keys > 100_000_000 {
         return Err("--keys must be at most 100000000".into());
     }
-    let (db, opts) = open_db(&db_dir, seed)?;
+    let (db, fams, opts) = open_db(&db_dir, seed, args.run.column_families, args.run.keys)?;
     let workload = options::workload_for_seed(seed);
     println!(
-        "stress: seed={seed} keys={} threads={} workload: {workload} options={opts}",
-        args.run.keys, args.run.threads
+        "stress: seed={seed} keys={} threads={} column_families={} workload: {workload} options={opts}",
+        args.run.keys, args.run.threads, args.run.column_families
     );
     let oracle = oracle::Oracle::open(&expected, args.run.keys)?;
 
-    let start = match verify::verify_all(&db, &oracle, verify::Mode::AfterCrash) {
+    let start = match verify::verify_all(&db, &fams, &oracle, verify::Mode::AfterCrash) {
         Ok(r) => r,
         Err(msg) => return Ok(report_failure(&format!("at start: {msg}"), seed, &opts)),
     };
@@ -136,7 +149,7 @@ pub fn run_stress(args: StressArgs) -> CliResult<ExitCode> {
         start.keys, start.pending, start.batches, start.unpersisted
     );
 
-    let shared = worker::Shared::new(db, oracle, workload);
+    let shared = worker::Shared::new(db, fams, oracle, workload);
     let began = Instant::now();
     let deadline = began + Duration::from_secs_f64(args.duration.max(0.0));
     std::thread::scope(|s| {
@@ -169,7 +182,8 @@ pub fn run_stress(args: StressArgs) -> CliResult<ExitCode> {
     if let Some(msg) = failure {
         return Ok(report_failure(&msg, seed, &opts));
     }
-    let end = match verify::verify_all(&shared.db, &shared.oracle, verify::Mode::Live) {
+    let end = match verify::verify_all(&shared.db, &shared.fams, &shared.oracle, verify::Mode::Live)
+    {
         Ok(r) => r,
         Err(msg) => return Ok(report_failure(&format!("at end: {msg}"), seed, &opts)),
     };
@@ -187,7 +201,10 @@ pub fn run_stress(args: StressArgs) -> CliResult<ExitCode> {
         stats.flushes,
         stats.files_per_level[0]
     );
-    let worker::Shared { db, oracle, .. } = shared;
+    let worker::Shared {
+        db, fams, oracle, ..
+    } = shared;
+    drop(fams);
     if let Err(e) = db.close() {
         return Ok(report_failure(&format!("close failed: {e}"), seed, &opts));
     }
@@ -195,8 +212,8 @@ pub fn run_stress(args: StressArgs) -> CliResult<ExitCode> {
     // reopened, the database must hold exactly the acknowledged state. (The
     // oracle still knows which keys' latest writes skipped the WAL, so a
     // mismatch says so.)
-    let (db, _) = open_db(&db_dir, seed)?;
-    if let Err(msg) = verify::verify_all(&db, &oracle, verify::Mode::Live) {
+    let (db, fams, _) = open_db(&db_dir, seed, args.run.column_families, args.run.keys)?;
+    if let Err(msg) = verify::verify_all(&db, &fams, &oracle, verify::Mode::Live) {
         return Ok(report_failure(
             &format!("after a clean close and reopen: {msg}"),
             seed,
@@ -204,6 +221,7 @@ pub fn run_stress(args: StressArgs) -> CliResult<ExitCode> {
         ));
     }
     oracle.persist_all()?;
+    drop(fams);
     db.close()?;
     println!(
         "stress: closed cleanly; reopened: every acknowledged write present ({} keys had unpersisted WAL-less writes at the close)",

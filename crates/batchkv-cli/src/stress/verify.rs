@@ -13,6 +13,8 @@ use std::collections::HashMap;
 
 use batchkv::{BatchLookup, Db, ReadOptions};
 
+use super::families::Families;
+
 use super::oracle::{key_bytes, key_index, Observed, Oracle, OracleResult};
 
 /// What a verification covered.
@@ -50,36 +52,41 @@ struct BatchSeen {
     new: Vec<u64>,
 }
 
-pub fn verify_all(db: &Db, oracle: &Oracle, mode: Mode) -> OracleResult<Report> {
+pub fn verify_all(db: &Db, fams: &Families, oracle: &Oracle, mode: Mode) -> OracleResult<Report> {
     let n = oracle.num_keys();
     let dberr = |what: &str, e: batchkv::Error| format!("{what} failed: {e}");
 
-    // 1. A full scan.
+    // 1. A full scan of every family.
     let mut scanned: Vec<Option<Vec<u8>>> = vec![None; n as usize];
-    let mut it = db
-        .iter(&ReadOptions::default())
-        .map_err(|e| dberr("creating an iterator", e))?;
-    it.seek_to_first();
-    let mut prev: Option<Vec<u8>> = None;
-    while it.valid() {
-        let key = it.key();
-        let i = key_index(key).filter(|&i| i < n).ok_or_else(|| {
-            format!(
-                "scan returned a key never written: {:?}",
-                String::from_utf8_lossy(key)
-            )
-        })?;
-        if prev.as_deref().is_some_and(|p| p >= key) {
-            return Err(format!(
-                "scan out of order at {:?}",
-                String::from_utf8_lossy(key)
-            ));
+    for cf in fams.all() {
+        let mut it = db
+            .iter_cf(&ReadOptions::default(), cf)
+            .map_err(|e| dberr("creating an iterator", e))?;
+        it.seek_to_first();
+        let mut prev: Option<Vec<u8>> = None;
+        while it.valid() {
+            let key = it.key();
+            let i = key_index(key)
+                .filter(|&i| i < n && fams.of(i).id() == cf.id())
+                .ok_or_else(|| {
+                    format!(
+                        "scan of column family {} returned a key never written there: {:?}",
+                        cf.name(),
+                        String::from_utf8_lossy(key)
+                    )
+                })?;
+            if prev.as_deref().is_some_and(|p| p >= key) {
+                return Err(format!(
+                    "scan out of order at {:?}",
+                    String::from_utf8_lossy(key)
+                ));
+            }
+            prev = Some(key.to_vec());
+            scanned[i as usize] = Some(it.value().to_vec());
+            it.next();
         }
-        prev = Some(key.to_vec());
-        scanned[i as usize] = Some(it.value().to_vec());
-        it.next();
+        it.status().map_err(|e| dberr("scan", e))?;
     }
-    it.status().map_err(|e| dberr("scan", e))?;
 
     // 2. multi_get in chunks (every strategy) and a sample of gets must agree.
     let strategies = [
@@ -94,14 +101,21 @@ pub fn verify_all(db: &Db, oracle: &Oracle, mode: Mode) -> OracleResult<Report> 
             batch_lookup: Some(strategies[c % strategies.len()]),
             ..ReadOptions::default()
         };
-        for (j, r) in db.multi_get(&ropts, &keys).into_iter().enumerate() {
+        let query: Vec<(&batchkv::ColumnFamily, &[u8])> = keys
+            .iter()
+            .enumerate()
+            .map(|(j, k)| (fams.of(start + j as u64), k.as_slice()))
+            .collect();
+        for (j, r) in db.multi_get_cf(&ropts, &query).into_iter().enumerate() {
             let i = start + j as u64;
             let got = r.map_err(|e| dberr(&format!("multi_get of key {i}"), e))?;
             if got != scanned[i as usize] {
                 return Err(mismatch_reads(i, "multi_get", &got, &scanned[i as usize]));
             }
             if i.is_multiple_of(7) {
-                let single = db.get(&keys[j]).map_err(|e| dberr("get", e))?;
+                let single = db
+                    .get_cf(fams.of(i), &keys[j])
+                    .map_err(|e| dberr("get", e))?;
                 if single != got {
                     return Err(mismatch_reads(i, "get", &single, &got));
                 }

@@ -22,12 +22,15 @@ use batchkv::{BatchLookup, Db, ReadOptions, WriteBatch, WriteOptions};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+use super::families::Families;
 use super::options::Workload;
 use super::oracle::{key_bytes, value_bytes, KeyGuard, KeyState, Observed, Oracle, OracleResult};
 
 /// State shared by the stress threads.
 pub struct Shared {
     pub db: Db,
+    /// The column families the keys are spread over (`--column_families`).
+    pub fams: Families,
     pub oracle: Oracle,
     pub stop: AtomicBool,
     /// The first failure; set once, then every thread stops.
@@ -49,10 +52,11 @@ pub struct Shared {
 }
 
 impl Shared {
-    pub fn new(db: Db, oracle: Oracle, workload: Workload) -> Shared {
+    pub fn new(db: Db, fams: Families, oracle: Oracle, workload: Workload) -> Shared {
         let first_batch = oracle.epoch() << 32;
         Shared {
             db,
+            fams,
             oracle,
             wal_less_ticket: AtomicU64::new(0),
             wal_less_writes: AtomicU64::new(0),
@@ -177,10 +181,12 @@ impl<'a> Worker<'a> {
     /// durable once it returns OK.
     fn flush(&mut self) -> OracleResult<()> {
         let ticket = self.s.wal_less_ticket.load(Ordering::Acquire);
-        self.s
-            .db
-            .flush()
-            .map_err(|e| format!("flush failed: {e}"))?;
+        for cf in self.s.fams.all() {
+            self.s
+                .db
+                .flush_cf(cf)
+                .map_err(|e| format!("flush of {} failed: {e}", cf.name()))?;
+        }
         self.s.flushes.fetch_add(1, Ordering::Relaxed);
         self.s.oracle.persist_upto(ticket)
     }
@@ -198,10 +204,13 @@ impl<'a> Worker<'a> {
             _ => (Some(key_bytes(lo)), Some(key_bytes(hi))),
         };
         let ticket = self.s.wal_less_ticket.load(Ordering::Acquire);
-        self.s
-            .db
-            .compact_range(begin.as_deref(), end.as_deref())
-            .map_err(|e| format!("compact_range({lo}..={hi}) failed: {e}"))?;
+        // Every family: each flushes first, so WAL-less writes persist.
+        for cf in self.s.fams.all() {
+            self.s
+                .db
+                .compact_range_cf(cf, begin.as_deref(), end.as_deref())
+                .map_err(|e| format!("compact_range({lo}..={hi}) of {} failed: {e}", cf.name()))?;
+        }
         self.s.compact_ranges.fetch_add(1, Ordering::Relaxed);
         self.s.oracle.persist_upto(ticket)
     }
@@ -227,10 +236,11 @@ impl<'a> Worker<'a> {
         let mut g = self.s.oracle.lock(i);
         let v = g.begin(put, 0)?;
         let mut b = WriteBatch::new();
+        let cf = self.s.fams.of(i);
         if put {
-            b.put(key_bytes(i), value_bytes(i, v, 0));
+            b.put_cf(cf, key_bytes(i), value_bytes(i, v, 0));
         } else {
-            b.delete(key_bytes(i));
+            b.delete_cf(cf, key_bytes(i));
         }
         self.s
             .db
@@ -299,10 +309,20 @@ impl<'a> Worker<'a> {
         for g in &mut guards {
             g.begin(false, batch)?;
         }
-        self.s
-            .db
-            .delete_range(&opts, key_bytes(lo), key_bytes(hi))
-            .map_err(|e| format!("delete_range [{lo}, {hi}) (batch {batch:#x}) failed: {e}"))?;
+        // One range delete per family it spans, in one batch (atomic);
+        // `begin == end` goes to `delete_range` (a no-op there).
+        let r = if lo == hi {
+            self.s
+                .db
+                .delete_range_cf(&opts, self.s.fams.of(lo), key_bytes(lo), key_bytes(hi))
+        } else {
+            let mut b = WriteBatch::new();
+            for (cf, a, z) in self.s.fams.split(lo, hi) {
+                b.delete_range_cf(cf, key_bytes(a), key_bytes(z));
+            }
+            self.s.db.write(&opts, b)
+        };
+        r.map_err(|e| format!("delete_range [{lo}, {hi}) (batch {batch:#x}) failed: {e}"))?;
         if lo < hi {
             self.s.range_deletes.fetch_add(1, Ordering::Relaxed);
         }
@@ -329,11 +349,17 @@ impl<'a> Worker<'a> {
         let mut ranges = 0;
         for op in ops {
             match *op {
-                BatchOpPlan::Put(i) => b.put(key_bytes(i), value_bytes(i, versions[&i], batch)),
-                BatchOpPlan::Delete(i) => b.delete(key_bytes(i)),
+                BatchOpPlan::Put(i) => b.put_cf(
+                    self.s.fams.of(i),
+                    key_bytes(i),
+                    value_bytes(i, versions[&i], batch),
+                ),
+                BatchOpPlan::Delete(i) => b.delete_cf(self.s.fams.of(i), key_bytes(i)),
                 BatchOpPlan::DeleteRange(lo, hi) => {
                     ranges += u64::from(lo < hi);
-                    b.delete_range(key_bytes(lo), key_bytes(hi));
+                    for (cf, a, z) in self.s.fams.split(lo, hi) {
+                        b.delete_range_cf(cf, key_bytes(a), key_bytes(z));
+                    }
                 }
             }
         }
@@ -351,7 +377,7 @@ impl<'a> Worker<'a> {
         let got = self
             .s
             .db
-            .get(key_bytes(i))
+            .get_cf(self.s.fams.of(i), key_bytes(i))
             .map_err(|e| format!("get of key {i} failed: {e}"))?;
         self.check(&g, "get", got.as_deref())
     }
@@ -369,7 +395,7 @@ impl<'a> Worker<'a> {
             ..ReadOptions::default()
         };
         let keys: Vec<Vec<u8>> = wanted.iter().map(|&i| key_bytes(i)).collect();
-        let results = self.s.db.multi_get(&ropts, &keys);
+        let results = self.multi_get_keys(&ropts, &wanted, &keys);
         let what = format!("multi_get ({:?})", ropts.batch_lookup);
         for (&i, r) in wanted.iter().zip(results) {
             let got = r.map_err(|e| format!("multi_get of key {i} failed: {e}"))?;
@@ -393,7 +419,7 @@ impl<'a> Worker<'a> {
             upper_bound: Some(key_bytes(start + len)),
             ..ReadOptions::default()
         };
-        let found = read_range(&self.s.db, &ropts, reverse)?;
+        let found = self.read_span(&ropts, start, start + len, reverse)?;
         let what = if reverse { "reverse scan" } else { "scan" };
         for g in &guards {
             self.check(g, what, found.get(&key_bytes(g.index)).map(Vec::as_slice))?;
@@ -441,7 +467,7 @@ impl<'a> Worker<'a> {
             ..ReadOptions::default()
         };
         let bytes: Vec<Vec<u8>> = keys.iter().map(|&i| key_bytes(i)).collect();
-        let results = self.s.db.multi_get(&ropts, &bytes);
+        let results = self.multi_get_keys(&ropts, &keys, &bytes);
         let first = keys[0];
         let last = keys[keys.len() - 1];
         let scan_opts = ReadOptions {
@@ -449,13 +475,13 @@ impl<'a> Worker<'a> {
             upper_bound: Some(key_bytes(last + 1)),
             ..ropts.clone()
         };
-        let scanned = read_range(&self.s.db, &scan_opts, false)?;
+        let scanned = self.read_span(&scan_opts, first, last + 1, false)?;
         for ((&i, st), r) in keys.iter().zip(&states).zip(results) {
             let got = r.map_err(|e| format!("snapshot multi_get of key {i} failed: {e}"))?;
             let single = self
                 .s
                 .db
-                .get_opt(&ropts, key_bytes(i))
+                .get_cf_opt(&ropts, self.s.fams.of(i), key_bytes(i))
                 .map_err(|e| format!("snapshot get of key {i} failed: {e}"))?;
             for (what, got) in [
                 ("snapshot multi_get", got.as_deref()),
@@ -474,6 +500,44 @@ impl<'a> Worker<'a> {
             }
         }
         Ok(())
+    }
+}
+
+impl Worker<'_> {
+    /// `multi_get` of key indexes `idx` (bytes `keys`) across their
+    /// families, one consistent read; with one family the plain
+    /// `multi_get`.
+    fn multi_get_keys(
+        &self,
+        ropts: &ReadOptions,
+        idx: &[u64],
+        keys: &[Vec<u8>],
+    ) -> Vec<batchkv::Result<Option<Vec<u8>>>> {
+        if self.s.fams.all().len() == 1 {
+            return self.s.db.multi_get(ropts, keys);
+        }
+        let query: Vec<(&batchkv::ColumnFamily, &[u8])> = idx
+            .iter()
+            .zip(keys)
+            .map(|(&i, k)| (self.s.fams.of(i), k.as_slice()))
+            .collect();
+        self.s.db.multi_get_cf(ropts, &query)
+    }
+
+    /// The keys of indexes `[lo, hi)` an iterator with `ropts` (whose
+    /// bounds are those keys) yields, family by family.
+    fn read_span(
+        &self,
+        ropts: &ReadOptions,
+        lo: u64,
+        hi: u64,
+        reverse: bool,
+    ) -> OracleResult<BTreeMap<Vec<u8>, Vec<u8>>> {
+        let mut out = BTreeMap::new();
+        for (cf, _, _) in self.s.fams.split(lo, hi) {
+            out.extend(read_range(&self.s.db, cf, ropts, reverse)?);
+        }
+        Ok(out)
     }
 }
 
@@ -513,11 +577,12 @@ fn final_states(ops: &[BatchOpPlan]) -> BTreeMap<u64, bool> {
 /// (checking the order as it goes).
 fn read_range(
     db: &Db,
+    cf: &batchkv::ColumnFamily,
     ropts: &ReadOptions,
     reverse: bool,
 ) -> OracleResult<BTreeMap<Vec<u8>, Vec<u8>>> {
     let mut it = db
-        .iter(ropts)
+        .iter_cf(ropts, cf)
         .map_err(|e| format!("creating an iterator failed: {e}"))?;
     if reverse {
         it.seek_to_last();

@@ -58,10 +58,11 @@ impl Db {
         let (tables, manifest_number, manifest_len, log_number) = {
             let st = lock(&core.state);
             (
-                st.versions.current().file_numbers().collect::<Vec<u64>>(),
+                st.versions.all_file_numbers(),
                 st.versions.manifest_number(),
                 st.versions.manifest_len(),
-                st.versions.log_number(),
+                // No sweep deletes a WAL at or above this (it only grows).
+                st.versions.log_number().max(st.min_log_needed()),
             )
         };
         let wals: Vec<(u64, u64)> = {

@@ -5,7 +5,7 @@
 //! run at once on disjoint files.
 
 use std::sync::atomic::Ordering;
-use std::sync::MutexGuard;
+use std::sync::{Arc, MutexGuard};
 
 use super::{lock, Db, DbCore, DbState};
 use crate::compaction::{
@@ -14,6 +14,7 @@ use crate::compaction::{
 use crate::error::{Error, Result};
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::user_key;
+use crate::options::Options;
 use crate::sst::BlockReadOptions;
 use crate::version::{VersionEdit, NUM_LEVELS};
 
@@ -23,8 +24,28 @@ impl Db {
     /// compaction filter set, the last level holding keys of the range is
     /// rewritten as well, so every value in the range meets the filter.
     pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        self.compact_range_in(0, begin, end)
+    }
+
+    /// [`Db::compact_range`] in column family `cf`.
+    pub fn compact_range_cf(
+        &self,
+        cf: &super::ColumnFamily,
+        begin: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Result<()> {
+        cf.live()?;
+        self.compact_range_in(cf.id(), begin, end)
+    }
+
+    fn compact_range_in(&self, cf: u32, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
         let core = self.core();
-        self.flush()?;
+        super::flush::flush_and_wait(core, cf)?;
+        let dropped = || Error::InvalidArgument(format!("column family id {cf} was dropped"));
+        let cf_opts = {
+            let st = lock(&core.state);
+            Arc::clone(&st.cfs.get(&cf).ok_or_else(dropped)?.shared.opts)
+        };
         let lo = begin.unwrap_or(&[]).to_vec();
         let in_range = |v: &crate::version::Version, level: usize| {
             v.levels[level]
@@ -38,7 +59,7 @@ impl Db {
         };
         let max_level = {
             let st = lock(&core.state);
-            let v = st.versions.current();
+            let v = st.versions.current_cf(cf).ok_or_else(dropped)?;
             // At least L0 → L1, as in LevelDB.
             (1..NUM_LEVELS)
                 .rev()
@@ -48,7 +69,7 @@ impl Db {
         // With a compaction filter the last level is rewritten too (RocksDB's
         // default `kIfHaveCompactionFilter`), so the filter sees every value
         // in the range; it moves one level down.
-        let last = if core.opts.compaction_filter.is_some() {
+        let last = if cf_opts.compaction_filter.is_some() {
             (max_level + 1).min(NUM_LEVELS - 1)
         } else {
             max_level
@@ -60,7 +81,7 @@ impl Db {
                     return Err(Error::Background(Box::new(e.clone())));
                 }
                 core.check_open()?;
-                let v = st.versions.current();
+                let v = st.versions.current_cf(cf).ok_or_else(dropped)?;
                 let files = if level == 0 {
                     v.levels[0].clone()
                 } else {
@@ -71,7 +92,7 @@ impl Db {
                 }
                 match task_for(&v, level, files, &st.compacting) {
                     Some(task) => {
-                        let (guard, result) = core.run_task(st, task, false);
+                        let (guard, result) = core.run_task(st, cf, task, false);
                         drop(guard);
                         result?;
                         break;
@@ -91,11 +112,11 @@ impl Db {
 }
 
 impl DbCore {
-    pub(super) fn compaction_config(&self) -> CompactionConfig {
+    pub(super) fn compaction_config(opts: &Options) -> CompactionConfig {
         CompactionConfig {
-            level0_file_num_compaction_trigger: self.opts.level0_file_num_compaction_trigger,
-            max_bytes_for_level_base: self.opts.max_bytes_for_level_base,
-            max_bytes_for_level_multiplier: self.opts.max_bytes_for_level_multiplier,
+            level0_file_num_compaction_trigger: opts.level0_file_num_compaction_trigger,
+            max_bytes_for_level_base: opts.max_bytes_for_level_base,
+            max_bytes_for_level_multiplier: opts.max_bytes_for_level_multiplier,
         }
     }
 
@@ -105,11 +126,18 @@ impl DbCore {
     fn run_task<'a>(
         &'a self,
         mut st: MutexGuard<'a, DbState>,
+        cf: u32,
         task: CompactionTask,
         allow_trivial_move: bool,
     ) -> (MutexGuard<'a, DbState>, Result<()>) {
+        let Some(opts) = st.cfs.get(&cf).map(|c| Arc::clone(&c.shared.opts)) else {
+            return (st, Err(Error::cf_dropped(&format!("id {cf}"))));
+        };
         st.compacting.extend(task.input_numbers());
-        let mut edit = VersionEdit::default();
+        let mut edit = VersionEdit {
+            column_family: cf,
+            ..VersionEdit::default()
+        };
         for (which, files) in task.inputs.iter().enumerate() {
             for f in files {
                 edit.deleted_files
@@ -124,7 +152,7 @@ impl DbCore {
         } else {
             let snapshots = self.snapshots.sequences();
             drop(st);
-            let merged = self.merge_inputs(&task, &snapshots, &mut allocated);
+            let merged = self.merge_inputs(&task, &opts, &snapshots, &mut allocated);
             st = lock(&self.state);
             merged
         };
@@ -141,18 +169,24 @@ impl DbCore {
                     edit.new_files.push((task.output_level() as u32, f));
                 }
                 self.apply_edit(st, edit, |st| {
-                    if let Some(last) = task.inputs[0].iter().map(|f| user_key(&f.largest)).max() {
-                        st.compact_cursor[task.level] = last.to_vec();
+                    if let (Some(last), Some(c)) = (
+                        task.inputs[0].iter().map(|f| user_key(&f.largest)).max(),
+                        st.cfs.get_mut(&cf),
+                    ) {
+                        c.compact_cursor[task.level] = last.to_vec();
                     }
                     st.compaction_count += 1;
-                    self.install_super_version(st);
+                    self.install_super_version(st, cf);
                 })
             }
             Err(e) => {
-                st.bg_error.get_or_insert(e.clone());
+                if st.cfs.contains_key(&cf) {
+                    st.bg_error.get_or_insert(e.clone());
+                }
                 (st, Err(e))
             }
         };
+        let dropped = !st.cfs.contains_key(&cf);
         match &result {
             Ok(()) => log::info!(
                 "compaction: L{} {:?} + L{} {:?} -> L{} {:?}{}",
@@ -163,6 +197,10 @@ impl DbCore {
                 task.output_level(),
                 allocated,
                 if allocated.is_empty() { " (moved)" } else { "" }
+            ),
+            Err(e) if dropped => log::info!(
+                "compaction of L{} abandoned: column family {cf} was dropped ({e})",
+                task.level
             ),
             Err(e) => log::error!(
                 "compaction of L{} into L{} failed, writes are stopped: {e}",
@@ -180,7 +218,7 @@ impl DbCore {
         // deleted another compaction's finished outputs).
         st.pending_outputs.retain(|n| !allocated.contains(n));
         self.bg_cv.notify_all();
-        if result.is_ok() {
+        if result.is_ok() || dropped {
             drop(st);
             self.delete_obsolete_files();
             st = lock(&self.state);
@@ -194,6 +232,7 @@ impl DbCore {
     fn merge_inputs(
         &self,
         task: &CompactionTask,
+        opts: &Options,
         snapshots: &[u64],
         allocated: &mut Vec<u64>,
     ) -> Result<Vec<crate::version::FileMetaData>> {
@@ -220,10 +259,10 @@ impl DbCore {
         let spec = OutputSpec {
             fs: self.fs.as_ref(),
             dir: &self.dir,
-            table_options: DbCore::table_options(&self.opts),
-            target_file_size: self.opts.target_file_size_base,
-            filter: self.opts.compaction_filter.as_deref(),
-            merge_operator: self.opts.merge_operator.as_ref(),
+            table_options: DbCore::table_options(opts),
+            target_file_size: opts.target_file_size_base,
+            filter: opts.compaction_filter.as_deref(),
+            merge_operator: opts.merge_operator.as_ref(),
         };
         let mut new_number = || {
             let mut st = lock(&self.state);
@@ -253,17 +292,24 @@ impl DbCore {
 /// A compaction thread's loop: run the most urgent compaction while there
 /// is one; sleep until a flush or compaction changes the picture.
 pub(super) fn run(core: &DbCore) {
-    let cfg = core.compaction_config();
     let mut st = lock(&core.state);
     loop {
         if core.shutting_down.load(Ordering::Acquire) {
             return;
         }
-        if st.bg_error.is_none() && !core.opts.disable_auto_compactions {
-            let v = st.versions.current();
-            if let Some(task) = pick_compaction(&v, &cfg, &st.compacting, &st.compact_cursor) {
-                drop(v);
-                st = core.run_task(st, task, true).0;
+        if st.bg_error.is_none() {
+            // The families in id order; each decides from its own options.
+            let picked = st.cfs.values().find_map(|c| {
+                if c.shared.opts.disable_auto_compactions {
+                    return None;
+                }
+                let v = st.versions.current_cf(c.shared.id)?;
+                let cfg = DbCore::compaction_config(&c.shared.opts);
+                pick_compaction(&v, &cfg, &st.compacting, &c.compact_cursor)
+                    .map(|t| (c.shared.id, t))
+            });
+            if let Some((cf, task)) = picked {
+                st = core.run_task(st, cf, task, true).0;
                 continue;
             }
         }
@@ -276,12 +322,9 @@ pub(super) fn run(core: &DbCore) {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use super::super::filename::{self, FileKind};
     use super::*;
     use crate::fs::{Fault, FaultInjectionFs, FaultOp, FileSystem, PosixFs};
-    use crate::options::Options;
 
     /// Issue 12, bug 2: a failed compaction dropped the `pending_outputs`
     /// protection of every other job, so the next obsolete-file sweep (a

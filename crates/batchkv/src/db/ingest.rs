@@ -182,13 +182,13 @@ impl DbCore {
         }
         check_disjoint(staged)?;
         for attempt in 0..MAX_FLUSH_ATTEMPTS {
-            let sv = self.sv.load_full();
+            let sv = self.default_cf.sv.load_full();
             if memtables_overlap(std::iter::once(&sv.mem).chain(&sv.imms), staged)? {
                 if !opts.allow_blocking_flush {
                     return Err(memtable_overlap_error());
                 }
                 drop(sv);
-                super::flush::flush_and_wait(self)?;
+                super::flush::flush_and_wait(self, 0)?;
             }
             // Step 4.
             let (_no_writes, _one_writer) = self.lock_log_and_manifest();
@@ -197,7 +197,8 @@ impl DbCore {
                 return Err(Error::Background(Box::new(e.clone())));
             }
             self.check_open()?;
-            let mems = std::iter::once(&st.mem).chain(st.imms.iter().map(|i| &i.mem));
+            let d = st.default_cf();
+            let mems = std::iter::once(&d.mem).chain(d.imms.iter().map(|i| &i.mem));
             if memtables_overlap(mems, staged)? {
                 // A write came in after the flush: flush again.
                 if !opts.allow_blocking_flush {
@@ -506,7 +507,7 @@ impl DbCore {
         st.versions.install(prepared);
         // Readers load the sequence before the super version, so the new
         // super version is published first (db/mod.rs invariant 1).
-        self.install_super_version(&mut st);
+        self.install_super_version(&mut st, 0);
         if seqno > 0 {
             self.visible_seq.store(seqno, Ordering::Release);
         }

@@ -28,10 +28,19 @@ impl Db {
     /// An iterator over the state `opts` describes (snapshot, bounds).
     /// It starts unpositioned: call a `seek*` method first.
     pub fn iter(&self, opts: &ReadOptions) -> Result<DbIterator> {
+        self.iter_in(&self.core().default_cf, opts)
+    }
+
+    /// An iterator over column family `cf` (see [`Db::iter`]).
+    pub fn iter_cf(&self, opts: &ReadOptions, cf: &super::ColumnFamily) -> Result<DbIterator> {
+        self.iter_in(cf.live()?, opts)
+    }
+
+    pub(super) fn iter_in(&self, cf: &super::CfShared, opts: &ReadOptions) -> Result<DbIterator> {
         let core = self.core();
         core.check_open()?;
         let seq = core.read_sequence(opts)?;
-        let sv = core.sv.load_full();
+        let sv = cf.sv.load_full();
         let ro = super::read::block_read_options(opts);
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         children.push(Arc::clone(&sv.mem).iter());
@@ -69,7 +78,7 @@ impl Db {
                 opts.upper_bound.clone(),
             )
             .with_range_dels(range_dels)
-            .with_merge_operator(core.opts.merge_operator.clone()),
+            .with_merge_operator(sv.opts.merge_operator.clone()),
             _sv: sv,
         })
     }

@@ -265,13 +265,21 @@ mod db_tests {
             .parse()
             .unwrap();
         let db = Db::open(dir.path(), opts).unwrap();
-        let (h0, m0) = db.core().memtables.standby_counts();
+        let counts = || {
+            let st = crate::db::lock(&db.core().state);
+            st.default_cf().memtables.standby_counts()
+        };
+        let (h0, m0) = counts();
         for round in 0..3u32 {
-            db.core().memtables.wait_for_standby();
+            // The builder thread never takes the state lock.
+            crate::db::lock(&db.core().state)
+                .default_cf()
+                .memtables
+                .wait_for_standby();
             db.put(format!("k{round}"), b"v").unwrap();
             db.flush().unwrap();
         }
-        let (h, m) = db.core().memtables.standby_counts();
+        let (h, m) = counts();
         assert_eq!((h - h0, m - m0), (3, 0));
         assert_eq!(db.stats().memtable_kind, "sorted_hash");
         assert_eq!(db.get(b"k1").unwrap(), Some(b"v".to_vec()));

@@ -77,7 +77,7 @@ impl DbCore {
             return Ok(base);
         }
         full_merge_newest_first(
-            self.opts.merge_operator.as_ref(),
+            sv.opts.merge_operator.as_ref(),
             key,
             base.as_deref(),
             &w.operands,

@@ -21,7 +21,15 @@
 //!    writers do not wait for them (see [`DbCore::apply_edit`]).
 //! 4. An immutable memtable leaves `imms` only after the MANIFEST edit that
 //!    adds its SST is durable.
+//! 5. Column families (`db/cf.rs`): each has its own memtables, version,
+//!    flush and compaction state ([`CfState`], under `state`) and super
+//!    version ([`CfShared::sv`]); the sequence counter, WAL, MANIFEST,
+//!    snapshots and table cache are shared. A WAL is deleted only when no
+//!    live family's unflushed writes can be in it
+//!    ([`DbState::min_log_needed`]). Creating and dropping a family hold
+//!    `log` (so no write group is in flight) and then `manifest`.
 
+mod cf;
 mod checkpoint;
 mod compaction;
 pub(crate) mod filename;
@@ -44,14 +52,14 @@ mod table_cache;
 mod wal_replay;
 mod write;
 
+pub(crate) use cf::CfShared;
+pub use cf::ColumnFamily;
 pub use latency::LatencyStats;
-use std::collections::{HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
 use std::thread::JoinHandle;
-
-use arc_swap::ArcSwap;
 
 use crate::error::{Error, Result};
 use crate::fs::{FileLock, FileSystem, PosixFs};
@@ -82,6 +90,8 @@ pub(crate) struct SuperVersion {
     /// Every range tombstone of `version`'s tables, gathered by the first
     /// iterator that needs them (`db/iterator.rs`).
     pub table_range_dels: std::sync::OnceLock<Arc<Vec<crate::range_del::RangeTombstone>>>,
+    /// The column family's options (its merge operator, for reads).
+    pub opts: Arc<Options>,
 }
 
 /// A frozen memtable waiting for flush, with the WAL that holds its writes.
@@ -92,21 +102,19 @@ struct ImmTable {
     unpersisted: bool,
 }
 
-/// Mutable database state, under `DbCore::state`.
-struct DbState {
-    versions: VersionSet,
+/// One column family's mutable state, under `DbCore::state`.
+struct CfState {
+    shared: Arc<CfShared>,
+    /// Builds memtables of this family's kind.
+    memtables: MemTableFactory,
     mem: Arc<dyn MemTable>,
-    /// The WAL receiving the active memtable's writes.
+    /// The oldest WAL that can hold `mem`'s writes: the WAL current when
+    /// it was started, moved up to each new WAL while it is empty (and no
+    /// frozen memtable waits), so an idle family pins no WAL. Only grows.
     mem_log_number: u64,
     /// Oldest first.
     imms: VecDeque<ImmTable>,
-    /// Set by a failed background write; writes are refused from then on.
-    bg_error: Option<Error>,
-    /// Files being written that no version references yet.
-    pending_outputs: Vec<u64>,
-    /// Every version handed out; files of live ones are never deleted.
-    live_versions: Vec<Weak<Version>>,
-    /// A flush is running.
+    /// A flush of this family is running.
     flushing: bool,
     /// Completed flushes. Memtables are flushed oldest first, so the
     /// memtables frozen so far are all flushed once `flush_count` reaches
@@ -114,12 +122,50 @@ struct DbState {
     flush_count: u64,
     /// Memtables frozen since open.
     frozen_count: u64,
-    /// Input files of running compactions.
-    compacting: HashSet<u64>,
     /// Per level, the largest user key compacted last (round-robin).
     compact_cursor: Vec<Vec<u8>>,
+}
+
+/// Mutable database state, under `DbCore::state`.
+struct DbState {
+    versions: VersionSet,
+    /// Live column families by id; 0 ("default") always exists.
+    cfs: BTreeMap<u32, CfState>,
+    /// Names of the families dropped since open (for error messages).
+    dropped_names: HashMap<u32, String>,
+    /// The WAL receiving writes now.
+    current_wal: u64,
+    /// Set by a failed background write; writes are refused from then on.
+    bg_error: Option<Error>,
+    /// Files being written that no version references yet.
+    pending_outputs: Vec<u64>,
+    /// Every version handed out; files of live ones are never deleted.
+    live_versions: Vec<Weak<Version>>,
+    /// Input files of running compactions (file numbers are unique across
+    /// column families).
+    compacting: HashSet<u64>,
     /// Completed compactions.
     compaction_count: u64,
+}
+
+impl DbState {
+    /// The default column family (never dropped).
+    fn default_cf(&self) -> &CfState {
+        &self.cfs[&0]
+    }
+
+    /// WALs numbered below this hold no unflushed write of a live family:
+    /// per family, its oldest frozen memtable's WAL, else its active
+    /// memtable's. Never decreases (both only grow, a drop removes a
+    /// family, a new family starts at the current WAL), so a file found
+    /// below it stays obsolete.
+    fn min_log_needed(&self) -> u64 {
+        self.cfs
+            .values()
+            .map(|cf| cf.imms.front().map_or(cf.mem_log_number, |i| i.log_number))
+            .min()
+            .unwrap_or(self.current_wal)
+    }
 }
 
 /// The leader-only WAL state (invariant 2).
@@ -133,8 +179,9 @@ pub(crate) struct DbCore {
     opts: Options,
     fs: Arc<dyn FileSystem>,
     _lock: Box<dyn FileLock>,
-    /// What readers use; replaced whole (never mutated) under `state`.
-    sv: ArcSwap<SuperVersion>,
+    /// The default column family: what the single-family API reads and
+    /// writes, reached without a lookup.
+    default_cf: Arc<CfShared>,
     /// Highest sequence number readers may see. Stored with Release by the
     /// write leader after its memtable inserts; loaded with Acquire by readers
     /// so the inserted entries are visible to them.
@@ -150,14 +197,7 @@ pub(crate) struct DbCore {
     tables: Arc<TableCache>,
     snapshots: Arc<SnapshotList>,
     next_memtable_id: AtomicU64,
-    /// Builds memtables of the configured kind (with a standby for sorted_hash).
-    memtables: MemTableFactory,
     shutting_down: AtomicBool,
-    /// The active memtable holds a write that skipped the WAL; close
-    /// flushes then. Set by the write leader and moved to the frozen
-    /// [`ImmTable`] at the memtable switch, both under the `log` lock, so no
-    /// WAL-less write can fall between the two memtables' flags.
-    unpersisted: AtomicBool,
     /// What opening replayed from the WALs and what it dropped.
     recovery: wal_replay::RecoveryReport,
     /// Opened with [`Db::open_read_only`]: no writes, no background work.
@@ -222,13 +262,22 @@ impl Db {
         opts: Options,
         fs: Arc<dyn FileSystem>,
     ) -> Result<Db> {
+        Db::open_inner(path.as_ref(), opts, fs, Vec::new())
+    }
+
+    fn open_inner(
+        path: &Path,
+        opts: Options,
+        fs: Arc<dyn FileSystem>,
+        cf_options: Vec<(String, Options)>,
+    ) -> Result<Db> {
         opts.validate()?;
-        let core = recovery::open(path.as_ref(), opts, fs, false)?;
+        let core = recovery::open(path, opts, fs, false, &cf_options)?;
         log::info!(
             "opened {} (last sequence {}, {} SST files)",
-            path.as_ref().display(),
+            path.display(),
             core.last_visible(),
-            lock(&core.state).versions.current().file_numbers().count()
+            lock(&core.state).versions.all_file_numbers().len()
         );
         let core = Arc::new(core);
         let handle = Arc::new(DbHandle {
@@ -259,7 +308,7 @@ impl Db {
     /// `compact_range` and `checkpoint` return [`Error::ReadOnly`].
     pub fn open_read_only(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
         opts.validate()?;
-        let core = recovery::open(path.as_ref(), opts, Arc::new(PosixFs), true)?;
+        let core = recovery::open(path.as_ref(), opts, Arc::new(PosixFs), true, &[])?;
         Ok(Db {
             handle: Arc::new(DbHandle {
                 core: Arc::new(core),
@@ -293,33 +342,36 @@ impl Db {
     /// Freezes the active memtable (if it holds anything) and waits until
     /// every memtable frozen so far is in an SST file.
     pub fn flush(&self) -> Result<()> {
-        flush::flush_and_wait(self.core())
+        flush::flush_and_wait(self.core(), 0)
     }
 
     /// Counters describing the database's current shape.
     pub fn stats(&self) -> DbStats {
         let core = self.core();
         let st = lock(&core.state);
+        Self::stats_of(&st, st.default_cf(), core.last_visible())
+    }
+
+    fn stats_of(st: &DbState, cf: &CfState, last_sequence: SequenceNumber) -> DbStats {
+        let version = st.versions.current_cf(cf.shared.id).unwrap_or_default();
         DbStats {
-            last_sequence: core.last_visible(),
-            memtable_entries: st.mem.num_entries(),
-            memtable_bytes: st.mem.approximate_memory_usage()
-                + st.imms
+            last_sequence,
+            memtable_entries: cf.mem.num_entries(),
+            memtable_bytes: cf.mem.approximate_memory_usage()
+                + cf.imms
                     .iter()
                     .map(|i| i.mem.approximate_memory_usage())
                     .sum::<usize>(),
-            immutable_memtables: st.imms.len(),
-            files_per_level: st.versions.current().levels.iter().map(Vec::len).collect(),
-            flushes: st.flush_count,
+            immutable_memtables: cf.imms.len(),
+            files_per_level: version.levels.iter().map(Vec::len).collect(),
+            flushes: cf.flush_count,
             compactions: st.compaction_count,
-            sst_bytes_per_level: st
-                .versions
-                .current()
+            sst_bytes_per_level: version
                 .levels
                 .iter()
                 .map(|files| files.iter().map(|f| f.file_size).sum())
                 .collect(),
-            memtable_kind: st.mem.kind(),
+            memtable_kind: cf.mem.kind(),
         }
     }
 
@@ -335,11 +387,23 @@ impl DbHandle {
     fn shutdown(&self) -> Result<()> {
         let core = &self.core;
         let mut result = Ok(());
-        let unpersisted = core.unpersisted.load(Ordering::Acquire)
-            || lock(&core.state).imms.iter().any(|i| i.unpersisted);
-        if !core.shutting_down.load(Ordering::Acquire) && unpersisted {
+        let unpersisted: Vec<u32> = lock(&core.state)
+            .cfs
+            .values()
+            .filter(|cf| {
+                cf.shared.unpersisted.load(Ordering::Acquire)
+                    || cf.imms.iter().any(|i| i.unpersisted)
+            })
+            .map(|cf| cf.shared.id)
+            .collect();
+        if !core.shutting_down.load(Ordering::Acquire) {
             // Writes that skipped the WAL exist only in memory: persist them.
-            result = flush::flush_and_wait(core);
+            for id in unpersisted {
+                let r = flush::flush_and_wait(core, id);
+                if result.is_ok() {
+                    result = r;
+                }
+            }
         }
         core.shutting_down.store(true, Ordering::Release);
         {
@@ -368,9 +432,8 @@ impl Drop for DbHandle {
 }
 
 impl DbCore {
-    fn new_memtable(&self) -> Arc<dyn MemTable> {
-        self.memtables
-            .create(self.next_memtable_id.fetch_add(1, Ordering::Relaxed))
+    fn new_memtable(&self, factory: &MemTableFactory) -> Arc<dyn MemTable> {
+        factory.create(self.next_memtable_id.fetch_add(1, Ordering::Relaxed))
     }
 
     /// Writes `edit` to the MANIFEST and installs its version, with the
@@ -389,6 +452,21 @@ impl DbCore {
         drop(st);
         let _one_writer = lock(&self.manifest);
         let mut st = lock(&self.state);
+        if edit.add_column_family.is_none()
+            && !st
+                .versions
+                .column_families()
+                .contains_key(&edit.column_family)
+        {
+            // The family was dropped while this job ran: its result is
+            // garbage, not a background error.
+            let name = st
+                .dropped_names
+                .get(&edit.column_family)
+                .cloned()
+                .unwrap_or_else(|| format!("id {}", edit.column_family));
+            return (st, Err(Error::cf_dropped(&name)));
+        }
         if let Some(e) = &st.bg_error {
             // A failed MANIFEST write leaves a partial record: append no more.
             let e = Error::Background(Box::new(e.clone()));
@@ -426,11 +504,15 @@ impl DbCore {
     /// Violations are bugs: they panic with what was found.
     #[cfg(feature = "invariants")]
     fn check_invariants(&self, st: &DbState) {
-        let v = st.versions.current();
-        if let Err(e) = v.check_invariants() {
-            panic!("invariant violated after a version install: {e}");
+        for cf in st.versions.column_families().values() {
+            if let Err(e) = cf.current.check_invariants() {
+                panic!(
+                    "invariant violated after a version install (column family {:?}): {e}",
+                    cf.name
+                );
+            }
         }
-        for n in v.file_numbers() {
+        for n in st.versions.all_file_numbers() {
             let path = filename::path(&self.dir, filename::FileKind::Table, n);
             assert!(
                 self.fs.exists(&path),
@@ -446,16 +528,23 @@ impl DbCore {
         );
     }
 
-    /// Publishes a new [`SuperVersion`] from `st`. Called with `state` held.
-    fn install_super_version(&self, st: &mut DbState) {
-        let version = st.versions.current();
+    /// Publishes a new [`SuperVersion`] of column family `cf` from `st`
+    /// (nothing if it was dropped). Called with `state` held.
+    fn install_super_version(&self, st: &mut DbState, cf: u32) {
+        let Some(version) = st.versions.current_cf(cf) else {
+            return;
+        };
         st.live_versions.retain(|w| w.strong_count() > 0);
         st.live_versions.push(Arc::downgrade(&version));
-        self.sv.store(Arc::new(SuperVersion {
-            mem: Arc::clone(&st.mem),
-            imms: st.imms.iter().rev().map(|i| Arc::clone(&i.mem)).collect(),
+        let Some(c) = st.cfs.get(&cf) else {
+            return;
+        };
+        c.shared.sv.store(Arc::new(SuperVersion {
+            mem: Arc::clone(&c.mem),
+            imms: c.imms.iter().rev().map(|i| Arc::clone(&i.mem)).collect(),
             version,
             table_range_dels: Default::default(),
+            opts: Arc::clone(&c.shared.opts),
         }));
     }
 

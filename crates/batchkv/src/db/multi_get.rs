@@ -86,7 +86,66 @@ impl Db {
         };
         super::statistics::Counters::add(&core.counters.multi_gets, 1);
         super::statistics::Counters::add(&core.counters.multi_get_keys, keys.len() as u64);
-        let sv: Arc<SuperVersion> = core.sv.load_full();
+        self.multi_get_in(&core.default_cf, opts, seq, keys, on_result)
+    }
+
+    /// Looks up keys of several column families at one consistent sequence
+    /// number (one snapshot across families): `keys` are `(family, key)`
+    /// pairs; results are in input order. Keys of one family are looked up
+    /// as one batch ([`Db::multi_get`]'s pipeline).
+    pub fn multi_get_cf<K: AsRef<[u8]>>(
+        &self,
+        opts: &ReadOptions,
+        keys: &[(&super::ColumnFamily, K)],
+    ) -> Vec<Result<Option<Vec<u8>>>> {
+        let core = self.core();
+        let mut out: Vec<Result<Option<Vec<u8>>>> = Vec::with_capacity(keys.len());
+        out.resize_with(keys.len(), || Ok(None));
+        let seq = match core.check_open().and_then(|()| core.read_sequence(opts)) {
+            Ok(seq) => seq,
+            Err(e) => return out.into_iter().map(|_| Err(e.clone())).collect(),
+        };
+        super::statistics::Counters::add(&core.counters.multi_gets, 1);
+        super::statistics::Counters::add(&core.counters.multi_get_keys, keys.len() as u64);
+        // Group the input positions by family, in first-seen order.
+        let mut groups: Vec<(u32, Vec<usize>)> = Vec::new();
+        for (i, (cf, _)) in keys.iter().enumerate() {
+            match groups.iter_mut().find(|(id, _)| *id == cf.id()) {
+                Some((_, v)) => v.push(i),
+                None => groups.push((cf.id(), vec![i])),
+            }
+        }
+        for (_, positions) in groups {
+            let cf = keys[positions[0]].0;
+            let shared = match cf.live() {
+                Ok(s) => s,
+                Err(e) => {
+                    for &i in &positions {
+                        out[i] = Err(e.clone());
+                    }
+                    continue;
+                }
+            };
+            let group_keys: Vec<&[u8]> = positions.iter().map(|&i| keys[i].1.as_ref()).collect();
+            self.multi_get_in(shared, opts, seq, &group_keys, |j, r| {
+                out[positions[j]] = r.map(|v| v.map(<[u8]>::to_vec));
+            });
+        }
+        out
+    }
+
+    /// The batch pipeline over `cf` at `seq` (already loaded: before the
+    /// super version, see `db/mod.rs`).
+    fn multi_get_in<K: AsRef<[u8]>>(
+        &self,
+        cf: &super::CfShared,
+        opts: &ReadOptions,
+        seq: crate::key::SequenceNumber,
+        keys: &[K],
+        mut on_result: impl FnMut(usize, Result<Option<&[u8]>>),
+    ) {
+        let core = self.core();
+        let sv: Arc<SuperVersion> = cf.sv.load_full();
         let strategy = opts.batch_lookup.unwrap_or(core.opts.batch_lookup);
 
         // 1. Sort and deduplicate.

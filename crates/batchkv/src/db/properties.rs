@@ -15,6 +15,11 @@
 //! | `batchkv.num-flushes`, `batchkv.num-compactions` | completed since open |
 //! | `batchkv.stats` | a multi-line summary: per level files and bytes, memtables, counters, latency percentiles (with `Options::statistics`) |
 //! | `batchkv.levelstats` | the per-level table of `batchkv.stats` |
+//!
+//! `property`/`property_int` describe the default column family;
+//! `property_cf`/`property_int_cf` another one (file, memtable, flush and
+//! key counts are the family's; snapshots, sequence, errors, stalls and
+//! compactions the database's).
 
 use super::{lock, Db, DbStats};
 use std::fmt::Write as _;
@@ -25,16 +30,36 @@ impl Db {
     /// The value of a named property (table in `db/properties.rs`, names as
     /// in RocksDB with the `batchkv.` prefix), or `None` for an unknown name.
     pub fn property(&self, name: &str) -> Option<String> {
+        self.property_in(&self.default_cf(), name)
+    }
+
+    /// [`Db::property`] of column family `cf` (`None` once it is dropped).
+    pub fn property_cf(&self, cf: &super::ColumnFamily, name: &str) -> Option<String> {
+        cf.live().ok()?;
+        self.property_in(cf, name)
+    }
+
+    /// [`Db::property_int`] of column family `cf` (`None` once it is dropped).
+    pub fn property_int_cf(&self, cf: &super::ColumnFamily, name: &str) -> Option<u64> {
+        cf.live().ok()?;
+        self.property_int_in(cf, name)
+    }
+
+    fn property_in(&self, cf: &super::ColumnFamily, name: &str) -> Option<String> {
         let prop = name.strip_prefix(PREFIX)?;
-        if let Some(n) = self.property_int(name) {
+        if let Some(n) = self.property_int_in(cf, name) {
             return Some(n.to_string());
         }
-        let stats = self.stats();
+        let stats = self.stats_cf(cf).ok()?;
         match prop {
             "levelstats" => Some(level_table(&stats)),
             "stats" => {
                 let mut s = String::new();
-                let _ = writeln!(s, "** batchkv stats **");
+                if cf.id() == 0 {
+                    let _ = writeln!(s, "** batchkv stats **");
+                } else {
+                    let _ = writeln!(s, "** batchkv stats: column family {} **", cf.name());
+                }
                 s.push_str(&level_table(&stats));
                 let _ =
                     writeln!(
@@ -79,6 +104,10 @@ impl Db {
     /// The value of a numeric property, or `None` for an unknown or
     /// non-numeric name.
     pub fn property_int(&self, name: &str) -> Option<u64> {
+        self.property_int_in(&self.default_cf(), name)
+    }
+
+    fn property_int_in(&self, cf: &super::ColumnFamily, name: &str) -> Option<u64> {
         let prop = name.strip_prefix(PREFIX)?;
         let core = self.core();
         if let Some(level) = prop.strip_prefix("num-files-at-level") {
@@ -86,12 +115,12 @@ impl Db {
             let st = lock(&core.state);
             return st
                 .versions
-                .current()
+                .current_cf(cf.id())?
                 .levels
                 .get(level)
                 .map(|f| f.len() as u64);
         }
-        let stats = || self.stats();
+        let stats = || self.stats_cf(cf).unwrap_or_else(|_| self.stats());
         Some(match prop {
             "total-sst-files-size" => stats().sst_bytes_per_level.iter().sum(),
             "num-immutable-mem-table" => stats().immutable_memtables as u64,
@@ -100,14 +129,15 @@ impl Db {
                 let st = lock(&core.state);
                 let tables: u64 = st
                     .versions
-                    .current()
+                    .current_cf(cf.id())?
                     .levels
                     .iter()
                     .flatten()
                     .map(|f| f.num_entries)
                     .sum();
+                let d = st.cfs.get(&cf.id())?;
                 let mems: u64 =
-                    st.mem.num_entries() + st.imms.iter().map(|i| i.mem.num_entries()).sum::<u64>();
+                    d.mem.num_entries() + d.imms.iter().map(|i| i.mem.num_entries()).sum::<u64>();
                 tables + mems
             }
             "num-snapshots" => core.snapshots.sequences().len() as u64,

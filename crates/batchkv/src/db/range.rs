@@ -25,6 +25,8 @@ pub type KvResult = Result<(Vec<u8>, Vec<u8>)>;
 pub struct RangeIter {
     opts: ReadOptions,
     db: Db,
+    /// The column family iterated.
+    cf: std::sync::Arc<super::CfShared>,
     front: Option<DbIterator>,
     back: Option<DbIterator>,
     front_last: Option<Vec<u8>>,
@@ -51,17 +53,56 @@ impl Db {
             Bound::Excluded(k) => Some(k.as_ref().to_vec()),
             Bound::Unbounded => None,
         };
-        self.range_iter(opts, lower, upper)
+        self.range_iter(&self.core().default_cf, opts, lower, upper)
+    }
+
+    /// [`Db::range`] in column family `cf`.
+    pub fn range_cf<K: AsRef<[u8]>, R: RangeBounds<K>>(
+        &self,
+        opts: &ReadOptions,
+        cf: &super::ColumnFamily,
+        range: R,
+    ) -> Result<RangeIter> {
+        let lower = match range.start_bound() {
+            Bound::Included(k) => Some(k.as_ref().to_vec()),
+            Bound::Excluded(k) => Some(successor_key(k.as_ref())),
+            Bound::Unbounded => None,
+        };
+        let upper = match range.end_bound() {
+            Bound::Included(k) => Some(successor_key(k.as_ref())),
+            Bound::Excluded(k) => Some(k.as_ref().to_vec()),
+            Bound::Unbounded => None,
+        };
+        cf.live()?;
+        self.range_iter(&cf.inner, opts, lower, upper)
     }
 
     /// The keys that start with `prefix`, as a Rust iterator.
     pub fn prefix(&self, opts: &ReadOptions, prefix: impl AsRef<[u8]>) -> Result<RangeIter> {
         let prefix = prefix.as_ref();
-        self.range_iter(opts, Some(prefix.to_vec()), prefix_end(prefix))
+        self.range_iter(
+            &self.core().default_cf,
+            opts,
+            Some(prefix.to_vec()),
+            prefix_end(prefix),
+        )
+    }
+
+    /// [`Db::prefix`] in column family `cf`.
+    pub fn prefix_cf(
+        &self,
+        opts: &ReadOptions,
+        cf: &super::ColumnFamily,
+        prefix: impl AsRef<[u8]>,
+    ) -> Result<RangeIter> {
+        cf.live()?;
+        let prefix = prefix.as_ref();
+        self.range_iter(&cf.inner, opts, Some(prefix.to_vec()), prefix_end(prefix))
     }
 
     fn range_iter(
         &self,
+        cf: &std::sync::Arc<super::CfShared>,
         opts: &ReadOptions,
         lower: Option<Vec<u8>>,
         upper: Option<Vec<u8>>,
@@ -82,6 +123,7 @@ impl Db {
         Ok(RangeIter {
             opts,
             db: self.clone(),
+            cf: std::sync::Arc::clone(cf),
             front: None,
             back: None,
             front_last: None,
@@ -147,7 +189,10 @@ impl RangeIter {
     }
 
     fn open(&self) -> Result<DbIterator> {
-        self.db.iter(&self.opts)
+        if self.cf.dropped.load(std::sync::atomic::Ordering::Acquire) {
+            return Err(Error::cf_dropped(&self.cf.name));
+        }
+        self.db.iter_in(&self.cf, &self.opts)
     }
 
     fn fail(&mut self, e: Error) -> Option<KvResult> {

@@ -25,13 +25,40 @@ impl Db {
 
     /// The value of `key` as `opts` (snapshot) sees it.
     pub fn get_opt(&self, opts: &ReadOptions, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        self.get_in(&self.core().default_cf, opts, key.as_ref())
+    }
+
+    /// The value of `key` in column family `cf`, in the latest state.
+    pub fn get_cf(
+        &self,
+        cf: &super::ColumnFamily,
+        key: impl AsRef<[u8]>,
+    ) -> Result<Option<Vec<u8>>> {
+        self.get_cf_opt(&ReadOptions::default(), cf, key)
+    }
+
+    /// The value of `key` in column family `cf` as `opts` (snapshot) sees it.
+    pub fn get_cf_opt(
+        &self,
+        opts: &ReadOptions,
+        cf: &super::ColumnFamily,
+        key: impl AsRef<[u8]>,
+    ) -> Result<Option<Vec<u8>>> {
+        self.get_in(cf.live()?, opts, key.as_ref())
+    }
+
+    fn get_in(
+        &self,
+        cf: &super::CfShared,
+        opts: &ReadOptions,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>> {
         let core = self.core();
         let _timer = core.counters.latency.timer(super::latency::Timed::Get);
         core.check_open()?;
         let seq = core.read_sequence(opts)?;
         super::statistics::Counters::add(&core.counters.gets, 1);
-        let sv = core.sv.load_full();
-        let key = key.as_ref();
+        let sv = cf.sv.load_full();
         for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
             let covered = mem.range_dels().map_or(0, |d| d.max_covering(key, seq));
             if covered > 0 {

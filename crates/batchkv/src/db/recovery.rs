@@ -5,7 +5,7 @@
 //! half-written batch is never applied (a batch is one WAL record, and a
 //! record is applied only if its checksum and framing are intact).
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Condvar, Mutex};
@@ -34,6 +34,7 @@ pub(super) fn open(
     opts: Options,
     fs: Arc<dyn FileSystem>,
     read_only: bool,
+    cf_options: &[(String, Options)],
 ) -> Result<DbCore> {
     if read_only {
         if !fs.exists(&dir.join(filename::CURRENT)) {
@@ -80,7 +81,23 @@ pub(super) fn open(
         Arc::clone(&fs),
         DbCore::table_options(&opts),
     ));
-    let memtables = MemTableFactory::new(&opts);
+    // Every live column family, with the options it opens with.
+    let opts = Arc::new(opts);
+    let mut families: Vec<(u32, String, Arc<Options>, MemTableFactory, u64)> = Vec::new();
+    for (&id, cf) in versions.column_families() {
+        let cf_opts = if id == 0 {
+            Arc::clone(&opts)
+        } else {
+            Arc::new(super::cf::recovered_options(
+                &opts,
+                &cf.name,
+                &cf.options,
+                cf_options,
+            )?)
+        };
+        let factory = MemTableFactory::new(&cf_opts);
+        families.push((id, cf.name.clone(), cf_opts, factory, cf.log_number));
+    }
     let mut next_memtable_id = 0u64;
     let mut max_sequence = versions.last_sequence();
 
@@ -96,24 +113,50 @@ pub(super) fn open(
     for &number in &logs {
         versions.mark_file_number_used(number);
     }
-    let mut edit = VersionEdit::default();
+    // One edit per family (each edit names one family).
+    let mut edits: Vec<VersionEdit> = families
+        .iter()
+        .map(|f| VersionEdit {
+            column_family: f.0,
+            ..VersionEdit::default()
+        })
+        .collect();
     // Read-only: the replayed memtables stay in memory (oldest first).
-    let mut replayed: Vec<Arc<dyn MemTable>> = Vec::new();
+    let mut replayed: Vec<(u32, Arc<dyn MemTable>)> = Vec::new();
     let report = {
-        let mut new_mem = || {
-            next_memtable_id += 1;
-            memtables.create(next_memtable_id - 1)
+        let families = &families;
+        let mut new_mems = |log: u64| {
+            families
+                .iter()
+                // A family's records in WALs below its log number are in
+                // its tables already.
+                .filter(|f| log >= f.4)
+                .map(|f| {
+                    next_memtable_id += 1;
+                    (f.0, f.3.create(next_memtable_id - 1))
+                })
+                .collect::<Vec<_>>()
         };
-        let mut sink = |mem: Arc<dyn MemTable>| -> Result<()> {
+        let mut sink = |cf: u32, mem: Arc<dyn MemTable>| -> Result<()> {
             if read_only {
-                replayed.push(mem);
+                replayed.push((cf, mem));
                 return Ok(());
             }
+            let i = families
+                .iter()
+                .position(|f| f.0 == cf)
+                .expect("replay only fills families it was given");
             let file_number = versions.new_file_number();
-            if let Some(meta) =
-                write_level0_table(fs.as_ref(), dir, &tables, mem, file_number, &opts, &[])?
-            {
-                edit.new_files.push((0, meta));
+            if let Some(meta) = write_level0_table(
+                fs.as_ref(),
+                dir,
+                &tables,
+                mem,
+                file_number,
+                &families[i].2,
+                &[],
+            )? {
+                edits[i].new_files.push((0, meta));
             }
             Ok(())
         };
@@ -125,7 +168,7 @@ pub(super) fn open(
                 mode: opts.wal_recovery_mode,
                 keep_damaged: !read_only,
             },
-            &mut new_mem,
+            &mut new_mems,
             &mut sink,
             &mut max_sequence,
         )?
@@ -140,50 +183,81 @@ pub(super) fn open(
         let log_path = filename::path(dir, FileKind::Wal, log_number);
         let writer = wal::Writer::new(fs.new_writable(&log_path)?);
         fs.sync_dir(dir)?;
-        edit.log_number = Some(log_number);
-        edit.last_sequence = Some(max_sequence);
-        versions.log_and_apply(edit)?;
+        // Each family's edit is independent: a crash between two leaves
+        // the later families' WAL records to be replayed again, and their
+        // new tables unreferenced (deleted as obsolete).
+        for mut edit in edits {
+            edit.log_number = Some(log_number);
+            edit.last_sequence = Some(max_sequence);
+            versions.log_and_apply(edit)?;
+        }
         write_options_file(fs.as_ref(), dir, &opts, versions.new_file_number())?;
         (writer, log_number)
     };
 
-    let mem = memtables.create(next_memtable_id);
-    next_memtable_id += 1;
-    let version = versions.current();
-    let sv = SuperVersion {
-        mem: Arc::clone(&mem),
-        imms: replayed.iter().rev().cloned().collect(),
-        version: Arc::clone(&version),
-        table_range_dels: Default::default(),
-    };
-    let state = DbState {
-        versions,
-        mem,
-        mem_log_number: log_number,
-        imms: replayed
+    let mut cfs = BTreeMap::new();
+    let mut live_versions = Vec::new();
+    let mut default_cf = None;
+    for (id, name, cf_opts, factory, _) in families {
+        let mem = factory.create(next_memtable_id);
+        next_memtable_id += 1;
+        let version = versions
+            .current_cf(id)
+            .expect("families come from the version set");
+        live_versions.push(Arc::downgrade(&version));
+        let mine: Vec<Arc<dyn MemTable>> = replayed
+            .iter()
+            .filter(|(cf, _)| *cf == id)
+            .map(|(_, m)| Arc::clone(m))
+            .collect();
+        let shared = Arc::new(super::CfShared {
+            id,
+            name,
+            opts: Arc::clone(&cf_opts),
+            sv: ArcSwap::from_pointee(SuperVersion {
+                mem: Arc::clone(&mem),
+                imms: mine.iter().rev().cloned().collect(),
+                version: Arc::clone(&version),
+                table_range_dels: Default::default(),
+                opts: cf_opts,
+            }),
+            dropped: AtomicBool::new(false),
+            unpersisted: AtomicBool::new(false),
+        });
+        if id == 0 {
+            default_cf = Some(Arc::clone(&shared));
+        }
+        let imms = mine
             .into_iter()
             .map(|mem| ImmTable {
                 mem,
                 log_number: 0,
                 unpersisted: false,
             })
-            .collect(),
+            .collect();
+        cfs.insert(
+            id,
+            super::cf::new_cf_state(shared, factory, mem, log_number, imms),
+        );
+    }
+    let default_cf = default_cf.expect("the default column family always exists");
+    let state = DbState {
+        versions,
+        cfs,
+        dropped_names: Default::default(),
+        current_wal: log_number,
         bg_error: None,
         pending_outputs: Vec::new(),
-        live_versions: vec![Arc::downgrade(&version)],
-        flushing: false,
-        flush_count: 0,
-        frozen_count: 0,
+        live_versions,
         compacting: Default::default(),
-        compact_cursor: vec![Vec::new(); crate::version::NUM_LEVELS],
         compaction_count: 0,
     };
     let core = DbCore {
         dir: dir.to_path_buf(),
-        opts,
+        opts: Arc::unwrap_or_clone(opts),
         fs,
         _lock: lock,
-        sv: ArcSwap::from_pointee(sv),
+        default_cf,
         visible_seq: AtomicU64::new(max_sequence),
         state: Mutex::new(state),
         manifest: Mutex::new(()),
@@ -196,9 +270,7 @@ pub(super) fn open(
         tables,
         snapshots: Arc::new(SnapshotList::default()),
         next_memtable_id: AtomicU64::new(next_memtable_id),
-        memtables,
         shutting_down: AtomicBool::new(false),
-        unpersisted: AtomicBool::new(false),
         recovery: report,
         read_only,
         counters: Default::default(),

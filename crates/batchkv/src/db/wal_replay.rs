@@ -81,9 +81,12 @@ impl RecoveryReport {
 /// The name of the directory damaged WALs are copied to.
 pub(crate) const LOST_DIR: &str = "lost";
 
-/// Replays `logs` (oldest first) into memtables from `new_mem`; `sink`
-/// receives each filled memtable. Returns the report and the largest
-/// sequence number applied.
+/// Replays `logs` (oldest first) into memtables from `new_mems`, which
+/// gives, for a log number, a fresh memtable for each column family whose
+/// records that log may hold unflushed (records of other families —
+/// dropped, or already flushed past this log — are skipped); `sink`
+/// receives each filled memtable with its family. Returns the report and
+/// the largest sequence number applied.
 /// How to replay: the recovery mode, and whether damaged WALs may be
 /// copied to `lost/` (not by a read-only open, which writes nothing).
 #[derive(Debug, Clone, Copy)]
@@ -97,8 +100,8 @@ pub(super) fn replay_logs(
     dir: &Path,
     logs: &[u64],
     policy: ReplayPolicy,
-    mut new_mem: impl FnMut() -> Arc<dyn MemTable>,
-    mut sink: impl FnMut(Arc<dyn MemTable>) -> Result<()>,
+    mut new_mems: impl FnMut(u64) -> Vec<(u32, Arc<dyn MemTable>)>,
+    mut sink: impl FnMut(u32, Arc<dyn MemTable>) -> Result<()>,
     max_sequence: &mut u64,
 ) -> Result<RecoveryReport> {
     let mode = policy.mode;
@@ -119,8 +122,8 @@ pub(super) fn replay_logs(
             }
             continue;
         }
-        let mem = new_mem();
-        let log = replay_one(&data, &path, mode, is_last, mem.as_ref(), max_sequence)?;
+        let mems = new_mems(number);
+        let log = replay_one(&data, &path, mode, is_last, &mems, max_sequence)?;
         report.wals_replayed.push(path.clone());
         report.records_replayed += log.applied;
         stopped = log.stopped;
@@ -129,8 +132,10 @@ pub(super) fn replay_logs(
         if harmful {
             aside.push((path, data));
         }
-        if mem.num_entries() > 0 {
-            sink(mem)?;
+        for (cf, mem) in mems {
+            if mem.num_entries() > 0 {
+                sink(cf, mem)?;
+            }
         }
     }
     // A stop is only a torn tail if no later log holds anything.
@@ -160,7 +165,7 @@ fn replay_one(
     path: &Path,
     mode: WalRecoveryMode,
     is_last: bool,
-    mem: &dyn MemTable,
+    mems: &[(u32, Arc<dyn MemTable>)],
     max_sequence: &mut u64,
 ) -> Result<LogReplay> {
     let file = path.display().to_string();
@@ -180,7 +185,7 @@ fn replay_one(
                 match WriteBatch::from_rep(rec.to_vec(), &file, offset) {
                     Ok(batch) => {
                         close_gap(&mut out.damage, offset);
-                        apply(&batch, mem, max_sequence)?;
+                        apply(&batch, mems, max_sequence)?;
                         out.applied += 1;
                         continue;
                     }
@@ -261,10 +266,16 @@ fn close_gap(damage: &mut [WalDamage], offset: u64) {
     }
 }
 
-fn apply(batch: &WriteBatch, mem: &dyn MemTable, max_sequence: &mut u64) -> Result<()> {
+fn apply(
+    batch: &WriteBatch,
+    mems: &[(u32, Arc<dyn MemTable>)],
+    max_sequence: &mut u64,
+) -> Result<()> {
     let mut seq = batch.sequence();
     for entry in batch.iter() {
-        mem.insert(seq, entry.value_type, entry.key, entry.value)?;
+        if let Some((_, mem)) = mems.iter().find(|(cf, _)| *cf == entry.cf) {
+            mem.insert(seq, entry.value_type, entry.key, entry.value)?;
+        }
         seq += 1;
     }
     if !batch.is_empty() {

@@ -127,6 +127,12 @@ impl Db {
         if batch.is_empty() {
             return Ok(());
         }
+        if batch.has_column_families() {
+            let mut ids: Vec<u32> = batch.iter().map(|e| e.cf).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            core.check_cf_ids(&ids)?;
+        }
         let (keys, bytes) = (batch.len() as u64, batch.approximate_size() as u64);
         core.write(*opts, batch)?;
         Counters::add(&core.counters.keys_written, keys);
@@ -169,7 +175,7 @@ impl DbCore {
         }
         // We lead. The WAL lock is uncontended: only a leader takes it.
         let mut log = lock(&self.log);
-        let (group, result) = match self.switch_memtable(&mut log, false) {
+        let (group, result) = match self.switch_memtable(&mut log, None) {
             Ok(()) => {
                 let group = self.take_group(&me);
                 let r = self.write_group(&me, &group, &mut log);
@@ -237,16 +243,52 @@ impl DbCore {
                 self.set_bg_error(e.clone());
                 return Err(e);
             }
-        } else {
-            self.unpersisted.store(true, Ordering::Release);
         }
-        let mem = Arc::clone(&lock(&self.state).mem);
-        for b in &batches {
-            for (s, entry) in (b.sequence()..).zip(b.iter()) {
-                if let Err(e) = mem.insert(s, entry.value_type, entry.key, entry.value) {
-                    // The WAL has the group but the memtable does not.
-                    self.set_bg_error(e.clone());
-                    return Err(e);
+        let multi_cf = batches.iter().any(WriteBatch::has_column_families);
+        if !multi_cf {
+            if me.opts.disable_wal {
+                self.default_cf.unpersisted.store(true, Ordering::Release);
+            }
+            let mem = Arc::clone(&lock(&self.state).default_cf().mem);
+            for b in &batches {
+                for (s, entry) in (b.sequence()..).zip(b.iter()) {
+                    if let Err(e) = mem.insert(s, entry.value_type, entry.key, entry.value) {
+                        // The WAL has the group but the memtable does not.
+                        self.set_bg_error(e.clone());
+                        return Err(e);
+                    }
+                }
+            }
+        } else {
+            // The families' memtables, looked up once per group. A family
+            // dropped since `Db::write` checked it is skipped (as WAL replay
+            // skips records of dropped families): it holds no data any more.
+            let mems: Vec<(u32, Arc<dyn crate::memtable::MemTable>)> = {
+                let st = lock(&self.state);
+                st.cfs
+                    .iter()
+                    .map(|(&id, c)| (id, Arc::clone(&c.mem)))
+                    .collect()
+            };
+            for b in &batches {
+                for (s, entry) in (b.sequence()..).zip(b.iter()) {
+                    let Some((_, mem)) = mems.iter().find(|(id, _)| *id == entry.cf) else {
+                        continue;
+                    };
+                    if let Err(e) = mem.insert(s, entry.value_type, entry.key, entry.value) {
+                        self.set_bg_error(e.clone());
+                        return Err(e);
+                    }
+                }
+            }
+            if me.opts.disable_wal {
+                let st = lock(&self.state);
+                for b in &batches {
+                    for e in b.iter() {
+                        if let Some(c) = st.cfs.get(&e.cf) {
+                            c.shared.unpersisted.store(true, Ordering::Release);
+                        }
+                    }
                 }
             }
         }
@@ -319,11 +361,12 @@ impl DbCore {
         self.bg_cv.notify_all();
     }
 
-    /// Makes room in the active memtable: when it is full (or `force` and it
-    /// is non-empty), freezes it and starts a new memtable and WAL; stalls
-    /// while `max_write_buffer_number` memtables are in memory. The caller
-    /// holds the WAL lock (it is the leader, or `flush`).
-    pub(super) fn switch_memtable(&self, log: &mut LogState, force: bool) -> Result<()> {
+    /// Makes room in the active memtables: when a family's is full (or it
+    /// is `force`d and non-empty), freezes it and starts a new memtable and
+    /// WAL; stalls while `max_write_buffer_number` memtables of a family
+    /// are in memory or a family has too many L0 files. The caller holds
+    /// the WAL lock (it is the leader, or `flush`).
+    pub(super) fn switch_memtable(&self, log: &mut LogState, force: Option<u32>) -> Result<()> {
         let started = std::time::Instant::now();
         let mut stalled = false;
         let r = self.make_room(log, force, &mut stalled);
@@ -338,7 +381,12 @@ impl DbCore {
 
     /// [`switch_memtable`](Self::switch_memtable)'s body; sets `stalled`
     /// when it waited or slowed the writer down.
-    fn make_room(&self, log: &mut LogState, mut force: bool, stalled: &mut bool) -> Result<()> {
+    fn make_room(
+        &self,
+        log: &mut LogState,
+        mut force: Option<u32>,
+        stalled: &mut bool,
+    ) -> Result<()> {
         // Counts this writer in `writers_stopped` from its first stop wait
         // until it returns.
         struct Stopped<'a>(&'a std::sync::atomic::AtomicU64, bool);
@@ -366,16 +414,25 @@ impl DbCore {
                 return Err(Error::Background(Box::new(e.clone())));
             }
             self.check_open()?;
-            if !self.opts.disable_auto_compactions {
-                let l0 = st.versions.current().levels[0].len();
-                if l0 >= self.opts.level0_stop_writes_trigger {
+            // The family with the most L0 files, against its own triggers.
+            let l0 = st
+                .cfs
+                .values()
+                .filter(|c| !c.shared.opts.disable_auto_compactions)
+                .filter_map(|c| {
+                    let n = st.versions.current_cf(c.shared.id)?.levels[0].len();
+                    Some((n, &c.shared.opts))
+                })
+                .max_by_key(|(n, o)| n.saturating_sub(o.level0_slowdown_writes_trigger));
+            if let Some((l0, o)) = l0 {
+                if l0 >= o.level0_stop_writes_trigger {
                     // Stop: wait for compaction to bring L0 down.
                     *stalled = true;
                     stopped.enter();
                     if !std::mem::replace(&mut warned, true) {
                         log::warn!(
                             "write stall: {l0} L0 files (stop trigger {}); waiting for compaction",
-                            self.opts.level0_stop_writes_trigger
+                            o.level0_stop_writes_trigger
                         );
                     }
                     st = self
@@ -385,7 +442,7 @@ impl DbCore {
                         .0;
                     continue;
                 }
-                if l0 >= self.opts.level0_slowdown_writes_trigger && !delayed {
+                if l0 >= o.level0_slowdown_writes_trigger && !delayed {
                     // Slow down gradually (1 ms per write group) before the
                     // stop, so writers never hit a cliff.
                     *stalled = true;
@@ -396,20 +453,25 @@ impl DbCore {
                     continue;
                 }
             }
-            let used = st.mem.bytes_in_use();
-            let full = used >= self.opts.write_buffer_size;
-            if !(full || force) || st.mem.num_entries() == 0 {
+            // The first family whose memtable must be switched.
+            let target = st.cfs.values().find(|c| {
+                let full = c.mem.bytes_in_use() >= c.shared.opts.write_buffer_size;
+                (full || force == Some(c.shared.id)) && c.mem.num_entries() > 0
+            });
+            let Some(cf) = target else {
                 return Ok(());
-            }
-            if st.imms.len() + 1 >= self.opts.max_write_buffer_number {
+            };
+            let id = cf.shared.id;
+            if cf.imms.len() + 1 >= cf.shared.opts.max_write_buffer_number {
                 // Stall: memory stays bounded until the flush catches up.
                 *stalled = true;
                 stopped.enter();
                 if !std::mem::replace(&mut warned, true) {
                     log::warn!(
-                        "write stall: {} memtables waiting for flush (max_write_buffer_number {})",
-                        st.imms.len(),
-                        self.opts.max_write_buffer_number
+                        "write stall: {} memtables of column family {:?} waiting for flush (max_write_buffer_number {})",
+                        cf.imms.len(),
+                        cf.shared.name,
+                        cf.shared.opts.max_write_buffer_number
                     );
                 }
                 st = self
@@ -437,19 +499,33 @@ impl DbCore {
             };
             log.writer = wal::Writer::new(file);
             log.number = number;
-            let new_mem = self.new_memtable();
-            let old = std::mem::replace(&mut st.mem, new_mem);
-            let old_log = std::mem::replace(&mut st.mem_log_number, number);
-            st.imms.push_back(ImmTable {
+            st.current_wal = number;
+            // Idle families move to the new WAL: they need nothing older.
+            // Exact under the log lock (no leader is inserting).
+            for c in st.cfs.values_mut() {
+                if c.imms.is_empty() && c.mem.num_entries() == 0 {
+                    c.mem_log_number = number;
+                }
+            }
+            let cf = st
+                .cfs
+                .get_mut(&id)
+                .expect("found above under the same lock");
+            let new_mem = self.new_memtable(&cf.memtables);
+            let old = std::mem::replace(&mut cf.mem, new_mem);
+            let old_log = std::mem::replace(&mut cf.mem_log_number, number);
+            cf.imms.push_back(ImmTable {
                 mem: old,
                 log_number: old_log,
                 // Under the log lock: no leader is inserting right now.
-                unpersisted: self.unpersisted.swap(false, Ordering::AcqRel),
+                unpersisted: cf.shared.unpersisted.swap(false, Ordering::AcqRel),
             });
-            st.frozen_count += 1;
-            self.install_super_version(&mut st);
+            cf.frozen_count += 1;
+            self.install_super_version(&mut st, id);
             self.bg_cv.notify_all();
-            force = false;
+            if force == Some(id) {
+                force = None;
+            }
         }
     }
 }

@@ -129,10 +129,10 @@ fn write_batch_at(rep: Vec<u8>, file: &str, offset: u64) {
     let mut again = WriteBatch::new();
     for e in &entries {
         match e.value_type {
-            ValueType::Value => again.put(e.key, e.value),
-            ValueType::RangeDeletion => again.delete_range(e.key, e.value),
-            ValueType::Deletion => again.delete(e.key),
-            ValueType::Merge => again.merge(e.key, e.value),
+            ValueType::Value => again.put_in(e.cf, e.key, e.value),
+            ValueType::RangeDeletion => again.delete_range_in(e.cf, e.key, e.value),
+            ValueType::Deletion => again.delete_in(e.cf, e.key),
+            ValueType::Merge => again.merge_in(e.cf, e.key, e.value),
         }
     }
     again.set_sequence(batch.sequence());

@@ -15,6 +15,14 @@
 //! | 6 | deleted file | varint32 level ‖ varint64 number |
 //! | 7 | new file | varint32 level ‖ varint64 number ‖ varint64 file_size ‖ varint32 len ‖ smallest ‖ varint32 len ‖ largest ‖ varint64 num_entries |
 //! | 10 | new ingested file | the tag-7 fields ‖ varint64 global_seqno (1 ≤ it ≤ 2^56 − 1) |
+//! | 11 | column family | varint32 id (the edit's files and log number are that family's; absent = 0, "default") |
+//! | 12 | add column family | varint32 len ‖ UTF-8 name ‖ varint32 len ‖ UTF-8 option string (the family is tag 11's) |
+//! | 13 | drop column family | nothing (the family is tag 11's) |
+//! | 14 | max column family id | varint32 |
+//!
+//! Tags 11–14 are written only by databases that created a column family,
+//! so a MANIFEST of a default-only database is unchanged (and still
+//! readable by versions before column families).
 //!
 //! Tags 5 (LevelDB's compaction pointer), 8 and 9 (LevelDB's large-value
 //! reference and previous log number) are reserved: never reuse them.
@@ -42,6 +50,14 @@ mod tag {
     /// file, `docs/format/manifest.md` §4). Only written for files with a
     /// non-zero global sequence number, so older MANIFESTs never hold it.
     pub(super) const NEW_INGESTED_FILE: u32 = 10;
+    /// The column family the edit's other fields apply to (absent = 0).
+    pub(super) const COLUMN_FAMILY: u32 = 11;
+    /// Creates the edit's column family: name and option string.
+    pub(super) const ADD_COLUMN_FAMILY: u32 = 12;
+    /// Drops the edit's column family.
+    pub(super) const DROP_COLUMN_FAMILY: u32 = 13;
+    /// The largest column family id ever handed out.
+    pub(super) const MAX_COLUMN_FAMILY: u32 = 14;
 }
 
 /// What the MANIFEST records about one SST file.
@@ -90,6 +106,15 @@ pub(crate) struct VersionEdit {
     pub deleted_files: Vec<(u32, u64)>,
     /// Files added: `(level, metadata)`.
     pub new_files: Vec<(u32, FileMetaData)>,
+    /// The column family `log_number`, `deleted_files`, `new_files`,
+    /// `add_column_family` and `drop_column_family` apply to (0 = default).
+    pub column_family: u32,
+    /// Creates `column_family` with this name and option string.
+    pub add_column_family: Option<(String, String)>,
+    /// Drops `column_family`.
+    pub drop_column_family: bool,
+    /// The largest column family id ever handed out (ids are never reused).
+    pub max_column_family: Option<u32>,
 }
 
 impl VersionEdit {
@@ -98,6 +123,22 @@ impl VersionEdit {
         if let Some(name) = &self.comparator {
             put_varint32(dst, tag::COMPARATOR);
             put_length_prefixed(dst, name.as_bytes());
+        }
+        if self.column_family != 0 {
+            put_varint32(dst, tag::COLUMN_FAMILY);
+            put_varint32(dst, self.column_family);
+        }
+        if let Some((name, options)) = &self.add_column_family {
+            put_varint32(dst, tag::ADD_COLUMN_FAMILY);
+            put_length_prefixed(dst, name.as_bytes());
+            put_length_prefixed(dst, options.as_bytes());
+        }
+        if self.drop_column_family {
+            put_varint32(dst, tag::DROP_COLUMN_FAMILY);
+        }
+        if let Some(max) = self.max_column_family {
+            put_varint32(dst, tag::MAX_COLUMN_FAMILY);
+            put_varint32(dst, max);
         }
         for (t, v) in [
             (tag::LOG_NUMBER, self.log_number),
@@ -161,6 +202,16 @@ impl VersionEdit {
                         d.error(format!("comparator name at byte {tag_at} is not UTF-8"))
                     })?;
                     edit.comparator = Some(name.to_string());
+                }
+                tag::COLUMN_FAMILY => edit.column_family = d.varint32("column family id")?,
+                tag::ADD_COLUMN_FAMILY => {
+                    let name = d.string("column family name", tag_at)?;
+                    let options = d.string("column family options", tag_at)?;
+                    edit.add_column_family = Some((name, options));
+                }
+                tag::DROP_COLUMN_FAMILY => edit.drop_column_family = true,
+                tag::MAX_COLUMN_FAMILY => {
+                    edit.max_column_family = Some(d.varint32("max column family id")?)
                 }
                 tag::LOG_NUMBER => edit.log_number = Some(d.varint64("log number")?),
                 tag::NEXT_FILE_NUMBER => {
@@ -253,6 +304,13 @@ impl<'a> Decoder<'a> {
         Ok(v)
     }
 
+    fn string(&mut self, what: &str, tag_at: usize) -> Result<String> {
+        let b = self.bytes(what)?;
+        let s = std::str::from_utf8(b)
+            .map_err(|_| self.error(format!("{what} at byte {tag_at} is not UTF-8")))?;
+        Ok(s.to_string())
+    }
+
     fn internal_key(&mut self, what: &str) -> Result<Vec<u8>> {
         let at = self.pos;
         let k = self.bytes(what)?;
@@ -294,6 +352,17 @@ mod tests {
                     global_seqno: 0,
                 },
             )],
+            ..VersionEdit::default()
+        }
+    }
+
+    fn cf_sample() -> VersionEdit {
+        VersionEdit {
+            column_family: 3,
+            add_column_family: Some(("users".into(), "write_buffer_size=1024".into())),
+            max_column_family: Some(3),
+            log_number: Some(9),
+            ..sample()
         }
     }
 
@@ -305,7 +374,12 @@ mod tests {
 
     #[test]
     fn round_trip_sample_and_empty() {
-        for e in [sample(), VersionEdit::default()] {
+        let drop = VersionEdit {
+            column_family: 7,
+            drop_column_family: true,
+            ..VersionEdit::default()
+        };
+        for e in [sample(), VersionEdit::default(), cf_sample(), drop] {
             assert_eq!(
                 VersionEdit::decode(&encoded(&e), "MANIFEST-000001", 0).unwrap(),
                 e
@@ -356,7 +430,7 @@ mod tests {
 
     #[test]
     fn unknown_and_reserved_tags_are_corruption() {
-        for t in [0u8, 5, 8, 9, 11, 100] {
+        for t in [0u8, 5, 8, 9, 15, 100] {
             let e = VersionEdit::decode(&[2, 1, t, 0], "m", 3).unwrap_err();
             assert!(
                 e.to_string()
@@ -468,7 +542,7 @@ mod tests {
             deleted_files in proptest::collection::vec((any::<u32>(), any::<u64>()), 0..5),
             new_files in proptest::collection::vec(file_strategy(), 0..5),
         ) {
-            let e = VersionEdit { comparator, log_number, next_file_number, last_sequence, deleted_files, new_files };
+            let e = VersionEdit { comparator, log_number, next_file_number, last_sequence, deleted_files, new_files, ..VersionEdit::default() };
             prop_assert_eq!(VersionEdit::decode(&encoded(&e), "m", 0).unwrap(), e);
         }
 

@@ -7,5 +7,5 @@ mod set;
 mod version;
 
 pub(crate) use edit::{FileMetaData, VersionEdit};
-pub(crate) use set::{set_current, VersionSet};
+pub(crate) use set::{set_current, VersionSet, DEFAULT_CF_NAME};
 pub(crate) use version::{Version, NUM_LEVELS};

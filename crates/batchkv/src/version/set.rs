@@ -8,6 +8,7 @@
 //! Thread safety: not internally synchronized; the database keeps it under
 //! its state mutex.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -26,11 +27,12 @@ pub(crate) const COMPARATOR_NAME: &str = "batchkv.BytewiseComparator";
 pub(crate) struct VersionSet {
     dir: PathBuf,
     fs: Arc<dyn FileSystem>,
-    current: Arc<Version>,
+    /// Every live column family, by id; 0 ("default") always exists.
+    cfs: BTreeMap<u32, CfVersion>,
+    /// The largest column family id ever handed out (never reused).
+    max_column_family: u32,
     /// The next number handed out for a WAL, SST or MANIFEST file.
     next_file_number: u64,
-    /// WALs with a number below this hold only flushed data.
-    log_number: u64,
     /// Highest sequence number known to be in SST files or recorded here.
     last_sequence: SequenceNumber,
     /// Open MANIFEST writer; `None` until the first `prepare`. Shared with
@@ -40,14 +42,33 @@ pub(crate) struct VersionSet {
     manifest_number: u64,
 }
 
+/// What the MANIFEST records about one column family.
+#[derive(Clone)]
+pub(crate) struct CfVersion {
+    pub name: String,
+    /// The option string it was created with (`Options::to_option_string`).
+    pub options: String,
+    pub current: Arc<Version>,
+    /// WALs with a number below this hold none of its unflushed writes.
+    pub log_number: u64,
+}
+
+/// The name of column family 0.
+pub(crate) const DEFAULT_CF_NAME: &str = "default";
+
 /// An edit prepared by [`VersionSet::prepare`]: its encoded record and the
 /// version it produces once written.
 pub(crate) struct ManifestEdit {
     record: Vec<u8>,
-    next: Arc<Version>,
+    cf: u32,
+    /// The family's next version; `None` when the edit drops it.
+    next: Option<Arc<Version>>,
     log_number: Option<u64>,
+    /// Set when the edit creates the family: (name, option string).
+    added: Option<(String, String)>,
+    max_column_family: Option<u32>,
     /// The version `next` was built on (checked at install).
-    base: Arc<Version>,
+    base: Option<Arc<Version>>,
     writer: Arc<Mutex<wal::Writer>>,
 }
 
@@ -90,8 +111,18 @@ impl VersionSet {
         let data = fs.read_all(&manifest_path)?;
         let file = manifest_path.display().to_string();
 
-        let mut version = Version::default();
-        let (mut log_number, mut next_file, mut last_seq) = (None, None, None);
+        let mut cfs: BTreeMap<u32, (String, String, Version, Option<u64>)> = BTreeMap::new();
+        cfs.insert(
+            0,
+            (
+                DEFAULT_CF_NAME.to_string(),
+                String::new(),
+                Version::default(),
+                None,
+            ),
+        );
+        let mut max_column_family = 0u32;
+        let (mut next_file, mut last_seq) = (None, None);
         let mut reader = wal::Reader::new(&data, &file);
         let mut torn_tail = None;
         loop {
@@ -105,8 +136,10 @@ impl VersionSet {
                             )));
                         }
                     }
-                    version = version.apply(&edit, &file)?;
-                    log_number = edit.log_number.or(log_number);
+                    apply_cf_edit(&mut cfs, &edit, &file, offset)?;
+                    if let Some(m) = edit.max_column_family {
+                        max_column_family = max_column_family.max(m);
+                    }
                     next_file = edit.next_file_number.or(next_file);
                     last_seq = edit.last_sequence.or(last_seq);
                 }
@@ -125,9 +158,15 @@ impl VersionSet {
         }
         // A MANIFEST describing overlapping or misordered levels would make
         // reads return wrong data: refuse it.
-        version.check_invariants().map_err(|e| {
-            Error::corruption(&file, 0, format!("MANIFEST describes a bad version: {e}"))
-        })?;
+        for (_, (name, _, version, _)) in cfs.iter() {
+            version.check_invariants().map_err(|e| {
+                Error::corruption(
+                    &file,
+                    0,
+                    format!("MANIFEST describes a bad version of column family {name:?}: {e}"),
+                )
+            })?;
+        }
         let missing =
             |what: &str| Error::corruption(&file, 0, format!("MANIFEST records no {what}"));
         let next_file_number = next_file.ok_or_else(|| missing("next file number"))?;
@@ -144,25 +183,66 @@ impl VersionSet {
                 ),
             ));
         }
-        let log_number = log_number.ok_or_else(|| missing("log number"))?;
+        if cfs.get(&0).and_then(|c| c.3).is_none() {
+            return Err(missing("log number"));
+        }
+        let cfs: BTreeMap<u32, CfVersion> = cfs
+            .into_iter()
+            .map(|(id, (name, options, version, log))| {
+                (
+                    id,
+                    CfVersion {
+                        name,
+                        options,
+                        current: Arc::new(version),
+                        log_number: log.unwrap_or(0),
+                    },
+                )
+            })
+            .collect();
+        max_column_family = max_column_family.max(cfs.keys().copied().max().unwrap_or(0));
         if let Some((offset, detail)) = torn_tail {
-            check_dropped_edit_was_unapplied(fs.as_ref(), dir, &version, log_number)
+            check_dropped_edit_was_unapplied(fs.as_ref(), dir, &cfs)
                 .map_err(|why| Error::corruption(&file, offset, format!("{detail}; {why}")))?;
         }
         Ok(VersionSet {
             dir: dir.to_path_buf(),
             fs,
-            current: Arc::new(version),
+            cfs,
+            max_column_family,
             next_file_number: next_file_number.max(manifest_number + 1),
-            log_number,
             last_sequence: last_seq.ok_or_else(|| missing("last sequence"))?,
             manifest: None,
             manifest_number,
         })
     }
 
+    /// The default column family's current version.
     pub fn current(&self) -> Arc<Version> {
-        Arc::clone(&self.current)
+        Arc::clone(&self.cfs[&0].current)
+    }
+
+    /// Column family `cf`'s current version (`None` once it is dropped).
+    pub fn current_cf(&self, cf: u32) -> Option<Arc<Version>> {
+        self.cfs.get(&cf).map(|c| Arc::clone(&c.current))
+    }
+
+    /// Every live column family, by id.
+    pub fn column_families(&self) -> &BTreeMap<u32, CfVersion> {
+        &self.cfs
+    }
+
+    /// The id for a new column family (ids are never reused).
+    pub fn next_column_family_id(&self) -> u32 {
+        self.max_column_family + 1
+    }
+
+    /// Every table number of every live column family's current version.
+    pub fn all_file_numbers(&self) -> Vec<u64> {
+        self.cfs
+            .values()
+            .flat_map(|c| c.current.file_numbers().collect::<Vec<_>>())
+            .collect()
     }
 
     pub fn new_file_number(&mut self) -> u64 {
@@ -176,8 +256,10 @@ impl VersionSet {
         self.next_file_number = self.next_file_number.max(n + 1);
     }
 
+    /// WALs numbered below this hold no unflushed write of any column
+    /// family (the smallest per-family log number).
     pub fn log_number(&self) -> u64 {
-        self.log_number
+        self.cfs.values().map(|c| c.log_number).min().unwrap_or(0)
     }
 
     pub fn last_sequence(&self) -> SequenceNumber {
@@ -214,8 +296,19 @@ impl VersionSet {
     /// database serializes them with its MANIFEST lock), so the version it
     /// was built on is still current at [`install`](Self::install).
     pub fn prepare(&mut self, mut edit: VersionEdit) -> Result<ManifestEdit> {
-        if let Some(n) = edit.log_number {
-            debug_assert!(n >= self.log_number, "log number only grows");
+        let cf = edit.column_family;
+        let base = self.cfs.get(&cf).map(|c| Arc::clone(&c.current));
+        match (&base, &edit.add_column_family) {
+            (Some(_), Some((name, _))) => {
+                return Err(Error::InvalidArgument(format!(
+                    "column family id {cf} ({name:?}) already exists"
+                )))
+            }
+            (None, None) => return Err(Error::cf_dropped(&format!("id {cf}"))),
+            _ => {}
+        }
+        if let (Some(n), Some(c)) = (edit.log_number, self.cfs.get(&cf)) {
+            debug_assert!(n >= c.log_number, "log number only grows");
         }
         if self.manifest.is_none() {
             self.start_new_manifest()?;
@@ -226,14 +319,22 @@ impl VersionSet {
         edit.last_sequence = Some(self.last_sequence);
         edit.next_file_number = Some(self.next_file_number);
         let file = filename::path(&self.dir, FileKind::Manifest, self.manifest_number);
-        let next = self.current.apply(&edit, &file.display().to_string())?;
+        let next = if edit.drop_column_family {
+            None
+        } else {
+            let from = base.clone().unwrap_or_default();
+            Some(Arc::new(from.apply(&edit, &file.display().to_string())?))
+        };
         let mut record = Vec::new();
         edit.encode(&mut record);
         Ok(ManifestEdit {
             record,
-            next: Arc::new(next),
+            cf,
+            next,
             log_number: edit.log_number,
-            base: Arc::clone(&self.current),
+            added: edit.add_column_family.clone(),
+            max_column_family: edit.max_column_family,
+            base,
             writer: Arc::clone(self.manifest.as_ref().expect("manifest opened just above")),
         })
     }
@@ -241,12 +342,30 @@ impl VersionSet {
     /// Makes a written edit's version current.
     pub fn install(&mut self, edit: ManifestEdit) {
         debug_assert!(
-            Arc::ptr_eq(&edit.base, &self.current),
+            match (&edit.base, self.cfs.get(&edit.cf)) {
+                (Some(b), Some(c)) => Arc::ptr_eq(b, &c.current),
+                (None, None) => true,
+                _ => false,
+            },
             "another version was installed between prepare and install"
         );
-        self.current = edit.next;
+        if let Some(m) = edit.max_column_family {
+            self.max_column_family = self.max_column_family.max(m);
+        }
+        let Some(next) = edit.next else {
+            self.cfs.remove(&edit.cf);
+            return;
+        };
+        let (name, options) = edit.added.unwrap_or_default();
+        let entry = self.cfs.entry(edit.cf).or_insert_with(|| CfVersion {
+            name,
+            options,
+            current: Arc::clone(&next),
+            log_number: 0,
+        });
+        entry.current = next;
         if let Some(n) = edit.log_number {
-            self.log_number = n;
+            entry.log_number = n;
         }
     }
 
@@ -256,21 +375,31 @@ impl VersionSet {
         let number = self.new_file_number();
         let path = filename::path(&self.dir, FileKind::Manifest, number);
         let mut writer = wal::Writer::new(self.fs.new_writable(&path)?);
-        let mut snapshot = VersionEdit {
-            comparator: Some(COMPARATOR_NAME.to_string()),
-            log_number: Some(self.log_number),
-            next_file_number: Some(self.next_file_number),
-            last_sequence: Some(self.last_sequence),
-            ..VersionEdit::default()
-        };
-        for (level, files) in self.current.levels.iter().enumerate() {
-            for f in files {
-                snapshot.new_files.push((level as u32, (**f).clone()));
+        for (&id, cf) in &self.cfs {
+            let mut snapshot = VersionEdit {
+                column_family: id,
+                log_number: Some(cf.log_number),
+                ..VersionEdit::default()
+            };
+            if id == 0 {
+                snapshot.comparator = Some(COMPARATOR_NAME.to_string());
+                snapshot.next_file_number = Some(self.next_file_number);
+                snapshot.last_sequence = Some(self.last_sequence);
+                if self.max_column_family > 0 {
+                    snapshot.max_column_family = Some(self.max_column_family);
+                }
+            } else {
+                snapshot.add_column_family = Some((cf.name.clone(), cf.options.clone()));
             }
+            for (level, files) in cf.current.levels.iter().enumerate() {
+                for f in files {
+                    snapshot.new_files.push((level as u32, (**f).clone()));
+                }
+            }
+            let mut rec = Vec::new();
+            snapshot.encode(&mut rec);
+            writer.add_record(&rec)?;
         }
-        let mut rec = Vec::new();
-        snapshot.encode(&mut rec);
-        writer.add_record(&rec)?;
         writer.sync()?;
         set_current(self.fs.as_ref(), &self.dir, number)?;
         self.manifest = Some(Arc::new(Mutex::new(writer)));
@@ -302,16 +431,20 @@ pub(crate) fn set_current(fs: &dyn FileSystem, dir: &Path, manifest_number: u64)
 fn check_dropped_edit_was_unapplied(
     fs: &dyn FileSystem,
     dir: &Path,
-    version: &Version,
-    log_number: u64,
+    cfs: &BTreeMap<u32, CfVersion>,
 ) -> std::result::Result<(), String> {
-    for number in version.file_numbers() {
-        if !fs.exists(&filename::path(dir, FileKind::Table, number)) {
-            return Err(format!(
-                "table {number} of the recovered version is missing"
-            ));
+    for cf in cfs.values() {
+        for number in cf.current.file_numbers() {
+            if !fs.exists(&filename::path(dir, FileKind::Table, number)) {
+                return Err(format!(
+                    "table {number} of the recovered version is missing"
+                ));
+            }
         }
     }
+    // The newest per-family log number is the WAL the last applied flush
+    // switched to: it is deleted only after a later edit.
+    let log_number = cfs.values().map(|c| c.log_number).max().unwrap_or(0);
     if log_number > 0 && !fs.exists(&filename::path(dir, FileKind::Wal, log_number)) {
         return Err(format!("WAL {log_number} that recovery needs is missing"));
     }
@@ -326,6 +459,52 @@ fn check_dropped_edit_was_unapplied(
                 "table {t} exists but the recovered state has never been opened"
             ));
         }
+    }
+    Ok(())
+}
+
+/// Applies one MANIFEST edit to the column families being recovered:
+/// `(name, option string, version, log number)` by id.
+fn apply_cf_edit(
+    cfs: &mut BTreeMap<u32, (String, String, Version, Option<u64>)>,
+    edit: &VersionEdit,
+    file: &str,
+    offset: u64,
+) -> Result<()> {
+    let id = edit.column_family;
+    if let Some((name, options)) = &edit.add_column_family {
+        if cfs.contains_key(&id) || cfs.values().any(|c| &c.0 == name) {
+            return Err(Error::corruption(
+                file,
+                offset,
+                format!("version edit adds column family {id} ({name:?}), which exists"),
+            ));
+        }
+        cfs.insert(
+            id,
+            (name.clone(), options.clone(), Version::default(), None),
+        );
+    }
+    if edit.drop_column_family {
+        if id == 0 || cfs.remove(&id).is_none() {
+            return Err(Error::corruption(
+                file,
+                offset,
+                format!("version edit drops column family {id}, which is not live"),
+            ));
+        }
+        return Ok(());
+    }
+    let Some(cf) = cfs.get_mut(&id) else {
+        return Err(Error::corruption(
+            file,
+            offset,
+            format!("version edit names column family {id}, which is not live"),
+        ));
+    };
+    cf.2 = cf.2.apply(edit, file)?;
+    if let Some(n) = edit.log_number {
+        cf.3 = Some(n);
     }
     Ok(())
 }

@@ -871,3 +871,68 @@ fn range_deletions_order_with_ingested_files() {
         assert_reads(&db, &ReadOptions::default(), &[("a", None), ("m", None)]);
     });
 }
+
+/// `ingest_external_file_cf` puts the files' keys into that family only:
+/// its overlapping memtable is flushed first, the ingested value wins over
+/// the family's older data, other families (with the same keys) are
+/// untouched, it survives reopen, and a dropped family is refused.
+#[test]
+fn ingest_into_a_column_family_touches_only_that_family() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), no_auto_compaction()).unwrap();
+    let users = db.create_cf("users", &no_auto_compaction()).unwrap();
+    db.put("k", "default").unwrap();
+    db.put_cf(&users, "k", "users-memtable").unwrap();
+    db.put_cf(&users, "z", "users-kept").unwrap();
+    let f = write_sst(
+        src.path(),
+        "1.sst",
+        &[("j", Some("ingested-j")), ("k", Some("ingested-k"))],
+    );
+    db.ingest_external_file_cf(&users, &[&f], &IngestOptions::default())
+        .unwrap();
+    let read = |db: &Db, cf: &batchkv::ColumnFamily, k: &str| {
+        db.get_cf(cf, k)
+            .unwrap()
+            .map(|v| String::from_utf8(v).unwrap())
+    };
+    let check = |db: &Db| {
+        let users = db.cf_handle("users").unwrap();
+        assert_eq!(read(db, &users, "j").as_deref(), Some("ingested-j"));
+        assert_eq!(read(db, &users, "k").as_deref(), Some("ingested-k"));
+        assert_eq!(read(db, &users, "z").as_deref(), Some("users-kept"));
+        assert_eq!(get(db, "k").as_deref(), Some("default"));
+        assert_eq!(get(db, "j"), None, "the default family got no keys");
+        let keys: Vec<(&batchkv::ColumnFamily, &[u8])> =
+            vec![(&users, b"j"), (&users, b"k"), (&users, b"missing")];
+        let got: Vec<Option<Vec<u8>>> = db
+            .multi_get_cf(&ReadOptions::default(), &keys)
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                Some(b"ingested-j".to_vec()),
+                Some(b"ingested-k".to_vec()),
+                None
+            ]
+        );
+    };
+    check(&db);
+    db.close().unwrap();
+    let db = Db::open(dir.path(), no_auto_compaction()).unwrap();
+    check(&db);
+
+    // A dropped family is refused and nothing is left behind.
+    let users = db.cf_handle("users").unwrap();
+    db.drop_cf(&users).unwrap();
+    let g = write_sst(src.path(), "2.sst", &[("q", Some("x"))]);
+    let before = sst_files(dir.path());
+    match db.ingest_external_file_cf(&users, &[&g], &IngestOptions::default()) {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("users"), "{m}"),
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+    assert_eq!(sst_files(dir.path()), before);
+}

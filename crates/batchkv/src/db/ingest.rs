@@ -147,6 +147,29 @@ impl Db {
         paths: &[P],
         opts: &IngestOptions,
     ) -> Result<()> {
+        self.ingest_into(0, paths, opts)
+    }
+
+    /// [`Db::ingest_external_file`] into column family `cf`: the files'
+    /// keys become that family's, placed in its levels. A dropped family is
+    /// `InvalidArgument` (naming it), and so is one dropped while the files
+    /// are staged.
+    pub fn ingest_external_file_cf<P: AsRef<Path>>(
+        &self,
+        cf: &super::ColumnFamily,
+        paths: &[P],
+        opts: &IngestOptions,
+    ) -> Result<()> {
+        cf.live()?;
+        self.ingest_into(cf.id(), paths, opts)
+    }
+
+    fn ingest_into<P: AsRef<Path>>(
+        &self,
+        cf: u32,
+        paths: &[P],
+        opts: &IngestOptions,
+    ) -> Result<()> {
         let core = self.core();
         core.check_writable("ingest_external_file")?;
         if paths.is_empty() {
@@ -155,7 +178,7 @@ impl Db {
             ));
         }
         let mut staged: Vec<Staged> = Vec::with_capacity(paths.len());
-        let result = core.ingest(paths, opts, &mut staged);
+        let result = core.ingest(cf, paths, opts, &mut staged);
         match &result {
             Ok(()) => {
                 for f in staged.iter().filter(|f| f.linked && opts.move_files) {
@@ -173,6 +196,7 @@ impl Db {
 impl DbCore {
     fn ingest<P: AsRef<Path>>(
         &self,
+        cf: u32,
         paths: &[P],
         opts: &IngestOptions,
         staged: &mut Vec<Staged>,
@@ -182,13 +206,17 @@ impl DbCore {
         }
         check_disjoint(staged)?;
         for attempt in 0..MAX_FLUSH_ATTEMPTS {
-            let sv = self.default_cf.sv.load_full();
+            let sv = {
+                let st = lock(&self.state);
+                let family = st.cfs.get(&cf).ok_or_else(|| dropped_during_ingest(cf))?;
+                family.shared.sv.load_full()
+            };
             if memtables_overlap(std::iter::once(&sv.mem).chain(&sv.imms), staged)? {
                 if !opts.allow_blocking_flush {
                     return Err(memtable_overlap_error());
                 }
                 drop(sv);
-                super::flush::flush_and_wait(self, 0)?;
+                super::flush::flush_and_wait(self, cf)?;
             }
             // Step 4.
             let (_no_writes, _one_writer) = self.lock_log_and_manifest();
@@ -197,7 +225,7 @@ impl DbCore {
                 return Err(Error::Background(Box::new(e.clone())));
             }
             self.check_open()?;
-            let d = st.default_cf();
+            let d = st.cfs.get(&cf).ok_or_else(|| dropped_during_ingest(cf))?;
             let mems = std::iter::once(&d.mem).chain(d.imms.iter().map(|i| &i.mem));
             if memtables_overlap(mems, staged)? {
                 // A write came in after the flush: flush again.
@@ -209,7 +237,7 @@ impl DbCore {
                 );
                 continue;
             }
-            return self.commit(st, staged, opts);
+            return self.commit(st, cf, staged, opts);
         }
         Err(Error::InvalidArgument(format!(
             "ingest_external_file: writes into the ingested key ranges kept arriving during {MAX_FLUSH_ATTEMPTS} flushes; retry when they pause"
@@ -411,10 +439,14 @@ impl DbCore {
     fn commit(
         &self,
         mut st: MutexGuard<'_, DbState>,
+        cf: u32,
         staged: &mut Vec<Staged>,
         opts: &IngestOptions,
     ) -> Result<()> {
-        let v = st.versions.current();
+        let v = st
+            .versions
+            .current_cf(cf)
+            .ok_or_else(|| dropped_during_ingest(cf))?;
         let hulls = compacting_hulls(&v, &st.compacting);
         let placements: Vec<(usize, bool)> = staged
             .iter()
@@ -471,7 +503,10 @@ impl DbCore {
         // The new names must be durable before the MANIFEST refers to them.
         self.fs.sync_dir(&self.dir)?;
 
-        let mut edit = VersionEdit::default();
+        let mut edit = VersionEdit {
+            column_family: cf,
+            ..VersionEdit::default()
+        };
         for (f, &(level, _)) in staged.iter().zip(&placements) {
             let (mut smallest, mut largest) = (Vec::new(), Vec::new());
             append_internal_key(&mut smallest, &f.smallest, seqno, f.smallest_type);
@@ -507,7 +542,7 @@ impl DbCore {
         st.versions.install(prepared);
         // Readers load the sequence before the super version, so the new
         // super version is published first (db/mod.rs invariant 1).
-        self.install_super_version(&mut st, 0);
+        self.install_super_version(&mut st, cf);
         if seqno > 0 {
             self.visible_seq.store(seqno, Ordering::Release);
         }
@@ -545,6 +580,13 @@ impl DbCore {
         st.pending_outputs
             .retain(|n| !staged.iter().any(|f| f.number == *n));
     }
+}
+
+/// The family `cf` was dropped after its handle was checked.
+fn dropped_during_ingest(cf: u32) -> Error {
+    Error::InvalidArgument(format!(
+        "ingest_external_file: column family {cf} was dropped"
+    ))
 }
 
 fn memtable_overlap_error() -> Error {

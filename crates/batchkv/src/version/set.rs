@@ -218,6 +218,7 @@ impl VersionSet {
     }
 
     /// The default column family's current version.
+    #[cfg(any(test, feature = "fuzzing"))]
     pub fn current(&self) -> Arc<Version> {
         Arc::clone(&self.cfs[&0].current)
     }

@@ -12,6 +12,17 @@ fn batchkv() -> Command {
     Command::new(env!("CARGO_BIN_EXE_batchkv"))
 }
 
+/// The stdout of a run that must have succeeded (else its output is shown).
+fn succeeded(out: &std::process::Output) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
 #[test]
 fn stress_passes_then_detects_a_value_never_written() {
     let dir = tempfile::tempdir().unwrap();
@@ -32,12 +43,7 @@ fn stress_passes_then_detects_a_value_never_written() {
         .arg(&db)
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = succeeded(&out);
     assert!(stdout.contains("stress: ok seed=11"), "{stdout}");
     assert!(
         stdout.contains("workload: wal_less=500/1000 flush=5/1000 compact_range=3/1000"),
@@ -101,12 +107,7 @@ fn crashtest_survives_kill_cycles() {
         ])
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = succeeded(&out);
     assert!(
         stdout.contains("crashtest: ok seed=11: 3 kill cycles"),
         "{stdout}"
@@ -132,12 +133,7 @@ fn crashtest_kills_children_writing_without_the_wal() {
         .args(["--seed", "3", "--clean-percent", "0"])
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = succeeded(&out);
     assert!(
         stdout.contains("crashtest: ok seed=3: 4 kill cycles"),
         "{stdout}"
@@ -191,12 +187,7 @@ fn clean_closes_keep_every_wal_less_write() {
         .args(["--seed", "12", "--clean-percent", "100"])
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = succeeded(&out);
     assert!(stdout.contains("closed cleanly"), "{stdout}");
 }
 
@@ -213,12 +204,7 @@ fn column_families_stress_and_kill_cycles() {
         .arg(dir.path().join("db"))
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = succeeded(&out);
     assert!(stdout.contains("column_families=3"), "{stdout}");
     assert!(stdout.contains("stress: ok seed=11"), "{stdout}");
     assert!(stdout.contains("stress: closed cleanly"), "{stdout}");
@@ -229,12 +215,7 @@ fn column_families_stress_and_kill_cycles() {
         .args(["--seed", "3", "--clean-percent", "0"])
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = succeeded(&out);
     assert!(
         stdout.contains("crashtest: ok seed=3: 3 kill cycles"),
         "{stdout}"

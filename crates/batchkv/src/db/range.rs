@@ -43,16 +43,7 @@ impl Db {
         opts: &ReadOptions,
         range: R,
     ) -> Result<RangeIter> {
-        let lower = match range.start_bound() {
-            Bound::Included(k) => Some(k.as_ref().to_vec()),
-            Bound::Excluded(k) => Some(successor_key(k.as_ref())),
-            Bound::Unbounded => None,
-        };
-        let upper = match range.end_bound() {
-            Bound::Included(k) => Some(successor_key(k.as_ref())),
-            Bound::Excluded(k) => Some(k.as_ref().to_vec()),
-            Bound::Unbounded => None,
-        };
+        let (lower, upper) = key_bounds(&range);
         self.range_iter(&self.core().default_cf, opts, lower, upper)
     }
 
@@ -63,16 +54,7 @@ impl Db {
         cf: &super::ColumnFamily,
         range: R,
     ) -> Result<RangeIter> {
-        let lower = match range.start_bound() {
-            Bound::Included(k) => Some(k.as_ref().to_vec()),
-            Bound::Excluded(k) => Some(successor_key(k.as_ref())),
-            Bound::Unbounded => None,
-        };
-        let upper = match range.end_bound() {
-            Bound::Included(k) => Some(successor_key(k.as_ref())),
-            Bound::Excluded(k) => Some(k.as_ref().to_vec()),
-            Bound::Unbounded => None,
-        };
+        let (lower, upper) = key_bounds(&range);
         cf.live()?;
         self.range_iter(&cf.inner, opts, lower, upper)
     }
@@ -246,6 +228,21 @@ impl DoubleEndedIterator for RangeIter {
 }
 
 impl std::iter::FusedIterator for RangeIter {}
+
+/// `range` as the iterator's inclusive lower and exclusive upper bound.
+fn key_bounds<K: AsRef<[u8]>, R: RangeBounds<K>>(range: &R) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
+    let lower = match range.start_bound() {
+        Bound::Included(k) => Some(k.as_ref().to_vec()),
+        Bound::Excluded(k) => Some(successor_key(k.as_ref())),
+        Bound::Unbounded => None,
+    };
+    let upper = match range.end_bound() {
+        Bound::Included(k) => Some(successor_key(k.as_ref())),
+        Bound::Excluded(k) => Some(k.as_ref().to_vec()),
+        Bound::Unbounded => None,
+    };
+    (lower, upper)
+}
 
 #[cfg(test)]
 mod tests {

@@ -84,3 +84,54 @@ fn options_round_trip_through_their_string_and_the_options_file() {
         assert_eq!(read.to_option_string(), s);
     }
 }
+
+/// `get_with` hands the same value `get` returns to its closure (in place
+/// for memtable hits): from the memtable, from a table after a flush,
+/// through a snapshot, for a deletion and an absent key, and for a merge.
+#[test]
+fn get_with_sees_what_get_returns_on_every_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = batchkv::Options {
+        merge_operator: Some(std::sync::Arc::new(
+            batchkv::merge_operators::StringAppendOperator::new(","),
+        )),
+        ..batchkv::Options::default()
+    };
+    let db = batchkv::Db::open(dir.path(), opts).unwrap();
+    let ro = batchkv::ReadOptions::default();
+    let both = |db: &batchkv::Db, ro: &batchkv::ReadOptions, k: &str| {
+        let with = db.get_with(ro, k, |v| v.map(<[u8]>::to_vec)).unwrap();
+        assert_eq!(with, db.get_opt(ro, k).unwrap(), "key {k}");
+        with
+    };
+    db.put("a", "1").unwrap();
+    db.put("gone", "x").unwrap();
+    db.delete("gone").unwrap();
+    db.merge(&batchkv::WriteOptions::default(), "m", "p")
+        .unwrap();
+    db.merge(&batchkv::WriteOptions::default(), "m", "q")
+        .unwrap();
+    assert_eq!(both(&db, &ro, "a"), Some(b"1".to_vec()));
+    assert_eq!(both(&db, &ro, "gone"), None);
+    assert_eq!(both(&db, &ro, "absent"), None);
+    assert_eq!(both(&db, &ro, "m"), Some(b"p,q".to_vec()));
+    let snap = db.snapshot();
+    db.flush().unwrap();
+    db.put("a", "2").unwrap();
+    assert_eq!(both(&db, &ro, "a"), Some(b"2".to_vec()));
+    let at = batchkv::ReadOptions {
+        snapshot: Some(snap),
+        ..batchkv::ReadOptions::default()
+    };
+    assert_eq!(both(&db, &at, "a"), Some(b"1".to_vec()), "from the table");
+    assert_eq!(
+        both(&db, &ro, "m"),
+        Some(b"p,q".to_vec()),
+        "merge from the table"
+    );
+    // The closure's result comes back as is.
+    assert_eq!(
+        db.get_with(&ro, "a", |v| v.map_or(0, <[u8]>::len)).unwrap(),
+        1
+    );
+}

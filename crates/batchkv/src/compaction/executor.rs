@@ -74,7 +74,7 @@ pub(crate) fn run_compaction(
         snapshots.windows(2).all(|w| w[0] <= w[1]),
         "snapshots ascending"
     );
-    let stripe_of = |seq: SequenceNumber| snapshots.partition_point(|&s| s < seq);
+    let stripe_of = |seq: SequenceNumber| super::snapshot_stripe(snapshots, seq);
     let covering = FragmentedTombstones::new(&range_dels);
     let range_dels_in = range_dels.len();
     let kept_range_dels: Vec<RangeTombstone> = range_dels

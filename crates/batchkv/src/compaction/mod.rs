@@ -13,3 +13,15 @@ mod picker;
 pub(crate) use executor::{run_compaction, OutputSpec};
 pub use filter::{CompactionDecision, CompactionFilter, TtlFilter};
 pub(crate) use picker::{pick_compaction, task_for, CompactionConfig, CompactionTask};
+
+/// The snapshot stripe of an entry with sequence `seq` (see
+/// `executor.rs`): the number of live snapshots (`snapshots`, ascending)
+/// older than it. Entries of one user key in the same stripe are seen by
+/// the same readers, so only the newest of them matters; compaction and
+/// flush both drop by this rule.
+pub(crate) fn snapshot_stripe(
+    snapshots: &[crate::key::SequenceNumber],
+    seq: crate::key::SequenceNumber,
+) -> usize {
+    snapshots.partition_point(|&s| s < seq)
+}

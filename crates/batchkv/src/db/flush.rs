@@ -109,7 +109,7 @@ impl<'a> Shadowing<'a> {
         let Some(p) = parse_internal_key(ikey) else {
             return false;
         };
-        let stripe = self.snapshots.partition_point(|&s| s < p.sequence);
+        let stripe = crate::compaction::snapshot_stripe(self.snapshots, p.sequence);
         if let Some((key, last_stripe, hides)) = &self.last {
             if *hides && *last_stripe == stripe && key.as_slice() == p.user_key {
                 return true;

@@ -8,9 +8,15 @@
 //! batching never leaves a core idle) becomes a leader, takes every job
 //! queued so far, runs one `multi_get` over all their keys, encodes each
 //! job's replies straight from the engine's borrowed values into that
-//! job's buffer, and repeats while jobs keep arriving. Jobs that arrive while a `multi_get` runs wait
-//! for the next one — that is the batching window: it adds no delay when
-//! the server is idle and grows with load.
+//! job's buffer, and repeats while jobs keep arriving. Jobs that arrive
+//! while a `multi_get` runs wait for the next one — that is the batching
+//! window: it adds no delay when the server is idle and grows with load.
+//!
+//! A submitter that becomes leader never queues its own job: it runs it in
+//! its first `multi_get` (with whatever was queued) and encodes its replies
+//! straight into the connection's output buffer. So a lone client — or any
+//! leader — pays no channel, no extra buffer and no copy of its replies;
+//! only followers receive theirs through a channel.
 //!
 //! # Thread safety
 //! Invariants:
@@ -18,7 +24,8 @@
 //!    only under the queue lock, and a leader leaves only when it finds
 //!    the queue empty, so a queued job always has a leader coming for it.
 //! 2. `leaders <= max_leaders`.
-//! 3. Each job's reply is sent exactly once, by the leader that took it.
+//! 3. Each queued job's reply is sent exactly once, by the leader that
+//!    took it; a leader's own job is never queued.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -35,6 +42,9 @@ use crate::server::Shared;
 const MAX_ROUNDS_INLINE: usize = 4;
 /// Keys gathered into one `multi_get` at most.
 const MAX_BATCH_KEYS: usize = 4096;
+/// Output bytes reserved per key before encoding (a bulk header and CRLF
+/// around a 100-byte value); the buffer grows if values are longer.
+const REPLY_BYTES_PER_KEY: usize = 128;
 
 /// The reply shape of one command in a job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,10 +55,56 @@ pub enum Shape {
     Mget(usize),
 }
 
-struct Job {
-    keys: Vec<Vec<u8>>,
+impl Shape {
+    /// Keys the command reads.
+    fn keys(self) -> usize {
+        match self {
+            Shape::Get => 1,
+            Shape::Mget(n) => n,
+        }
+    }
+}
+
+/// The keys of a job, database prefix included, in one buffer (no
+/// allocation per key): key `i` is `bytes[ends[i-1]..ends[i]]`.
+#[derive(Debug, Default)]
+pub struct Keys {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl Keys {
+    /// Appends `db ‖ key` (the layout of [`keyspace::db_key`]).
+    pub fn push(&mut self, db: u8, key: &[u8]) {
+        self.bytes.push(db);
+        self.bytes.extend_from_slice(key);
+        self.ends.push(self.bytes.len());
+    }
+
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Appends every key as a slice to `out`.
+    fn slices<'a>(&'a self, out: &mut Vec<&'a [u8]>) {
+        let mut start = 0;
+        for &end in &self.ends {
+            out.push(&self.bytes[start..end]);
+            start = end;
+        }
+    }
+}
+
+/// What one submitter asks for: its keys and the shape of its replies.
+struct Request {
+    keys: Keys,
     shapes: Vec<Shape>,
     proto: u8,
+}
+
+/// A follower's request, queued for a leader.
+struct Job {
+    req: Request,
     tx: oneshot::Sender<BytesMut>,
 }
 
@@ -80,35 +136,37 @@ impl Batcher {
         }
     }
 
-    /// Runs a job and returns its encoded replies.
+    /// Runs a job and appends its encoded replies to `out`.
     pub async fn submit(
         self: &Arc<Self>,
         shared: &Arc<Shared>,
-        keys: Vec<Vec<u8>>,
+        keys: Keys,
         shapes: Vec<Shape>,
         proto: u8,
-    ) -> BytesMut {
-        let (tx, rx) = oneshot::channel();
-        let lead = {
+        out: &mut BytesMut,
+    ) {
+        let req = Request {
+            keys,
+            shapes,
+            proto,
+        };
+        let rx = {
             let mut q = lock(&self.queue);
-            q.jobs.push(Job {
-                keys,
-                shapes,
-                proto,
-                tx,
-            });
             if q.leaders < self.max_leaders {
                 q.leaders += 1;
-                true
-            } else {
-                false
+                // Lead: the own job first, with what is already queued.
+                let others = take_jobs(&mut q.jobs, req.keys.len());
+                drop(q);
+                self.execute(shared, Some((&req, out)), others);
+                self.lead(shared);
+                return;
             }
+            let (tx, rx) = oneshot::channel();
+            q.jobs.push(Job { req, tx });
+            rx
         };
-        if lead {
-            self.lead(shared);
-        }
         // The sender is dropped only after sending (invariant 3).
-        rx.await.unwrap_or_default()
+        out.extend_from_slice(&rx.await.unwrap_or_default());
     }
 
     /// Serves queued jobs until the queue is empty (or hands off).
@@ -120,9 +178,9 @@ impl Batcher {
                     q.leaders -= 1;
                     return;
                 }
-                take_jobs(&mut q.jobs)
+                take_jobs(&mut q.jobs, 0)
             };
-            self.execute(shared, jobs);
+            self.execute(shared, None, jobs);
         }
         // Still busy: keep leading from a new task.
         let me = self.clone();
@@ -130,29 +188,37 @@ impl Batcher {
         tokio::spawn(async move { me.lead(&s) });
     }
 
-    /// One `multi_get` over all the jobs' keys, encoding as results arrive.
-    fn execute(&self, shared: &Shared, jobs: Vec<Job>) {
-        let mut keys: Vec<&[u8]> = Vec::new();
-        for j in &jobs {
-            keys.extend(j.keys.iter().map(Vec::as_slice));
-        }
+    /// One `multi_get` over the keys of `own` (encoded into its buffer)
+    /// and of `jobs` (encoded into fresh buffers sent to their
+    /// submitters), encoding as results arrive.
+    fn execute(&self, shared: &Shared, own: Option<(&Request, &mut BytesMut)>, jobs: Vec<Job>) {
         let mut outs: Vec<BytesMut> = jobs
             .iter()
-            .map(|j| BytesMut::with_capacity(64 * j.keys.len()))
+            .map(|j| BytesMut::with_capacity(REPLY_BYTES_PER_KEY * j.req.keys.len()))
             .collect();
+        // Every request with its output buffer, in key order.
+        let mut parts: Vec<(&Request, &mut BytesMut)> = Vec::with_capacity(jobs.len() + 1);
+        parts.extend(own);
+        parts.extend(jobs.iter().map(|j| &j.req).zip(outs.iter_mut()));
+        let mut keys: Vec<&[u8]> =
+            Vec::with_capacity(parts.iter().map(|(r, _)| r.keys.len()).sum());
+        for (r, out) in &mut parts {
+            let r: &Request = r;
+            r.keys.slices(&mut keys);
+            out.reserve(REPLY_BYTES_PER_KEY * r.keys.len());
+        }
         let now = keyspace::now_ms();
         let (mut hits, mut misses) = (0u64, 0u64);
-        // Cursor over (job, shape, key within shape) in input order.
-        let (mut ji, mut si, mut ki) = (0usize, 0usize, 0usize);
+        // Cursor over (part, shape, key within shape) in input order.
+        let (mut pi, mut si, mut ki) = (0usize, 0usize, 0usize);
         self.db
             .multi_get_with(&ReadOptions::default(), &keys, |_, r| {
-                while ki == 0 && si == jobs[ji].shapes.len() {
-                    ji += 1;
+                while ki == 0 && si == parts[pi].0.shapes.len() {
+                    pi += 1;
                     si = 0;
                 }
-                let job = &jobs[ji];
-                let out = &mut outs[ji];
-                let shape = job.shapes[si];
+                let (req, out) = &mut parts[pi];
+                let shape = req.shapes[si];
                 if let (Shape::Mget(n), 0) = (shape, ki) {
                     resp::encode_array_header(out, n);
                 }
@@ -163,7 +229,7 @@ impl Batcher {
                     }
                     Ok(None) | Ok(Some(Ok(None))) => {
                         misses += 1;
-                        resp::encode_nil(job.proto, out);
+                        resp::encode_nil(req.proto, out);
                     }
                     Ok(Some(Err(()))) => out.extend_from_slice(b"-ERR corrupt value\r\n"),
                     Err(e) => {
@@ -171,15 +237,12 @@ impl Batcher {
                     }
                 }
                 ki += 1;
-                let len = match shape {
-                    Shape::Get => 1,
-                    Shape::Mget(n) => n,
-                };
-                if ki == len {
+                if ki == shape.keys() {
                     ki = 0;
                     si += 1;
                 }
             });
+        drop(parts);
         use std::sync::atomic::Ordering::Relaxed;
         shared.stats.hits.fetch_add(hits, Relaxed);
         shared.stats.misses.fetch_add(misses, Relaxed);
@@ -195,12 +258,15 @@ impl Batcher {
     }
 }
 
-/// Takes queued jobs up to [`MAX_BATCH_KEYS`] keys (at least one job).
-fn take_jobs(queue: &mut Vec<Job>) -> Vec<Job> {
-    let mut total = 0;
+/// Takes queued jobs while the batch stays within [`MAX_BATCH_KEYS`] keys,
+/// counting `taken` keys already in it (with none taken, at least one job).
+fn take_jobs(queue: &mut Vec<Job>, taken: usize) -> Vec<Job> {
+    let mut total = taken;
     let mut n = 0;
-    while n < queue.len() && (n == 0 || total + queue[n].keys.len() <= MAX_BATCH_KEYS) {
-        total += queue[n].keys.len();
+    while n < queue.len()
+        && ((n == 0 && taken == 0) || total + queue[n].req.keys.len() <= MAX_BATCH_KEYS)
+    {
+        total += queue[n].req.keys.len();
         n += 1;
     }
     queue.drain(..n).collect()

@@ -35,7 +35,7 @@ use tokio::sync::oneshot;
 
 use crate::keyspace;
 use crate::resp;
-use crate::server::Shared;
+use crate::server::{Shared, Stats};
 
 /// Jobs a leader serves before handing the rest to a fresh task, so its
 /// own connection is not held up indefinitely under load.
@@ -157,7 +157,7 @@ impl Batcher {
                 // Lead: the own job first, with what is already queued.
                 let others = take_jobs(&mut q.jobs, req.keys.len());
                 drop(q);
-                self.execute(shared, Some((&req, out)), others);
+                self.execute(&shared.stats, Some((&req, out)), others);
                 self.lead(shared);
                 return;
             }
@@ -180,7 +180,7 @@ impl Batcher {
                 }
                 take_jobs(&mut q.jobs, 0)
             };
-            self.execute(shared, None, jobs);
+            self.execute(&shared.stats, None, jobs);
         }
         // Still busy: keep leading from a new task.
         let me = self.clone();
@@ -191,7 +191,7 @@ impl Batcher {
     /// One `multi_get` over the keys of `own` (encoded into its buffer)
     /// and of `jobs` (encoded into fresh buffers sent to their
     /// submitters), encoding as results arrive.
-    fn execute(&self, shared: &Shared, own: Option<(&Request, &mut BytesMut)>, jobs: Vec<Job>) {
+    fn execute(&self, stats: &Stats, own: Option<(&Request, &mut BytesMut)>, jobs: Vec<Job>) {
         let mut outs: Vec<BytesMut> = jobs
             .iter()
             .map(|j| BytesMut::with_capacity(REPLY_BYTES_PER_KEY * j.req.keys.len()))
@@ -244,13 +244,10 @@ impl Batcher {
             });
         drop(parts);
         use std::sync::atomic::Ordering::Relaxed;
-        shared.stats.hits.fetch_add(hits, Relaxed);
-        shared.stats.misses.fetch_add(misses, Relaxed);
-        shared.stats.batches.fetch_add(1, Relaxed);
-        shared
-            .stats
-            .batched_keys
-            .fetch_add(keys.len() as u64, Relaxed);
+        stats.hits.fetch_add(hits, Relaxed);
+        stats.misses.fetch_add(misses, Relaxed);
+        stats.batches.fetch_add(1, Relaxed);
+        stats.batched_keys.fetch_add(keys.len() as u64, Relaxed);
         for (job, out) in jobs.into_iter().zip(outs) {
             // A closed connection no longer wants its reply.
             let _ = job.tx.send(out);
@@ -270,4 +267,110 @@ fn take_jobs(queue: &mut Vec<Job>, taken: usize) -> Vec<Job> {
         n += 1;
     }
     queue.drain(..n).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use batchkv::Options;
+
+    fn keys(db: u8, names: &[&str]) -> Keys {
+        let mut k = Keys::default();
+        for n in names {
+            k.push(db, n.as_bytes());
+        }
+        k
+    }
+
+    /// A leader's own job and the followers' jobs it takes share one
+    /// `multi_get`: each gets exactly its replies, in order — the own job
+    /// in the connection's buffer (after what was already there), the
+    /// others through their channels.
+    #[test]
+    fn a_leaders_own_job_and_queued_jobs_get_their_own_replies() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), Options::default()).unwrap();
+        for (k, v) in [("a", "1"), ("b", "22"), ("c", "333")] {
+            db.put(
+                &keyspace::db_key(0, k.as_bytes()),
+                &keyspace::encode_value(v.as_bytes(), None),
+            )
+            .unwrap();
+        }
+        // Expired: absent to every reader.
+        db.put(
+            &keyspace::db_key(0, b"old"),
+            &keyspace::encode_value(b"x", Some(1)),
+        )
+        .unwrap();
+        let batcher = Batcher::new(db, 1);
+        let stats = Stats::default();
+        let own = Request {
+            keys: keys(0, &["c", "a", "zz", "b"]),
+            shapes: vec![Shape::Get, Shape::Mget(2), Shape::Get],
+            proto: 2,
+        };
+        let (tx1, mut rx1) = oneshot::channel();
+        let (tx2, mut rx2) = oneshot::channel();
+        let jobs = vec![
+            Job {
+                req: Request {
+                    keys: keys(0, &["b", "old"]),
+                    shapes: vec![Shape::Mget(2)],
+                    proto: 3,
+                },
+                tx: tx1,
+            },
+            Job {
+                // Database 1 holds none of the keys.
+                req: Request {
+                    keys: keys(1, &["a"]),
+                    shapes: vec![Shape::Get],
+                    proto: 2,
+                },
+                tx: tx2,
+            },
+        ];
+        let mut out = BytesMut::from(&b"+OK\r\n"[..]);
+        batcher.execute(&stats, Some((&own, &mut out)), jobs);
+        assert_eq!(
+            &out[..],
+            b"+OK\r\n$3\r\n333\r\n*2\r\n$1\r\n1\r\n$-1\r\n$2\r\n22\r\n"
+        );
+        assert_eq!(&rx1.try_recv().unwrap()[..], b"*2\r\n$2\r\n22\r\n_\r\n");
+        assert_eq!(&rx2.try_recv().unwrap()[..], b"$-1\r\n");
+        use std::sync::atomic::Ordering::Relaxed;
+        assert_eq!(stats.batches.load(Relaxed), 1);
+        assert_eq!(stats.batched_keys.load(Relaxed), 7);
+        assert_eq!(stats.hits.load(Relaxed), 4);
+        assert_eq!(stats.misses.load(Relaxed), 3);
+    }
+
+    #[test]
+    fn take_jobs_counts_the_leaders_own_keys_against_the_batch_limit() {
+        let job = |n: usize| {
+            let mut k = Keys::default();
+            for i in 0..n {
+                k.push(0, &i.to_le_bytes());
+            }
+            let (tx, _rx) = oneshot::channel();
+            Job {
+                req: Request {
+                    keys: k,
+                    shapes: vec![Shape::Mget(n)],
+                    proto: 2,
+                },
+                tx,
+            }
+        };
+        let mut q = vec![job(1000), job(1000), job(3000)];
+        // A leader with 2,500 keys of its own takes one 1,000-key job.
+        assert_eq!(take_jobs(&mut q, 2500).len(), 1);
+        // With none of its own, at least one job even when it is large.
+        let mut q = vec![job(5000), job(10)];
+        assert_eq!(take_jobs(&mut q, 0).len(), 1);
+        // An own job over the limit takes nothing else.
+        assert_eq!(take_jobs(&mut q, 5000).len(), 0);
+        assert_eq!(q.len(), 1);
+    }
 }

@@ -292,15 +292,15 @@ mod tests {
         let db = Db::open(dir.path(), Options::default()).unwrap();
         for (k, v) in [("a", "1"), ("b", "22"), ("c", "333")] {
             db.put(
-                &keyspace::db_key(0, k.as_bytes()),
-                &keyspace::encode_value(v.as_bytes(), None),
+                keyspace::db_key(0, k.as_bytes()),
+                keyspace::encode_value(v.as_bytes(), None),
             )
             .unwrap();
         }
         // Expired: absent to every reader.
         db.put(
-            &keyspace::db_key(0, b"old"),
-            &keyspace::encode_value(b"x", Some(1)),
+            keyspace::db_key(0, b"old"),
+            keyspace::encode_value(b"x", Some(1)),
         )
         .unwrap();
         let batcher = Batcher::new(db, 1);

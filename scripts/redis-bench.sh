@@ -18,6 +18,9 @@
 #   APPENDFSYNC [everysec]
 #   SERVERS ["redis bkv-skiplist bkv-skiplist-nobatch bkv-sorted_hash bkv-sorted_hash-nobatch"]
 #   BATCHKV_OPTIONS [""] extra engine options for batchkv serve (--options)
+#   TESTS ["GET MGET100 SET"]  tests to run (a subset for quick re-measurements)
+#   CONNS ["1 50"]       redis-benchmark -c values
+#   PIPES ["1 10"]       redis-benchmark -P values
 #   REPEAT [1]           runs of the whole server list (alternating A B C A B C);
 #                        the table shows medians
 #   OUT [/tmp/redis-bench]  work directory (databases, logs, results.csv,
@@ -35,6 +38,9 @@ BATCHKV_OPTIONS=${BATCHKV_OPTIONS:-}
 OUT=${OUT:-/tmp/redis-bench}
 PORT=${PORT:-16379}
 REPEAT=${REPEAT:-1}
+TESTS=${TESTS:-"GET MGET100 SET"}
+CONNS=${CONNS:-"1 50"}
+PIPES=${PIPES:-"1 10"}
 
 cd "$(dirname "$0")/.."
 if ! command -v redis-benchmark >/dev/null || ! command -v redis-server >/dev/null; then
@@ -133,9 +139,9 @@ for _ in $(seq 1 "$REPEAT"); do
         t0=$(date +%s)
         load_keys
         echo "$server: loaded $KEYS keys in $(($(date +%s) - t0)) s" >&2
-        for test in GET MGET100 SET; do
-            for c in 1 50; do
-                for p in 1 10; do
+        for test in $TESTS; do
+            for c in $CONNS; do
+                for p in $PIPES; do
                     bench "$server" "$test" "$c" "$p"
                 done
             done

@@ -14,9 +14,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
-use crate::batcher::Shape;
+use crate::batcher::{Keys, Shape};
 use crate::commands::{self, After, ConnState};
-use crate::keyspace;
 use crate::resp::{self, Reply};
 use crate::server::Shared;
 
@@ -127,13 +126,15 @@ async fn run_pipeline(
     while i < reqs.len() {
         if let Some(batcher) = &shared.batcher {
             // Gather the run of GET/MGET starting here.
-            let mut keys = Vec::new();
+            let mut keys = Keys::default();
             let mut shapes = Vec::new();
             while i < reqs.len() {
                 let Some(shape) = batchable(st, &reqs[i]) else {
                     break;
                 };
-                keys.extend(reqs[i][1..].iter().map(|k| keyspace::db_key(st.db, k)));
+                for k in &reqs[i][1..] {
+                    keys.push(st.db, k);
+                }
                 shapes.push(shape);
                 i += 1;
             }
@@ -142,8 +143,7 @@ async fn run_pipeline(
                     .stats
                     .commands
                     .fetch_add(shapes.len() as u64, Ordering::Relaxed);
-                let replies = batcher.submit(shared, keys, shapes, st.proto).await;
-                out.extend_from_slice(&replies);
+                batcher.submit(shared, keys, shapes, st.proto, out).await;
                 continue;
             }
         }

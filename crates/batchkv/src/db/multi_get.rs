@@ -185,8 +185,17 @@ impl Db {
             }
         }
 
-        // 3. Input order.
+        // 3. Input order. The stages visited the keys in sorted order and
+        // prefetched at most a value's first line; the callback reads whole
+        // values in input order, so their lines are prefetched a few keys
+        // ahead to overlap those misses too.
+        for &s in slot_of.iter().take(DELIVERY_PREFETCH_AHEAD) {
+            prefetch_value(&slots[s as usize]);
+        }
         for (i, &s) in slot_of.iter().enumerate() {
+            if let Some(&ahead) = slot_of.get(i + DELIVERY_PREFETCH_AHEAD) {
+                prefetch_value(&slots[ahead as usize]);
+            }
             let r = match &slots[s as usize] {
                 Slot::InMemory(v) => Ok(Some(*v)),
                 Slot::InBlock(b, r) => Ok(Some(b.bytes(r.clone()))),
@@ -200,6 +209,28 @@ impl Db {
             };
             on_result(i, r);
         }
+    }
+}
+
+/// Keys ahead of the one being handed back whose values are prefetched.
+const DELIVERY_PREFETCH_AHEAD: usize = 8;
+/// Cache lines of a value prefetched at most (longer values stream in).
+const DELIVERY_PREFETCH_LINES: usize = 4;
+
+/// Prefetches the first lines of a resolved slot's value.
+#[inline]
+fn prefetch_value(slot: &Slot<'_>) {
+    let v: &[u8] = match slot {
+        Slot::InMemory(v) => v,
+        Slot::InBlock(b, r) => b.bytes(r.clone()),
+        _ => return,
+    };
+    let start = v.as_ptr() as usize;
+    for line in ((start & !63)..start + v.len())
+        .step_by(64)
+        .take(DELIVERY_PREFETCH_LINES)
+    {
+        crate::prefetch::prefetch_read(line as *const u8);
     }
 }
 

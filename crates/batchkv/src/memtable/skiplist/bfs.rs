@@ -94,12 +94,59 @@ pub(super) fn multi_get<const P: bool>(
 ) -> Result<()> {
     let mut base = 0;
     for chunk in keys.chunks(CHUNK) {
-        descend::<P>(list, chunk, base, trailer, emit)?;
+        if P {
+            descend_paranoid(list, chunk, base, trailer, emit)?;
+        } else {
+            descend::<false>(list, chunk, base, trailer, emit)?;
+        }
         base += chunk.len();
     }
     Ok(())
 }
 
+/// The checked descent, compiled for SSE4.2 when the CPU has it so that the
+/// key CRCs ([`node::key_protection`]) inline into it.
+fn descend_paranoid(
+    list: &SkipList,
+    keys: &[&[u8]],
+    base: usize,
+    trailer: u64,
+    emit: &mut impl FnMut(usize, *mut Node) -> Result<()>,
+) -> Result<()> {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("sse4.2") {
+        // SAFETY: the CPU supports SSE4.2 (checked just above).
+        return unsafe { descend_paranoid_sse42(list, keys, base, trailer, emit) };
+    }
+    descend::<true>(list, keys, base, trailer, emit)
+}
+
+/// [`descend`] with checks, compiled with SSE4.2.
+///
+/// # Safety
+/// The CPU must support SSE4.2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse4.2")]
+unsafe fn descend_paranoid_sse42(
+    list: &SkipList,
+    keys: &[&[u8]],
+    base: usize,
+    trailer: u64,
+    emit: &mut impl FnMut(usize, *mut Node) -> Result<()>,
+) -> Result<()> {
+    descend::<true>(list, keys, base, trailer, emit)
+}
+
+/// One chunk. With `P`, the paranoid checks (docs/design.md §4.4):
+/// - order: every step `x → z` on which all of an item's keys move right is
+///   checked explicitly (`key(x) < key(z)`); on any other step some target
+///   `t` satisfies `key(x) < t ≤ key(z)` (x is before every target of its
+///   item), so the comparisons already made prove it;
+/// - key protection: every node compared at level 0, each item's final
+///   predecessor `x`, and its candidate when that was only the bound known
+///   from above (see [`SkipList::check_step`] for why
+///   these suffice to catch a damaged key that misleads a search).
+#[inline(always)]
 fn descend<const P: bool>(
     list: &SkipList,
     keys: &[&[u8]],

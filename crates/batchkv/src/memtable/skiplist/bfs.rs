@@ -25,7 +25,7 @@
 
 use std::mem::MaybeUninit;
 
-use super::list::{node_lt, SkipList};
+use super::list::{key_lt_div, node_lt, Divergence, SkipList};
 use super::node::{self, Node};
 use crate::error::Result;
 use crate::prefetch::prefetch_read;
@@ -33,6 +33,7 @@ use crate::prefetch::prefetch_read;
 /// Keys per breadth-first chunk (≈ the misses a core can keep in flight,
 /// times the ~4 items that typically share a miss; measured in `mod.rs`).
 pub(super) const CHUNK: usize = 64;
+const _: () = assert!(CHUNK.is_power_of_two(), "slot() masks with CHUNK - 1");
 
 #[derive(Clone, Copy)]
 struct Item {
@@ -42,6 +43,33 @@ struct Item {
     level: u32,
     lo: u32,
     hi: u32,
+}
+
+/// What a paranoid search knows about an item's `x` (see [`descend`]).
+#[derive(Clone, Copy)]
+struct Pred {
+    /// Divergence of `key(x)` from the item's first key.
+    div: Divergence,
+    /// `x`'s key protection was verified (it was compared at level 0), so
+    /// it needs no check as the item's final predecessor. The head has no
+    /// key to check.
+    key_checked: bool,
+}
+
+impl Pred {
+    /// The head: no key, nothing to check, nothing known.
+    const HEAD: Pred = Pred {
+        div: Divergence::UNKNOWN,
+        key_checked: true,
+    };
+}
+
+/// The index of key `k` (< CHUNK) in per-key arrays; the mask (a no-op on
+/// valid indexes) spares the bounds check.
+#[inline(always)]
+fn slot(k: u32) -> usize {
+    debug_assert!((k as usize) < CHUNK);
+    k as usize & (CHUNK - 1)
 }
 
 /// An item list: a fixed array whose first `len` slots are initialised.
@@ -138,10 +166,19 @@ unsafe fn descend_paranoid_sse42(
 }
 
 /// One chunk. With `P`, the paranoid checks (docs/design.md §4.4):
-/// - order: every step `x → z` on which all of an item's keys move right is
-///   checked explicitly (`key(x) < key(z)`); on any other step some target
-///   `t` satisfies `key(x) < t ≤ key(z)` (x is before every target of its
-///   item), so the comparisons already made prove it;
+/// - order: on a step `x → z` on which some key `t` of the item goes down,
+///   `key(x) < t ≤ key(z)` (x is before every target of its item), so the
+///   comparisons already made prove it. On a step on which all of them move
+///   right, `key(x) < t` and `key(z) < t` for the item's first key `t`;
+///   the search keeps, per item, the [`Divergence`] of `key(x)` from `t`
+///   (from the comparison that made `x` the item's node, with that same
+///   first key: an item keeps its first key while it moves right or goes
+///   down, and a split starts the right item at the key just compared), and
+///   the divergence of `key(z)` comes with the comparison just made; when
+///   they do not prove `key(x) < key(z)` the two keys are compared in full
+///   (which reports an out-of-order pair). Tests:
+///   `paranoid_checks_catch_an_out_of_order_pair_wherever_the_keys_diverge`;
+
 /// - key protection: every node compared at level 0, each item's final
 ///   predecessor `x`, and its candidate when that was only the bound known
 ///   from above (see [`SkipList::check_step`] for why
@@ -158,6 +195,11 @@ fn descend<const P: bool>(
     let mut buf_a = Items::new();
     let mut buf_b = Items::new();
     let (mut cur, mut nxt) = (&mut buf_a, &mut buf_b);
+    // With `P`: `preds[lo]` describes `x` of the live item `(x, lo..hi)`
+    // (ranges are disjoint, so `lo` names one item; written whenever an
+    // item gets a new `x`). 1 KiB to initialise per chunk; unused (and
+    // removed) without `P`.
+    let mut preds = [Pred::HEAD; CHUNK];
     cur.push(Item {
         x: list.head,
         bound: std::ptr::null_mut(),
@@ -178,7 +220,9 @@ fn descend<const P: bool>(
                 if z == it.bound {
                     if it.level == 0 {
                         if P {
-                            list.check_key(it.x)?;
+                            if !preds[slot(it.lo)].key_checked {
+                                list.check_key(it.x)?;
+                            }
                             // `z` (the bound) was compared above level 0
                             // only, where keys are not checksummed.
                             list.check_key(z)?;
@@ -206,22 +250,29 @@ fn descend<const P: bool>(
         for i in 0..live {
             let it = cur.get(i);
             let z = it.z;
-            let m = split(keys, it.lo, it.hi, z, trailer);
+            let (m, dz) = if P {
+                split_div(keys, it.lo, it.hi, z, trailer)
+            } else {
+                (split(keys, it.lo, it.hi, z, trailer), Divergence::UNKNOWN)
+            };
             if P {
-                // Every target of the item is after key(x); if some target
-                // is ≤ key(z) (m > lo), key(x) < key(z) is already proven by
-                // the comparisons just made, so only the all-move-right
-                // case needs the explicit order check.
+                // Some target ≤ key(z) (m > lo): key(x) < key(z) is already
+                // proven by the comparisons just made. All move right
+                // (m == lo): the divergences from keys[lo] may prove it;
+                // otherwise compare the keys.
                 if it.level == 0 {
                     list.check_key(z)?;
                 }
-                if m == it.lo {
+                if m == it.lo
+                    && it.x != list.head
+                    && !preds[slot(it.lo)].div.proves_before(dz)
+                {
                     list.check_order(it.x, z)?;
                 }
             }
             if m > it.lo {
                 if it.level == 0 {
-                    if P {
+                    if P && !preds[slot(it.lo)].key_checked {
                         list.check_key(it.x)?;
                     }
                     finish(base, it.lo, m, z, emit)?;
@@ -237,6 +288,14 @@ fn descend<const P: bool>(
                 }
             }
             if m < it.hi {
+                if P {
+                    // `dz` is z's divergence from keys[m] (see split_div);
+                    // compared at level 0, z's key was checked above.
+                    preds[slot(m)] = Pred {
+                        div: dz,
+                        key_checked: it.level == 0,
+                    };
+                }
                 nxt.push(Item {
                     x: z,
                     bound: it.bound,
@@ -280,8 +339,41 @@ fn split(keys: &[&[u8]], lo: u32, hi: u32, z: *mut Node, trailer: u64) -> u32 {
     a
 }
 
+/// [`split`] for paranoid searches, also returning the [`Divergence`] of
+/// `key(z)` from `keys[m]` when `m < hi` (the first key of the item that
+/// moves right to `z`; `key(z) < keys[m]` was just compared). Makes exactly
+/// the comparisons [`split`] makes.
+#[inline(always)]
+fn split_div(keys: &[&[u8]], lo: u32, hi: u32, z: *mut Node, trailer: u64) -> (u32, Divergence) {
+    // SAFETY: `z` is a linked non-head node.
+    let kz = unsafe { node::key(z) };
+    let lt = |k: u32| key_lt_div(kz, keys[k as usize], trailer);
+    let (below, d_last) = lt(hi - 1);
+    if !below {
+        return (hi, Divergence::UNKNOWN);
+    }
+    let (below, d_lo) = lt(lo);
+    if below {
+        return (lo, d_lo);
+    }
+    // Now target(lo) ≤ z < target(hi-1): binary search the boundary,
+    // keeping the divergence of the smallest index known to be after z.
+    let (mut a, mut b, mut d_b) = (lo + 1, hi - 1, d_last);
+    while a < b {
+        let mid = a + (b - a) / 2;
+        let (below, d_mid) = lt(mid);
+        if below {
+            b = mid;
+            d_b = d_mid;
+        } else {
+            a = mid + 1;
+        }
+    }
+    (a, d_b)
+}
+
 /// Keys `lo..hi` all have `z` as their candidate.
-#[inline]
+#[inline(always)]
 fn finish(
     base: usize,
     lo: u32,

@@ -53,6 +53,75 @@ pub(super) unsafe fn node_lt(n: *mut Node, user: &[u8], trailer: u64) -> bool {
     compare_internal_key_parts(node::key(n), user, trailer) == CmpOrdering::Less
 }
 
+/// Where a node's key first differs from a lookup target it sorts before:
+/// the byte offset `at` (a multiple of 8) of the first 8-byte word of the
+/// user keys that differs, and the node's word there (big-endian, so word
+/// order is byte order). [`Divergence::UNKNOWN`] when the keys differ only
+/// in a tail shorter than a word, in length or in the trailer.
+///
+/// The paranoid breadth-first descent uses it to prove `key(x) < key(z)`
+/// on the steps where every key of an item moves right: both nodes were
+/// compared with the same target `t` (the item's first key) and are `< t`,
+/// so their divergences from `t` order them without reading either key
+/// again (see [`Divergence::proves_before`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Divergence {
+    word: u64,
+    at: u32,
+}
+
+impl Divergence {
+    /// Nothing known: proves nothing.
+    pub(super) const UNKNOWN: Divergence = Divergence {
+        word: 0,
+        at: u32::MAX,
+    };
+
+    /// With `self` the divergence of `key(x) < t` and `dz` that of
+    /// `key(z) < t` (the same `t`), is `key(x) < key(z)` proven?
+    ///
+    /// Let `x` diverge at `i` with word `a`, `z` at `j` with word `c`. Both
+    /// user keys equal `t`'s before their divergence and have a whole word
+    /// there. If `i < j`, `z` still equals `t` in word `i`, which is > `a`:
+    /// `x` and `z` agree before `i` and `x` is smaller in word `i`. If
+    /// `i == j`, they agree before `i` and `a < c` decides. (`i > j`, or
+    /// `i == j` with `a ≥ c`, means `key(z) ≤ key(x)`, or unknown: the
+    /// caller compares the keys themselves.) Tested against the full
+    /// comparison in `tests.rs` (`divergence_proves_only_true_orders`).
+    #[inline(always)]
+    pub(super) fn proves_before(self, dz: Divergence) -> bool {
+        dz.at != u32::MAX && (self.at < dz.at || (self.at == dz.at && self.word < dz.word))
+    }
+}
+
+/// `compare_internal_key_parts(k, user, trailer).is_lt()`, plus the
+/// divergence of `k` from the target (meaningful when the result is true).
+#[inline(always)]
+pub(super) fn key_lt_div(k: &[u8], user: &[u8], trailer: u64) -> (bool, Divergence) {
+    if k.len() >= TRAILER_LEN {
+        let n = (k.len() - TRAILER_LEN).min(user.len());
+        let (pk, pu) = (k.as_ptr(), user.as_ptr());
+        let mut i = 0;
+        while i + 8 <= n {
+            // SAFETY: `i + 8 ≤ n`, and `n` is at most both lengths.
+            let (a, b) = unsafe {
+                (
+                    u64::from_be(pk.add(i).cast::<u64>().read_unaligned()),
+                    u64::from_be(pu.add(i).cast::<u64>().read_unaligned()),
+                )
+            };
+            if a != b {
+                return (a < b, Divergence { word: a, at: i as u32 });
+            }
+            i += 8;
+        }
+    }
+    (
+        compare_internal_key_parts(k, user, trailer) == CmpOrdering::Less,
+        Divergence::UNKNOWN,
+    )
+}
+
 /// Is internal key `a` < internal key `b` (user key ascending, then
 /// trailer descending; the order of `compare_internal_keys`)? Both are at
 /// least [`TRAILER_LEN`] bytes. The paranoid order checks run it on ~15
@@ -361,6 +430,29 @@ impl SkipList {
         let key_prot = node::key_protection(e.key);
         let computed = node::crc32c_append(key_prot, e.value);
         if e.key.len() < TRAILER_LEN || key_prot != e.key_protection || computed != e.protection {
+            return Err(self.corruption(
+                n,
+                format!(
+                    "entry checksum mismatch: stored {:#010x}, computed {computed:#010x}",
+                    e.protection
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Paranoid check of an entry a paranoid search returned as its
+    /// candidate: the protection word over key and value. Every paranoid
+    /// search verifies its candidate's key protection (compared at level 0,
+    /// or checked as the bound: `find_ge`, `finger.rs`, `bfs.rs`), so the
+    /// CRC continues from the stored key protection instead of hashing the
+    /// key again — the same word [`SkipList::check_entry`] computes.
+    #[inline]
+    pub(super) fn check_found_entry(&self, n: *mut Node) -> Result<()> {
+        // SAFETY: `n` is a linked non-head node.
+        let e = unsafe { node::entry(n) };
+        let computed = node::crc32c_append(e.key_protection, e.value);
+        if e.key.len() < TRAILER_LEN || computed != e.protection {
             return Err(self.corruption(
                 n,
                 format!(

@@ -120,8 +120,9 @@ impl SkipListMemTable {
             return Ok(None);
         }
         if self.paranoid {
-            // Returned entries get the full check (walked nodes had their keys checked).
-            self.list.check_entry(z)?;
+            // Returned entries get the full check (the search verified the
+            // key; walked nodes had only their keys checked).
+            self.list.check_found_entry(z)?;
         }
         match ValueType::from_u8(e.key[ulen]) {
             Some(ValueType::Value) => Ok(Some(EntryRef::Value(e.value))),

@@ -25,7 +25,7 @@
 
 use std::mem::MaybeUninit;
 
-use super::list::{key_lt_div, node_lt, Divergence, SkipList};
+use super::list::{key_lt_div, Divergence, SkipList};
 use super::node::{self, Node};
 use crate::error::Result;
 use crate::prefetch::prefetch_read;
@@ -45,11 +45,13 @@ struct Item {
     hi: u32,
 }
 
-/// What a paranoid search knows about an item's `x` (see [`descend`]).
+/// What a paranoid search knows about an item's `x` (see [`descend`]):
+/// its [`Divergence`] from the item's first key, flattened with a flag so
+/// the record is 16 bytes.
 #[derive(Clone, Copy)]
 struct Pred {
-    /// Divergence of `key(x)` from the item's first key.
-    div: Divergence,
+    word: u64,
+    at: u32,
     /// `x`'s key protection was verified (it was compared at level 0), so
     /// it needs no check as the item's final predecessor. The head has no
     /// key to check.
@@ -57,11 +59,31 @@ struct Pred {
 }
 
 impl Pred {
-    /// The head: no key, nothing to check, nothing known.
+    /// The head. It sorts before every key, so whatever
+    /// [`Divergence::proves_before`] concludes about it is true; this
+    /// divergence (offset 0, word 0) proves "head < z" for nearly every `z`
+    /// without a test for the head, and where it proves nothing the full
+    /// check passes for the head ([`SkipList::check_order`]).
     const HEAD: Pred = Pred {
-        div: Divergence::UNKNOWN,
+        word: 0,
+        at: 0,
         key_checked: true,
     };
+
+    #[inline(always)]
+    fn new(div: Divergence, key_checked: bool) -> Pred {
+        let (word, at) = div.parts();
+        Pred {
+            word,
+            at,
+            key_checked,
+        }
+    }
+
+    #[inline(always)]
+    fn div(self) -> Divergence {
+        Divergence::from_parts(self.word, self.at)
+    }
 }
 
 /// The index of key `k` (< CHUNK) in per-key arrays; the mask (a no-op on
@@ -250,23 +272,20 @@ fn descend<const P: bool>(
         for i in 0..live {
             let it = cur.get(i);
             let z = it.z;
-            let (m, dz) = if P {
-                split_div(keys, it.lo, it.hi, z, trailer)
-            } else {
-                (split(keys, it.lo, it.hi, z, trailer), Divergence::UNKNOWN)
-            };
+            // SAFETY: `z` is a linked non-head node.
+            let (kz, kz_prot) = unsafe { node::key_with_protection(z) };
+            // `dz` is unused (and not computed) without `P`.
+            let (m, dz) = split(keys, it.lo, it.hi, kz, trailer);
             if P {
                 // Some target ≤ key(z) (m > lo): key(x) < key(z) is already
                 // proven by the comparisons just made. All move right
-                // (m == lo): the divergences from keys[lo] may prove it;
-                // otherwise compare the keys.
+                // (m == lo): the divergences from keys[lo] may prove it
+                // (always, for the head: see `Pred::HEAD`); otherwise
+                // compare the keys.
                 if it.level == 0 {
-                    list.check_key(z)?;
+                    list.check_key_bytes(z, kz, kz_prot)?;
                 }
-                if m == it.lo
-                    && it.x != list.head
-                    && !preds[slot(it.lo)].div.proves_before(dz)
-                {
+                if m == it.lo && !preds[slot(it.lo)].div().proves_before(dz) {
                     list.check_order(it.x, z)?;
                 }
             }
@@ -289,12 +308,9 @@ fn descend<const P: bool>(
             }
             if m < it.hi {
                 if P {
-                    // `dz` is z's divergence from keys[m] (see split_div);
+                    // `dz` is z's divergence from keys[m] (see split);
                     // compared at level 0, z's key was checked above.
-                    preds[slot(m)] = Pred {
-                        div: dz,
-                        key_checked: it.level == 0,
-                    };
+                    preds[slot(m)] = Pred::new(dz, it.level == 0);
                 }
                 nxt.push(Item {
                     x: z,
@@ -311,42 +327,15 @@ fn descend<const P: bool>(
     Ok(())
 }
 
-/// The first index in `lo..hi` whose target is after `key(z)` (the keys
-/// from there on move right past `z`).
+/// The first index `m` in `lo..hi` whose target is after `kz = key(z)` (the keys
+/// from there on move right past `z`), and, when `m < hi`, the
+/// [`Divergence`] of `key(z)` from `keys[m]` (`key(z) < keys[m]` was just
+/// compared; paranoid searches use it, the others let it be optimised
+/// away). The comparison decodes `key(z)` once and compares whole words
+/// (`key_lt_div`): the generic `compare_internal_key_parts` per target
+/// cost ~500 more instructions per key (callgrind, 200k entries, b64).
 #[inline(always)]
-fn split(keys: &[&[u8]], lo: u32, hi: u32, z: *mut Node, trailer: u64) -> u32 {
-    let lt = |k: u32| {
-        // SAFETY: `z` is a linked non-head node.
-        unsafe { node_lt(z, keys[k as usize], trailer) }
-    };
-    // Common cases first: everything goes down, or everything moves right.
-    if !lt(hi - 1) {
-        return hi;
-    }
-    if lt(lo) {
-        return lo;
-    }
-    // Now target(lo) ≤ z < target(hi-1): binary search the boundary.
-    let (mut a, mut b) = (lo + 1, hi - 1);
-    while a < b {
-        let mid = a + (b - a) / 2;
-        if lt(mid) {
-            b = mid;
-        } else {
-            a = mid + 1;
-        }
-    }
-    a
-}
-
-/// [`split`] for paranoid searches, also returning the [`Divergence`] of
-/// `key(z)` from `keys[m]` when `m < hi` (the first key of the item that
-/// moves right to `z`; `key(z) < keys[m]` was just compared). Makes exactly
-/// the comparisons [`split`] makes.
-#[inline(always)]
-fn split_div(keys: &[&[u8]], lo: u32, hi: u32, z: *mut Node, trailer: u64) -> (u32, Divergence) {
-    // SAFETY: `z` is a linked non-head node.
-    let kz = unsafe { node::key(z) };
+fn split(keys: &[&[u8]], lo: u32, hi: u32, kz: &[u8], trailer: u64) -> (u32, Divergence) {
     let lt = |k: u32| key_lt_div(kz, keys[k as usize], trailer);
     let (below, d_last) = lt(hi - 1);
     if !below {

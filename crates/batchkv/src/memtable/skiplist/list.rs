@@ -77,6 +77,18 @@ impl Divergence {
         at: u32::MAX,
     };
 
+    /// The word and offset (for compact storage).
+    #[inline(always)]
+    pub(super) fn parts(self) -> (u64, u32) {
+        (self.word, self.at)
+    }
+
+    /// The divergence stored as [`Divergence::parts`].
+    #[inline(always)]
+    pub(super) fn from_parts(word: u64, at: u32) -> Divergence {
+        Divergence { word, at }
+    }
+
     /// With `self` the divergence of `key(x) < t` and `dz` that of
     /// `key(z) < t` (the same `t`), is `key(x) < key(z)` proven?
     ///
@@ -404,6 +416,13 @@ impl SkipList {
         }
         // SAFETY: `x` is a linked non-head node.
         let (kx, stored) = unsafe { node::key_with_protection(x) };
+        self.check_key_bytes(x, kx, stored)
+    }
+
+    /// [`SkipList::check_key`] of a non-head node `x` whose key and stored
+    /// key protection the caller already decoded.
+    #[inline(always)]
+    pub(super) fn check_key_bytes(&self, x: *mut Node, kx: &[u8], stored: u32) -> Result<()> {
         if node::key_protection(kx) == stored {
             return Ok(());
         }

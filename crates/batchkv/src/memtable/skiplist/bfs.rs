@@ -45,46 +45,12 @@ struct Item {
     hi: u32,
 }
 
-/// What a paranoid search knows about an item's `x` (see [`descend`]):
-/// its [`Divergence`] from the item's first key, flattened with a flag so
-/// the record is 16 bytes.
-#[derive(Clone, Copy)]
-struct Pred {
-    word: u64,
-    at: u32,
-    /// `x`'s key protection was verified (it was compared at level 0), so
-    /// it needs no check as the item's final predecessor. The head has no
-    /// key to check.
-    key_checked: bool,
-}
-
-impl Pred {
-    /// The head. It sorts before every key, so whatever
-    /// [`Divergence::proves_before`] concludes about it is true; this
-    /// divergence (offset 0, word 0) proves "head < z" for nearly every `z`
-    /// without a test for the head, and where it proves nothing the full
-    /// check passes for the head ([`SkipList::check_order`]).
-    const HEAD: Pred = Pred {
-        word: 0,
-        at: 0,
-        key_checked: true,
-    };
-
-    #[inline(always)]
-    fn new(div: Divergence, key_checked: bool) -> Pred {
-        let (word, at) = div.parts();
-        Pred {
-            word,
-            at,
-            key_checked,
-        }
-    }
-
-    #[inline(always)]
-    fn div(self) -> Divergence {
-        Divergence::from_parts(self.word, self.at)
-    }
-}
+/// The kept rank of the head's divergence. The head sorts before every key,
+/// so a rank below every known divergence is true of it, and proves
+/// "head < z" for every `z` whose divergence is known without a test for
+/// the head (where it proves nothing, the full check passes for the head:
+/// [`SkipList::check_order`]).
+const HEAD_RANK: u128 = Divergence::LOWEST_RANK;
 
 /// The index of key `k` (< CHUNK) in per-key arrays; the mask (a no-op on
 /// valid indexes) spares the bounds check.
@@ -217,11 +183,15 @@ fn descend<const P: bool>(
     let mut buf_a = Items::new();
     let mut buf_b = Items::new();
     let (mut cur, mut nxt) = (&mut buf_a, &mut buf_b);
-    // With `P`: `preds[lo]` describes `x` of the live item `(x, lo..hi)`
-    // (ranges are disjoint, so `lo` names one item; written whenever an
-    // item gets a new `x`). 1 KiB to initialise per chunk; unused (and
-    // removed) without `P`.
-    let mut preds = [Pred::HEAD; CHUNK];
+    // With `P`, for the live item `(x, lo..hi)` (ranges are disjoint, so
+    // `lo` names one item; both written whenever an item gets a new `x`):
+    // `ranks[lo]` is the kept rank of the divergence of `key(x)` from
+    // `keys[lo]`, and `checked[lo]` says `x`'s key protection was verified
+    // (x was compared at level 0, or is the head), so `x` needs no check
+    // as the item's final predecessor. ~1 KiB to initialise per chunk;
+    // unused (and removed) without `P`.
+    let mut ranks = [HEAD_RANK; CHUNK];
+    let mut checked = [true; CHUNK];
     cur.push(Item {
         x: list.head,
         bound: std::ptr::null_mut(),
@@ -242,7 +212,7 @@ fn descend<const P: bool>(
                 if z == it.bound {
                     if it.level == 0 {
                         if P {
-                            if !preds[slot(it.lo)].key_checked {
+                            if !checked[slot(it.lo)] {
                                 list.check_key(it.x)?;
                             }
                             // `z` (the bound) was compared above level 0
@@ -280,18 +250,18 @@ fn descend<const P: bool>(
                 // Some target ≤ key(z) (m > lo): key(x) < key(z) is already
                 // proven by the comparisons just made. All move right
                 // (m == lo): the divergences from keys[lo] may prove it
-                // (always, for the head: see `Pred::HEAD`); otherwise
+                // (always, for the head: see `HEAD_RANK`); otherwise
                 // compare the keys.
                 if it.level == 0 {
                     list.check_key_bytes(z, kz, kz_prot)?;
                 }
-                if m == it.lo && !preds[slot(it.lo)].div().proves_before(dz) {
+                if m == it.lo && !dz.proven_after(ranks[slot(it.lo)]) {
                     list.check_order(it.x, z)?;
                 }
             }
             if m > it.lo {
                 if it.level == 0 {
-                    if P && !preds[slot(it.lo)].key_checked {
+                    if P && !checked[slot(it.lo)] {
                         list.check_key(it.x)?;
                     }
                     finish(base, it.lo, m, z, emit)?;
@@ -310,7 +280,8 @@ fn descend<const P: bool>(
                 if P {
                     // `dz` is z's divergence from keys[m] (see split);
                     // compared at level 0, z's key was checked above.
-                    preds[slot(m)] = Pred::new(dz, it.level == 0);
+                    ranks[slot(m)] = dz.rank();
+                    checked[slot(m)] = it.level == 0;
                 }
                 nxt.push(Item {
                     x: z,

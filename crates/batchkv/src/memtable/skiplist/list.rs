@@ -64,29 +64,38 @@ pub(super) unsafe fn node_lt(n: *mut Node, user: &[u8], trailer: u64) -> bool {
 /// compared with the same target `t` (the item's first key) and are `< t`,
 /// so their divergences from `t` order them without reading either key
 /// again (see [`Divergence::proves_before`]).
+///
+/// Stored as one `u128` rank `(at + 1) << 64 | word`, so that comparing
+/// ranks compares `(at, word)` lexicographically in two instructions; rank
+/// 0 is unknown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Divergence {
-    word: u64,
-    at: u32,
-}
+pub(super) struct Divergence(u128);
 
 impl Divergence {
     /// Nothing known: proves nothing.
-    pub(super) const UNKNOWN: Divergence = Divergence {
-        word: 0,
-        at: u32::MAX,
-    };
+    pub(super) const UNKNOWN: Divergence = Divergence(0);
 
-    /// The word and offset (for compact storage).
     #[inline(always)]
-    pub(super) fn parts(self) -> (u64, u32) {
-        (self.word, self.at)
+    fn known(at: usize, word: u64) -> Divergence {
+        Divergence(((at as u128 + 1) << 64) | u128::from(word))
     }
 
-    /// The divergence stored as [`Divergence::parts`].
+    /// The rank to keep for a node that becomes an item's `x` (0 when
+    /// unknown: [`Divergence::proven_after`] treats it as proving nothing).
     #[inline(always)]
-    pub(super) fn from_parts(word: u64, at: u32) -> Divergence {
-        Divergence { word, at }
+    pub(super) fn rank(self) -> u128 {
+        self.0
+    }
+
+    /// A kept rank below every known divergence: for a node known to sort
+    /// before every key (the head).
+    pub(super) const LOWEST_RANK: u128 = 1;
+
+    /// `dx.proves_before(self)` for the `dx` whose [`Divergence::rank`] is
+    /// `pred`.
+    #[inline(always)]
+    pub(super) fn proven_after(self, pred: u128) -> bool {
+        pred != 0 && pred < self.0
     }
 
     /// With `self` the divergence of `key(x) < t` and `dz` that of
@@ -98,11 +107,13 @@ impl Divergence {
     /// `x` and `z` agree before `i` and `x` is smaller in word `i`. If
     /// `i == j`, they agree before `i` and `a < c` decides. (`i > j`, or
     /// `i == j` with `a ≥ c`, means `key(z) ≤ key(x)`, or unknown: the
-    /// caller compares the keys themselves.) Tested against the full
-    /// comparison in `tests.rs` (`divergence_proves_only_true_orders`).
-    #[inline(always)]
+    /// caller compares the keys themselves.) The ranks compare exactly
+    /// `(i, a) < (j, c)`; an unknown `z` (rank 0) is below every rank, and
+    /// an unknown `x` (rank 0) is excluded. Tested against the
+    /// full comparison in `tests.rs` (`divergence_proves_only_true_orders`).
+    #[cfg(test)]
     pub(super) fn proves_before(self, dz: Divergence) -> bool {
-        dz.at != u32::MAX && (self.at < dz.at || (self.at == dz.at && self.word < dz.word))
+        dz.proven_after(self.rank())
     }
 }
 
@@ -123,7 +134,7 @@ pub(super) fn key_lt_div(k: &[u8], user: &[u8], trailer: u64) -> (bool, Divergen
                 )
             };
             if a != b {
-                return (a < b, Divergence { word: a, at: i as u32 });
+                return (a < b, Divergence::known(i, a));
             }
             i += 8;
         }
@@ -460,16 +471,14 @@ impl SkipList {
         Ok(())
     }
 
-    /// Paranoid check of an entry a paranoid search returned as its
-    /// candidate: the protection word over key and value. Every paranoid
+    /// Paranoid check of `e`, the entry of node `n`, which a paranoid search
+    /// returned as its candidate: the protection word over key and value. Every paranoid
     /// search verifies its candidate's key protection (compared at level 0,
     /// or checked as the bound: `find_ge`, `finger.rs`, `bfs.rs`), so the
     /// CRC continues from the stored key protection instead of hashing the
     /// key again — the same word [`SkipList::check_entry`] computes.
     #[inline]
-    pub(super) fn check_found_entry(&self, n: *mut Node) -> Result<()> {
-        // SAFETY: `n` is a linked non-head node.
-        let e = unsafe { node::entry(n) };
+    pub(super) fn check_found_entry(&self, n: *mut Node, e: &node::Entry<'_>) -> Result<()> {
         let computed = node::crc32c_append(e.key_protection, e.value);
         if e.key.len() < TRAILER_LEN || computed != e.protection {
             return Err(self.corruption(

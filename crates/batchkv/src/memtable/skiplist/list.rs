@@ -471,14 +471,16 @@ impl SkipList {
         Ok(())
     }
 
-    /// Paranoid check of `e`, the entry of node `n`, which a paranoid search
+    /// Paranoid check of the entry of node `n`, which a paranoid search
     /// returned as its candidate: the protection word over key and value. Every paranoid
     /// search verifies its candidate's key protection (compared at level 0,
     /// or checked as the bound: `find_ge`, `finger.rs`, `bfs.rs`), so the
     /// CRC continues from the stored key protection instead of hashing the
     /// key again — the same word [`SkipList::check_entry`] computes.
     #[inline]
-    pub(super) fn check_found_entry(&self, n: *mut Node, e: &node::Entry<'_>) -> Result<()> {
+    pub(super) fn check_found_entry(&self, n: *mut Node) -> Result<()> {
+        // SAFETY: `n` is a linked non-head node.
+        let e = unsafe { node::entry(n) };
         let computed = node::crc32c_append(e.key_protection, e.value);
         if e.key.len() < TRAILER_LEN || computed != e.protection {
             return Err(self.corruption(

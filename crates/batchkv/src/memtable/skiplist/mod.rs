@@ -114,27 +114,35 @@ impl SkipListMemTable {
         }
         // SAFETY: `z` is a linked non-head node of `self.list`; its bytes
         // live as long as `self`.
-        let e = unsafe { node::entry(z) };
-        if !node::is_entry_of(e.key, user) {
+        let (key, value) = unsafe { node::key_and_value(z) };
+        if !node::is_entry_of(key, user) {
             return Ok(None);
         }
-        self.entry_ref(z, &e)
+        self.entry_ref(z, key, value)
     }
 
-    /// The answer entry `e` (of node `z`, a search's candidate) gives for
-    /// its user key.
-    #[inline]
-    fn entry_ref<'a>(&'a self, z: *mut Node, e: &node::Entry<'a>) -> Result<Option<EntryRef<'a>>> {
+    /// The answer the entry `key → value` of node `z` (a search's
+    /// candidate) gives for its user key. Unchecked lookups must not read
+    /// the protection word after the value here: it is a cache miss in the
+    /// middle of the search (measured: a batch-64 search 10–20 % slower
+    /// when it was read eagerly).
+    #[inline(always)]
+    fn entry_ref<'a>(
+        &'a self,
+        z: *mut Node,
+        key: &'a [u8],
+        value: &'a [u8],
+    ) -> Result<Option<EntryRef<'a>>> {
         if self.paranoid {
             // Returned entries get the full check (the search verified the
             // key; walked nodes had only their keys checked).
-            self.list.check_found_entry(z, e)?;
+            self.list.check_found_entry(z)?;
         }
-        let t = e.key[e.key.len() - TRAILER_LEN];
+        let t = key[key.len() - TRAILER_LEN];
         match ValueType::from_u8(t) {
-            Some(ValueType::Value) => Ok(Some(EntryRef::Value(e.value))),
+            Some(ValueType::Value) => Ok(Some(EntryRef::Value(value))),
             Some(ValueType::Deletion) => Ok(Some(EntryRef::Deleted)),
-            Some(ValueType::Merge) => Ok(Some(EntryRef::Merge(e.value))),
+            Some(ValueType::Merge) => Ok(Some(EntryRef::Merge(value))),
             // Range tombstones never enter the list (memtable/with_range_dels.rs).
             Some(ValueType::RangeDeletion) | None => Err(self
                 .list
@@ -211,8 +219,8 @@ impl SkipListMemTable {
                 // SAFETY: `z` is a linked non-head node of `self.list`
                 // (`prefetch_value` matched its key); its bytes live as
                 // long as `self`.
-                let e = unsafe { node::entry(z) };
-                if let Some(e) = self.entry_ref(z, &e)? {
+                let (key, value) = unsafe { node::key_and_value(z) };
+                if let Some(e) = self.entry_ref(z, key, value)? {
                     found(base + i as usize, e);
                 }
             }

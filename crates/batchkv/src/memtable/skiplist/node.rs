@@ -289,6 +289,21 @@ pub(super) unsafe fn entry<'a>(n: *mut Node) -> Entry<'a> {
     }
 }
 
+/// The internal key and the value of `n`, without reading the protection
+/// words (the one after the value is often on a line of its own).
+///
+/// # Safety
+/// As for [`key`].
+#[inline(always)]
+pub(super) unsafe fn key_and_value<'a>(n: *mut Node) -> (&'a [u8], &'a [u8]) {
+    let (klen, kp) = read_varint(n.cast::<u8>().add(8));
+    let (vlen, vp) = read_varint(kp.add(klen + KEY_PROTECTION_LEN));
+    (
+        std::slice::from_raw_parts(kp, klen),
+        std::slice::from_raw_parts(vp, vlen),
+    )
+}
+
 /// The internal key of `n` and the address range of its value and
 /// protection bytes, read without touching them (for prefetching).
 ///

@@ -665,7 +665,10 @@ fn divergence_proves_only_true_orders() {
         let (tu, tt, tk) = internal(&mut rng);
         let (_, _, xk) = internal(&mut rng);
         let (_, _, zk) = internal(&mut rng);
-        assert_eq!(internal_key_lt(&xk, &zk), compare_internal_keys(&xk, &zk).is_lt());
+        assert_eq!(
+            internal_key_lt(&xk, &zk),
+            compare_internal_keys(&xk, &zk).is_lt()
+        );
         let (x_lt, dx) = key_lt_div(&xk, &tu, tt);
         let (z_lt, dz) = key_lt_div(&zk, &tu, tt);
         assert_eq!(x_lt, compare_internal_key_parts(&xk, &tu, tt).is_lt());
@@ -684,5 +687,8 @@ fn divergence_proves_only_true_orders() {
         }
     }
     // Not vacuous: most true orders with whole-word divergences are proven.
-    assert!(proofs > 1000 && misses > 0, "{proofs} proofs, {misses} misses");
+    assert!(
+        proofs > 1000 && misses > 0,
+        "{proofs} proofs, {misses} misses"
+    );
 }

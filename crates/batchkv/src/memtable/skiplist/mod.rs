@@ -124,8 +124,8 @@ impl SkipListMemTable {
     /// The answer the entry `key → value` of node `z` (a search's
     /// candidate) gives for its user key. Unchecked lookups must not read
     /// the protection word after the value here: it is a cache miss in the
-    /// middle of the search (measured: a batch-64 search 10–20 % slower
-    /// when it was read eagerly).
+    /// middle of the search (measured: batch-64 bfs at 1.55–1.93 M keys/s
+    /// when it was read, 2.28–2.31 without; `memtable_multiget`, 2M).
     #[inline(always)]
     fn entry_ref<'a>(
         &'a self,

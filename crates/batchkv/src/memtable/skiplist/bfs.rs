@@ -170,8 +170,8 @@ unsafe fn descend_paranoid_sse42(
 ///   `divergence_proves_only_true_orders`,
 ///   `paranoid_checks_catch_an_out_of_order_pair_wherever_the_keys_diverge`;
 /// - key protection: every node compared at level 0, each item's final
-///   predecessor `x` unless it was one of those, and its candidate when that
-///   was only the bound known from above (see [`SkipList::check_step`] for
+///   predecessor `x`, and its candidate when that was only the bound known
+///   from above (see [`SkipList::check_step`] for
 ///   why these suffice to catch a damaged key that misleads a search).
 #[inline(always)]
 fn descend<const P: bool>(
@@ -185,15 +185,14 @@ fn descend<const P: bool>(
     let mut buf_a = Items::new();
     let mut buf_b = Items::new();
     let (mut cur, mut nxt) = (&mut buf_a, &mut buf_b);
-    // With `P`, for the live item `(x, lo..hi)` (ranges are disjoint, so
-    // `lo` names one item; both written whenever an item gets a new `x`):
-    // `ranks[lo]` is the kept rank of the divergence of `key(x)` from
-    // `keys[lo]`, and `checked[lo]` says `x`'s key protection was verified
-    // (x was compared at level 0, or is the head), so `x` needs no check
-    // as the item's final predecessor. ~1 KiB to initialise per chunk;
-    // unused (and removed) without `P`.
+    // With `P`: `ranks[lo]` is the kept rank of the divergence of `key(x)`
+    // from `keys[lo]` for the live item `(x, lo..hi)` (ranges are disjoint,
+    // so `lo` names one item; written whenever an item gets a new `x`).
+    // 1 KiB to initialise per chunk; unused (and removed) without `P`.
+    // (A like array of "x's key already hashed at level 0" flags, to skip
+    // re-hashing a final predecessor, cost more to keep than the CRCs it
+    // saved: +39 instructions per key.)
     let mut ranks = [HEAD_RANK; CHUNK];
-    let mut checked = [true; CHUNK];
     cur.push(Item {
         x: list.head,
         bound: std::ptr::null_mut(),
@@ -214,9 +213,7 @@ fn descend<const P: bool>(
                 if z == it.bound {
                     if it.level == 0 {
                         if P {
-                            if !checked[slot(it.lo)] {
-                                list.check_key(it.x)?;
-                            }
+                            list.check_key(it.x)?;
                             // `z` (the bound) was compared above level 0
                             // only, where keys are not checksummed.
                             list.check_key(z)?;
@@ -263,7 +260,7 @@ fn descend<const P: bool>(
             }
             if m > it.lo {
                 if it.level == 0 {
-                    if P && !checked[slot(it.lo)] {
+                    if P {
                         list.check_key(it.x)?;
                     }
                     finish(base, it.lo, m, z, emit)?;
@@ -280,10 +277,8 @@ fn descend<const P: bool>(
             }
             if m < it.hi {
                 if P {
-                    // `dz` is z's divergence from keys[m] (see split);
-                    // compared at level 0, z's key was checked above.
+                    // `dz` is z's divergence from keys[m] (see split).
                     ranks[slot(m)] = dz.rank();
-                    checked[slot(m)] = it.level == 0;
                 }
                 nxt.push(Item {
                     x: z,

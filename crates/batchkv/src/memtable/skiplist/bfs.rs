@@ -25,7 +25,7 @@
 
 use std::mem::MaybeUninit;
 
-use super::list::{node_lt, SkipList};
+use super::list::{key_lt_div, Divergence, SkipList};
 use super::node::{self, Node};
 use crate::error::Result;
 use crate::prefetch::prefetch_read;
@@ -33,6 +33,7 @@ use crate::prefetch::prefetch_read;
 /// Keys per breadth-first chunk (≈ the misses a core can keep in flight,
 /// times the ~4 items that typically share a miss; measured in `mod.rs`).
 pub(super) const CHUNK: usize = 64;
+const _: () = assert!(CHUNK.is_power_of_two(), "slot() masks with CHUNK - 1");
 
 #[derive(Clone, Copy)]
 struct Item {
@@ -42,6 +43,21 @@ struct Item {
     level: u32,
     lo: u32,
     hi: u32,
+}
+
+/// The kept rank of the head's divergence. The head sorts before every key,
+/// so a rank below every known divergence is true of it, and proves
+/// "head < z" for every `z` whose divergence is known without a test for
+/// the head (where it proves nothing, the full check passes for the head:
+/// [`SkipList::check_order`]).
+const HEAD_RANK: u128 = Divergence::LOWEST_RANK;
+
+/// The index of key `k` (< CHUNK) in per-key arrays; the mask (a no-op on
+/// valid indexes) spares the bounds check.
+#[inline(always)]
+fn slot(k: u32) -> usize {
+    debug_assert!((k as usize) < CHUNK);
+    k as usize & (CHUNK - 1)
 }
 
 /// An item list: a fixed array whose first `len` slots are initialised.
@@ -94,12 +110,70 @@ pub(super) fn multi_get<const P: bool>(
 ) -> Result<()> {
     let mut base = 0;
     for chunk in keys.chunks(CHUNK) {
-        descend::<P>(list, chunk, base, trailer, emit)?;
+        if P {
+            descend_paranoid(list, chunk, base, trailer, emit)?;
+        } else {
+            descend::<false>(list, chunk, base, trailer, emit)?;
+        }
         base += chunk.len();
     }
     Ok(())
 }
 
+/// The checked descent, compiled for SSE4.2 when the CPU has it so that the
+/// key CRCs ([`node::key_protection`]) inline into it.
+fn descend_paranoid(
+    list: &SkipList,
+    keys: &[&[u8]],
+    base: usize,
+    trailer: u64,
+    emit: &mut impl FnMut(usize, *mut Node) -> Result<()>,
+) -> Result<()> {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("sse4.2") {
+        // SAFETY: the CPU supports SSE4.2 (checked just above).
+        return unsafe { descend_paranoid_sse42(list, keys, base, trailer, emit) };
+    }
+    descend::<true>(list, keys, base, trailer, emit)
+}
+
+/// [`descend`] with checks, compiled with SSE4.2.
+///
+/// # Safety
+/// The CPU must support SSE4.2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse4.2")]
+unsafe fn descend_paranoid_sse42(
+    list: &SkipList,
+    keys: &[&[u8]],
+    base: usize,
+    trailer: u64,
+    emit: &mut impl FnMut(usize, *mut Node) -> Result<()>,
+) -> Result<()> {
+    descend::<true>(list, keys, base, trailer, emit)
+}
+
+/// One chunk. With `P`, the paranoid checks (docs/design.md §4.4):
+/// - order, every traversed pair `x → z`: on a step on which some key `t`
+///   of the item goes down, `key(x) < t ≤ key(z)` (x is before every
+///   target of its item), so the comparisons just made prove it. On a step
+///   on which all of them move right, `key(x) < t` and `key(z) < t` for the
+///   item's first key `t`, which orders neither; the search keeps, per
+///   item, the [`Divergence`] of `key(x)` from `t` (from the comparison
+///   that made `x` the item's node, against that same first key: an item
+///   keeps its first key while it moves right or goes down, and a split
+///   starts the right item at the key it just compared), the comparison
+///   just made gives that of `key(z)`, and the two divergences prove
+///   `key(x) < key(z)` or the two keys are compared in full, which reports
+///   an out-of-order pair. (Before 2026-11-23 every such step compared the
+///   keys in full: ~15 comparisons per key in a 2M list.) Tests:
+///   `divergence_proves_only_true_orders`,
+///   `paranoid_checks_catch_an_out_of_order_pair_wherever_the_keys_diverge`;
+/// - key protection: every node compared at level 0, each item's final
+///   predecessor `x`, and its candidate when that was only the bound known
+///   from above (see [`SkipList::check_step`] for
+///   why these suffice to catch a damaged key that misleads a search).
+#[inline(always)]
 fn descend<const P: bool>(
     list: &SkipList,
     keys: &[&[u8]],
@@ -111,6 +185,14 @@ fn descend<const P: bool>(
     let mut buf_a = Items::new();
     let mut buf_b = Items::new();
     let (mut cur, mut nxt) = (&mut buf_a, &mut buf_b);
+    // With `P`: `ranks[lo]` is the kept rank of the divergence of `key(x)`
+    // from `keys[lo]` for the live item `(x, lo..hi)` (ranges are disjoint,
+    // so `lo` names one item; written whenever an item gets a new `x`).
+    // 1 KiB to initialise per chunk; unused (and removed) without `P`.
+    // (A like array of "x's key already hashed at level 0" flags, to skip
+    // re-hashing a final predecessor, cost more to keep than the CRCs it
+    // saved: +39 instructions per key.)
+    let mut ranks = [HEAD_RANK; CHUNK];
     cur.push(Item {
         x: list.head,
         bound: std::ptr::null_mut(),
@@ -159,16 +241,20 @@ fn descend<const P: bool>(
         for i in 0..live {
             let it = cur.get(i);
             let z = it.z;
-            let m = split(keys, it.lo, it.hi, z, trailer);
+            // SAFETY: `z` is a linked non-head node.
+            let (kz, kz_prot) = unsafe { node::key_with_protection(z) };
+            // `dz` is unused (and not computed) without `P`.
+            let (m, dz) = split(keys, it.lo, it.hi, kz, trailer);
             if P {
-                // Every target of the item is after key(x); if some target
-                // is ≤ key(z) (m > lo), key(x) < key(z) is already proven by
-                // the comparisons just made, so only the all-move-right
-                // case needs the explicit order check.
+                // Some target ≤ key(z) (m > lo): key(x) < key(z) is already
+                // proven by the comparisons just made. All move right
+                // (m == lo): the divergences from keys[lo] may prove it
+                // (always, for the head: see `HEAD_RANK`); otherwise
+                // compare the keys.
                 if it.level == 0 {
-                    list.check_key(z)?;
+                    list.check_key_bytes(z, kz, kz_prot)?;
                 }
-                if m == it.lo {
+                if m == it.lo && !dz.proven_after(ranks[slot(it.lo)]) {
                     list.check_order(it.x, z)?;
                 }
             }
@@ -190,6 +276,10 @@ fn descend<const P: bool>(
                 }
             }
             if m < it.hi {
+                if P {
+                    // `dz` is z's divergence from keys[m] (see split).
+                    ranks[slot(m)] = dz.rank();
+                }
                 nxt.push(Item {
                     x: z,
                     bound: it.bound,
@@ -205,36 +295,42 @@ fn descend<const P: bool>(
     Ok(())
 }
 
-/// The first index in `lo..hi` whose target is after `key(z)` (the keys
-/// from there on move right past `z`).
+/// The first index `m` in `lo..hi` whose target is after `kz = key(z)` (the keys
+/// from there on move right past `z`), and, when `m < hi`, the
+/// [`Divergence`] of `key(z)` from `keys[m]` (`key(z) < keys[m]` was just
+/// compared; paranoid searches use it, the others let it be optimised
+/// away). The comparison decodes `key(z)` once and compares whole words
+/// (`key_lt_div`): the generic `compare_internal_key_parts` per target
+/// cost ~500 more instructions per key (callgrind, 200k entries, b64).
 #[inline(always)]
-fn split(keys: &[&[u8]], lo: u32, hi: u32, z: *mut Node, trailer: u64) -> u32 {
-    let lt = |k: u32| {
-        // SAFETY: `z` is a linked non-head node.
-        unsafe { node_lt(z, keys[k as usize], trailer) }
-    };
-    // Common cases first: everything goes down, or everything moves right.
-    if !lt(hi - 1) {
-        return hi;
+fn split(keys: &[&[u8]], lo: u32, hi: u32, kz: &[u8], trailer: u64) -> (u32, Divergence) {
+    let lt = |k: u32| key_lt_div(kz, keys[k as usize], trailer);
+    let (below, d_last) = lt(hi - 1);
+    if !below {
+        return (hi, Divergence::UNKNOWN);
     }
-    if lt(lo) {
-        return lo;
+    let (below, d_lo) = lt(lo);
+    if below {
+        return (lo, d_lo);
     }
-    // Now target(lo) ≤ z < target(hi-1): binary search the boundary.
-    let (mut a, mut b) = (lo + 1, hi - 1);
+    // Now target(lo) ≤ z < target(hi-1): binary search the boundary,
+    // keeping the divergence of the smallest index known to be after z.
+    let (mut a, mut b, mut d_b) = (lo + 1, hi - 1, d_last);
     while a < b {
         let mid = a + (b - a) / 2;
-        if lt(mid) {
+        let (below, d_mid) = lt(mid);
+        if below {
             b = mid;
+            d_b = d_mid;
         } else {
             a = mid + 1;
         }
     }
-    a
+    (a, d_b)
 }
 
 /// Keys `lo..hi` all have `z` as their candidate.
-#[inline]
+#[inline(always)]
 fn finish(
     base: usize,
     lo: u32,

@@ -24,6 +24,8 @@
 #![allow(unsafe_code)]
 
 use std::cell::Cell;
+
+use crate::key::TRAILER_LEN;
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
 /// Maximum tower height. 4^12 ≈ 16.7 M, so searches stay O(log n) up to
@@ -83,15 +85,17 @@ pub(super) fn protection(ikey: &[u8], value: &[u8]) -> u32 {
 /// short keys take an inlined SSE4.2 loop: the `crc32c` crate's general path
 /// made paranoid per-key lookups cost +7.7k instructions per lookup, this
 /// loop +3.6k (callgrind, 100k entries, batch 64); same value either way.
-#[inline]
+/// The loop is inlined only into callers compiled with SSE4.2 (the paranoid
+/// breadth-first descent, `bfs.rs`); elsewhere it is one call.
+#[inline(always)]
 pub(super) fn key_protection(ikey: &[u8]) -> u32 {
     crc32c_append(0, ikey)
 }
 
 /// `crc32c::crc32c_append(crc, data)` (CRC32C continued over `data`), with
-/// the inlined SSE4.2 loop when the CPU has it. Paranoid lookups continue
-/// the verified key protection over a returned entry's value with it.
-#[inline]
+/// the SSE4.2 loop when the CPU has it. Paranoid lookups continue the
+/// verified key protection over a returned entry's value with it.
+#[inline(always)]
 pub(super) fn crc32c_append(crc: u32, data: &[u8]) -> u32 {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("sse4.2") {
@@ -103,24 +107,56 @@ pub(super) fn crc32c_append(crc: u32, data: &[u8]) -> u32 {
 
 /// CRC32C (Castagnoli, reflected, init and final xor !0) of `data`
 /// continued from `crc`, with the SSE4.2 `crc32` instruction, 8 bytes at a
-/// time.
+/// time (a 24-byte internal key is three instructions). `#[inline]`: LLVM
+/// inlines it into callers that enable SSE4.2 themselves; the per-call
+/// overhead (call, slice iterator, `copy_from_slice` length checks) was
+/// about as large as the CRC itself on keys.
 ///
 /// # Safety
 /// The CPU must support SSE4.2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "sse4.2")]
-unsafe fn crc32c_sse42(crc: u32, data: &[u8]) -> u32 {
-    use core::arch::x86_64::{_mm_crc32_u64, _mm_crc32_u8};
+#[inline]
+pub(super) unsafe fn crc32c_sse42(crc: u32, data: &[u8]) -> u32 {
+    use core::arch::x86_64::{_mm_crc32_u32, _mm_crc32_u64, _mm_crc32_u8};
     let mut c = u64::from(!crc);
-    let mut chunks = data.chunks_exact(8);
-    for ch in &mut chunks {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(ch);
-        c = _mm_crc32_u64(c, u64::from_le_bytes(w));
+    let mut p = data.as_ptr();
+    let mut n = data.len();
+    // Up to 4 words without a loop: internal keys are mostly 16–32 bytes,
+    // and the unrolled loop LLVM makes of a plain one costs ~20 extra
+    // instructions per key on its set-up and tail tests.
+    if n >= 8 {
+        // SAFETY: `p..p + n` stays inside `data` throughout; each read is
+        // of 8 (then 4, then 1) of those `n` bytes.
+        c = _mm_crc32_u64(c, u64::from_le(p.cast::<u64>().read_unaligned()));
+        p = p.add(8);
+        n -= 8;
+        if n >= 8 {
+            c = _mm_crc32_u64(c, u64::from_le(p.cast::<u64>().read_unaligned()));
+            p = p.add(8);
+            n -= 8;
+            if n >= 8 {
+                c = _mm_crc32_u64(c, u64::from_le(p.cast::<u64>().read_unaligned()));
+                p = p.add(8);
+                n -= 8;
+                while n >= 8 {
+                    c = _mm_crc32_u64(c, u64::from_le(p.cast::<u64>().read_unaligned()));
+                    p = p.add(8);
+                    n -= 8;
+                }
+            }
+        }
     }
     let mut c = c as u32;
-    for &b in chunks.remainder() {
-        c = _mm_crc32_u8(c, b);
+    if n >= 4 {
+        c = _mm_crc32_u32(c, u32::from_le(p.cast::<u32>().read_unaligned()));
+        p = p.add(4);
+        n -= 4;
+    }
+    while n > 0 {
+        c = _mm_crc32_u8(c, *p);
+        p = p.add(1);
+        n -= 1;
     }
     !c
 }
@@ -253,6 +289,21 @@ pub(super) unsafe fn entry<'a>(n: *mut Node) -> Entry<'a> {
     }
 }
 
+/// The internal key and the value of `n`, without reading the protection
+/// words (the one after the value is often on a line of its own).
+///
+/// # Safety
+/// As for [`key`].
+#[inline(always)]
+pub(super) unsafe fn key_and_value<'a>(n: *mut Node) -> (&'a [u8], &'a [u8]) {
+    let (klen, kp) = read_varint(n.cast::<u8>().add(8));
+    let (vlen, vp) = read_varint(kp.add(klen + KEY_PROTECTION_LEN));
+    (
+        std::slice::from_raw_parts(kp, klen),
+        std::slice::from_raw_parts(vp, vlen),
+    )
+}
+
 /// The internal key of `n` and the address range of its value and
 /// protection bytes, read without touching them (for prefetching).
 ///
@@ -277,6 +328,39 @@ pub(super) unsafe fn key_and_value_span<'a>(n: *mut Node) -> (&'a [u8], std::ops
 pub(super) unsafe fn key_with_protection<'a>(n: *mut Node) -> (&'a [u8], u32) {
     let (klen, kp) = read_varint(n.cast::<u8>().add(8));
     (std::slice::from_raw_parts(kp, klen), read_u32(kp.add(klen)))
+}
+
+/// Is `ikey` an internal key of user key `user`? Word-wise and inlined:
+/// every lookup asks it of its candidate, and a call to libc `memcmp` cost
+/// ~20 instructions per 16-byte key.
+#[inline(always)]
+pub(super) fn is_entry_of(ikey: &[u8], user: &[u8]) -> bool {
+    let n = user.len();
+    if ikey.len() != n + TRAILER_LEN {
+        return false;
+    }
+    let (a, b) = (ikey.as_ptr(), user.as_ptr());
+    let mut i = 0;
+    while i + 8 <= n {
+        // SAFETY: `i + 8 ≤ n`, and both slices hold at least `n` bytes.
+        let (x, y) = unsafe {
+            (
+                a.add(i).cast::<u64>().read_unaligned(),
+                b.add(i).cast::<u64>().read_unaligned(),
+            )
+        };
+        if x != y {
+            return false;
+        }
+        i += 8;
+    }
+    while i < n {
+        if ikey[i] != user[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 /// # Safety
@@ -358,7 +442,7 @@ mod tests {
     #[test]
     fn crc32c_append_matches_the_crate() {
         let data: Vec<u8> = (0..300u32).map(|i| (i * 91 + 7) as u8).collect();
-        for n in [0, 1, 7, 8, 9, 24, 100, 300] {
+        for n in [0, 1, 3, 4, 5, 7, 8, 9, 12, 13, 15, 24, 100, 300] {
             for seed in [0, 1, 0xdead_beef, u32::MAX] {
                 assert_eq!(
                     crc32c_append(seed, &data[..n]),

@@ -6,13 +6,16 @@
 //! the engine's group commit combines writes, with one step added for a
 //! runtime of a few worker threads:
 //!
-//! 1. A submitter that finds no leader *gathering* and fewer than
-//!    `max_leaders` leaders at work (one per runtime worker thread, so
-//!    batching never leaves a core idle) becomes a leader. Every other
-//!    submitter queues its job and waits for its replies on a channel.
-//! 2. The new leader is the gathering leader: it yields to the runtime
-//!    once ([`tokio::task::yield_now`]) before it takes the queue. A
-//!    `multi_get` is synchronous and holds its worker thread, so without
+//! 1. A submitter that finds fewer than `max_leaders` leaders at work (one
+//!    per runtime worker thread, so batching never leaves a core idle)
+//!    becomes a leader — unless its job is small (under
+//!    [`GATHER_BELOW_KEYS`] keys) and another leader is *gathering*. Every
+//!    other submitter queues its job and waits for its replies on a
+//!    channel.
+//! 2. A new leader with a small job is the gathering leader: it yields to
+//!    the runtime once ([`tokio::task::yield_now`]) before it takes the
+//!    queue. A `multi_get` is synchronous and holds its worker thread, so
+//!    without
 //!    the yield no other connection task could run on that thread before
 //!    the leader had finished, and jobs of other connections would be
 //!    queued only while every worker was busy leading — in practice never
@@ -21,6 +24,10 @@
 //!    tasks, on this worker and the others, parse their input and queue
 //!    their jobs. When nothing else is ready the yield returns at once;
 //!    with a single client connected the leader does not yield at all.
+//!    A job of [`GATHER_BELOW_KEYS`] keys or more (an MGET of 100 keys) is
+//!    already a batch: its leader neither yields nor waits for a gathering
+//!    leader, so such jobs keep both cores busy (combining them into
+//!    batches of thousands of keys on one core measured slower).
 //! 3. The leader takes every queued job (up to [`MAX_BATCH_KEYS`] keys),
 //!    runs one `multi_get` over their keys and its own, encodes each job's
 //!    replies straight from the engine's borrowed values, and repeats
@@ -62,6 +69,11 @@ use crate::server::Stats;
 /// Jobs a leader serves before handing the rest to a fresh task, so its
 /// own connection is not held up indefinitely under load.
 const MAX_ROUNDS_INLINE: usize = 4;
+/// Jobs with fewer keys than this are worth combining with other
+/// connections' jobs: their leader yields once to gather them (see the
+/// module doc). A job of a GET pipeline (`-P 10`: up to 10 keys) is under
+/// it, an MGET of 100 keys is over it.
+const GATHER_BELOW_KEYS: usize = 64;
 /// Keys gathered into one `multi_get` at most.
 const MAX_BATCH_KEYS: usize = 4096;
 /// Output bytes reserved per key before encoding (a bulk header and CRLF
@@ -180,8 +192,9 @@ impl Batcher {
     }
 
     /// Runs a job and appends its encoded replies to `out`. With `combine`
-    /// (other clients are connected), a submitter that becomes leader
-    /// yields once first so that their jobs can join its `multi_get`.
+    /// (other clients are connected), a submitter of a small job that
+    /// becomes leader yields once first so that their jobs can join its
+    /// `multi_get`.
     pub async fn submit(
         self: &Arc<Self>,
         keys: Keys,
@@ -195,11 +208,13 @@ impl Batcher {
             shapes,
             proto,
         };
+        let small = req.keys.len() < GATHER_BELOW_KEYS;
+        let gather = combine && small;
         // Either lead (`Ok`, the request kept) or follow (`Err`, the
         // request queued and a channel for its replies).
         let role = {
             let mut q = lock(&self.queue);
-            if q.gathering || q.leaders >= self.max_leaders {
+            if q.leaders >= self.max_leaders || (q.gathering && small) {
                 debug_assert!(q.leaders >= 1, "a queued job needs a leader");
                 let (tx, rx) = oneshot::channel();
                 q.jobs.push(Job { req, tx });
@@ -207,7 +222,9 @@ impl Batcher {
             } else {
                 q.leaders += 1;
                 debug_assert!(q.leaders <= self.max_leaders);
-                q.gathering = combine;
+                if gather {
+                    q.gathering = true;
+                }
                 Ok(req)
             }
         };
@@ -219,7 +236,7 @@ impl Batcher {
                 return;
             }
         };
-        if combine {
+        if gather {
             let mut claim = Gathering(Some(self));
             tokio::task::yield_now().await;
             claim.0 = None;
@@ -227,7 +244,7 @@ impl Batcher {
         // Lead: the own job first, with everything queued meanwhile.
         let others = {
             let mut q = lock(&self.queue);
-            if combine {
+            if gather {
                 debug_assert!(q.gathering);
                 q.gathering = false;
             }
@@ -489,9 +506,23 @@ mod tests {
         (keys, shapes, want)
     }
 
-    /// Submits one job per connection from concurrent tasks on a
-    /// one-thread runtime; returns the batcher's `(batches, keys)`.
-    fn submit_from_conns(conns: usize, combine: bool) -> (u64, u64) {
+    /// Connection `c`'s MGET of [`GATHER_BELOW_KEYS`] of its keys, with
+    /// its reply.
+    fn big_job(c: usize, per_conn: usize) -> (Keys, Vec<Shape>, Vec<u8>) {
+        let (mut keys, mut want) = (Keys::default(), Vec::new());
+        want.extend(format!("*{GATHER_BELOW_KEYS}\r\n").into_bytes());
+        for i in 0..GATHER_BELOW_KEYS {
+            keys.push(0, format!("k{c}-{}", i % per_conn).as_bytes());
+            let v = format!("v{c}-{}", i % per_conn);
+            want.extend(format!("${}\r\n{v}\r\n", v.len()).into_bytes());
+        }
+        (keys, vec![Shape::Mget(GATHER_BELOW_KEYS)], want)
+    }
+
+    /// Submits one job per connection (`big`: a [`big_job`], else a
+    /// [`conn_job`]) from concurrent tasks on a one-thread runtime;
+    /// returns the batcher's `(batches, keys)`.
+    fn submit_from_conns(conns: usize, combine: bool, big: bool) -> (u64, u64) {
         let dir = tempfile::tempdir().unwrap();
         let db = db_with_conn_keys(dir.path(), conns, 10);
         let stats = Arc::new(Stats::default());
@@ -504,7 +535,11 @@ mod tests {
                 .map(|c| {
                     let b = batcher.clone();
                     tokio::spawn(async move {
-                        let (keys, shapes, want) = conn_job(c, 0, 10);
+                        let (keys, shapes, want) = if big {
+                            big_job(c, 10)
+                        } else {
+                            conn_job(c, 0, 10)
+                        };
                         let mut out = BytesMut::new();
                         b.submit(keys, shapes, 2, combine, &mut out).await;
                         assert_eq!(&out[..], &want[..], "connection {c}");
@@ -531,8 +566,16 @@ mod tests {
     #[test]
     fn jobs_of_concurrent_connections_share_one_multi_get() {
         // Each job: one GET and an MGET of two keys.
-        assert_eq!(submit_from_conns(8, true), (1, 24));
-        assert_eq!(submit_from_conns(8, false), (8, 24));
+        assert_eq!(submit_from_conns(8, true, false), (1, 24));
+        assert_eq!(submit_from_conns(8, false, false), (8, 24));
+    }
+
+    /// A job that is already a batch (an MGET of 64 keys or more) is run
+    /// at once: its leader does not yield to gather others.
+    #[test]
+    fn large_jobs_are_not_held_back_to_gather_others() {
+        let n = GATHER_BELOW_KEYS as u64;
+        assert_eq!(submit_from_conns(4, true, true), (4, 4 * n));
     }
 
     /// Many connections submitting in loops on a two-worker runtime: every

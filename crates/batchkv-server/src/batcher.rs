@@ -12,13 +12,13 @@
 //!    [`GATHER_BELOW_KEYS`] keys) and another leader is *gathering*. Every
 //!    other submitter queues its job and waits for its replies on a
 //!    channel.
-//! 2. A new leader with a small job is the gathering leader: it yields to
-//!    the runtime once ([`tokio::task::yield_now`]) before it takes the
-//!    queue. A `multi_get` is synchronous and holds its worker thread, so
-//!    without
+//! 2. A new leader with a small job of at least [`GATHER_FROM_KEYS`] keys
+//!    (a pipeline) is the gathering leader: it yields to the runtime once
+//!    ([`tokio::task::yield_now`]) before it takes the queue. A
+//!    `multi_get` is synchronous and holds its worker thread, so without
 //!    the yield no other connection task could run on that thread before
-//!    the leader had finished, and jobs of other connections would be
-//!    queued only while every worker was busy leading — in practice never
+//!    the leader had finished, and jobs of other connections were queued
+//!    only while every worker was busy leading — in practice never
 //!    (measured: 9.9 keys per batch at `redis-benchmark -c 50 -P 10`, one
 //!    connection's pipeline). During the yield the other ready connection
 //!    tasks, on this worker and the others, parse their input and queue
@@ -26,8 +26,9 @@
 //!    with a single client connected the leader does not yield at all.
 //!    A job of [`GATHER_BELOW_KEYS`] keys or more (an MGET of 100 keys) is
 //!    already a batch: its leader neither yields nor waits for a gathering
-//!    leader, so such jobs keep both cores busy (combining them into
-//!    batches of thousands of keys on one core measured slower).
+//!    leader, so such jobs keep both cores busy (combining them too, into
+//!    `multi_get`s of 1,100–3,100 keys on one core, measured slower for
+//!    the sorted_hash memtable).
 //! 3. The leader takes every queued job (up to [`MAX_BATCH_KEYS`] keys),
 //!    runs one `multi_get` over their keys and its own, encodes each job's
 //!    replies straight from the engine's borrowed values, and repeats
@@ -74,6 +75,12 @@ const MAX_ROUNDS_INLINE: usize = 4;
 /// module doc). A job of a GET pipeline (`-P 10`: up to 10 keys) is under
 /// it, an MGET of 100 keys is over it.
 const GATHER_BELOW_KEYS: usize = 64;
+/// A job of a single key (one GET, not pipelined) does not gather: at
+/// `redis-benchmark -c 50 -P 1` such gathering combined 3.4 keys per
+/// `multi_get` and was 3–7 % slower in every paired run (a yield, a
+/// channel and a copy per key cost more than the batch saves). It still
+/// joins a leader that is gathering.
+const GATHER_FROM_KEYS: usize = 2;
 /// Keys gathered into one `multi_get` at most.
 const MAX_BATCH_KEYS: usize = 4096;
 /// Output bytes reserved per key before encoding (a bulk header and CRLF
@@ -209,7 +216,7 @@ impl Batcher {
             proto,
         };
         let small = req.keys.len() < GATHER_BELOW_KEYS;
-        let gather = combine && small;
+        let gather = combine && small && req.keys.len() >= GATHER_FROM_KEYS;
         // Either lead (`Ok`, the request kept) or follow (`Err`, the
         // request queued and a channel for its replies).
         let role = {

@@ -27,7 +27,7 @@
 //!    A job of [`GATHER_BELOW_KEYS`] keys or more (an MGET of 100 keys) is
 //!    already a batch: its leader neither yields nor waits for a gathering
 //!    leader, so such jobs keep both cores busy (combining them too, into
-//!    `multi_get`s of 1,100–3,100 keys on one core, measured slower for
+//!    `multi_get`s of 1,100–3,200 keys on one core, measured slower for
 //!    the sorted_hash memtable).
 //! 3. The leader takes every queued job (up to [`MAX_BATCH_KEYS`] keys),
 //!    runs one `multi_get` over their keys and its own, encodes each job's
@@ -76,10 +76,10 @@ const MAX_ROUNDS_INLINE: usize = 4;
 /// it, an MGET of 100 keys is over it.
 const GATHER_BELOW_KEYS: usize = 64;
 /// A job of a single key (one GET, not pipelined) does not gather: at
-/// `redis-benchmark -c 50 -P 1` such gathering combined 3.4 keys per
-/// `multi_get` and was 3–7 % slower in every paired run (a yield, a
-/// channel and a copy per key cost more than the batch saves). It still
-/// joins a leader that is gathering.
+/// `redis-benchmark -c 50 -P 1` such gathering combined 3.0–3.7 keys per
+/// `multi_get` and was slower in all 6 paired runs (6–7 % in medians; a
+/// yield, a channel and a copy per key cost more than the batch saves).
+/// It still joins a leader that is gathering.
 const GATHER_FROM_KEYS: usize = 2;
 /// Keys gathered into one `multi_get` at most.
 const MAX_BATCH_KEYS: usize = 4096;

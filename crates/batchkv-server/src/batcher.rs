@@ -58,6 +58,7 @@
 //!    shutdown) still takes and serves the queue, from a drop guard.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::ThreadId;
 
 use batchkv::{Db, ReadOptions};
 use bytes::BytesMut;
@@ -149,13 +150,37 @@ struct Job {
     tx: oneshot::Sender<BytesMut>,
 }
 
+/// A leader yielding to gather the small jobs submitted on its thread.
+struct Gatherer {
+    /// The worker thread it started on; submitters there join it.
+    thread: ThreadId,
+    /// Names it among the gatherers (threads repeat over time).
+    id: u64,
+    jobs: Vec<Job>,
+}
+
 #[derive(Default)]
 struct Queue {
-    /// Leaders at work (invariants 1–3).
+    /// Leaders at work, gatherers included (invariants 1–3).
     leaders: usize,
-    /// Whether a leader has yet to take the queue after its yield.
-    gathering: bool,
+    /// Leaders that have yet to take their jobs after their yield.
+    gatherers: Vec<Gatherer>,
+    next_gatherer: u64,
+    /// Jobs queued while every leader slot was taken.
     jobs: Vec<Job>,
+}
+
+impl Queue {
+    /// Removes gatherer `id`, returning its jobs.
+    fn end_gathering(&mut self, id: u64) -> Vec<Job> {
+        match self.gatherers.iter().position(|g| g.id == id) {
+            Some(i) => self.gatherers.swap_remove(i).jobs,
+            None => {
+                debug_assert!(false, "gatherer {id} is missing");
+                Vec::new()
+            }
+        }
+    }
 }
 
 /// The cross-connection read combiner.
@@ -171,16 +196,20 @@ fn lock(m: &Mutex<Queue>) -> MutexGuard<'_, Queue> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// A gathering leader's claim on the queue while it yields: dropped
-/// armed (the leader's task was cancelled), it serves the queue itself,
-/// so the jobs queued for that leader still get their replies (invariant
-/// 4).
-struct Gathering<'a>(Option<&'a Arc<Batcher>>);
+/// A gathering leader's claim while it yields: dropped armed (the
+/// leader's task was cancelled), it moves the jobs gathered for it to the
+/// shared queue and serves that, so they still get their replies
+/// (invariant 4).
+struct Gathering<'a>(Option<(&'a Arc<Batcher>, u64)>);
 
 impl Drop for Gathering<'_> {
     fn drop(&mut self) {
-        if let Some(b) = self.0.take() {
-            lock(&b.queue).gathering = false;
+        if let Some((b, id)) = self.0.take() {
+            {
+                let mut q = lock(&b.queue);
+                let jobs = q.end_gathering(id);
+                q.jobs.extend(jobs);
+            }
             b.lead();
         }
     }
@@ -217,45 +246,69 @@ impl Batcher {
         };
         let small = req.keys.len() < GATHER_BELOW_KEYS;
         let gather = combine && small && req.keys.len() >= GATHER_FROM_KEYS;
-        // Either lead (`Ok`, the request kept) or follow (`Err`, the
-        // request queued and a channel for its replies).
+        let thread = std::thread::current().id();
+        // Either lead (`Ok`: the request kept, and the id of the gatherer
+        // it became, if it did) or follow (`Err`: the request queued and a
+        // channel for its replies).
         let role = {
             let mut q = lock(&self.queue);
-            if q.leaders >= self.max_leaders || (q.gathering && small) {
+            let join = if small {
+                q.gatherers.iter().position(|g| g.thread == thread)
+            } else {
+                None
+            };
+            let (tx, rx) = oneshot::channel();
+            if let Some(i) = join {
+                q.gatherers[i].jobs.push(Job { req, tx });
+                Err(rx)
+            } else if q.leaders >= self.max_leaders {
                 debug_assert!(q.leaders >= 1, "a queued job needs a leader");
-                let (tx, rx) = oneshot::channel();
                 q.jobs.push(Job { req, tx });
                 Err(rx)
             } else {
                 q.leaders += 1;
                 debug_assert!(q.leaders <= self.max_leaders);
-                if gather {
-                    q.gathering = true;
-                }
-                Ok(req)
+                let id = gather.then(|| {
+                    let id = q.next_gatherer;
+                    q.next_gatherer += 1;
+                    q.gatherers.push(Gatherer {
+                        thread,
+                        id,
+                        jobs: Vec::new(),
+                    });
+                    id
+                });
+                debug_assert!(q.gatherers.len() <= q.leaders);
+                Ok((req, id))
             }
         };
-        let req = match role {
-            Ok(req) => req,
+        let (req, gatherer) = match role {
+            Ok(lead) => lead,
             Err(rx) => {
                 // The sender is dropped only after sending (invariant 4).
                 out.extend_from_slice(&rx.await.unwrap_or_default());
                 return;
             }
         };
-        if gather {
-            let mut claim = Gathering(Some(self));
+        if let Some(id) = gatherer {
+            let mut claim = Gathering(Some((self, id)));
             tokio::task::yield_now().await;
             claim.0 = None;
         }
-        // Lead: the own job first, with everything queued meanwhile.
+        // Lead: the own job first, with the jobs gathered meanwhile and
+        // what the shared queue holds (beyond the batch limit, gathered
+        // jobs move to the shared queue, which this leader serves next).
         let others = {
             let mut q = lock(&self.queue);
-            if gather {
-                debug_assert!(q.gathering);
-                q.gathering = false;
-            }
-            take_jobs(&mut q.jobs, req.keys.len())
+            let mut gathered = match gatherer {
+                Some(id) => q.end_gathering(id),
+                None => Vec::new(),
+            };
+            let mut others = take_jobs(&mut gathered, req.keys.len());
+            q.jobs.extend(gathered);
+            let taken = req.keys.len() + others.iter().map(|j| j.req.keys.len()).sum::<usize>();
+            others.extend(take_jobs(&mut q.jobs, taken));
+            others
         };
         self.execute(Some((&req, out)), others);
         self.lead();
@@ -558,7 +611,7 @@ mod tests {
             }
         });
         let q = lock(&batcher.queue);
-        assert_eq!((q.leaders, q.gathering, q.jobs.len()), (0, false, 0));
+        assert_eq!((q.leaders, q.gatherers.len(), q.jobs.len()), (0, 0, 0));
         use std::sync::atomic::Ordering::Relaxed;
         (
             stats.batches.load(Relaxed),
@@ -622,7 +675,7 @@ mod tests {
             }
         });
         let q = lock(&batcher.queue);
-        assert_eq!((q.leaders, q.gathering, q.jobs.len()), (0, false, 0));
+        assert_eq!((q.leaders, q.gatherers.len(), q.jobs.len()), (0, 0, 0));
         use std::sync::atomic::Ordering::Relaxed;
         let batches = stats.batches.load(Relaxed);
         let jobs = (CONNS * ROUNDS) as u64;
@@ -644,19 +697,19 @@ mod tests {
         let mut lead = Box::pin(batcher.submit(keys, shapes, 2, true, &mut own));
         let mut cx = Context::from_waker(Waker::noop());
         assert!(matches!(lead.as_mut().poll(&mut cx), Poll::Pending));
-        assert!(lock(&batcher.queue).gathering);
+        assert_eq!(lock(&batcher.queue).gatherers.len(), 1);
         // Another connection's job, queued while the leader yields.
         let (keys, shapes, want) = conn_job(1, 0, 10);
         let mut theirs = BytesMut::new();
         let mut follow = Box::pin(batcher.submit(keys, shapes, 2, true, &mut theirs));
         assert!(matches!(follow.as_mut().poll(&mut cx), Poll::Pending));
-        assert_eq!(lock(&batcher.queue).jobs.len(), 1);
+        assert_eq!(lock(&batcher.queue).gatherers[0].jobs.len(), 1);
         drop(lead);
         assert!(matches!(follow.as_mut().poll(&mut cx), Poll::Ready(())));
         drop(follow);
         assert_eq!(&theirs[..], &want[..]);
         assert!(own.is_empty());
         let q = lock(&batcher.queue);
-        assert_eq!((q.leaders, q.gathering, q.jobs.len()), (0, false, 0));
+        assert_eq!((q.leaders, q.gatherers.len(), q.jobs.len()), (0, 0, 0));
     }
 }

@@ -6,35 +6,37 @@
 //! the engine's group commit combines writes, with one step added for a
 //! runtime of a few worker threads:
 //!
-//! 1. A submitter that finds fewer than `max_leaders` leaders at work (one
-//!    per runtime worker thread, so batching never leaves a core idle)
-//!    becomes a leader — unless its job is small (under
-//!    [`GATHER_BELOW_KEYS`] keys) and another leader is *gathering*. Every
-//!    other submitter queues its job and waits for its replies on a
-//!    channel.
+//! 1. A small job (under [`GATHER_BELOW_KEYS`] keys) submitted on a worker
+//!    thread where a leader is *gathering* joins that leader's jobs.
+//!    Otherwise a submitter that finds fewer than `max_leaders` leaders at
+//!    work (one per runtime worker thread, so batching never leaves a core
+//!    idle) becomes a leader, and the rest queue their jobs in the shared
+//!    queue. Followers wait for their replies on a channel.
 //! 2. A new leader with a small job of at least [`GATHER_FROM_KEYS`] keys
-//!    (a pipeline) is the gathering leader: it yields to the runtime once
-//!    ([`tokio::task::yield_now`]) before it takes the queue. A
+//!    (a pipeline) gathers: it yields to the runtime once
+//!    ([`tokio::task::yield_now`]) before it takes its jobs. A
 //!    `multi_get` is synchronous and holds its worker thread, so without
 //!    the yield no other connection task could run on that thread before
 //!    the leader had finished, and jobs of other connections were queued
 //!    only while every worker was busy leading — in practice never
 //!    (measured: 9.9 keys per batch at `redis-benchmark -c 50 -P 10`, one
 //!    connection's pipeline). During the yield the other ready connection
-//!    tasks, on this worker and the others, parse their input and queue
-//!    their jobs. When nothing else is ready the yield returns at once;
-//!    with a single client connected the leader does not yield at all.
+//!    tasks on its thread parse their input and join it. When nothing else
+//!    is ready the yield returns at once; with a single client connected
+//!    the leader does not yield at all. Gathering per thread keeps each
+//!    follower's wake-up on the thread it runs on, and the other worker
+//!    free to lead and gather its own connections' jobs (one gatherer for
+//!    all threads measured slower: memtable-resident sorted_hash GET
+//!    `-P 10`, 496 k/s against 559 k/s per thread).
 //!    A job of [`GATHER_BELOW_KEYS`] keys or more (an MGET of 100 keys) is
-//!    already a batch: its leader neither yields nor waits for a gathering
-//!    leader, so such jobs keep both cores busy (combining them too, into
+//!    already a batch: its leader neither yields nor joins a gatherer, so
+//!    such jobs keep both cores busy (combining them too, into
 //!    `multi_get`s of 1,100–3,200 keys on one core, measured slower for
 //!    the sorted_hash memtable).
-//! 3. The leader takes every queued job (up to [`MAX_BATCH_KEYS`] keys),
-//!    runs one `multi_get` over their keys and its own, encodes each job's
-//!    replies straight from the engine's borrowed values, and repeats
-//!    while jobs keep arriving. Once it has taken the queue, the next
-//!    submitter may become the gathering leader, so one leader gathers
-//!    while the others execute.
+//! 3. The leader takes its gathered jobs and the shared queue's (up to
+//!    [`MAX_BATCH_KEYS`] keys), runs one `multi_get` over their keys and
+//!    its own, encodes each job's replies straight from the engine's
+//!    borrowed values, and repeats while the shared queue holds jobs.
 //!
 //! A leader never queues its own job: it runs it in its first `multi_get`
 //! and encodes its replies straight into the connection's output buffer.
@@ -44,18 +46,22 @@
 //! # Thread safety
 //! Invariants (checked by `debug_assert!` where they change):
 //! 1. `leaders` counts the submitters from becoming leader until they
-//!    leave [`Batcher::lead`]; it changes only under the queue lock, and a
-//!    leader leaves only when it finds the queue empty.
-//! 2. A queued job always has a leader coming for it: a job is queued only
-//!    while a leader is gathering (which takes the queue after its yield)
-//!    or while `leaders == max_leaders >= 1` (each of them looks at the
-//!    queue again before leaving).
-//! 3. `leaders <= max_leaders`, and at most one leader gathers at a time
-//!    (`gathering` implies `leaders >= 1`).
+//!    leave [`Batcher::lead`], gatherers included; it changes only under
+//!    the queue lock, and a leader leaves only when it finds the shared
+//!    queue empty.
+//! 2. A queued job always has a leader coming for it: a job in a
+//!    gatherer's list is taken by that gatherer after its yield (under
+//!    the same lock that removes the gatherer, so no job joins it later);
+//!    a job enters the shared queue only while `leaders == max_leaders >=
+//!    1`, or from a leader that is counted in `leaders` (gathered jobs
+//!    over the batch limit), and every leader looks at the shared queue
+//!    again before leaving.
+//! 3. `leaders <= max_leaders`; gatherers are leaders
+//!    (`gatherers.len() <= leaders`), and a thread has at most one.
 //! 4. Each queued job's reply is sent exactly once, by the leader that
-//!    took it; a leader's own job is never queued. A gathering leader
-//!    whose task is cancelled during its yield (its connection aborted at
-//!    shutdown) still takes and serves the queue, from a drop guard.
+//!    took it; a leader's own job is never queued. A gatherer whose task
+//!    is cancelled during its yield (its connection aborted at shutdown)
+//!    moves its jobs to the shared queue and serves it, from a drop guard.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::ThreadId;
@@ -77,10 +83,10 @@ const MAX_ROUNDS_INLINE: usize = 4;
 /// it, an MGET of 100 keys is over it.
 const GATHER_BELOW_KEYS: usize = 64;
 /// A job of a single key (one GET, not pipelined) does not gather: at
-/// `redis-benchmark -c 50 -P 1` such gathering combined 3.0–3.7 keys per
-/// `multi_get` and was slower in all 6 paired runs (6–7 % in medians; a
-/// yield, a channel and a copy per key cost more than the batch saves).
-/// It still joins a leader that is gathering.
+/// `redis-benchmark -c 50 -P 1` such gathering (one gatherer for all
+/// threads) combined 3.0–3.7 keys per `multi_get` and was slower in all 6
+/// paired runs (6–7 % in medians; a yield, a channel and a copy per key
+/// cost more than the batch saves). It still joins a gathering leader.
 const GATHER_FROM_KEYS: usize = 2;
 /// Keys gathered into one `multi_get` at most.
 const MAX_BATCH_KEYS: usize = 4096;

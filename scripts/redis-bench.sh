@@ -17,6 +17,10 @@
 #   MGET_DIV [10]        MGET runs use N/MGET_DIV requests
 #   APPENDFSYNC [everysec]
 #   SERVERS ["redis bkv-skiplist bkv-skiplist-nobatch bkv-sorted_hash bkv-sorted_hash-nobatch"]
+#                        a batchkv server name may end in @LABEL to run the
+#                        binary in $BIN_LABEL instead of this tree's build,
+#                        for A/B runs: BIN_base=/tmp/batchkv-old
+#                        SERVERS="bkv-skiplist@base bkv-skiplist"
 #   BATCHKV_OPTIONS [""] extra engine options for batchkv serve (--options)
 #   TESTS ["GET MGET100 SET"]  tests to run (a subset for quick re-measurements)
 #   CONNS ["1 50"]       redis-benchmark -c values
@@ -25,6 +29,11 @@
 #                        the table shows medians
 #   OUT [/tmp/redis-bench]  work directory (databases, logs, results.csv,
 #                        chart.svg)
+#   PORT [16379]         port the servers listen on
+#
+# For batchkv servers with batching on it also prints the keys per
+# `multi_get` of each run (INFO read_batched_keys / read_batches, counted
+# over that run only; medians in batches.csv).
 set -euo pipefail
 
 KEYS=${KEYS:-1000000}
@@ -54,7 +63,9 @@ BIN=$PWD/target/release/batchkv
 
 mkdir -p "$OUT"
 RESULTS=$OUT/results.csv
+BATCHES=$OUT/batches-raw.csv
 : >"$RESULTS"
+: >"$BATCHES"
 PID=
 
 stop_server() {
@@ -86,14 +97,19 @@ start_server() {
             >"$OUT/$name.log" 2>&1 &
         ;;
     bkv-*)
-        local rest=${name#bkv-} batch=on
+        local rest=${name#bkv-} batch=on bin=$BIN
+        if [[ $rest == *@* ]]; then
+            local var=BIN_${rest##*@}
+            bin=${!var:?"$name needs \$$var"}
+            rest=${rest%@*}
+        fi
         if [[ $rest == *-nobatch ]]; then
             batch=off
             rest=${rest%-nobatch}
         fi
         local opts=()
         [[ -n $BATCHKV_OPTIONS ]] && opts=(--options "$BATCHKV_OPTIONS")
-        "$BIN" "${opts[@]}" serve --dir "$OUT/db-$name" --port "$PORT" \
+        "$bin" "${opts[@]}" serve --dir "$OUT/db-$name" --port "$PORT" \
             --memtable "$rest" --batch "$batch" --appendfsync "$APPENDFSYNC" \
             >"$OUT/$name.log" 2>&1 &
         ;;
@@ -111,9 +127,19 @@ load_keys() {
     }' | redis-cli -p "$PORT" --pipe >/dev/null
 }
 
+# batch_counts: "read_batches read_batched_keys" from INFO (0 0 if absent).
+batch_counts() {
+    redis-cli -p "$PORT" INFO batchkv | tr -d '\r' | awk -F: '
+        $1 == "read_batches" { b = $2 } $1 == "read_batched_keys" { k = $2 }
+        END { print b + 0, k + 0 }'
+}
+
 # bench NAME TEST C P: appends "server,test,c,p,rps" to results.csv
+# (and, for batchkv with batching, "server,test,c,p,keys_per_batch" to
+# batches-raw.csv)
 bench() {
-    local server=$1 test=$2 c=$3 p=$4 n
+    local server=$1 test=$2 c=$3 p=$4 n b0 k0 b1 k1
+    read -r b0 k0 < <(batch_counts)
     if [[ $c == 1 && $p == 1 ]]; then n=$N_SLOW; else n=$N_FAST; fi
     local args=(-p "$PORT" -c "$c" -P "$p" -r "$KEYS" --csv)
     local rps
@@ -130,7 +156,14 @@ bench() {
         ;;
     esac
     echo "$server,$test,$c,$p,$rps" >>"$RESULTS"
-    printf '%-26s %-8s -c %-3s -P %-3s %12s req/s\n' "$server" "$test" "$c" "$p" "$rps" >&2
+    read -r b1 k1 < <(batch_counts)
+    local kpb=
+    if ((b1 > b0)); then
+        kpb=$(awk -v b=$((b1 - b0)) -v k=$((k1 - k0)) 'BEGIN { printf "%.2f", k / b }')
+        echo "$server,$test,$c,$p,$kpb" >>"$BATCHES"
+        kpb="  $kpb keys/multi_get"
+    fi
+    printf '%-26s %-8s -c %-3s -P %-3s %12s req/s%s\n' "$server" "$test" "$c" "$p" "$rps" "$kpb" >&2
 }
 
 for _ in $(seq 1 "$REPEAT"); do
@@ -150,8 +183,9 @@ for _ in $(seq 1 "$REPEAT"); do
     done
 done
 
-# Medians over the repetitions: "server,test,c,p,rps" lines.
-awk -F, '
+# Medians over the repetitions of "server,test,c,p,value" lines.
+medians() {
+    awk -F, '
 { k = $1 "," $2 "," $3 "," $4; v[k] = v[k] " " $5; if (!(k in seen)) { seen[k] = 1; order[++n] = k } }
 END {
     for (i = 1; i <= n; i++) {
@@ -160,7 +194,15 @@ END {
         med = (m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2)
         print order[i] "," med
     }
-}' "$RESULTS" >"$OUT/medians.csv"
+}' "$1"
+}
+medians "$RESULTS" >"$OUT/medians.csv"
+medians "$BATCHES" >"$OUT/batches.csv"
+if [[ -s $OUT/batches.csv ]]; then
+    printf '\nkeys per multi_get (INFO, per run), median of %d\n\n' "$REPEAT"
+    printf '| server | test | -c | -P | keys/multi_get |\n|---|---|---|---|---|\n'
+    awk -F, '{ printf "| %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5 }' "$OUT/batches.csv"
+fi
 
 # Table: one row per (test, c, P), one column per server, then ratios.
 awk -F, -v servers="$SERVERS" -v keys="$KEYS" -v repeat="$REPEAT" '

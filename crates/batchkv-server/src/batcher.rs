@@ -3,31 +3,68 @@
 //!
 //! A connection submits a *job*: the keys of one run of pipelined GET and
 //! MGET commands plus the shape of their replies. Jobs are combined the way
-//! the engine's group commit combines writes: a submitter finding fewer
-//! than `max_leaders` leaders at work (one per runtime worker thread, so
-//! batching never leaves a core idle) becomes a leader, takes every job
-//! queued so far, runs one `multi_get` over all their keys, encodes each
-//! job's replies straight from the engine's borrowed values into that
-//! job's buffer, and repeats while jobs keep arriving. Jobs that arrive
-//! while a `multi_get` runs wait for the next one — that is the batching
-//! window: it adds no delay when the server is idle and grows with load.
+//! the engine's group commit combines writes, with one step added for a
+//! runtime of a few worker threads:
 //!
-//! A submitter that becomes leader never queues its own job: it runs it in
-//! its first `multi_get` (with whatever was queued) and encodes its replies
-//! straight into the connection's output buffer. So a lone client — or any
-//! leader — pays no channel, no extra buffer and no copy of its replies;
-//! only followers receive theirs through a channel.
+//! 1. A small job (under [`GATHER_BELOW_KEYS`] keys) submitted on a worker
+//!    thread where a leader is *gathering* joins that leader's jobs.
+//!    Otherwise a submitter that finds fewer than `max_leaders` leaders at
+//!    work (one per runtime worker thread, so batching never leaves a core
+//!    idle) becomes a leader, and the rest queue their jobs in the shared
+//!    queue. Followers wait for their replies on a channel.
+//! 2. A new leader with a small job of at least [`GATHER_FROM_KEYS`] keys
+//!    (a pipeline) gathers: it yields to the runtime once
+//!    ([`tokio::task::yield_now`]) before it takes its jobs. A
+//!    `multi_get` is synchronous and holds its worker thread, so without
+//!    the yield no other connection task could run on that thread before
+//!    the leader had finished, and jobs of other connections were queued
+//!    only while every worker was busy leading — in practice never
+//!    (measured: 9.9 keys per batch at `redis-benchmark -c 50 -P 10`, one
+//!    connection's pipeline). During the yield the other ready connection
+//!    tasks on its thread parse their input and join it. When nothing else
+//!    is ready the yield returns at once; with a single client connected
+//!    the leader does not yield at all. Gathering per thread keeps each
+//!    follower's wake-up on the thread it runs on, and the other worker
+//!    free to lead and gather its own connections' jobs (one gatherer for
+//!    all threads measured slower: memtable-resident sorted_hash GET
+//!    `-P 10`, 496 k/s against 559 k/s per thread).
+//!    A job of [`GATHER_BELOW_KEYS`] keys or more (an MGET of 100 keys) is
+//!    already a batch: its leader neither yields nor joins a gatherer, so
+//!    such jobs keep both cores busy (combining them too, into
+//!    `multi_get`s of 1,100–3,200 keys on one core, measured slower for
+//!    the sorted_hash memtable).
+//! 3. The leader takes its gathered jobs and the shared queue's (up to
+//!    [`MAX_BATCH_KEYS`] keys), runs one `multi_get` over their keys and
+//!    its own, encodes each job's replies straight from the engine's
+//!    borrowed values, and repeats while the shared queue holds jobs.
+//!
+//! A leader never queues its own job: it runs it in its first `multi_get`
+//! and encodes its replies straight into the connection's output buffer.
+//! So a lone client — or any leader — pays no channel, no extra buffer and
+//! no copy of its replies; only followers receive theirs through a channel.
 //!
 //! # Thread safety
-//! Invariants:
-//! 1. `leaders` counts the threads inside [`Batcher::lead`]; it changes
-//!    only under the queue lock, and a leader leaves only when it finds
-//!    the queue empty, so a queued job always has a leader coming for it.
-//! 2. `leaders <= max_leaders`.
-//! 3. Each queued job's reply is sent exactly once, by the leader that
-//!    took it; a leader's own job is never queued.
+//! Invariants (checked by `debug_assert!` where they change):
+//! 1. `leaders` counts the submitters from becoming leader until they
+//!    leave [`Batcher::lead`], gatherers included; it changes only under
+//!    the queue lock, and a leader leaves only when it finds the shared
+//!    queue empty.
+//! 2. A queued job always has a leader coming for it: a job in a
+//!    gatherer's list is taken by that gatherer after its yield (under
+//!    the same lock that removes the gatherer, so no job joins it later);
+//!    a job enters the shared queue only while `leaders == max_leaders >=
+//!    1`, or from a leader that is counted in `leaders` (gathered jobs
+//!    over the batch limit), and every leader looks at the shared queue
+//!    again before leaving.
+//! 3. `leaders <= max_leaders`; gatherers are leaders
+//!    (`gatherers.len() <= leaders`), and a thread has at most one.
+//! 4. Each queued job's reply is sent exactly once, by the leader that
+//!    took it; a leader's own job is never queued. A gatherer whose task
+//!    is cancelled during its yield (its connection aborted at shutdown)
+//!    moves its jobs to the shared queue and serves it, from a drop guard.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::ThreadId;
 
 use batchkv::{Db, ReadOptions};
 use bytes::BytesMut;
@@ -35,11 +72,22 @@ use tokio::sync::oneshot;
 
 use crate::keyspace;
 use crate::resp;
-use crate::server::{Shared, Stats};
+use crate::server::Stats;
 
 /// Jobs a leader serves before handing the rest to a fresh task, so its
 /// own connection is not held up indefinitely under load.
 const MAX_ROUNDS_INLINE: usize = 4;
+/// Jobs with fewer keys than this are worth combining with other
+/// connections' jobs: their leader yields once to gather them (see the
+/// module doc). A job of a GET pipeline (`-P 10`: up to 10 keys) is under
+/// it, an MGET of 100 keys is over it.
+const GATHER_BELOW_KEYS: usize = 64;
+/// A job of a single key (one GET, not pipelined) does not gather: at
+/// `redis-benchmark -c 50 -P 1` such gathering (one gatherer for all
+/// threads) combined 3.0–3.7 keys per `multi_get` and was slower in all 6
+/// paired runs (6–7 % in medians; a yield, a channel and a copy per key
+/// cost more than the batch saves). It still joins a gathering leader.
+const GATHER_FROM_KEYS: usize = 2;
 /// Keys gathered into one `multi_get` at most.
 const MAX_BATCH_KEYS: usize = 4096;
 /// Output bytes reserved per key before encoding (a bulk header and CRLF
@@ -108,15 +156,43 @@ struct Job {
     tx: oneshot::Sender<BytesMut>,
 }
 
+/// A leader yielding to gather the small jobs submitted on its thread.
+struct Gatherer {
+    /// The worker thread it started on; submitters there join it.
+    thread: ThreadId,
+    /// Names it among the gatherers (threads repeat over time).
+    id: u64,
+    jobs: Vec<Job>,
+}
+
 #[derive(Default)]
 struct Queue {
+    /// Leaders at work, gatherers included (invariants 1–3).
     leaders: usize,
+    /// Leaders that have yet to take their jobs after their yield.
+    gatherers: Vec<Gatherer>,
+    next_gatherer: u64,
+    /// Jobs queued while every leader slot was taken.
     jobs: Vec<Job>,
+}
+
+impl Queue {
+    /// Removes gatherer `id`, returning its jobs.
+    fn end_gathering(&mut self, id: u64) -> Vec<Job> {
+        match self.gatherers.iter().position(|g| g.id == id) {
+            Some(i) => self.gatherers.swap_remove(i).jobs,
+            None => {
+                debug_assert!(false, "gatherer {id} is missing");
+                Vec::new()
+            }
+        }
+    }
 }
 
 /// The cross-connection read combiner.
 pub struct Batcher {
     db: Db,
+    stats: Arc<Stats>,
     max_leaders: usize,
     queue: Mutex<Queue>,
 }
@@ -126,23 +202,47 @@ fn lock(m: &Mutex<Queue>) -> MutexGuard<'_, Queue> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// A gathering leader's claim while it yields: dropped armed (the
+/// leader's task was cancelled), it moves the jobs gathered for it to the
+/// shared queue and serves that, so they still get their replies
+/// (invariant 4).
+struct Gathering<'a>(Option<(&'a Arc<Batcher>, u64)>);
+
+impl Drop for Gathering<'_> {
+    fn drop(&mut self) {
+        if let Some((b, id)) = self.0.take() {
+            {
+                let mut q = lock(&b.queue);
+                let jobs = q.end_gathering(id);
+                q.jobs.extend(jobs);
+            }
+            b.lead();
+        }
+    }
+}
+
 impl Batcher {
-    /// A batcher running at most `max_leaders` `multi_get`s at once.
-    pub fn new(db: Db, max_leaders: usize) -> Batcher {
+    /// A batcher running at most `max_leaders` `multi_get`s at once and
+    /// counting its batches in `stats`.
+    pub fn new(db: Db, max_leaders: usize, stats: Arc<Stats>) -> Batcher {
         Batcher {
             db,
+            stats,
             max_leaders: max_leaders.max(1),
             queue: Mutex::new(Queue::default()),
         }
     }
 
-    /// Runs a job and appends its encoded replies to `out`.
+    /// Runs a job and appends its encoded replies to `out`. With `combine`
+    /// (other clients are connected), a submitter of a small job that
+    /// becomes leader yields once first so that their jobs can join its
+    /// `multi_get`.
     pub async fn submit(
         self: &Arc<Self>,
-        shared: &Arc<Shared>,
         keys: Keys,
         shapes: Vec<Shape>,
         proto: u8,
+        combine: bool,
         out: &mut BytesMut,
     ) {
         let req = Request {
@@ -150,48 +250,106 @@ impl Batcher {
             shapes,
             proto,
         };
-        let rx = {
+        let small = req.keys.len() < GATHER_BELOW_KEYS;
+        let gather = combine && small && req.keys.len() >= GATHER_FROM_KEYS;
+        let thread = std::thread::current().id();
+        // Either lead (`Ok`: the request kept, and the id of the gatherer
+        // it became, if it did) or follow (`Err`: the request queued and a
+        // channel for its replies).
+        let role = {
             let mut q = lock(&self.queue);
-            if q.leaders < self.max_leaders {
+            let join = if small {
+                q.gatherers.iter().position(|g| g.thread == thread)
+            } else {
+                None
+            };
+            let (tx, rx) = oneshot::channel();
+            if let Some(i) = join {
+                q.gatherers[i].jobs.push(Job { req, tx });
+                Err(rx)
+            } else if q.leaders >= self.max_leaders {
+                debug_assert!(q.leaders >= 1, "a queued job needs a leader");
+                q.jobs.push(Job { req, tx });
+                Err(rx)
+            } else {
                 q.leaders += 1;
-                // Lead: the own job first, with what is already queued.
-                let others = take_jobs(&mut q.jobs, req.keys.len());
-                drop(q);
-                self.execute(&shared.stats, Some((&req, out)), others);
-                self.lead(shared);
+                debug_assert!(q.leaders <= self.max_leaders);
+                let id = gather.then(|| {
+                    let id = q.next_gatherer;
+                    q.next_gatherer += 1;
+                    q.gatherers.push(Gatherer {
+                        thread,
+                        id,
+                        jobs: Vec::new(),
+                    });
+                    id
+                });
+                debug_assert!(q.gatherers.len() <= q.leaders);
+                Ok((req, id))
+            }
+        };
+        let (req, gatherer) = match role {
+            Ok(lead) => lead,
+            Err(rx) => {
+                // The sender is dropped only after sending (invariant 4).
+                out.extend_from_slice(&rx.await.unwrap_or_default());
                 return;
             }
-            let (tx, rx) = oneshot::channel();
-            q.jobs.push(Job { req, tx });
-            rx
         };
-        // The sender is dropped only after sending (invariant 3).
-        out.extend_from_slice(&rx.await.unwrap_or_default());
+        if let Some(id) = gatherer {
+            let mut claim = Gathering(Some((self, id)));
+            tokio::task::yield_now().await;
+            claim.0 = None;
+        }
+        // Lead: the own job first, with the jobs gathered meanwhile and
+        // what the shared queue holds (beyond the batch limit, gathered
+        // jobs move to the shared queue, which this leader serves next).
+        let others = {
+            let mut q = lock(&self.queue);
+            let mut gathered = match gatherer {
+                Some(id) => q.end_gathering(id),
+                None => Vec::new(),
+            };
+            let mut others = take_jobs(&mut gathered, req.keys.len());
+            q.jobs.extend(gathered);
+            let taken = req.keys.len() + others.iter().map(|j| j.req.keys.len()).sum::<usize>();
+            others.extend(take_jobs(&mut q.jobs, taken));
+            others
+        };
+        self.execute(Some((&req, out)), others);
+        self.lead();
     }
 
     /// Serves queued jobs until the queue is empty (or hands off).
-    fn lead(self: &Arc<Self>, shared: &Arc<Shared>) {
-        for _ in 0..MAX_ROUNDS_INLINE {
-            let jobs = {
-                let mut q = lock(&self.queue);
-                if q.jobs.is_empty() {
-                    q.leaders -= 1;
-                    return;
-                }
-                take_jobs(&mut q.jobs, 0)
-            };
-            self.execute(&shared.stats, None, jobs);
+    fn lead(self: &Arc<Self>) {
+        loop {
+            for _ in 0..MAX_ROUNDS_INLINE {
+                let jobs = {
+                    let mut q = lock(&self.queue);
+                    if q.jobs.is_empty() {
+                        debug_assert!(q.leaders >= 1);
+                        q.leaders -= 1;
+                        return;
+                    }
+                    take_jobs(&mut q.jobs, 0)
+                };
+                self.execute(None, jobs);
+            }
+            // Still busy: keep leading from a new task, so that this
+            // connection can send its replies. (Outside a runtime, as in a
+            // drop guard at shutdown, keep leading here.)
+            if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                let me = self.clone();
+                rt.spawn(async move { me.lead() });
+                return;
+            }
         }
-        // Still busy: keep leading from a new task.
-        let me = self.clone();
-        let s = shared.clone();
-        tokio::spawn(async move { me.lead(&s) });
     }
 
     /// One `multi_get` over the keys of `own` (encoded into its buffer)
     /// and of `jobs` (encoded into fresh buffers sent to their
     /// submitters), encoding as results arrive.
-    fn execute(&self, stats: &Stats, own: Option<(&Request, &mut BytesMut)>, jobs: Vec<Job>) {
+    fn execute(&self, own: Option<(&Request, &mut BytesMut)>, jobs: Vec<Job>) {
         let mut outs: Vec<BytesMut> = jobs
             .iter()
             .map(|j| BytesMut::with_capacity(REPLY_BYTES_PER_KEY * j.req.keys.len()))
@@ -244,6 +402,7 @@ impl Batcher {
             });
         drop(parts);
         use std::sync::atomic::Ordering::Relaxed;
+        let stats = &self.stats;
         stats.hits.fetch_add(hits, Relaxed);
         stats.misses.fetch_add(misses, Relaxed);
         stats.batches.fetch_add(1, Relaxed);
@@ -303,8 +462,8 @@ mod tests {
             keyspace::encode_value(b"x", Some(1)),
         )
         .unwrap();
-        let batcher = Batcher::new(db, 1);
-        let stats = Stats::default();
+        let stats = Arc::new(Stats::default());
+        let batcher = Batcher::new(db, 1, stats.clone());
         let own = Request {
             keys: keys(0, &["c", "a", "zz", "b"]),
             shapes: vec![Shape::Get, Shape::Mget(2), Shape::Get],
@@ -332,7 +491,7 @@ mod tests {
             },
         ];
         let mut out = BytesMut::from(&b"+OK\r\n"[..]);
-        batcher.execute(&stats, Some((&own, &mut out)), jobs);
+        batcher.execute(Some((&own, &mut out)), jobs);
         assert_eq!(
             &out[..],
             b"+OK\r\n$3\r\n333\r\n*2\r\n$1\r\n1\r\n$-1\r\n$2\r\n22\r\n"
@@ -372,5 +531,191 @@ mod tests {
         // An own job over the limit takes nothing else.
         assert_eq!(take_jobs(&mut q, 5000).len(), 0);
         assert_eq!(q.len(), 1);
+    }
+
+    /// A database holding `k{c}-{i}` = `v{c}-{i}` for `conns` connections
+    /// of `per_conn` keys each.
+    fn db_with_conn_keys(dir: &std::path::Path, conns: usize, per_conn: usize) -> Db {
+        let db = Db::open(dir, Options::default()).unwrap();
+        for c in 0..conns {
+            for i in 0..per_conn {
+                db.put(
+                    keyspace::db_key(0, format!("k{c}-{i}").as_bytes()),
+                    keyspace::encode_value(format!("v{c}-{i}").as_bytes(), None),
+                )
+                .unwrap();
+            }
+        }
+        db
+    }
+
+    /// Connection `c`'s job `round`: GETs and an MGET of its own keys
+    /// (and one absent key), with the replies they must get.
+    fn conn_job(c: usize, round: usize, per_conn: usize) -> (Keys, Vec<Shape>, Vec<u8>) {
+        let (mut keys, mut shapes, mut want) = (Keys::default(), Vec::new(), Vec::new());
+        let name = |i: usize| format!("k{c}-{}", (round + i) % per_conn);
+        let bulk = |i: usize| {
+            let v = format!("v{c}-{}", (round + i) % per_conn);
+            format!("${}\r\n{v}\r\n", v.len()).into_bytes()
+        };
+        for i in 0..1 + round % 3 {
+            keys.push(0, name(i).as_bytes());
+            shapes.push(Shape::Get);
+            want.extend(bulk(i));
+        }
+        keys.push(0, name(7).as_bytes());
+        keys.push(0, format!("absent{c}").as_bytes());
+        shapes.push(Shape::Mget(2));
+        want.extend(b"*2\r\n");
+        want.extend(bulk(7));
+        want.extend(b"$-1\r\n");
+        (keys, shapes, want)
+    }
+
+    /// Connection `c`'s MGET of [`GATHER_BELOW_KEYS`] of its keys, with
+    /// its reply.
+    fn big_job(c: usize, per_conn: usize) -> (Keys, Vec<Shape>, Vec<u8>) {
+        let (mut keys, mut want) = (Keys::default(), Vec::new());
+        want.extend(format!("*{GATHER_BELOW_KEYS}\r\n").into_bytes());
+        for i in 0..GATHER_BELOW_KEYS {
+            keys.push(0, format!("k{c}-{}", i % per_conn).as_bytes());
+            let v = format!("v{c}-{}", i % per_conn);
+            want.extend(format!("${}\r\n{v}\r\n", v.len()).into_bytes());
+        }
+        (keys, vec![Shape::Mget(GATHER_BELOW_KEYS)], want)
+    }
+
+    /// Submits one job per connection (`big`: a [`big_job`], else a
+    /// [`conn_job`]) from concurrent tasks on a one-thread runtime;
+    /// returns the batcher's `(batches, keys)`.
+    fn submit_from_conns(conns: usize, combine: bool, big: bool) -> (u64, u64) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = db_with_conn_keys(dir.path(), conns, 10);
+        let stats = Arc::new(Stats::default());
+        let batcher = Arc::new(Batcher::new(db, 2, stats.clone()));
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let tasks: Vec<_> = (0..conns)
+                .map(|c| {
+                    let b = batcher.clone();
+                    tokio::spawn(async move {
+                        let (keys, shapes, want) = if big {
+                            big_job(c, 10)
+                        } else {
+                            conn_job(c, 0, 10)
+                        };
+                        let mut out = BytesMut::new();
+                        b.submit(keys, shapes, 2, combine, &mut out).await;
+                        assert_eq!(&out[..], &want[..], "connection {c}");
+                    })
+                })
+                .collect();
+            for t in tasks {
+                t.await.unwrap();
+            }
+        });
+        let q = lock(&batcher.queue);
+        assert_eq!((q.leaders, q.gatherers.len(), q.jobs.len()), (0, 0, 0));
+        use std::sync::atomic::Ordering::Relaxed;
+        (
+            stats.batches.load(Relaxed),
+            stats.batched_keys.load(Relaxed),
+        )
+    }
+
+    /// The leader's yield lets the other ready connections queue their
+    /// jobs: eight connections' jobs are served by one `multi_get`, each
+    /// getting exactly its own replies. Without the yield (a lone client),
+    /// each job is a `multi_get` of its own.
+    #[test]
+    fn jobs_of_concurrent_connections_share_one_multi_get() {
+        // Each job: one GET and an MGET of two keys.
+        assert_eq!(submit_from_conns(8, true, false), (1, 24));
+        assert_eq!(submit_from_conns(8, false, false), (8, 24));
+    }
+
+    /// A job that is already a batch (an MGET of 64 keys or more) is run
+    /// at once: its leader does not yield to gather others.
+    #[test]
+    fn large_jobs_are_not_held_back_to_gather_others() {
+        let n = GATHER_BELOW_KEYS as u64;
+        assert_eq!(submit_from_conns(4, true, true), (4, 4 * n));
+    }
+
+    /// Many connections submitting in loops on a two-worker runtime: every
+    /// submitter gets exactly its replies, in order, the batcher ends idle,
+    /// and jobs were combined (fewer batches than jobs).
+    #[test]
+    fn concurrent_submitters_get_their_own_replies_in_order() {
+        const CONNS: usize = 16;
+        const ROUNDS: usize = 200;
+        let dir = tempfile::tempdir().unwrap();
+        let db = db_with_conn_keys(dir.path(), CONNS, 10);
+        let stats = Arc::new(Stats::default());
+        let batcher = Arc::new(Batcher::new(db, 2, stats.clone()));
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let tasks: Vec<_> = (0..CONNS)
+                .map(|c| {
+                    let b = batcher.clone();
+                    tokio::spawn(async move {
+                        // A connection's buffer keeps earlier replies.
+                        let mut out = BytesMut::new();
+                        let mut want = Vec::new();
+                        for round in 0..ROUNDS {
+                            let (keys, shapes, w) = conn_job(c, round, 10);
+                            want.extend(w);
+                            b.submit(keys, shapes, 2, true, &mut out).await;
+                        }
+                        assert!(out[..] == want[..], "connection {c}");
+                    })
+                })
+                .collect();
+            for t in tasks {
+                t.await.unwrap();
+            }
+        });
+        let q = lock(&batcher.queue);
+        assert_eq!((q.leaders, q.gatherers.len(), q.jobs.len()), (0, 0, 0));
+        use std::sync::atomic::Ordering::Relaxed;
+        let batches = stats.batches.load(Relaxed);
+        let jobs = (CONNS * ROUNDS) as u64;
+        assert!(batches < jobs / 2, "{batches} batches for {jobs} jobs");
+    }
+
+    /// A gathering leader cancelled during its yield (a connection aborted
+    /// at shutdown) still serves the jobs queued for it, and leaves.
+    #[test]
+    fn a_cancelled_gathering_leader_serves_the_queue() {
+        use std::future::Future;
+        use std::task::{Context, Poll, Waker};
+        let dir = tempfile::tempdir().unwrap();
+        let db = db_with_conn_keys(dir.path(), 2, 10);
+        let stats = Arc::new(Stats::default());
+        let batcher = Arc::new(Batcher::new(db, 2, stats.clone()));
+        let mut own = BytesMut::new();
+        let (keys, shapes, _) = conn_job(0, 0, 10);
+        let mut lead = Box::pin(batcher.submit(keys, shapes, 2, true, &mut own));
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(matches!(lead.as_mut().poll(&mut cx), Poll::Pending));
+        assert_eq!(lock(&batcher.queue).gatherers.len(), 1);
+        // Another connection's job, queued while the leader yields.
+        let (keys, shapes, want) = conn_job(1, 0, 10);
+        let mut theirs = BytesMut::new();
+        let mut follow = Box::pin(batcher.submit(keys, shapes, 2, true, &mut theirs));
+        assert!(matches!(follow.as_mut().poll(&mut cx), Poll::Pending));
+        assert_eq!(lock(&batcher.queue).gatherers[0].jobs.len(), 1);
+        drop(lead);
+        assert!(matches!(follow.as_mut().poll(&mut cx), Poll::Ready(())));
+        drop(follow);
+        assert_eq!(&theirs[..], &want[..]);
+        assert!(own.is_empty());
+        let q = lock(&batcher.queue);
+        assert_eq!((q.leaders, q.gatherers.len(), q.jobs.len()), (0, 0, 0));
     }
 }

@@ -143,7 +143,9 @@ async fn run_pipeline(
                     .stats
                     .commands
                     .fetch_add(shapes.len() as u64, Ordering::Relaxed);
-                batcher.submit(shared, keys, shapes, st.proto, out).await;
+                // Combining is worth a yield only if other clients exist.
+                let combine = shared.clients.load(Ordering::Relaxed) > 1;
+                batcher.submit(keys, shapes, st.proto, combine, out).await;
                 continue;
             }
         }

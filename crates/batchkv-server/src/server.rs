@@ -54,7 +54,8 @@ pub struct Stats {
 pub struct Shared {
     pub db: Db,
     pub cfg: Config,
-    pub stats: Stats,
+    /// Shared with the batcher, which counts its batches here.
+    pub stats: Arc<Stats>,
     pub batcher: Option<Arc<Batcher>>,
     pub started: Instant,
     pub port: u16,
@@ -349,12 +350,13 @@ async fn serve(
     mut shutdown_rx: watch::Receiver<bool>,
 ) -> std::io::Result<()> {
     let port = listener.local_addr()?.port();
+    let stats = Arc::new(Stats::default());
     let batcher = cfg
         .batch
-        .then(|| Arc::new(Batcher::new(db.clone(), cfg.threads)));
+        .then(|| Arc::new(Batcher::new(db.clone(), cfg.threads, stats.clone())));
     let shared = Arc::new(Shared {
         db: db.clone(),
-        stats: Stats::default(),
+        stats,
         batcher,
         started: Instant::now(),
         port,

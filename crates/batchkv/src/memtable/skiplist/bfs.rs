@@ -309,6 +309,10 @@ fn split(keys: &[&[u8]], lo: u32, hi: u32, kz: &[u8], trailer: u64) -> (u32, Div
     if !below {
         return (hi, Divergence::UNKNOWN);
     }
+    if hi - 1 == lo {
+        // A one-key item: that comparison was the whole split.
+        return (lo, d_last);
+    }
     let (below, d_lo) = lt(lo);
     if below {
         return (lo, d_lo);

@@ -254,8 +254,11 @@ fn descend<const P: bool>(
                 if it.level == 0 {
                     list.check_key_bytes(z, kz, kz_prot)?;
                 }
-                if m == it.lo && !dz.proven_after(ranks[slot(it.lo)]) {
-                    list.check_order(it.x, z)?;
+                if m == it.lo {
+                    let rx = ranks[slot(it.lo)];
+                    if !dz.proven_after(rx) {
+                        list.check_order_from(it.x, z, kz, dz.shared_prefix(rx))?;
+                    }
                 }
             }
             if m > it.lo {

@@ -107,8 +107,19 @@ impl SkipListMemTable {
         }
     }
 
-    /// What the candidate node `z` says about `user`.
+    /// What the candidate node `z` says about `user`, checked when the
+    /// memtable is paranoid.
     fn resolve(&self, z: *mut Node, user: &[u8]) -> Result<Option<EntryRef<'_>>> {
+        if self.paranoid {
+            self.resolve_as::<true>(z, user)
+        } else {
+            self.resolve_as::<false>(z, user)
+        }
+    }
+
+    /// [`Self::resolve`], checked when `P`.
+    #[inline(always)]
+    fn resolve_as<const P: bool>(&self, z: *mut Node, user: &[u8]) -> Result<Option<EntryRef<'_>>> {
         if z.is_null() {
             return Ok(None);
         }
@@ -118,7 +129,7 @@ impl SkipListMemTable {
         if !node::is_entry_of(key, user) {
             return Ok(None);
         }
-        self.entry_ref(z, key, value)
+        self.entry_ref::<P>(z, key, value)
     }
 
     /// The answer the entry `key → value` of node `z` (a search's
@@ -127,13 +138,13 @@ impl SkipListMemTable {
     /// middle of the search (measured: batch-64 bfs at 1.55–1.93 M keys/s
     /// when it was read, 2.28–2.31 without; `memtable_multiget`, 2M).
     #[inline(always)]
-    fn entry_ref<'a>(
+    fn entry_ref<'a, const P: bool>(
         &'a self,
         z: *mut Node,
         key: &'a [u8],
         value: &'a [u8],
     ) -> Result<Option<EntryRef<'a>>> {
-        if self.paranoid {
+        if P {
             // Returned entries get the full check (the search verified the
             // key; walked nodes had only their keys checked).
             self.list.check_found_entry(z)?;
@@ -161,7 +172,7 @@ impl SkipListMemTable {
             return self.multi_get_paranoid(keys, trailer, strategy, found);
         }
         let mut emit = |i: usize, z: *mut Node| -> Result<()> {
-            if let Some(e) = self.resolve(z, keys[i])? {
+            if let Some(e) = self.resolve_as::<false>(z, keys[i])? {
                 found(i, e);
             }
             Ok(())
@@ -220,13 +231,40 @@ impl SkipListMemTable {
                 // (`prefetch_value` matched its key); its bytes live as
                 // long as `self`.
                 let (key, value) = unsafe { node::key_and_value(z) };
-                if let Some(e) = self.entry_ref(z, key, value)? {
+                if let Some(e) = self.entry_ref::<true>(z, key, value)? {
                     found(base + i as usize, e);
                 }
             }
             base += chunk.len();
         }
         Ok(())
+    }
+
+    /// [`MemTable::multi_get`] with the paranoid checks on or off whatever
+    /// the memtable's option says (entries always carry their protection
+    /// words), so a benchmark can time the checked and the unchecked search
+    /// on one and the same list: two lists filled alike still differ in
+    /// layout (heights, arena placement, huge pages) by more than the
+    /// checks cost.
+    #[cfg(feature = "bench-internals")]
+    pub fn multi_get_checked<'a>(
+        &'a self,
+        checks: bool,
+        keys: &[&[u8]],
+        seq: SequenceNumber,
+        strategy: BatchLookup,
+        found: &mut dyn FnMut(usize, EntryRef<'a>),
+    ) -> Result<()> {
+        let strategy = match strategy {
+            BatchLookup::Auto => choose_strategy(keys.len()),
+            s => s,
+        };
+        let trailer = lookup_trailer(seq);
+        if checks {
+            self.multi_get_with::<true>(keys, trailer, strategy, found)
+        } else {
+            self.multi_get_with::<false>(keys, trailer, strategy, found)
+        }
     }
 
     /// Test hook: flips bits of one entry's byte at `offset` from the start

@@ -649,7 +649,7 @@ fn paranoid_checks_catch_an_out_of_order_pair_wherever_the_keys_diverge() {
 /// share words, differ in tails, are prefixes of each other or equal).
 #[test]
 fn divergence_proves_only_true_orders() {
-    use super::list::{internal_key_lt, key_lt_div};
+    use super::list::{internal_key_lt, internal_key_lt_from, key_lt_div};
     use crate::key::{compare_internal_key_parts, compare_internal_keys};
     let mut rng = StdRng::seed_from_u64(0x5eed_d17e);
     let internal = |rng: &mut StdRng| {
@@ -660,11 +660,16 @@ fn divergence_proves_only_true_orders() {
         append_internal_key(&mut k, &user, seq, ValueType::Value);
         (user, crate::key::pack_trailer(seq, ValueType::Value), k)
     };
-    let (mut proofs, mut misses) = (0, 0);
+    let (mut proofs, mut misses, mut prefixed) = (0, 0, 0);
     for _ in 0..200_000 {
         let (tu, tt, tk) = internal(&mut rng);
-        let (_, _, xk) = internal(&mut rng);
-        let (_, _, zk) = internal(&mut rng);
+        let (xu, _, xk) = internal(&mut rng);
+        let (_, _, mut zk) = internal(&mut rng);
+        if rng.random_range(0..4) == 0 {
+            // Another version of x's user key (the pairs ranks cannot order).
+            zk.clear();
+            append_internal_key(&mut zk, &xu, rng.random_range(0..4u64), ValueType::Value);
+        }
         assert_eq!(
             internal_key_lt(&xk, &zk),
             compare_internal_keys(&xk, &zk).is_lt()
@@ -676,6 +681,17 @@ fn divergence_proves_only_true_orders() {
         if !(x_lt && z_lt) {
             continue;
         }
+        // The bytes the order check may skip are equal, and the check from
+        // there decides as the full comparison does.
+        let from = dz.shared_prefix(dx.rank());
+        if from > 0 {
+            assert_eq!(xk[..from], zk[..from]);
+            prefixed += 1;
+        }
+        assert_eq!(
+            internal_key_lt_from(&xk, &zk, from),
+            compare_internal_keys(&xk, &zk).is_lt()
+        );
         if dx.proves_before(dz) {
             assert!(
                 compare_internal_keys(&xk, &zk).is_lt(),
@@ -688,7 +704,7 @@ fn divergence_proves_only_true_orders() {
     }
     // Not vacuous: most true orders with whole-word divergences are proven.
     assert!(
-        proofs > 1000 && misses > 0,
-        "{proofs} proofs, {misses} misses"
+        proofs > 1000 && misses > 0 && prefixed > 1000,
+        "{proofs} proofs, {misses} misses, {prefixed} shared prefixes"
     );
 }

@@ -81,22 +81,29 @@ impl BlockCache {
     /// slot, then (slots now at hand) prefetch every found block's header,
     /// then take the blocks — so their cache misses overlap instead of
     /// queueing; each pass holds a shard's lock for one key only.
-    pub(crate) fn get_batch(&self, keys: &[BlockKey], out: &mut Vec<Option<Arc<Block>>>) {
+    /// `hashes` is a buffer.
+    pub(crate) fn get_batch(
+        &self,
+        keys: &[BlockKey],
+        hashes: &mut Vec<u64>,
+        out: &mut Vec<Option<Arc<Block>>>,
+    ) {
         out.clear();
         if let [key] = keys {
             out.push(self.get(key));
             return;
         }
-        let hashes: Vec<u64> = keys.iter().map(hash_key).collect();
-        for &h in &hashes {
+        hashes.clear();
+        hashes.extend(keys.iter().map(hash_key));
+        for &h in hashes.iter() {
             prefetch_read(self.lock(h).home_slot_addr(h));
         }
-        for (key, &h) in keys.iter().zip(&hashes) {
+        for (key, &h) in keys.iter().zip(hashes.iter()) {
             self.lock(h).prefetch_value(key, h);
         }
         out.extend(
             keys.iter()
-                .zip(&hashes)
+                .zip(hashes.iter())
                 .map(|(key, &h)| self.lock(h).get(key, h)),
         );
     }

@@ -33,6 +33,7 @@
 //! 4. No unknown footer-word bit is set; the separated bit only in data
 //!    blocks, and only with a restart interval `>= 1`.
 pub(crate) mod builder;
+pub(crate) mod fences;
 pub(crate) mod iter;
 #[cfg(test)]
 mod tests;
@@ -253,6 +254,12 @@ impl Block {
         for off in (start..end).step_by(64) {
             prefetch_read(self.contents[off..].as_ptr());
         }
+    }
+
+    /// True for the interleaved layout (keys and values side by side).
+    #[inline]
+    pub(crate) fn is_interleaved(&self) -> bool {
+        self.layout == Layout::Interleaved
     }
 
     /// Where `part` (a slice of this block, such as a value an iterator

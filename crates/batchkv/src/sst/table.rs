@@ -401,20 +401,23 @@ impl Table {
         handles.clear();
         let located = match &self.index_fences {
             Some(fences) => {
-                // Targets ascend, so each search starts where the previous
-                // one ended, and a target landing in the previous key's
-                // entry reuses its handle.
-                let mut from = 0;
+                // Targets ascend, so a target landing in the previous
+                // key's entry reuses its handle.
+                fences.seek_batch(
+                    &self.index,
+                    &targets,
+                    (&mut sc.fences, &mut sc.bases),
+                    &mut sc.entries,
+                );
                 let mut last_entry = usize::MAX;
-                for (n, &j) in candidates.iter().enumerate() {
-                    match fences.seek(&self.index, targets[n], from) {
+                for ((n, &j), entry) in candidates.iter().enumerate().zip(sc.entries.drain(..)) {
+                    match entry {
                         Ok(e) if e == fences.len() => break, // past the last key, so are the rest
                         Ok(e) => {
                             if e != last_entry {
                                 handles.push(fences.handle(e));
                                 last_entry = e;
                             }
-                            from = e;
                             wanted.push((n, handles.len() - 1));
                         }
                         Err(e) => on_result(j, Err(e), None),
@@ -752,6 +755,10 @@ struct MultiGetScratch {
     target_ends: Vec<usize>,
     /// Always empty between uses ([`recycle`]d to borrow the targets).
     targets: Vec<&'static [u8]>,
+    /// [`IndexFences::seek_batch`]'s buffers and results.
+    fences: Vec<u64>,
+    bases: Vec<usize>,
+    entries: Vec<Result<usize>>,
     wanted: Vec<(usize, usize)>,
     handles: Vec<BlockHandle>,
     block_buffers: BlockBuffers,
@@ -781,6 +788,9 @@ impl MultiGetScratch {
             self.candidates.shrink_to(SCRATCH_KEEP);
             self.hashes.shrink_to(SCRATCH_KEEP);
             self.target_ends.shrink_to(SCRATCH_KEEP);
+            self.fences.shrink_to(SCRATCH_KEEP);
+            self.bases.shrink_to(SCRATCH_KEEP);
+            self.entries.shrink_to(SCRATCH_KEEP);
             self.wanted.shrink_to(SCRATCH_KEEP);
             self.handles.shrink_to(SCRATCH_KEEP);
             self.block_buffers = BlockBuffers::default();

@@ -5,13 +5,13 @@
 //! slot and then the key it points at: two dependent cache misses scattered
 //! over the whole block (hundreds of KiB for a large table), plus the
 //! decoding of an entry header. The fences keep, per index entry, eight
-//! bytes of its user key — the bytes right after the prefix every key of the
-//! block shares, big-endian, so that comparing two fences as integers
-//! orders them as the keys — in one contiguous array (8 bytes an entry,
-//! ~80 KiB for a million keys of 100 bytes), and the entry's block handle,
-//! decoded once. A search is a binary search over integers; only entries
-//! whose fence equals the target's (their keys agree on those bytes) are
-//! compared in full, in the index block.
+//! bytes of its user key — the bytes after the prefix the entries share,
+//! big-endian, so that comparing two fences as integers orders them as the
+//! keys — in one contiguous array (8 bytes an entry, ~80 KiB for a million
+//! keys of 100 bytes), and the entry's block handle, decoded once. A batch
+//! of searches ([`IndexFences::seek_batch`]) is a set of branch-free binary
+//! searches over integers run in lockstep; only entries whose fence equals
+//! the target's are compared in full, in the index block.
 //!
 //! Built when a table is opened, from blocks with restart interval 1 (every
 //! entry a restart point: the index blocks this crate writes); any other
@@ -128,20 +128,69 @@ impl IndexFences {
         self.handles[i]
     }
 
+    /// [`IndexFences::seek`] for many targets at once, into `out` (one
+    /// result per target, in order): the binary searches over the fences
+    /// run in lockstep — every target moves one step per round, with no
+    /// dependency between targets — so their cache misses overlap.
+    /// `fences` and `base` are buffers.
+    pub(crate) fn seek_batch(
+        &self,
+        index: &Block,
+        targets: &[&[u8]],
+        (fences, base): (&mut Vec<u64>, &mut Vec<usize>),
+        out: &mut Vec<Result<usize>>,
+    ) {
+        out.clear();
+        let n = self.fences.len();
+        if n == 0 {
+            out.extend(targets.iter().map(|_| Ok(0)));
+            return;
+        }
+        fences.clear();
+        fences.extend(targets.iter().map(|t| fence_of(user_key(t), &self.prefix)));
+        // Branch-free lower bounds (the last fence below each target's),
+        // the same step sizes for every target.
+        base.clear();
+        base.resize(targets.len(), 0);
+        let mut size = n;
+        while size > 1 {
+            let half = size / 2;
+            for (b, &t) in base.iter_mut().zip(fences.iter()) {
+                let mid = *b + half;
+                *b = if self.fences[mid] < t { mid } else { *b };
+            }
+            size -= half;
+        }
+        for ((&b, &t), target) in base.iter().zip(fences.iter()).zip(targets) {
+            let lo = b + usize::from(self.fences[b] < t);
+            out.push(if lo < n && self.fences[lo] == t {
+                self.resolve(index, target, t, lo)
+            } else {
+                Ok(lo)
+            });
+        }
+    }
+
     /// The first entry of `index` (the block these fences were built from)
     /// whose key is at or above the internal key `target`: the entry whose
     /// block can hold `target`; `len()` if every key is below it. `from` is
     /// a lower bound on the answer (0, or the answer for a smaller target).
     /// Fails only if an entry it compares in full does not decode.
+    #[cfg(test)]
     pub(crate) fn seek(&self, index: &Block, target: &[u8], from: usize) -> Result<usize> {
         let n = self.fences.len();
         let from = from.min(n);
         let t = fence_of(user_key(target), &self.prefix);
-        let tail = &self.fences[from..];
-        let lo = from + tail.partition_point(|&f| f < t);
+        let lo = from + self.fences[from..].partition_point(|&f| f < t);
+        self.resolve(index, target, t, lo)
+    }
+
+    /// The answer of a seek for `target` (of fence `t`) given `lo`, the
+    /// first entry whose fence is not below `t`: the entries from there
+    /// whose fence equals `t` agree with `target` on the fence bytes, so
+    /// they are compared in full (usually none or one).
+    fn resolve(&self, index: &Block, target: &[u8], t: u64, lo: usize) -> Result<usize> {
         let hi = lo + self.fences[lo..].partition_point(|&f| f == t);
-        // Entries in lo..hi agree with `target` on the fence bytes: compare
-        // them in full (usually none or one).
         let (mut left, mut right) = (lo, hi);
         while left < right {
             let mid = left + (right - left) / 2;

@@ -552,12 +552,22 @@ fn check_fences(entries: &Entries) -> Result<(), TestCaseError> {
         ts.push(t);
     }
     ts.sort_by(|a, b| compare_internal_keys(a, b));
+    let refs: Vec<&[u8]> = ts.iter().map(Vec::as_slice).collect();
+    let mut batch = Vec::new();
+    fences.seek_batch(
+        &block,
+        &refs,
+        (&mut Vec::new(), &mut Vec::new()),
+        &mut batch,
+    );
+    prop_assert_eq!(batch.len(), ts.len());
     let mut from = 0;
-    for t in &ts {
+    for (t, in_batch) in ts.iter().zip(batch) {
         let want = entries
             .iter()
             .position(|(k, _)| compare_internal_keys(k, t) != Ordering::Less)
             .unwrap_or(entries.len());
+        prop_assert_eq!(in_batch.unwrap(), want);
         prop_assert_eq!(fences.seek(&block, t, 0).unwrap(), want);
         let got = fences.seek(&block, t, from).unwrap();
         prop_assert_eq!(got, want);
@@ -623,4 +633,13 @@ fn index_fences_only_for_index_like_blocks() {
     let mut t = Vec::new();
     append_internal_key(&mut t, b"x", 1, ValueType::Value);
     assert_eq!(fences.seek(&empty, &t, 0).unwrap(), 0);
+    let mut out = Vec::new();
+    fences.seek_batch(
+        &empty,
+        &[&t[..]],
+        (&mut Vec::new(), &mut Vec::new()),
+        &mut out,
+    );
+    assert_eq!(out.len(), 1);
+    assert_eq!(*out[0].as_ref().unwrap(), 0);
 }

@@ -95,25 +95,48 @@ impl IndexFences {
             keys.push(user_key(key));
             handles.push(BlockHandle::decode_exact(value)?);
         }
-        // The prefix the keys share, leaving out the first and the last
-        // entry when there are more: the last separator is often a short
-        // successor ("1" after "0999…") that shares nothing with the rest.
-        let (a, b) = if n >= 4 {
-            (keys[1], keys[n - 2])
-        } else {
-            (keys[0], keys[n - 1])
+        // The prefix most keys share. The first and last entries may not
+        // (the last separators are often short successors such as "\x01"
+        // or a server's reserved keys after the user's), so candidates
+        // leave out more and more of both ends; the one whose fences tell
+        // the most entries apart wins.
+        let lcp = |i: usize| {
+            let (a, b) = (keys[i], keys[n - 1 - i]);
+            a.iter().zip(b).take_while(|(x, y)| x == y).count()
         };
-        let plen = a.iter().zip(b).take_while(|(x, y)| x == y).count();
-        let prefix = &a[..plen];
-        let fences: Box<[u64]> = keys.iter().map(|k| fence_of(k, prefix)).collect();
-        if !fences.windows(2).all(|w| w[0] <= w[1]) {
-            return None;
+        let mut best: Option<(usize, usize, usize, Box<[u64]>)> = None; // (duplicates, plen, i, fences)
+        for i in [0, 1, n / 16, n / 4] {
+            if i > 0 && 2 * i >= n {
+                continue;
+            }
+            let plen = lcp(i);
+            if best.as_ref().is_some_and(|b| b.1 == plen) {
+                continue;
+            }
+            let prefix = &keys[i][..plen];
+            let fences: Box<[u64]> = keys.iter().map(|k| fence_of(k, prefix)).collect();
+            if !fences.windows(2).all(|w| w[0] <= w[1]) {
+                return None;
+            }
+            let dups = fences.windows(2).filter(|w| w[0] == w[1]).count();
+            if best.as_ref().is_none_or(|b| dups < b.0) {
+                best = Some((dups, plen, i, fences));
+            }
         }
+        let (_, plen, i, fences) = best?;
+        let prefix = &keys[i][..plen];
         Some(IndexFences {
             prefix: prefix.into(),
             fences,
             handles: handles.into_boxed_slice(),
         })
+    }
+
+    /// Entries whose fence equals the one before (searches landing there
+    /// compare keys in full).
+    #[cfg(test)]
+    pub(crate) fn duplicates(&self) -> usize {
+        self.fences.windows(2).filter(|w| w[0] == w[1]).count()
     }
 
     /// Number of entries.

@@ -526,6 +526,7 @@ fn prefixed_entries_strategy() -> impl Strategy<Value = Entries> {
             }
             if high {
                 push(&[0xff; 3], 0);
+                push(&[0xfe], 0);
             }
             v.sort_by(|a, b| compare_internal_keys(&a.0, &b.0));
             v.dedup_by(|a, b| a.0 == b.0);
@@ -642,4 +643,26 @@ fn index_fences_only_for_index_like_blocks() {
     );
     assert_eq!(out.len(), 1);
     assert_eq!(*out[0].as_ref().unwrap(), 0);
+}
+
+#[test]
+fn index_fences_skip_the_outliers_at_the_ends() {
+    // As a server's table: its keys under one prefix, then the short
+    // successor of the last one ("\x01") and a reserved key ("\xff…").
+    let mut entries: Entries = (0..1000u32)
+        .map(|i| {
+            let mut k = Vec::new();
+            let uk = format!("\0key:{:012}", 457_578 + 36 * i);
+            append_internal_key(&mut k, uk.as_bytes(), 1, ValueType::Value);
+            (k, Vec::new())
+        })
+        .collect();
+    for uk in [&b"\x01"[..], b"\xff__sync"] {
+        let mut k = Vec::new();
+        append_internal_key(&mut k, uk, 1, ValueType::Value);
+        entries.push((k, Vec::new()));
+    }
+    let fences = IndexFences::new(&index_block(&entries)).unwrap();
+    assert!(fences.duplicates() <= 1, "{}", fences.duplicates());
+    check_fences(&entries).unwrap();
 }

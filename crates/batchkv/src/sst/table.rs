@@ -14,7 +14,7 @@ use super::filter::{filter_hash, BloomFilter};
 use super::format::{finish_block, read_block, stored_block_len, BlockHandle, Footer, FOOTER_LEN};
 use super::properties::TableProperties;
 use super::{TableOptions, FILTER_BLOCK_NAME, PROPERTIES_BLOCK_NAME};
-use crate::cache::block_cache::BlockKey;
+use crate::cache::block_cache::{BatchBuffers, BlockKey};
 use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
@@ -648,7 +648,7 @@ impl Table {
             sc.cache_keys.clear();
             sc.cache_keys
                 .extend(handles.iter().map(|h| (*number, h.offset)));
-            cache.get_batch(&sc.cache_keys, &mut sc.hashes, &mut sc.cached);
+            cache.get_batch(&sc.cache_keys, &mut sc.batch, &mut sc.cached);
         }
         let mut cached = sc.cached.drain(..);
         out.extend(handles.iter().map(|&h| match cached.next().flatten() {
@@ -770,7 +770,7 @@ struct MultiGetScratch {
 #[derive(Default)]
 struct BlockBuffers {
     cache_keys: Vec<BlockKey>,
-    hashes: Vec<u64>,
+    batch: BatchBuffers,
     cached: Vec<Option<Arc<Block>>>,
 }
 

@@ -247,7 +247,28 @@ pub(crate) fn seek_entry_from_restart(
     let mut at_restart = true;
     key.clear();
     while p < block.data_end {
-        let e = decode_entry(block, p, at_restart)?;
+        // Inline fast path of `decode_entry`: three one-byte lengths and
+        // an entry inside the block (anything else, errors included, goes
+        // through `decode_entry`).
+        let e = match block.contents[..block.data_end].get(p..p + 3) {
+            Some(&[s, k, v]) if (s | k | v) < 0x80 => {
+                let key_start = p + 3;
+                let key_end = key_start + usize::from(k);
+                let next = key_end + usize::from(v);
+                if next <= block.data_end {
+                    RawEntry {
+                        shared: usize::from(s),
+                        key_delta: key_start..key_end,
+                        value_len: usize::from(v),
+                        value_start: Some(key_end),
+                        next,
+                    }
+                } else {
+                    decode_entry(block, p, at_restart)?
+                }
+            }
+            _ => decode_entry(block, p, at_restart)?,
+        };
         if e.shared > key.len() || (at_restart && e.shared != 0) {
             return Err(block.corruption(
                 p,

@@ -481,12 +481,23 @@ impl Table {
             }
         }
         let block_restarts = search_restarts(&searches);
-        for ((b, _), r) in searches.iter().zip(&block_restarts) {
-            if let Ok(r) = r {
+        // The scans' entries are prefetched SCAN_PREFETCH_AHEAD keys ahead
+        // of the scan, so a bounded number of them are in flight and a
+        // key's lines are still in L1 when its scan reads them.
+        let prefetch = |i: usize| {
+            if let (Some((b, _)), Some(Ok(r))) = (searches.get(i), block_restarts.get(i)) {
                 b.prefetch_scan(*r, SCAN_PREFETCH_BYTES);
             }
+        };
+        for i in 0..SCAN_PREFETCH_AHEAD {
+            prefetch(i);
         }
-        for (&(n, h), restart) in located.iter().zip(block_restarts) {
+        for (i, (&(n, h), restart)) in located
+            .iter()
+            .zip(block_restarts.iter().cloned())
+            .enumerate()
+        {
+            prefetch(i + SCAN_PREFETCH_AHEAD);
             let (j, target) = (candidates[n], targets[n]);
             let Ok(block) = &blocks[h] else {
                 continue; // reported above
@@ -744,6 +755,10 @@ impl Table {
         }
     }
 }
+
+/// Keys between the one a batch scans and the one whose scan it
+/// prefetches.
+const SCAN_PREFETCH_AHEAD: usize = 8;
 
 /// The buffers of [`Table::multi_get_blocks`], kept per thread between
 /// calls so that a call in the steady state allocates nothing.

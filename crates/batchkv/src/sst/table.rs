@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use super::block::fences::IndexFences;
 use super::block::iter::{
-    collect_entries, search_restarts, seek_entry_from_restart, BlockIter, SCAN_PREFETCH_BYTES,
+    collect_entries, search_restart, search_restarts, seek_entry_from_restart, BlockIter,
+    SCAN_PREFETCH_BYTES,
 };
 use super::block::{Block, KeyOrder};
 use super::filter::{filter_hash, BloomFilter};
@@ -468,41 +469,43 @@ impl Table {
         key: &mut Vec<u8>,
         on_result: &mut OnFoundInBlock<'_>,
     ) {
-        let mut searches: Vec<(&Block, &[u8])> = Vec::with_capacity(wanted.len());
-        let mut located: Vec<(usize, usize)> = Vec::with_capacity(wanted.len());
+        // Blocks found, with their candidates.
+        let mut located: Vec<(usize, &Arc<Block>)> = Vec::with_capacity(wanted.len());
         for &(n, h) in wanted {
-            let j = candidates[n];
             match &blocks[h] {
-                Ok(b) => {
-                    searches.push((&**b, targets[n]));
-                    located.push((n, h));
+                Ok(b) => located.push((n, b)),
+                Err(e) => on_result(candidates[n], Err(e.clone()), None),
+            }
+        }
+        // A software pipeline over the keys, each stage PIPELINE_DISTANCE
+        // keys behind the one before: prefetch the restart slot the
+        // block's binary search probes first; prefetch the key that slot
+        // points at; search the restart array and prefetch the entries the
+        // scan will read; scan. Each key's misses are in flight while the
+        // keys ahead of it are worked on, and a bounded number at a time.
+        const D: usize = PIPELINE_DISTANCE;
+        let m = located.len();
+        let mut restarts: Vec<Result<usize>> = Vec::with_capacity(m);
+        for step in 0..m + 3 * D {
+            if let Some((_, b)) = located.get(step) {
+                b.prefetch_first_probe_slot();
+            }
+            if let Some((_, b)) = step.checked_sub(D).and_then(|k| located.get(k)) {
+                b.prefetch_first_probe_key();
+            }
+            if let Some(&(n, b)) = step.checked_sub(2 * D).and_then(|k| located.get(k)) {
+                let r = search_restart(b, targets[n]);
+                if let Ok(r) = r {
+                    b.prefetch_scan(r, SCAN_PREFETCH_BYTES);
                 }
-                Err(e) => on_result(j, Err(e.clone()), None),
+                restarts.push(r);
             }
-        }
-        let block_restarts = search_restarts(&searches);
-        // The scans' entries are prefetched SCAN_PREFETCH_AHEAD keys ahead
-        // of the scan, so a bounded number of them are in flight and a
-        // key's lines are still in L1 when its scan reads them.
-        let prefetch = |i: usize| {
-            if let (Some((b, _)), Some(Ok(r))) = (searches.get(i), block_restarts.get(i)) {
-                b.prefetch_scan(*r, SCAN_PREFETCH_BYTES);
-            }
-        };
-        for i in 0..SCAN_PREFETCH_AHEAD {
-            prefetch(i);
-        }
-        for (i, (&(n, h), restart)) in located
-            .iter()
-            .zip(block_restarts.iter().cloned())
-            .enumerate()
-        {
-            prefetch(i + SCAN_PREFETCH_AHEAD);
-            let (j, target) = (candidates[n], targets[n]);
-            let Ok(block) = &blocks[h] else {
-                continue; // reported above
+            let Some(k) = step.checked_sub(3 * D).filter(|&k| k < m) else {
+                continue;
             };
-            let restart = match restart {
+            let (n, block) = located[k];
+            let (j, target) = (candidates[n], targets[n]);
+            let restart = match std::mem::replace(&mut restarts[k], Ok(0)) {
                 Ok(r) => r,
                 Err(e) => {
                     on_result(j, Err(e), None);
@@ -756,9 +759,9 @@ impl Table {
     }
 }
 
-/// Keys between the one a batch scans and the one whose scan it
-/// prefetches.
-const SCAN_PREFETCH_AHEAD: usize = 8;
+/// Keys between two stages of the pipeline of a batch's block searches
+/// ([`Table::search_blocks`]).
+const PIPELINE_DISTANCE: usize = 8;
 
 /// The buffers of [`Table::multi_get_blocks`], kept per thread between
 /// calls so that a call in the steady state allocates nothing.

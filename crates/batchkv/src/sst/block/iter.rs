@@ -486,7 +486,7 @@ impl RestartSearch {
 }
 
 /// The plain binary search of [`InternalIterator::seek`].
-fn search_restart(block: &Block, target: &[u8]) -> Result<usize> {
+pub(crate) fn search_restart(block: &Block, target: &[u8]) -> Result<usize> {
     let mut s = RestartSearch::new(block);
     while !s.done() {
         s.step(block, target)?;

@@ -238,6 +238,33 @@ impl Block {
         decode_fixed32(&self.contents[p..p + 4]) as usize
     }
 
+    /// The restart point a binary search of this block probes first
+    /// (`None` with a single restart point: no probe).
+    #[inline]
+    fn first_probe(&self) -> Option<usize> {
+        (self.restart_count > 1).then(|| (self.restart_count - 1).div_ceil(2))
+    }
+
+    /// Starts fetching the restart slot a search probes first.
+    #[inline]
+    pub(crate) fn prefetch_first_probe_slot(&self) {
+        if let Some(p) = self.first_probe() {
+            prefetch_read(
+                self.contents
+                    .as_ptr()
+                    .wrapping_add(self.restarts_at + 4 * p),
+            );
+        }
+    }
+
+    /// Starts fetching the key a search probes first (reads its slot).
+    #[inline]
+    pub(crate) fn prefetch_first_probe_key(&self) {
+        if let Some(p) = self.first_probe() {
+            prefetch_read(self.contents.as_ptr().wrapping_add(self.restart(p)));
+        }
+    }
+
     /// Starts fetching the entries a seek scans from restart point `r`
     /// (those up to the next restart point), at most `max_bytes` of them,
     /// so that the scans of a batch overlap their cache misses. Only a

@@ -32,6 +32,7 @@ use super::iter::restart_entry;
 use super::{Block, KeyOrder, Layout};
 use crate::error::Result;
 use crate::key::{compare_bytes, compare_internal_keys, user_key};
+use crate::prefetch::prefetch_read;
 use crate::sst::format::BlockHandle;
 
 /// See the module documentation.
@@ -186,6 +187,10 @@ impl IndexFences {
         }
         for ((&b, &t), target) in base.iter().zip(fences.iter()).zip(targets) {
             let lo = b + usize::from(self.fences[b] < t);
+            // The caller reads the entry's handle next.
+            if let Some(h) = self.handles.get(lo) {
+                prefetch_read(h);
+            }
             out.push(if lo < n && self.fences[lo] == t {
                 self.resolve(index, target, t, lo)
             } else {

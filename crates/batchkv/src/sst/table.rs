@@ -312,15 +312,18 @@ impl Table {
     /// The batch goes through in phases, so the cache misses of different
     /// keys overlap instead of queueing one after another:
     /// 1. filter: hash every key and prefetch its filter line, then probe;
-    /// 2. locate: the binary searches of the index run in lockstep
-    ///    ([`search_restarts`]: each round prefetches every search's next
-    ///    probe before comparing any); then one forward pass of an index
-    ///    iterator fetches each key's block (keys ascend, so a key at or
-    ///    below the current separator reuses the block at hand);
-    /// 3. search each key in its block, the searches again in lockstep.
-    ///    A block whose entries all sort
-    ///    before the key sends it down the single-key path, so a block
-    ///    chosen too early costs time, never a wrong answer.
+    /// 2. locate: the binary searches over the index's [`IndexFences`]
+    ///    run in lockstep (tables without fences search the index block
+    ///    in lockstep, [`search_restarts`]); keys landing in the same
+    ///    entry share its block; then the block cache lookups, batched;
+    /// 3. search each key in its block, a software pipeline over the keys
+    ///    (restart slot, probe key, restart search and scan prefetch,
+    ///    scan: each stage some keys behind the one before). A block whose
+    ///    entries all sort before the key sends it down the single-key
+    ///    path, so a block chosen too early costs time, never a wrong
+    ///    answer.
+    ///
+    /// Its buffers are kept per thread between calls.
     #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn multi_get_with(
         &self,

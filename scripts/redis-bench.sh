@@ -33,7 +33,9 @@
 #
 # For batchkv servers with batching on it also prints the keys per
 # `multi_get` of each run (INFO read_batched_keys / read_batches, counted
-# over that run only; medians in batches.csv).
+# over that run only; medians in batches.csv), and for every server the
+# server's CPU time per request over each run (utime + stime from
+# /proc/PID/stat, 10 ms ticks; medians in cpu.csv).
 set -euo pipefail
 
 KEYS=${KEYS:-1000000}
@@ -64,8 +66,11 @@ BIN=$PWD/target/release/batchkv
 mkdir -p "$OUT"
 RESULTS=$OUT/results.csv
 BATCHES=$OUT/batches-raw.csv
+CPU=$OUT/cpu-raw.csv
 : >"$RESULTS"
 : >"$BATCHES"
+: >"$CPU"
+TICK_US=$((1000000 / $(getconf CLK_TCK)))
 PID=
 
 stop_server() {
@@ -134,12 +139,18 @@ batch_counts() {
         END { print b + 0, k + 0 }'
 }
 
+# cpu_ticks: the server's user + system CPU time so far, in clock ticks.
+cpu_ticks() {
+    awk '{ print $14 + $15 }' "/proc/$PID/stat"
+}
+
 # bench NAME TEST C P: appends "server,test,c,p,rps" to results.csv
 # (and, for batchkv with batching, "server,test,c,p,keys_per_batch" to
 # batches-raw.csv)
 bench() {
-    local server=$1 test=$2 c=$3 p=$4 n b0 k0 b1 k1
+    local server=$1 test=$2 c=$3 p=$4 n b0 k0 b1 k1 t0 t1 reqs
     read -r b0 k0 < <(batch_counts)
+    t0=$(cpu_ticks)
     if [[ $c == 1 && $p == 1 ]]; then n=$N_SLOW; else n=$N_FAST; fi
     local args=(-p "$PORT" -c "$c" -P "$p" -r "$KEYS" --csv)
     local rps
@@ -155,7 +166,12 @@ bench() {
             awk -F'"' 'NR == 2 { print $4 }')
         ;;
     esac
+    t1=$(cpu_ticks)
     echo "$server,$test,$c,$p,$rps" >>"$RESULTS"
+    if [[ $test == MGET100 ]]; then reqs=$((n / MGET_DIV)); else reqs=$n; fi
+    local cpu
+    cpu=$(awk -v t=$((t1 - t0)) -v us="$TICK_US" -v r="$reqs" 'BEGIN { printf "%.1f", t * us / r }')
+    echo "$server,$test,$c,$p,$cpu" >>"$CPU"
     read -r b1 k1 < <(batch_counts)
     local kpb=
     if ((b1 > b0)); then
@@ -163,7 +179,7 @@ bench() {
         echo "$server,$test,$c,$p,$kpb" >>"$BATCHES"
         kpb="  $kpb keys/multi_get"
     fi
-    printf '%-26s %-8s -c %-3s -P %-3s %12s req/s%s\n' "$server" "$test" "$c" "$p" "$rps" "$kpb" >&2
+    printf '%-26s %-8s -c %-3s -P %-3s %12s req/s  %8s us CPU/req%s\n' "$server" "$test" "$c" "$p" "$rps" "$cpu" "$kpb" >&2
 }
 
 for _ in $(seq 1 "$REPEAT"); do
@@ -198,6 +214,12 @@ END {
 }
 medians "$RESULTS" >"$OUT/medians.csv"
 medians "$BATCHES" >"$OUT/batches.csv"
+medians "$CPU" >"$OUT/cpu.csv"
+if [[ -s $OUT/cpu.csv ]]; then
+    printf '\nserver CPU per request (us; /proc utime + stime over the run), median of %d\n\n' "$REPEAT"
+    printf '| server | test | -c | -P | us/request |\n|---|---|---|---|---|\n'
+    awk -F, '{ printf "| %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5 }' "$OUT/cpu.csv"
+fi
 if [[ -s $OUT/batches.csv ]]; then
     printf '\nkeys per multi_get (INFO, per run), median of %d\n\n' "$REPEAT"
     printf '| server | test | -c | -P | keys/multi_get |\n|---|---|---|---|---|\n'

@@ -263,12 +263,15 @@ impl Batcher {
             } else {
                 None
             };
-            let (tx, rx) = oneshot::channel();
+            // A channel only for a follower: a leader encodes its own
+            // replies straight into `out`.
             if let Some(i) = join {
+                let (tx, rx) = oneshot::channel();
                 q.gatherers[i].jobs.push(Job { req, tx });
                 Err(rx)
             } else if q.leaders >= self.max_leaders {
                 debug_assert!(q.leaders >= 1, "a queued job needs a leader");
+                let (tx, rx) = oneshot::channel();
                 q.jobs.push(Job { req, tx });
                 Err(rx)
             } else {

@@ -43,6 +43,13 @@ pub(crate) struct CacheStats {
     pub evictions: u64,
 }
 
+/// Buffers of [`BlockCache::get_batch`], kept by its caller.
+#[derive(Default)]
+pub(crate) struct BatchBuffers {
+    hashes: Vec<u64>,
+    order: Vec<usize>,
+}
+
 /// A sharded CLOCK cache of data blocks with a byte capacity.
 pub(crate) struct BlockCache {
     capacity: usize,
@@ -66,7 +73,11 @@ impl BlockCache {
     }
 
     fn lock(&self, hash: u64) -> MutexGuard<'_, ClockTable<Block>> {
-        self.shards[Self::shard_index(hash)]
+        self.lock_shard(Self::shard_index(hash))
+    }
+
+    fn lock_shard(&self, shard: usize) -> MutexGuard<'_, ClockTable<Block>> {
+        self.shards[shard]
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
     }
@@ -80,25 +91,62 @@ impl BlockCache {
     /// `keys[i]`. The lookups go in three passes — prefetch every key's
     /// slot, then (slots now at hand) prefetch every found block's header,
     /// then take the blocks — so their cache misses overlap instead of
-    /// queueing; each pass holds a shard's lock for one key only.
-    pub(crate) fn get_batch(&self, keys: &[BlockKey], out: &mut Vec<Option<Arc<Block>>>) {
+    /// queueing. In each pass the keys are taken shard by shard, each
+    /// shard's lock held once for all its keys (not once per key).
+    pub(crate) fn get_batch(
+        &self,
+        keys: &[BlockKey],
+        buf: &mut BatchBuffers,
+        out: &mut Vec<Option<Arc<Block>>>,
+    ) {
         out.clear();
         if let [key] = keys {
             out.push(self.get(key));
             return;
         }
-        let hashes: Vec<u64> = keys.iter().map(hash_key).collect();
-        for &h in &hashes {
-            prefetch_read(self.lock(h).home_slot_addr(h));
+        let BatchBuffers { hashes, order } = buf;
+        hashes.clear();
+        hashes.extend(keys.iter().map(hash_key));
+        // The keys' indexes grouped by shard (a counting sort).
+        let mut start = [0usize; NUM_SHARDS + 1];
+        for &h in hashes.iter() {
+            start[Self::shard_index(h) + 1] += 1;
         }
-        for (key, &h) in keys.iter().zip(&hashes) {
-            self.lock(h).prefetch_value(key, h);
+        for s in 0..NUM_SHARDS {
+            start[s + 1] += start[s];
         }
-        out.extend(
-            keys.iter()
-                .zip(&hashes)
-                .map(|(key, &h)| self.lock(h).get(key, h)),
-        );
+        let mut next = start;
+        order.clear();
+        order.resize(keys.len(), 0);
+        for (i, &h) in hashes.iter().enumerate() {
+            let s = Self::shard_index(h);
+            order[next[s]] = i;
+            next[s] += 1;
+        }
+        let groups = || {
+            (0..NUM_SHARDS)
+                .filter(|&s| start[s] < start[s + 1])
+                .map(|s| (s, &order[start[s]..start[s + 1]]))
+        };
+        for (s, group) in groups() {
+            let table = self.lock_shard(s);
+            for &i in group {
+                prefetch_read(table.home_slot_addr(hashes[i]));
+            }
+        }
+        for (s, group) in groups() {
+            let table = self.lock_shard(s);
+            for &i in group {
+                table.prefetch_value(&keys[i], hashes[i]);
+            }
+        }
+        out.resize(keys.len(), None);
+        for (s, group) in groups() {
+            let mut table = self.lock_shard(s);
+            for &i in group {
+                out[i] = table.get(&keys[i], hashes[i]);
+            }
+        }
     }
 
     /// The cached block under `key`, if any (counts a hit or a miss).
@@ -224,6 +272,34 @@ mod tests {
         assert!(cache.usage() <= 64 * 1024);
         assert!(cache.usage() > 64 * 1024 / 2);
         assert!(cache.stats().evictions > 0);
+    }
+
+    #[test]
+    fn batch_lookups_match_single_ones() {
+        let cache = BlockCache::new(1 << 20);
+        let b = block(100);
+        for off in (0..200u64).step_by(2) {
+            cache.insert((3, off), b.clone());
+        }
+        let single = BlockCache::new(1 << 20);
+        for off in (0..200u64).step_by(2) {
+            single.insert((3, off), b.clone());
+        }
+        let mut buf = BatchBuffers::default();
+        let mut out = Vec::new();
+        for keys in [
+            (0..200u64).map(|o| (3, o)).collect::<Vec<_>>(),
+            vec![(3, 4)],
+            vec![(4, 4), (3, 4), (3, 4)],
+            vec![],
+        ] {
+            cache.get_batch(&keys, &mut buf, &mut out);
+            assert_eq!(out.len(), keys.len());
+            for (k, got) in keys.iter().zip(&out) {
+                assert_eq!(got.is_some(), single.get(k).is_some(), "{k:?}");
+            }
+        }
+        assert_eq!(cache.stats(), single.stats());
     }
 
     #[test]

@@ -106,8 +106,9 @@ impl<V> ClockTable<V> {
         (&self.slots[self.home(hash)] as *const Option<Entry<V>>).cast()
     }
 
-    /// Starts fetching the value under `key` (the cache line of its
-    /// reference count, which [`ClockTable::get`] writes): the second step
+    /// Starts fetching the value under `key` (the cache lines of its
+    /// reference count, which [`ClockTable::get`] writes, and of the
+    /// value's own fields): the second step
     /// of a batch of lookups, after [`ClockTable::home_slot_addr`] was
     /// prefetched. Neither counts as a lookup.
     pub(crate) fn prefetch_value(&self, key: &BlockKey, hash: u64) {
@@ -115,9 +116,14 @@ impl<V> ClockTable<V> {
             let e = self.slots[i].as_ref().expect("found slot is occupied");
             // The reference counts sit just before the value in the `Arc`
             // allocation; a prefetch of a stale address is harmless.
+            // The value itself is read next (a block's fields lie on two or
+            // three lines): every line from the counts to its end.
             let value = Arc::as_ptr(&e.value).cast::<u8>();
-            prefetch_read(value.wrapping_sub(2 * std::mem::size_of::<usize>()));
-            prefetch_read(value);
+            let start = value.wrapping_sub(2 * std::mem::size_of::<usize>()) as usize;
+            let end = value as usize + std::mem::size_of::<V>().max(1);
+            for line in ((start & !63)..end).step_by(64) {
+                prefetch_read(line as *const u8);
+            }
         }
     }
 

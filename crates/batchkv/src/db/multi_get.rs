@@ -149,11 +149,10 @@ impl Db {
         let strategy = opts.batch_lookup.unwrap_or(core.opts.batch_lookup);
 
         // 1. Sort and deduplicate.
-        let mut order: Vec<u32> = (0..keys.len() as u32).collect();
-        order.sort_unstable_by(|&a, &b| keys[a as usize].as_ref().cmp(keys[b as usize].as_ref()));
+        let order = sorted_order(keys);
         let mut distinct: Vec<&[u8]> = Vec::with_capacity(keys.len());
         let mut slot_of = vec![0u32; keys.len()];
-        for &i in &order {
+        for &(_, i) in &order {
             let k = keys[i as usize].as_ref();
             if distinct.last() != Some(&k) {
                 distinct.push(k);
@@ -210,6 +209,37 @@ impl Db {
             on_result(i, r);
         }
     }
+}
+
+/// The input positions of `keys` in ascending key order, each with its
+/// sort word: the (up to) 8 bytes after the prefix all keys share,
+/// big-endian and zero-padded, so that most comparisons are of integers;
+/// equal words (equal keys, or keys agreeing on those bytes) compare the
+/// keys in full.
+fn sorted_order<K: AsRef<[u8]>>(keys: &[K]) -> Vec<(u64, u32)> {
+    let Some(first) = keys.first().map(AsRef::as_ref) else {
+        return Vec::new();
+    };
+    let shared = keys[1..].iter().fold(first.len(), |n, k| {
+        let k = k.as_ref();
+        first[..n].iter().zip(k).take_while(|(a, b)| a == b).count()
+    });
+    let mut order: Vec<(u64, u32)> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| {
+            let rest = &k.as_ref()[shared..];
+            let mut word = [0u8; 8];
+            let n = rest.len().min(8);
+            word[..n].copy_from_slice(&rest[..n]);
+            (u64::from_be_bytes(word), i as u32)
+        })
+        .collect();
+    order.sort_unstable_by(|a, b| {
+        a.0.cmp(&b.0)
+            .then_with(|| keys[a.1 as usize].as_ref().cmp(keys[b.1 as usize].as_ref()))
+    });
+    order
 }
 
 /// Keys ahead of the one being handed back whose values are prefetched.
@@ -457,4 +487,48 @@ fn settle_covered_keys(
         };
         false
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sorted_order;
+
+    /// The sort words order keys as their bytes do: shared prefixes,
+    /// prefixes of each other, zero bytes, duplicates, long equal runs.
+    #[test]
+    fn sorted_order_is_byte_order() {
+        let cases: Vec<Vec<&[u8]>> = vec![
+            vec![],
+            vec![b"a"],
+            vec![
+                b"key:000000000002",
+                b"key:000000000001",
+                b"key:000000000002",
+            ],
+            vec![
+                b"ab",
+                b"ab\0",
+                b"a",
+                b"",
+                b"ab\0\0\0\0\0\0\0\0\x01",
+                b"ab\0\0\0\0\0\0\0\0",
+            ],
+            vec![
+                b"prefix-0123456789-b",
+                b"prefix-0123456789-a",
+                b"prefix-01234567",
+                b"prefix-\xff",
+                b"prefix-",
+            ],
+        ];
+        for keys in cases {
+            let got: Vec<&[u8]> = sorted_order(&keys)
+                .into_iter()
+                .map(|(_, i)| keys[i as usize])
+                .collect();
+            let mut want = keys.clone();
+            want.sort();
+            assert_eq!(got, want);
+        }
+    }
 }

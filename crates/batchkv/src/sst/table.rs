@@ -5,19 +5,24 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use super::block::iter::{collect_entries, search_restarts, BlockIter, SCAN_PREFETCH_BYTES};
+use super::block::fences::IndexFences;
+use super::block::iter::{
+    collect_entries, search_restart, search_restarts, seek_entry_from_restart, BlockIter,
+    SCAN_PREFETCH_BYTES,
+};
 use super::block::{Block, KeyOrder};
 use super::filter::{filter_hash, BloomFilter};
 use super::format::{finish_block, read_block, stored_block_len, BlockHandle, Footer, FOOTER_LEN};
 use super::properties::TableProperties;
 use super::{TableOptions, FILTER_BLOCK_NAME, PROPERTIES_BLOCK_NAME};
+use crate::cache::block_cache::{BatchBuffers, BlockKey};
 use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
 use crate::iter::InternalIterator;
 use crate::key::{
     compare_internal_keys, lookup_key, lookup_trailer, parse_internal_key, SequenceNumber,
-    ValueType, TRAILER_LEN,
+    ValueType,
 };
 use crate::range_del::block::{self as range_del_block, RANGE_DEL_BLOCK_NAME};
 use crate::range_del::TableRangeDels;
@@ -63,6 +68,9 @@ pub(crate) struct Table {
     /// Data-block restart interval (a property; the separated layout needs it).
     data_restart_interval: usize,
     index: Arc<Block>,
+    /// The index's dense search summary for batched lookups; `None` for
+    /// an index block it cannot summarize (they search the block itself).
+    index_fences: Option<IndexFences>,
     filter: Option<BloomFilter>,
     properties: TableProperties,
     /// End of the block region (start of the footer): every block handle
@@ -182,6 +190,7 @@ impl Table {
             opts,
             cache,
             data_restart_interval,
+            index_fences: IndexFences::new(&index),
             index: Arc::new(index),
             filter,
             properties,
@@ -303,15 +312,18 @@ impl Table {
     /// The batch goes through in phases, so the cache misses of different
     /// keys overlap instead of queueing one after another:
     /// 1. filter: hash every key and prefetch its filter line, then probe;
-    /// 2. locate: the binary searches of the index run in lockstep
-    ///    ([`search_restarts`]: each round prefetches every search's next
-    ///    probe before comparing any); then one forward pass of an index
-    ///    iterator fetches each key's block (keys ascend, so a key at or
-    ///    below the current separator reuses the block at hand);
-    /// 3. search each key in its block, the searches again in lockstep.
-    ///    A block whose entries all sort
-    ///    before the key sends it down the single-key path, so a block
-    ///    chosen too early costs time, never a wrong answer.
+    /// 2. locate: the binary searches over the index's [`IndexFences`]
+    ///    run in lockstep (tables without fences search the index block
+    ///    in lockstep, [`search_restarts`]); keys landing in the same
+    ///    entry share its block; then the block cache lookups, batched;
+    /// 3. search each key in its block, a software pipeline over the keys
+    ///    (restart slot, probe key, restart search and scan prefetch,
+    ///    scan: each stage some keys behind the one before). A block whose
+    ///    entries all sort before the key sends it down the single-key
+    ///    path, so a block chosen too early costs time, never a wrong
+    ///    answer.
+    ///
+    /// Its buffers are kept per thread between calls.
     #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn multi_get_with(
         &self,
@@ -334,45 +346,244 @@ impl Table {
         on_result: &mut OnFoundInBlock<'_>,
     ) {
         debug_assert!(keys.windows(2).all(|w| w[0] < w[1]), "keys must ascend");
+        SCRATCH.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut scratch) => {
+                self.multi_get_in(&mut scratch, keys, seq, ro, on_result);
+                scratch.reset();
+            }
+            // Called again from inside `on_result`: buffers of its own.
+            Err(_) => self.multi_get_in(&mut MultiGetScratch::default(), keys, seq, ro, on_result),
+        });
+    }
+
+    /// [`Table::multi_get_blocks`] with its buffers.
+    fn multi_get_in(
+        &self,
+        sc: &mut MultiGetScratch,
+        keys: &[&[u8]],
+        seq: SequenceNumber,
+        ro: BlockReadOptions,
+        on_result: &mut OnFoundInBlock<'_>,
+    ) {
         // 1. Filter.
-        let candidates: Vec<usize> = match &self.filter {
+        sc.candidates.clear();
+        match &self.filter {
             Some(f) => {
-                let hashes: Vec<u64> = keys.iter().map(|k| filter_hash(k)).collect();
-                for &h in &hashes {
+                sc.hashes.clear();
+                sc.hashes.extend(keys.iter().map(|k| filter_hash(k)));
+                for &h in &sc.hashes {
                     f.prefetch_hash(h);
                 }
-                (0..keys.len())
-                    .filter(|&j| f.may_contain_hash(hashes[j]))
-                    .collect()
+                let hashes = &sc.hashes;
+                sc.candidates
+                    .extend((0..keys.len()).filter(|&j| f.may_contain_hash(hashes[j])));
             }
-            None => (0..keys.len()).collect(),
+            None => sc.candidates.extend(0..keys.len()),
+        }
+        let candidates = &sc.candidates[..];
+
+        // 2. Locate each candidate's data block.
+        // Every candidate's lookup key, in one buffer.
+        sc.target_bytes.clear();
+        sc.target_ends.clear();
+        for &j in candidates {
+            sc.target_bytes.extend_from_slice(keys[j]);
+            sc.target_bytes
+                .extend_from_slice(&lookup_trailer(seq).to_le_bytes());
+            sc.target_ends.push(sc.target_bytes.len());
+        }
+        let mut targets: Vec<&[u8]> = recycle(std::mem::take(&mut sc.targets));
+        let mut at = 0;
+        for &end in &sc.target_ends {
+            targets.push(&sc.target_bytes[at..end]);
+            at = end;
+        }
+        // (candidate index into `candidates`, index into `handles`)
+        let wanted = &mut sc.wanted;
+        let handles = &mut sc.handles;
+        wanted.clear();
+        handles.clear();
+        let located = match &self.index_fences {
+            Some(fences) => {
+                // Targets ascend, so a target landing in the previous
+                // key's entry reuses its handle.
+                fences.seek_batch(
+                    &self.index,
+                    &targets,
+                    (&mut sc.fences, &mut sc.bases),
+                    &mut sc.entries,
+                );
+                let mut last_entry = usize::MAX;
+                for ((n, &j), entry) in candidates.iter().enumerate().zip(sc.entries.drain(..)) {
+                    match entry {
+                        Ok(e) if e == fences.len() => break, // past the last key, so are the rest
+                        Ok(e) => {
+                            if e != last_entry {
+                                handles.push(fences.handle(e));
+                                last_entry = e;
+                            }
+                            wanted.push((n, handles.len() - 1));
+                        }
+                        Err(e) => on_result(j, Err(e), None),
+                    }
+                }
+                true
+            }
+            None => self
+                .locate_by_search(candidates, &targets, wanted, handles, on_result)
+                .is_continue(),
         };
 
-        // 2. Locate each candidate's data block: the index searches in
-        //    lockstep, then one forward pass over the index.
-        // Every candidate's lookup key, in one buffer.
-        let mut target_bytes: Vec<u8> = Vec::with_capacity(
-            candidates
-                .iter()
-                .map(|&j| keys[j].len() + TRAILER_LEN)
-                .sum(),
-        );
-        for &j in &candidates {
-            target_bytes.extend_from_slice(keys[j]);
-            target_bytes.extend_from_slice(&lookup_trailer(seq).to_le_bytes());
+        if located {
+            // Fetch the blocks: cache lookups batched, then the misses
+            // from the file.
+            self.read_data_blocks(&sc.handles, ro, &mut sc.block_buffers, &mut sc.blocks);
+            self.search_blocks(
+                keys,
+                seq,
+                ro,
+                candidates,
+                &targets,
+                &sc.wanted,
+                &sc.blocks,
+                &mut sc.key,
+                on_result,
+            );
         }
-        let mut targets: Vec<&[u8]> = Vec::with_capacity(candidates.len());
-        let mut rest = &target_bytes[..];
-        for &j in &candidates {
-            let (t, r) = rest.split_at(keys[j].len() + TRAILER_LEN);
-            targets.push(t);
-            rest = r;
+        targets.clear();
+        sc.targets = recycle(targets);
+    }
+
+    /// Phase 3 of [`Table::multi_get_blocks`]: searches each located
+    /// candidate's block, the restart searches in lockstep, then the scans.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one call site, the phase's inputs"
+    )]
+    fn search_blocks(
+        &self,
+        keys: &[&[u8]],
+        seq: SequenceNumber,
+        ro: BlockReadOptions,
+        candidates: &[usize],
+        targets: &[&[u8]],
+        wanted: &[(usize, usize)],
+        blocks: &[Result<Arc<Block>>],
+        key: &mut Vec<u8>,
+        on_result: &mut OnFoundInBlock<'_>,
+    ) {
+        // Blocks found, with their candidates.
+        let mut located: Vec<(usize, &Arc<Block>)> = Vec::with_capacity(wanted.len());
+        for &(n, h) in wanted {
+            match &blocks[h] {
+                Ok(b) => located.push((n, b)),
+                Err(e) => on_result(candidates[n], Err(e.clone()), None),
+            }
         }
+        // A software pipeline over the keys, each stage PIPELINE_DISTANCE
+        // keys behind the one before: prefetch the restart slot the
+        // block's binary search probes first; prefetch the key that slot
+        // points at; search the restart array and prefetch the entries the
+        // scan will read; scan. Each key's misses are in flight while the
+        // keys ahead of it are worked on, and a bounded number at a time.
+        const D: usize = PIPELINE_DISTANCE;
+        let m = located.len();
+        let mut restarts: Vec<Result<usize>> = Vec::with_capacity(m);
+        for step in 0..m + 3 * D {
+            if let Some((_, b)) = located.get(step) {
+                b.prefetch_first_probe_slot();
+            }
+            if let Some((_, b)) = step.checked_sub(D).and_then(|k| located.get(k)) {
+                b.prefetch_first_probe_key();
+            }
+            if let Some(&(n, b)) = step.checked_sub(2 * D).and_then(|k| located.get(k)) {
+                let r = search_restart(b, targets[n]);
+                if let Ok(r) = r {
+                    b.prefetch_scan(r, SCAN_PREFETCH_BYTES);
+                }
+                restarts.push(r);
+            }
+            let Some(k) = step.checked_sub(3 * D).filter(|&k| k < m) else {
+                continue;
+            };
+            let (n, block) = located[k];
+            let (j, target) = (candidates[n], targets[n]);
+            let restart = match std::mem::replace(&mut restarts[k], Ok(0)) {
+                Ok(r) => r,
+                Err(e) => {
+                    on_result(j, Err(e), None);
+                    continue;
+                }
+            };
+            let found = if block.is_interleaved() {
+                match seek_entry_from_restart(block, restart, target, key) {
+                    Ok(Some((at, value))) => Some((at, &key[..], block.bytes(value))),
+                    Ok(None) => None,
+                    Err(e) => {
+                        on_result(j, Err(e), None);
+                        continue;
+                    }
+                }
+            } else {
+                // Separated layout: the iterator tracks the value offsets.
+                let mut it = BlockIter::new(Arc::clone(block));
+                it.seek_from_restart(restart, target);
+                if let Err(e) = it.status() {
+                    on_result(j, Err(e), None);
+                    continue;
+                }
+                if it.valid() {
+                    key.clear();
+                    key.extend_from_slice(it.key());
+                    let at = it.offset();
+                    let value = block.range_of(it.value()).unwrap_or(0..0);
+                    Some((at, &key[..], block.bytes(value)))
+                } else {
+                    None
+                }
+            };
+            let Some((at, found_key, value)) = found else {
+                // Every entry of the block sorts before `target` (it lies
+                // between the block's last key and the separator). With
+                // this crate's shortened separators only an absent key gets
+                // here; a table whose separators were chosen otherwise may
+                // hold the answer in a later block. Take the single-key path.
+                match self.get_with(keys[j], seq, ro) {
+                    Ok(Some((t, v))) => on_result(j, Ok((t, &v)), None),
+                    Ok(None) => {}
+                    Err(e) => on_result(j, Err(e), None),
+                }
+                continue;
+            };
+            match parse_internal_key(found_key) {
+                None => on_result(
+                    j,
+                    Err(block.corruption(at, "entry has an unknown value type")),
+                    None,
+                ),
+                Some(p) if p.user_key == keys[j] => {
+                    on_result(j, Ok((p.value_type, value)), Some(block))
+                }
+                Some(_) => {}
+            }
+        }
+    }
+
+    /// Locates the candidates' data blocks by searching the index block
+    /// (tables without [`IndexFences`]): the binary searches in lockstep,
+    /// then one forward pass of an index iterator. Pushes each located
+    /// candidate to `wanted` and the distinct handles to `handles`; breaks
+    /// after reporting an index error to every remaining candidate.
+    fn locate_by_search(
+        &self,
+        candidates: &[usize],
+        targets: &[&[u8]],
+        wanted: &mut Vec<(usize, usize)>,
+        handles: &mut Vec<BlockHandle>,
+        on_result: &mut OnFoundInBlock<'_>,
+    ) -> std::ops::ControlFlow<()> {
         let searches: Vec<(&Block, &[u8])> = targets.iter().map(|&t| (&*self.index, t)).collect();
         let index_restarts = search_restarts(&searches);
-        // (candidate index into `candidates`, index into `handles`)
-        let mut wanted: Vec<(usize, usize)> = Vec::with_capacity(candidates.len());
-        let mut handles: Vec<BlockHandle> = Vec::with_capacity(candidates.len());
         let mut index = BlockIter::new(self.index.clone());
         for (n, &j) in candidates.iter().enumerate() {
             let target = targets[n];
@@ -396,7 +607,7 @@ impl Table {
                         for &rest in &candidates[n..] {
                             on_result(rest, Err(e.clone()), None);
                         }
-                        return;
+                        return std::ops::ControlFlow::Break(());
                     }
                     break; // past the table's last key, and so are the keys after
                 }
@@ -412,65 +623,7 @@ impl Table {
             }
             wanted.push((n, handles.len() - 1));
         }
-
-        // Fetch the blocks: cache lookups batched, then the misses from
-        // the file.
-        let blocks = self.read_data_blocks(&handles, ro);
-        let mut located: Vec<(usize, &[u8], Arc<Block>)> = Vec::with_capacity(wanted.len());
-        for (n, h) in wanted {
-            let j = candidates[n];
-            match &blocks[h] {
-                Ok(b) => located.push((j, targets[n], Arc::clone(b))),
-                Err(e) => on_result(j, Err(e.clone()), None),
-            }
-        }
-
-        // 3. Search the blocks, again in lockstep.
-        let searches: Vec<(&Block, &[u8])> = located.iter().map(|(_, t, b)| (&**b, *t)).collect();
-        let block_restarts = search_restarts(&searches);
-        for ((_, _, block), r) in located.iter().zip(&block_restarts) {
-            if let Ok(r) = r {
-                block.prefetch_scan(*r, SCAN_PREFETCH_BYTES);
-            }
-        }
-        for ((j, target, block), restart) in located.into_iter().zip(block_restarts) {
-            let mut it = BlockIter::new(block);
-            match restart {
-                Ok(r) => it.seek_from_restart(r, target),
-                Err(e) => {
-                    on_result(j, Err(e), None);
-                    continue;
-                }
-            }
-            if let Err(e) = it.status() {
-                on_result(j, Err(e), None);
-                continue;
-            }
-            if !it.valid() {
-                // Every entry of the block sorts before `target` (it lies
-                // between the block's last key and the separator). With
-                // this crate's shortened separators only an absent key gets
-                // here; a table whose separators were chosen otherwise may
-                // hold the answer in a later block. Take the single-key path.
-                match self.get_with(keys[j], seq, ro) {
-                    Ok(Some((t, v))) => on_result(j, Ok((t, &v)), None),
-                    Ok(None) => {}
-                    Err(e) => on_result(j, Err(e), None),
-                }
-                continue;
-            }
-            match parse_internal_key(it.key()) {
-                None => on_result(
-                    j,
-                    Err(it.corruption_here("entry has an unknown value type")),
-                    None,
-                ),
-                Some(p) if p.user_key == keys[j] => {
-                    on_result(j, Ok((p.value_type, it.value())), Some(it.block()))
-                }
-                Some(_) => {}
-            }
-        }
+        std::ops::ControlFlow::Continue(())
     }
 
     /// The block handle an index entry holds.
@@ -496,27 +649,29 @@ impl Table {
         self.load_data_block(handle, ro)
     }
 
-    /// [`Table::read_data_block`] for many handles: the block cache
-    /// lookups of all of them at once ([`BlockCache::get_batch`]), then
-    /// the misses from the file, in handle order.
+    /// [`Table::read_data_block`] for many handles, into `out` (in handle
+    /// order): the block cache lookups of all of them at once
+    /// ([`BlockCache::get_batch`]), then the misses from the file.
     fn read_data_blocks(
         &self,
         handles: &[BlockHandle],
         ro: BlockReadOptions,
-    ) -> Vec<Result<Arc<Block>>> {
-        let mut cached = Vec::new();
+        sc: &mut BlockBuffers,
+        out: &mut Vec<Result<Arc<Block>>>,
+    ) {
+        out.clear();
+        sc.cached.clear();
         if let Some((cache, number)) = &self.cache {
-            let keys: Vec<_> = handles.iter().map(|h| (*number, h.offset)).collect();
-            cache.get_batch(&keys, &mut cached);
+            sc.cache_keys.clear();
+            sc.cache_keys
+                .extend(handles.iter().map(|h| (*number, h.offset)));
+            cache.get_batch(&sc.cache_keys, &mut sc.batch, &mut sc.cached);
         }
-        let mut cached = cached.into_iter();
-        handles
-            .iter()
-            .map(|&h| match cached.next().flatten() {
-                Some(b) => Ok(b),
-                None => self.load_data_block(h, ro),
-            })
-            .collect()
+        let mut cached = sc.cached.drain(..);
+        out.extend(handles.iter().map(|&h| match cached.next().flatten() {
+            Some(b) => Ok(b),
+            None => self.load_data_block(h, ro),
+        }));
     }
 
     /// [`Table::read_data_block`] for an iterator moving forward: a miss
@@ -605,6 +760,78 @@ impl Table {
             readahead: Readahead::default(),
         }
     }
+}
+
+/// Keys between two stages of the pipeline of a batch's block searches
+/// ([`Table::search_blocks`]).
+const PIPELINE_DISTANCE: usize = 8;
+
+/// The buffers of [`Table::multi_get_blocks`], kept per thread between
+/// calls so that a call in the steady state allocates nothing.
+#[derive(Default)]
+struct MultiGetScratch {
+    candidates: Vec<usize>,
+    hashes: Vec<u64>,
+    target_bytes: Vec<u8>,
+    target_ends: Vec<usize>,
+    /// Always empty between uses ([`recycle`]d to borrow the targets).
+    targets: Vec<&'static [u8]>,
+    /// [`IndexFences::seek_batch`]'s buffers and results.
+    fences: Vec<u64>,
+    bases: Vec<usize>,
+    entries: Vec<Result<usize>>,
+    wanted: Vec<(usize, usize)>,
+    handles: Vec<BlockHandle>,
+    block_buffers: BlockBuffers,
+    blocks: Vec<Result<Arc<Block>>>,
+    key: Vec<u8>,
+}
+
+/// The buffers of [`Table::read_data_blocks`].
+#[derive(Default)]
+struct BlockBuffers {
+    cache_keys: Vec<BlockKey>,
+    batch: BatchBuffers,
+    cached: Vec<Option<Arc<Block>>>,
+}
+
+/// Elements kept at most by a buffer between calls (a huge batch does not
+/// pin its memory).
+const SCRATCH_KEEP: usize = 4096;
+
+impl MultiGetScratch {
+    /// Drops the blocks held and shrinks buffers a huge batch grew.
+    fn reset(&mut self) {
+        self.blocks.clear();
+        if self.target_bytes.capacity() > 64 * SCRATCH_KEEP {
+            *self = MultiGetScratch::default();
+        } else if self.candidates.capacity() > SCRATCH_KEEP {
+            self.candidates.shrink_to(SCRATCH_KEEP);
+            self.hashes.shrink_to(SCRATCH_KEEP);
+            self.target_ends.shrink_to(SCRATCH_KEEP);
+            self.fences.shrink_to(SCRATCH_KEEP);
+            self.bases.shrink_to(SCRATCH_KEEP);
+            self.entries.shrink_to(SCRATCH_KEEP);
+            self.wanted.shrink_to(SCRATCH_KEEP);
+            self.handles.shrink_to(SCRATCH_KEEP);
+            self.block_buffers = BlockBuffers::default();
+            self.blocks.shrink_to(SCRATCH_KEEP);
+        }
+    }
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<MultiGetScratch> =
+        std::cell::RefCell::new(MultiGetScratch::default());
+}
+
+/// An empty vector with `v`'s allocation, for elements of another lifetime
+/// (the same type otherwise, so the collect reuses the allocation in place).
+fn recycle<'a, 'b>(mut v: Vec<&'a [u8]>) -> Vec<&'b [u8]> {
+    v.clear();
+    v.into_iter()
+        .map(|_| -> &'b [u8] { unreachable!() })
+        .collect()
 }
 
 /// Two-level iterator: the index iterator picks a data block, a block

@@ -772,3 +772,58 @@ fn readahead_blocks_are_checksummed() {
     assert!(e.to_string().contains("checksum"), "{e}");
     assert!(got.len() < entries.len());
 }
+
+/// A damaged data block fails the batch lookups of exactly the keys whose
+/// block it is, each with its own error, as `get` fails them; the other
+/// keys of the same batch are answered (with and without a block cache).
+#[test]
+fn a_damaged_block_fails_its_keys_of_a_batch_one_by_one() {
+    let entries: Entries = (0..400u32)
+        .map(|i| {
+            (
+                ik(format!("key{i:05}").as_bytes(), 1, ValueType::Value),
+                vec![b'v'; 40],
+            )
+        })
+        .collect();
+    let opts = TableOptions {
+        block_size: 512,
+        ..TableOptions::default()
+    };
+    let (mut bytes, _) = build_in_memory(&entries, &opts);
+    // A byte in the first data block and one in a later one.
+    bytes[100] ^= 0x55;
+    bytes[3000] ^= 0x55;
+    let cache = Arc::new(crate::cache::BlockCache::new(1 << 20));
+    let tables = [
+        open_mem(bytes.clone(), &opts).unwrap(),
+        super::tests_support::open_mem_cached(bytes, &opts, Some((cache, 7))),
+    ];
+    let user_keys: Vec<Vec<u8>> = (0..400u32)
+        .map(|i| format!("key{i:05}").into_bytes())
+        .chain(std::iter::once(b"zzz".to_vec()))
+        .collect();
+    let batch: Vec<&[u8]> = user_keys.iter().map(Vec::as_slice).collect();
+    for table in &tables {
+        type Got = Option<Result<(ValueType, Vec<u8>), Error>>;
+        let mut got: Vec<Got> = vec![None; batch.len()];
+        table.multi_get_with(&batch, 2, BlockReadOptions::default(), &mut |j, r| {
+            assert!(got[j].is_none(), "key {j} reported twice");
+            got[j] = Some(r.map(|(t, v)| (t, v.to_vec())));
+        });
+        let (mut failed, mut found) = (0, 0);
+        for (j, k) in batch.iter().enumerate() {
+            match (table.get(k, 2), &got[j]) {
+                (Err(_), Some(Err(Error::Corruption { .. }))) => failed += 1,
+                (Ok(want), got) => {
+                    let got = got.as_ref().map(|r| r.as_ref().unwrap().clone());
+                    assert_eq!(got, want, "key {}", String::from_utf8_lossy(k));
+                    found += usize::from(want.is_some());
+                }
+                (want, got) => panic!("key {j}: get {want:?}, multi_get {got:?}"),
+            }
+        }
+        assert!((2..100).contains(&failed), "{failed} keys failed");
+        assert_eq!(found + failed, 400);
+    }
+}

@@ -80,9 +80,9 @@ impl BlockIter {
         }
     }
 
-    /// The block this iterator walks.
-    pub(crate) fn block(&self) -> &Arc<Block> {
-        &self.block
+    /// Offset of the current entry in the block (`data_end` when invalid).
+    pub(crate) fn offset(&self) -> usize {
+        self.current
     }
 
     /// A corruption error about the current entry (for checks made by callers).
@@ -219,6 +219,88 @@ impl BlockIter {
     }
 }
 
+/// [`BlockIter::seek_from_restart`] for a point lookup in an interleaved
+/// block, without an iterator: scans from restart point `restart` (clamped
+/// to the last) to the first entry whose key is at or above `target`,
+/// rebuilding keys in `key` (a buffer the caller reuses across lookups).
+/// Returns that entry's offset and value range, with its whole key left in
+/// `key`, or `None` if every entry from there on sorts below `target`. The
+/// entries get the iterator's checks; only interleaved blocks are accepted.
+pub(crate) fn seek_entry_from_restart(
+    block: &Block,
+    restart: usize,
+    target: &[u8],
+    key: &mut Vec<u8>,
+) -> Result<Option<(usize, Range<usize>)>> {
+    if block.layout != Layout::Interleaved {
+        return Err(block.corruption(0, "internal: point scan of a separated block"));
+    }
+    let mut r = restart.min(block.restart_count - 1);
+    let mut p = block.restart(r);
+    let mut restart_at = p;
+    // Offset of the next restart point (`data_end` past the last).
+    let mut next_restart = if r + 1 < block.restart_count {
+        block.restart(r + 1)
+    } else {
+        block.data_end
+    };
+    let mut at_restart = true;
+    key.clear();
+    while p < block.data_end {
+        // Inline fast path of `decode_entry`: three one-byte lengths and
+        // an entry inside the block (anything else, errors included, goes
+        // through `decode_entry`).
+        let e = match block.contents[..block.data_end].get(p..p + 3) {
+            Some(&[s, k, v]) if (s | k | v) < 0x80 => {
+                let key_start = p + 3;
+                let key_end = key_start + usize::from(k);
+                let next = key_end + usize::from(v);
+                if next <= block.data_end {
+                    RawEntry {
+                        shared: usize::from(s),
+                        key_delta: key_start..key_end,
+                        value_len: usize::from(v),
+                        value_start: Some(key_end),
+                        next,
+                    }
+                } else {
+                    decode_entry(block, p, at_restart)?
+                }
+            }
+            _ => decode_entry(block, p, at_restart)?,
+        };
+        if e.shared > key.len() || (at_restart && e.shared != 0) {
+            return Err(block.corruption(
+                p,
+                "entry shares more key bytes than the previous key has (or a restart entry shares any)",
+            ));
+        }
+        key.truncate(e.shared);
+        key.extend_from_slice(&block.contents[e.key_delta]);
+        if block.order == KeyOrder::Internal && key.len() < TRAILER_LEN {
+            return Err(block.corruption(p, "internal key shorter than its 8-byte trailer"));
+        }
+        if block.order.compare(key, target) != Ordering::Less {
+            let start = e.next - e.value_len;
+            return Ok(Some((p, start..e.next)));
+        }
+        p = e.next;
+        // The last restart point at or before `p` (restart offsets
+        // ascend and lie below `data_end`, the sentinel).
+        while next_restart <= p && next_restart < block.data_end {
+            r += 1;
+            restart_at = next_restart;
+            next_restart = if r + 1 < block.restart_count {
+                block.restart(r + 1)
+            } else {
+                block.data_end
+            };
+        }
+        at_restart = restart_at == p;
+    }
+    Ok(None)
+}
+
 /// How the key at restart point `i` of `block` compares with `target`.
 fn restart_key_order(block: &Block, i: usize, target: &[u8]) -> Result<Ordering> {
     let p = block.restart(i);
@@ -231,6 +313,26 @@ fn restart_key_order(block: &Block, i: usize, target: &[u8]) -> Result<Ordering>
         return Err(block.corruption(p, "internal key shorter than its 8-byte trailer"));
     }
     Ok(block.order.compare(key, target))
+}
+
+/// The entry at restart point `i` of the interleaved block `block`: its
+/// whole key, its value, and where the next entry starts. Checked as an
+/// iterator would check it.
+pub(crate) fn restart_entry(block: &Block, i: usize) -> Result<(&[u8], &[u8], usize)> {
+    let p = block.restart(i);
+    let e = decode_entry(block, p, true)?;
+    if e.shared != 0 {
+        return Err(block.corruption(p, "restart entry has a shared key prefix"));
+    }
+    let key = &block.contents[e.key_delta];
+    if block.order == KeyOrder::Internal && key.len() < TRAILER_LEN {
+        return Err(block.corruption(p, "internal key shorter than its 8-byte trailer"));
+    }
+    let value = match e.value_start {
+        Some(s) if block.layout == Layout::Interleaved => &block.contents[s..s + e.value_len],
+        _ => return Err(block.corruption(p, "not an interleaved block")),
+    };
+    Ok((key, value, e.next))
 }
 
 /// Decodes the entry header at `p` of `b` (a restart point if
@@ -384,7 +486,7 @@ impl RestartSearch {
 }
 
 /// The plain binary search of [`InternalIterator::seek`].
-fn search_restart(block: &Block, target: &[u8]) -> Result<usize> {
+pub(crate) fn search_restart(block: &Block, target: &[u8]) -> Result<usize> {
     let mut s = RestartSearch::new(block);
     while !s.done() {
         s.step(block, target)?;

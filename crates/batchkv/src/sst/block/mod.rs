@@ -33,6 +33,7 @@
 //! 4. No unknown footer-word bit is set; the separated bit only in data
 //!    blocks, and only with a restart interval `>= 1`.
 pub(crate) mod builder;
+pub(crate) mod fences;
 pub(crate) mod iter;
 #[cfg(test)]
 mod tests;
@@ -237,6 +238,33 @@ impl Block {
         decode_fixed32(&self.contents[p..p + 4]) as usize
     }
 
+    /// The restart point a binary search of this block probes first
+    /// (`None` with a single restart point: no probe).
+    #[inline]
+    fn first_probe(&self) -> Option<usize> {
+        (self.restart_count > 1).then(|| (self.restart_count - 1).div_ceil(2))
+    }
+
+    /// Starts fetching the restart slot a search probes first.
+    #[inline]
+    pub(crate) fn prefetch_first_probe_slot(&self) {
+        if let Some(p) = self.first_probe() {
+            prefetch_read(
+                self.contents
+                    .as_ptr()
+                    .wrapping_add(self.restarts_at + 4 * p),
+            );
+        }
+    }
+
+    /// Starts fetching the key a search probes first (reads its slot).
+    #[inline]
+    pub(crate) fn prefetch_first_probe_key(&self) {
+        if let Some(p) = self.first_probe() {
+            prefetch_read(self.contents.as_ptr().wrapping_add(self.restart(p)));
+        }
+    }
+
     /// Starts fetching the entries a seek scans from restart point `r`
     /// (those up to the next restart point), at most `max_bytes` of them,
     /// so that the scans of a batch overlap their cache misses. Only a
@@ -253,6 +281,12 @@ impl Block {
         for off in (start..end).step_by(64) {
             prefetch_read(self.contents[off..].as_ptr());
         }
+    }
+
+    /// True for the interleaved layout (keys and values side by side).
+    #[inline]
+    pub(crate) fn is_interleaved(&self) -> bool {
+        self.layout == Layout::Interleaved
     }
 
     /// Where `part` (a slice of this block, such as a value an iterator

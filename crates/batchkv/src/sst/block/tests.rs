@@ -6,11 +6,13 @@ use std::sync::Arc;
 use proptest::prelude::*;
 
 use super::builder::BlockBuilder;
+use super::fences::IndexFences;
 use super::iter::{search_restarts, BlockIter};
 use super::{Block, KeyOrder, Layout};
 use crate::coding::put_fixed32;
 use crate::iter::{scan_backward, scan_forward, InternalIterator};
 use crate::key::{append_internal_key, compare_internal_keys, ValueType};
+use crate::sst::format::BlockHandle;
 
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
@@ -479,4 +481,188 @@ fn empty_block_is_valid_and_empty() {
     it.seek_for_prev(b"zzzzzzzzzzzz");
     assert!(!it.valid());
     assert!(it.status().is_ok());
+}
+
+/// An index-like block of `entries`' keys (restart interval 1), each value
+/// the handle of a made-up block numbered by position.
+fn index_block(entries: &Entries) -> Block {
+    let mut b = BlockBuilder::new(1);
+    for (i, (k, _)) in entries.iter().enumerate() {
+        let mut v = Vec::new();
+        BlockHandle {
+            offset: i as u64 * 100,
+            size: i as u64,
+        }
+        .encode_to(&mut v);
+        b.add(k, &v);
+    }
+    Block::new(b.finish(), KeyOrder::Internal, "test".into(), 0).unwrap()
+}
+
+/// Sorted distinct internal keys sharing a long prefix (as the keys of most
+/// tables do), with an outlier below and above it sometimes (as the short
+/// successor an index ends with).
+fn prefixed_entries_strategy() -> impl Strategy<Value = Entries> {
+    (
+        proptest::collection::vec(any::<u8>(), 0..20),
+        proptest::collection::vec((proptest::collection::vec(0u8..3, 0..14), 0u64..3), 0..80),
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(|(prefix, suffixes, low, high)| {
+            let mut v: Entries = Vec::new();
+            let mut push = |uk: &[u8], seq: u64| {
+                let mut k = Vec::new();
+                append_internal_key(&mut k, uk, seq, ValueType::Value);
+                v.push((k, Vec::new()));
+            };
+            for (s, seq) in suffixes {
+                let mut uk = prefix.clone();
+                uk.extend_from_slice(&s);
+                push(&uk, seq);
+            }
+            if low && !prefix.is_empty() {
+                push(&prefix[..prefix.len() - 1], 0);
+            }
+            if high {
+                push(&[0xff; 3], 0);
+                push(&[0xfe], 0);
+            }
+            v.sort_by(|a, b| compare_internal_keys(&a.0, &b.0));
+            v.dedup_by(|a, b| a.0 == b.0);
+            v
+        })
+}
+
+/// Checks [`IndexFences::seek`] against a linear scan for every target,
+/// from 0 and from the previous target's answer in ascending order.
+fn check_fences(entries: &Entries) -> Result<(), TestCaseError> {
+    let block = index_block(entries);
+    let fences = IndexFences::new(&block).expect("an index-like block has fences");
+    prop_assert_eq!(fences.len(), entries.len());
+    for i in 0..entries.len() {
+        prop_assert_eq!(fences.handle(i).offset, i as u64 * 100);
+    }
+    let mut ts = targets(entries);
+    // Between neighbours, too: a key one byte past each.
+    for (k, _) in entries {
+        let mut x = k[..k.len() - 8].to_vec();
+        x.push(0xff);
+        let mut t = Vec::new();
+        append_internal_key(&mut t, &x, 0, ValueType::Value);
+        ts.push(t);
+    }
+    ts.sort_by(|a, b| compare_internal_keys(a, b));
+    let refs: Vec<&[u8]> = ts.iter().map(Vec::as_slice).collect();
+    let mut batch = Vec::new();
+    fences.seek_batch(
+        &block,
+        &refs,
+        (&mut Vec::new(), &mut Vec::new()),
+        &mut batch,
+    );
+    prop_assert_eq!(batch.len(), ts.len());
+    let mut from = 0;
+    for (t, in_batch) in ts.iter().zip(batch) {
+        let want = entries
+            .iter()
+            .position(|(k, _)| compare_internal_keys(k, t) != Ordering::Less)
+            .unwrap_or(entries.len());
+        prop_assert_eq!(in_batch.unwrap(), want);
+        prop_assert_eq!(fences.seek(&block, t, 0).unwrap(), want);
+        let got = fences.seek(&block, t, from).unwrap();
+        prop_assert_eq!(got, want);
+        from = got;
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    #[test]
+    fn index_fences_seek_matches_a_scan(entries in entries_strategy()) {
+        check_fences(&entries)?;
+    }
+
+    #[test]
+    fn index_fences_seek_matches_a_scan_under_a_shared_prefix(
+        entries in prefixed_entries_strategy(),
+    ) {
+        check_fences(&entries)?;
+    }
+}
+
+#[test]
+fn index_fences_only_for_index_like_blocks() {
+    let entries: Entries = (0..40u32)
+        .map(|i| {
+            let mut k = Vec::new();
+            append_internal_key(&mut k, format!("key{i:04}").as_bytes(), 1, ValueType::Value);
+            (k, Vec::new())
+        })
+        .collect();
+    assert!(IndexFences::new(&index_block(&entries)).is_some());
+    // Not every entry a restart point.
+    let mut b = BlockBuilder::new(4);
+    for (k, _) in &entries {
+        let mut v = Vec::new();
+        BlockHandle { offset: 0, size: 1 }.encode_to(&mut v);
+        b.add(k, &v);
+    }
+    let block = Block::new(b.finish(), KeyOrder::Internal, "t".into(), 0).unwrap();
+    assert!(IndexFences::new(&block).is_none());
+    // A value that is not a block handle.
+    let mut b = BlockBuilder::new(1);
+    for (k, _) in &entries {
+        b.add(k, b"not a handle, too long");
+    }
+    let block = Block::new(b.finish(), KeyOrder::Internal, "t".into(), 0).unwrap();
+    assert!(IndexFences::new(&block).is_none());
+    // Bytewise blocks (meta blocks) get none; an empty index gets empty fences.
+    let block = Block::new(small_block(), KeyOrder::Bytewise, "t".into(), 0).unwrap();
+    assert!(IndexFences::new(&block).is_none());
+    let empty = Block::new(
+        BlockBuilder::new(1).finish(),
+        KeyOrder::Internal,
+        "t".into(),
+        0,
+    )
+    .unwrap();
+    let fences = IndexFences::new(&empty).unwrap();
+    assert_eq!(fences.len(), 0);
+    let mut t = Vec::new();
+    append_internal_key(&mut t, b"x", 1, ValueType::Value);
+    assert_eq!(fences.seek(&empty, &t, 0).unwrap(), 0);
+    let mut out = Vec::new();
+    fences.seek_batch(
+        &empty,
+        &[&t[..]],
+        (&mut Vec::new(), &mut Vec::new()),
+        &mut out,
+    );
+    assert_eq!(out.len(), 1);
+    assert_eq!(*out[0].as_ref().unwrap(), 0);
+}
+
+#[test]
+fn index_fences_skip_the_outliers_at_the_ends() {
+    // As a server's table: its keys under one prefix, then the short
+    // successor of the last one ("\x01") and a reserved key ("\xff…").
+    let mut entries: Entries = (0..1000u32)
+        .map(|i| {
+            let mut k = Vec::new();
+            let uk = format!("\0key:{:012}", 457_578 + 36 * i);
+            append_internal_key(&mut k, uk.as_bytes(), 1, ValueType::Value);
+            (k, Vec::new())
+        })
+        .collect();
+    for uk in [&b"\x01"[..], b"\xff__sync"] {
+        let mut k = Vec::new();
+        append_internal_key(&mut k, uk, 1, ValueType::Value);
+        entries.push((k, Vec::new()));
+    }
+    let fences = IndexFences::new(&index_block(&entries)).unwrap();
+    assert!(fences.duplicates() <= 1, "{}", fences.duplicates());
+    check_fences(&entries).unwrap();
 }

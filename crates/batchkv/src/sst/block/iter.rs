@@ -247,28 +247,7 @@ pub(crate) fn seek_entry_from_restart(
     let mut at_restart = true;
     key.clear();
     while p < block.data_end {
-        // Inline fast path of `decode_entry`: three one-byte lengths and
-        // an entry inside the block (anything else, errors included, goes
-        // through `decode_entry`).
-        let e = match block.contents[..block.data_end].get(p..p + 3) {
-            Some(&[s, k, v]) if (s | k | v) < 0x80 => {
-                let key_start = p + 3;
-                let key_end = key_start + usize::from(k);
-                let next = key_end + usize::from(v);
-                if next <= block.data_end {
-                    RawEntry {
-                        shared: usize::from(s),
-                        key_delta: key_start..key_end,
-                        value_len: usize::from(v),
-                        value_start: Some(key_end),
-                        next,
-                    }
-                } else {
-                    decode_entry(block, p, at_restart)?
-                }
-            }
-            _ => decode_entry(block, p, at_restart)?,
-        };
+        let e = decode_entry(block, p, at_restart)?;
         if e.shared > key.len() || (at_restart && e.shared != 0) {
             return Err(block.corruption(
                 p,
@@ -340,7 +319,35 @@ pub(crate) fn restart_entry(block: &Block, i: usize) -> Result<(&[u8], &[u8], us
 /// (keys section). This and the value resolution in
 /// [`BlockIter::parse_next`] are the only layout-specific code of the
 /// reader; neither reads value bytes.
+#[inline]
 fn decode_entry(b: &Block, p: usize, at_restart: bool) -> Result<RawEntry> {
+    // Fast path, inlined into every search and scan (`Db::get` included):
+    // an interleaved entry with three one-byte lengths, inside the entries.
+    // Anything else, errors included, takes the full path.
+    if b.layout == Layout::Interleaved {
+        if let Some(&[s, k, v]) = b.contents[..b.data_end].get(p..p + 3) {
+            if (s | k | v) < 0x80 {
+                let key_start = p + 3;
+                let key_end = key_start + usize::from(k);
+                let next = key_end + usize::from(v);
+                if next <= b.data_end {
+                    return Ok(RawEntry {
+                        shared: usize::from(s),
+                        key_delta: key_start..key_end,
+                        value_len: usize::from(v),
+                        value_start: Some(key_end),
+                        next,
+                    });
+                }
+            }
+        }
+    }
+    decode_entry_full(b, p, at_restart)
+}
+
+/// [`decode_entry`] for every layout and length, with its errors.
+#[inline(never)]
+fn decode_entry_full(b: &Block, p: usize, at_restart: bool) -> Result<RawEntry> {
     let data = &b.contents[..b.data_end];
     let bad = |what: &str| b.corruption(p, what);
     let rest = data

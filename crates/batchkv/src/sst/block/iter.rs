@@ -280,17 +280,25 @@ pub(crate) fn seek_entry_from_restart(
     Ok(None)
 }
 
-/// How the key at restart point `i` of `block` compares with `target`.
-fn restart_key_order(block: &Block, i: usize, target: &[u8]) -> Result<Ordering> {
+/// The decoded entry at restart point `i` of `block` and its whole key,
+/// checked as an iterator would check it.
+#[inline(always)]
+fn restart_key(block: &Block, i: usize) -> Result<(RawEntry, &[u8])> {
     let p = block.restart(i);
     let e = decode_entry(block, p, true)?;
     if e.shared != 0 {
         return Err(block.corruption(p, "restart entry has a shared key prefix"));
     }
-    let key = &block.contents[e.key_delta];
+    let key = &block.contents[e.key_delta.clone()];
     if block.order == KeyOrder::Internal && key.len() < TRAILER_LEN {
         return Err(block.corruption(p, "internal key shorter than its 8-byte trailer"));
     }
+    Ok((e, key))
+}
+
+/// How the key at restart point `i` of `block` compares with `target`.
+fn restart_key_order(block: &Block, i: usize, target: &[u8]) -> Result<Ordering> {
+    let (_, key) = restart_key(block, i)?;
     Ok(block.order.compare(key, target))
 }
 
@@ -298,18 +306,10 @@ fn restart_key_order(block: &Block, i: usize, target: &[u8]) -> Result<Ordering>
 /// whole key, its value, and where the next entry starts. Checked as an
 /// iterator would check it.
 pub(crate) fn restart_entry(block: &Block, i: usize) -> Result<(&[u8], &[u8], usize)> {
-    let p = block.restart(i);
-    let e = decode_entry(block, p, true)?;
-    if e.shared != 0 {
-        return Err(block.corruption(p, "restart entry has a shared key prefix"));
-    }
-    let key = &block.contents[e.key_delta];
-    if block.order == KeyOrder::Internal && key.len() < TRAILER_LEN {
-        return Err(block.corruption(p, "internal key shorter than its 8-byte trailer"));
-    }
+    let (e, key) = restart_key(block, i)?;
     let value = match e.value_start {
         Some(s) if block.layout == Layout::Interleaved => &block.contents[s..s + e.value_len],
-        _ => return Err(block.corruption(p, "not an interleaved block")),
+        _ => return Err(block.corruption(block.restart(i), "not an interleaved block")),
     };
     Ok((key, value, e.next))
 }

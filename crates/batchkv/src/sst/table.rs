@@ -446,7 +446,7 @@ impl Table {
                 &targets,
                 &sc.wanted,
                 &sc.blocks,
-                &mut sc.key,
+                &mut sc.search,
                 on_result,
             );
         }
@@ -469,17 +469,27 @@ impl Table {
         targets: &[&[u8]],
         wanted: &[(usize, usize)],
         blocks: &[Result<Arc<Block>>],
-        key: &mut Vec<u8>,
+        buf: &mut SearchBuffers,
         on_result: &mut OnFoundInBlock<'_>,
     ) {
-        // Blocks found, with their candidates.
-        let mut located: Vec<(usize, &Arc<Block>)> = Vec::with_capacity(wanted.len());
+        let SearchBuffers {
+            key,
+            located,
+            restarts,
+        } = buf;
+        // The candidates whose block was read: (index into `candidates`,
+        // index into `blocks`).
+        located.clear();
         for &(n, h) in wanted {
             match &blocks[h] {
-                Ok(b) => located.push((n, b)),
+                Ok(_) => located.push((n, h)),
                 Err(e) => on_result(candidates[n], Err(e.clone()), None),
             }
         }
+        let block_of = |h: usize| match &blocks[h] {
+            Ok(b) => b,
+            Err(_) => unreachable!("`located` holds only blocks that were read"),
+        };
         // A software pipeline over the keys, each stage PIPELINE_DISTANCE
         // keys behind the one before: prefetch the restart slot the
         // block's binary search probes first; prefetch the key that slot
@@ -488,15 +498,16 @@ impl Table {
         // keys ahead of it are worked on, and a bounded number at a time.
         const D: usize = PIPELINE_DISTANCE;
         let m = located.len();
-        let mut restarts: Vec<Result<usize>> = Vec::with_capacity(m);
+        restarts.clear();
         for step in 0..m + 3 * D {
-            if let Some((_, b)) = located.get(step) {
-                b.prefetch_first_probe_slot();
+            if let Some(&(_, h)) = located.get(step) {
+                block_of(h).prefetch_first_probe_slot();
             }
-            if let Some((_, b)) = step.checked_sub(D).and_then(|k| located.get(k)) {
-                b.prefetch_first_probe_key();
+            if let Some(&(_, h)) = step.checked_sub(D).and_then(|k| located.get(k)) {
+                block_of(h).prefetch_first_probe_key();
             }
-            if let Some(&(n, b)) = step.checked_sub(2 * D).and_then(|k| located.get(k)) {
+            if let Some(&(n, h)) = step.checked_sub(2 * D).and_then(|k| located.get(k)) {
+                let b = block_of(h);
                 let r = search_restart(b, targets[n]);
                 if let Ok(r) = r {
                     b.prefetch_scan(r, SCAN_PREFETCH_BYTES);
@@ -506,7 +517,8 @@ impl Table {
             let Some(k) = step.checked_sub(3 * D).filter(|&k| k < m) else {
                 continue;
             };
-            let (n, block) = located[k];
+            let (n, h) = located[k];
+            let block = block_of(h);
             let (j, target) = (candidates[n], targets[n]);
             let restart = match std::mem::replace(&mut restarts[k], Ok(0)) {
                 Ok(r) => r,
@@ -784,7 +796,19 @@ struct MultiGetScratch {
     handles: Vec<BlockHandle>,
     block_buffers: BlockBuffers,
     blocks: Vec<Result<Arc<Block>>>,
+    search: SearchBuffers,
+}
+
+/// The buffers of [`Table::search_blocks`].
+#[derive(Default)]
+struct SearchBuffers {
+    /// A found entry's whole key.
     key: Vec<u8>,
+    /// `(index into candidates, index into blocks)` of the keys whose
+    /// block was read.
+    located: Vec<(usize, usize)>,
+    /// Each located key's restart search result, pipeline stage 3.
+    restarts: Vec<Result<usize>>,
 }
 
 /// The buffers of [`Table::read_data_blocks`].
@@ -816,6 +840,8 @@ impl MultiGetScratch {
             self.handles.shrink_to(SCRATCH_KEEP);
             self.block_buffers = BlockBuffers::default();
             self.blocks.shrink_to(SCRATCH_KEEP);
+            self.search.located.shrink_to(SCRATCH_KEEP);
+            self.search.restarts.shrink_to(SCRATCH_KEEP);
         }
     }
 }

@@ -169,12 +169,7 @@ impl BlockIter {
             }
         };
         let e = self.decode_at(p, at_restart)?;
-        if e.shared > self.key.len() || (at_restart && e.shared != 0) {
-            return Err(b.corruption(
-                p,
-                "entry shares more key bytes than the previous key has (or a restart entry shares any)",
-            ));
-        }
+        rebuild_key(b, p, &e, at_restart, &mut self.key)?;
         let value_start = match (e.value_start, self.next_value) {
             (Some(s), Some(prev_end)) if b.layout == Layout::Separated && s != prev_end => {
                 return Err(b.corruption(p, "value offset does not follow the previous value"))
@@ -188,11 +183,6 @@ impl BlockIter {
             .checked_add(e.value_len)
             .filter(|&end| b.layout == Layout::Interleaved || end <= b.values.end)
             .ok_or_else(|| b.corruption(p, "value extends past the end of the values section"))?;
-        self.key.truncate(e.shared);
-        self.key.extend_from_slice(&b.contents[e.key_delta]);
-        if b.order == KeyOrder::Internal && self.key.len() < TRAILER_LEN {
-            return Err(b.corruption(p, "internal key shorter than its 8-byte trailer"));
-        }
         self.current = p;
         self.next = e.next;
         self.value = value_start..value_end;
@@ -248,17 +238,7 @@ pub(crate) fn seek_entry_from_restart(
     key.clear();
     while p < block.data_end {
         let e = decode_entry(block, p, at_restart)?;
-        if e.shared > key.len() || (at_restart && e.shared != 0) {
-            return Err(block.corruption(
-                p,
-                "entry shares more key bytes than the previous key has (or a restart entry shares any)",
-            ));
-        }
-        key.truncate(e.shared);
-        key.extend_from_slice(&block.contents[e.key_delta]);
-        if block.order == KeyOrder::Internal && key.len() < TRAILER_LEN {
-            return Err(block.corruption(p, "internal key shorter than its 8-byte trailer"));
-        }
+        rebuild_key(block, p, &e, at_restart, key)?;
         if block.order.compare(key, target) != Ordering::Less {
             let start = e.next - e.value_len;
             return Ok(Some((p, start..e.next)));
@@ -278,6 +258,32 @@ pub(crate) fn seek_entry_from_restart(
         at_restart = restart_at == p;
     }
     Ok(None)
+}
+
+/// Rebuilds in `key` (holding the previous entry's key) the whole key of
+/// the entry `e` at `p`, with the checks every reader makes: a restart
+/// entry shares nothing, no entry shares more than the previous key has,
+/// and an internal key holds its 8-byte trailer.
+#[inline(always)]
+fn rebuild_key(
+    b: &Block,
+    p: usize,
+    e: &RawEntry,
+    at_restart: bool,
+    key: &mut Vec<u8>,
+) -> Result<()> {
+    if e.shared > key.len() || (at_restart && e.shared != 0) {
+        return Err(b.corruption(
+            p,
+            "entry shares more key bytes than the previous key has (or a restart entry shares any)",
+        ));
+    }
+    key.truncate(e.shared);
+    key.extend_from_slice(&b.contents[e.key_delta.clone()]);
+    if b.order == KeyOrder::Internal && key.len() < TRAILER_LEN {
+        return Err(b.corruption(p, "internal key shorter than its 8-byte trailer"));
+    }
+    Ok(())
 }
 
 /// The decoded entry at restart point `i` of `block` and its whole key,

@@ -255,6 +255,23 @@ impl SkipListMemTable {
         strategy: BatchLookup,
         found: &mut dyn FnMut(usize, EntryRef<'a>),
     ) -> Result<()> {
+        self.multi_get_checks(checks, keys, seq, strategy, found)
+    }
+
+    /// A batch lookup, checked when `checks` ([`MemTable::multi_get`]
+    /// passes the memtable's option).
+    fn multi_get_checks<'a>(
+        &'a self,
+        checks: bool,
+        keys: &[&[u8]],
+        seq: SequenceNumber,
+        strategy: BatchLookup,
+        found: &mut dyn FnMut(usize, EntryRef<'a>),
+    ) -> Result<()> {
+        debug_assert!(
+            keys.windows(2).all(|w| w[0] < w[1]),
+            "keys must be sorted and distinct"
+        );
         let strategy = match strategy {
             BatchLookup::Auto => choose_strategy(keys.len()),
             s => s,
@@ -392,20 +409,7 @@ impl MemTable for SkipListMemTable {
         strategy: BatchLookup,
         found: &mut dyn FnMut(usize, EntryRef<'a>),
     ) -> Result<()> {
-        debug_assert!(
-            keys.windows(2).all(|w| w[0] < w[1]),
-            "keys must be sorted and distinct"
-        );
-        let strategy = match strategy {
-            BatchLookup::Auto => choose_strategy(keys.len()),
-            s => s,
-        };
-        let trailer = lookup_trailer(seq);
-        if self.paranoid {
-            self.multi_get_with::<true>(keys, trailer, strategy, found)
-        } else {
-            self.multi_get_with::<false>(keys, trailer, strategy, found)
-        }
+        self.multi_get_checks(self.paranoid, keys, seq, strategy, found)
     }
 
     fn iter(self: Arc<Self>) -> Box<dyn InternalIterator> {

@@ -491,20 +491,21 @@ impl Table {
             Err(_) => unreachable!("`located` holds only blocks that were read"),
         };
         // A software pipeline over the keys, each stage PIPELINE_DISTANCE
-        // keys behind the one before: prefetch the restart slot the
-        // block's binary search probes first; prefetch the key that slot
-        // points at; search the restart array and prefetch the entries the
-        // scan will read; scan. Each key's misses are in flight while the
-        // keys ahead of it are worked on, and a bounded number at a time.
+        // keys behind the one before: prefetch the restart slots the
+        // block's binary search probes in its first two steps; prefetch the
+        // keys those slots point at; search the restart array and prefetch
+        // the entries the scan will read; scan. Each key's misses are in
+        // flight while the keys ahead of it are worked on, and a bounded
+        // number at a time.
         const D: usize = PIPELINE_DISTANCE;
         let m = located.len();
         restarts.clear();
         for step in 0..m + 3 * D {
             if let Some(&(_, h)) = located.get(step) {
-                block_of(h).prefetch_first_probe_slot();
+                block_of(h).prefetch_probe_slots();
             }
             if let Some(&(_, h)) = step.checked_sub(D).and_then(|k| located.get(k)) {
-                block_of(h).prefetch_first_probe_key();
+                block_of(h).prefetch_probe_keys();
             }
             if let Some(&(n, h)) = step.checked_sub(2 * D).and_then(|k| located.get(k)) {
                 let b = block_of(h);
@@ -527,31 +528,12 @@ impl Table {
                     continue;
                 }
             };
-            let found = if block.is_interleaved() {
-                match seek_entry_from_restart(block, restart, target, key) {
-                    Ok(Some((at, value))) => Some((at, &key[..], block.bytes(value))),
-                    Ok(None) => None,
-                    Err(e) => {
-                        on_result(j, Err(e), None);
-                        continue;
-                    }
-                }
-            } else {
-                // Separated layout: the iterator tracks the value offsets.
-                let mut it = BlockIter::new(Arc::clone(block));
-                it.seek_from_restart(restart, target);
-                if let Err(e) = it.status() {
+            let found = match seek_entry_from_restart(block, restart, target, key) {
+                Ok(Some((at, value))) => Some((at, &key[..], block.bytes(value))),
+                Ok(None) => None,
+                Err(e) => {
                     on_result(j, Err(e), None);
                     continue;
-                }
-                if it.valid() {
-                    key.clear();
-                    key.extend_from_slice(it.key());
-                    let at = it.offset();
-                    let value = block.range_of(it.value()).unwrap_or(0..0);
-                    Some((at, &key[..], block.bytes(value)))
-                } else {
-                    None
                 }
             };
             let Some((at, found_key, value)) = found else {

@@ -80,11 +80,6 @@ impl BlockIter {
         }
     }
 
-    /// Offset of the current entry in the block (`data_end` when invalid).
-    pub(crate) fn offset(&self) -> usize {
-        self.current
-    }
-
     /// A corruption error about the current entry (for checks made by callers).
     pub(crate) fn corruption_here(&self, detail: &str) -> Error {
         self.block.corruption(self.current, detail)
@@ -155,37 +150,15 @@ impl BlockIter {
                 }
                 (r, b.restart(r) == p)
             }
-            Layout::Separated => {
-                let idx = self.next_index;
-                let r = idx / b.restart_interval;
-                let at = idx.is_multiple_of(b.restart_interval);
-                if at && (r >= b.restart_count || b.restart(r) != p) {
-                    return Err(b.corruption(
-                        p,
-                        &format!("entry {idx} is not listed as restart point {r}"),
-                    ));
-                }
-                (r, at)
-            }
+            Layout::Separated => separated_position(b, self.next_index, p)?,
         };
         let e = self.decode_at(p, at_restart)?;
         rebuild_key(b, p, &e, at_restart, &mut self.key)?;
-        let value_start = match (e.value_start, self.next_value) {
-            (Some(s), Some(prev_end)) if b.layout == Layout::Separated && s != prev_end => {
-                return Err(b.corruption(p, "value offset does not follow the previous value"))
-            }
-            (Some(s), _) | (None, Some(s)) => s,
-            (None, None) => {
-                return Err(b.corruption(p, "entry has no value offset (not a restart point)"))
-            }
-        };
-        let value_end = value_start
-            .checked_add(e.value_len)
-            .filter(|&end| b.layout == Layout::Interleaved || end <= b.values.end)
-            .ok_or_else(|| b.corruption(p, "value extends past the end of the values section"))?;
+        let value = value_range(b, p, &e, self.next_value)?;
+        let value_end = value.end;
         self.current = p;
         self.next = e.next;
-        self.value = value_start..value_end;
+        self.value = value;
         self.restart_index = restart_index;
         self.at_restart = at_restart;
         self.next_index += 1;
@@ -209,23 +182,85 @@ impl BlockIter {
     }
 }
 
-/// [`BlockIter::seek_from_restart`] for a point lookup in an interleaved
-/// block, without an iterator: scans from restart point `restart` (clamped
-/// to the last) to the first entry whose key is at or above `target`,
-/// rebuilding keys in `key` (a buffer the caller reuses across lookups).
-/// Returns that entry's offset and value range, with its whole key left in
-/// `key`, or `None` if every entry from there on sorts below `target`. The
-/// entries get the iterator's checks; only interleaved blocks are accepted.
+/// Separated layout: the restart point of entry `idx` (at `p`) and
+/// whether the entry is one (checked by [`check_separated_restart`]).
+#[inline(always)]
+fn separated_position(b: &Block, idx: usize, p: usize) -> Result<(usize, bool)> {
+    let r = idx / b.restart_interval;
+    let at = idx.is_multiple_of(b.restart_interval);
+    if at {
+        check_separated_restart(b, idx, r, p)?;
+    }
+    Ok((r, at))
+}
+
+/// Separated layout: checks that entry `idx`, at `p` and the first of its
+/// restart interval, is listed as restart point `r`.
+#[inline(always)]
+fn check_separated_restart(b: &Block, idx: usize, r: usize, p: usize) -> Result<()> {
+    if r >= b.restart_count || b.restart(r) != p {
+        return Err(b.corruption(
+            p,
+            &format!("entry {idx} is not listed as restart point {r}"),
+        ));
+    }
+    Ok(())
+}
+
+/// The value range of entry `e` at `p`: where the entry says (every
+/// interleaved entry, a separated restart entry), else right after the
+/// previous entry's value, ending at `prev_end` (`None` at the first
+/// entry decoded). A separated restart entry's offset must continue the
+/// previous value, and a separated value must end inside the values
+/// section.
+#[inline(always)]
+fn value_range(b: &Block, p: usize, e: &RawEntry, prev_end: Option<usize>) -> Result<Range<usize>> {
+    let start = match (e.value_start, prev_end) {
+        (Some(s), Some(prev_end)) if b.layout == Layout::Separated && s != prev_end => {
+            return Err(b.corruption(p, "value offset does not follow the previous value"))
+        }
+        (Some(s), _) | (None, Some(s)) => s,
+        (None, None) => {
+            return Err(b.corruption(p, "entry has no value offset (not a restart point)"))
+        }
+    };
+    let end = start
+        .checked_add(e.value_len)
+        .filter(|&end| b.layout == Layout::Interleaved || end <= b.values.end)
+        .ok_or_else(|| b.corruption(p, "value extends past the end of the values section"))?;
+    Ok(start..end)
+}
+
+/// [`BlockIter::seek_from_restart`] for a point lookup, without an
+/// iterator: scans from restart point `restart` (clamped to the last) to
+/// the first entry whose key is at or above `target`, rebuilding keys in
+/// `key` (a buffer the caller reuses across lookups). Returns that entry's
+/// offset and value range, with its whole key left in `key`, or `None` if
+/// every entry from there on sorts below `target`. The entries get the
+/// iterator's checks, in either layout.
+#[inline]
 pub(crate) fn seek_entry_from_restart(
     block: &Block,
     restart: usize,
     target: &[u8],
     key: &mut Vec<u8>,
 ) -> Result<Option<(usize, Range<usize>)>> {
-    if block.layout != Layout::Interleaved {
-        return Err(block.corruption(0, "internal: point scan of a separated block"));
+    let r = restart.min(block.restart_count - 1);
+    key.clear();
+    match block.layout {
+        Layout::Interleaved => scan_interleaved(block, r, target, key),
+        Layout::Separated => scan_separated(block, r, target, key),
     }
-    let mut r = restart.min(block.restart_count - 1);
+}
+
+/// [`seek_entry_from_restart`] in an interleaved block: restart entries
+/// are known by their offsets, each value follows its key.
+fn scan_interleaved(
+    block: &Block,
+    mut r: usize,
+    target: &[u8],
+    key: &mut Vec<u8>,
+) -> Result<Option<(usize, Range<usize>)>> {
     let mut p = block.restart(r);
     let mut restart_at = p;
     // Offset of the next restart point (`data_end` past the last).
@@ -235,7 +270,6 @@ pub(crate) fn seek_entry_from_restart(
         block.data_end
     };
     let mut at_restart = true;
-    key.clear();
     while p < block.data_end {
         let e = decode_entry(block, p, at_restart)?;
         rebuild_key(block, p, &e, at_restart, key)?;
@@ -256,6 +290,42 @@ pub(crate) fn seek_entry_from_restart(
             };
         }
         at_restart = restart_at == p;
+    }
+    Ok(None)
+}
+
+/// [`seek_entry_from_restart`] in a separated block: the keys section
+/// alone is scanned (values are read only for the entry found), restart
+/// entries are every `restart_interval`-th, and each value follows the
+/// previous one.
+fn scan_separated(
+    block: &Block,
+    r: usize,
+    target: &[u8],
+    key: &mut Vec<u8>,
+) -> Result<Option<(usize, Range<usize>)>> {
+    let interval = block.restart_interval;
+    let (mut r, mut p) = (r, block.restart(r));
+    // Entries scanned since restart point `r` (no division per entry).
+    let mut since_restart = 0;
+    let mut value_end = None;
+    while p < block.data_end {
+        if since_restart == interval {
+            (r, since_restart) = (r + 1, 0);
+        }
+        let at_restart = since_restart == 0;
+        if at_restart {
+            check_separated_restart(block, r * interval, r, p)?;
+        }
+        let e = decode_entry(block, p, at_restart)?;
+        rebuild_key(block, p, &e, at_restart, key)?;
+        let value = value_range(block, p, &e, value_end)?;
+        if block.order.compare(key, target) != Ordering::Less {
+            return Ok(Some((p, value)));
+        }
+        p = e.next;
+        since_restart += 1;
+        value_end = Some(value.end);
     }
     Ok(None)
 }
@@ -328,20 +398,24 @@ pub(crate) fn restart_entry(block: &Block, i: usize) -> Result<(&[u8], &[u8], us
 #[inline]
 fn decode_entry(b: &Block, p: usize, at_restart: bool) -> Result<RawEntry> {
     // Fast path, inlined into every search and scan (`Db::get` included):
-    // an interleaved entry with three one-byte lengths, inside the entries.
-    // Anything else, errors included, takes the full path.
-    if b.layout == Layout::Interleaved {
+    // an entry with three one-byte lengths, inside the entries, and no
+    // value offset (every interleaved entry; a separated entry that is not
+    // a restart point). Anything else, errors included, takes the full
+    // path.
+    let interleaved = b.layout == Layout::Interleaved;
+    if interleaved || !at_restart {
         if let Some(&[s, k, v]) = b.contents[..b.data_end].get(p..p + 3) {
             if (s | k | v) < 0x80 {
                 let key_start = p + 3;
                 let key_end = key_start + usize::from(k);
-                let next = key_end + usize::from(v);
+                // The value follows the key only when interleaved.
+                let next = key_end + if interleaved { usize::from(v) } else { 0 };
                 if next <= b.data_end {
                     return Ok(RawEntry {
                         shared: usize::from(s),
                         key_delta: key_start..key_end,
                         value_len: usize::from(v),
-                        value_start: Some(key_end),
+                        value_start: interleaved.then_some(key_end),
                         next,
                     });
                 }

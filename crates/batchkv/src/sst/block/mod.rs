@@ -238,17 +238,29 @@ impl Block {
         decode_fixed32(&self.contents[p..p + 4]) as usize
     }
 
-    /// The restart point a binary search of this block probes first
-    /// (`None` with a single restart point: no probe).
+    /// The restart points the first two steps of a binary search of this
+    /// block may probe (the first probe, then one of the two halves'),
+    /// `None` where a search has no such step. The search of a data block
+    /// with few restart points (3 for 4 KiB blocks of 100-byte values)
+    /// ends within them.
     #[inline]
-    fn first_probe(&self) -> Option<usize> {
-        (self.restart_count > 1).then(|| (self.restart_count - 1).div_ceil(2))
+    fn first_probes(&self) -> [Option<usize>; 3] {
+        let last = self.restart_count - 1;
+        if last == 0 {
+            return [None; 3];
+        }
+        // Mirrors `RestartSearch`: probe the upper middle of left..=right.
+        let mid = last.div_ceil(2);
+        let below = (mid > 1).then(|| (mid - 1).div_ceil(2));
+        let above = (mid < last).then(|| (mid + last).div_ceil(2));
+        [Some(mid), below, above]
     }
 
-    /// Starts fetching the restart slot a search probes first.
+    /// Starts fetching the restart slots a search probes first
+    /// ([`Block::first_probes`]).
     #[inline]
-    pub(crate) fn prefetch_first_probe_slot(&self) {
-        if let Some(p) = self.first_probe() {
+    pub(crate) fn prefetch_probe_slots(&self) {
+        for p in self.first_probes().into_iter().flatten() {
             prefetch_read(
                 self.contents
                     .as_ptr()
@@ -257,10 +269,11 @@ impl Block {
         }
     }
 
-    /// Starts fetching the key a search probes first (reads its slot).
+    /// Starts fetching the keys a search probes first (reads their
+    /// slots).
     #[inline]
-    pub(crate) fn prefetch_first_probe_key(&self) {
-        if let Some(p) = self.first_probe() {
+    pub(crate) fn prefetch_probe_keys(&self) {
+        for p in self.first_probes().into_iter().flatten() {
             prefetch_read(self.contents.as_ptr().wrapping_add(self.restart(p)));
         }
     }
@@ -281,12 +294,6 @@ impl Block {
         for off in (start..end).step_by(64) {
             prefetch_read(self.contents[off..].as_ptr());
         }
-    }
-
-    /// True for the interleaved layout (keys and values side by side).
-    #[inline]
-    pub(crate) fn is_interleaved(&self) -> bool {
-        self.layout == Layout::Interleaved
     }
 
     /// Where `part` (a slice of this block, such as a value an iterator

@@ -48,6 +48,45 @@ fn properties_describe_the_database() {
     assert_eq!(db.property_int("batchkv.num-snapshots"), Some(0));
 }
 
+/// `estimate-table-readers-mem` counts what open table readers hold
+/// outside the block cache (index, filter, index fences): nothing without
+/// tables, more with each table opened.
+#[test]
+fn table_readers_memory_grows_with_the_open_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(
+        dir.path(),
+        Options {
+            disable_auto_compactions: true,
+            ..common::opts()
+        },
+    )
+    .unwrap();
+    let mem = || {
+        db.property_int("batchkv.estimate-table-readers-mem")
+            .unwrap()
+    };
+    assert_eq!(mem(), 0);
+    for i in 0..1000u64 {
+        db.put(common::key(i), vec![b'v'; 100]).unwrap();
+    }
+    db.flush().unwrap();
+    assert_eq!(
+        db.get(common::key(7)).unwrap().as_deref(),
+        Some(&[b'v'; 100][..])
+    );
+    let one = mem();
+    // A 10-bit filter of 1,000 keys alone is over 1 KB.
+    assert!(one > 1000, "{one}");
+    for i in 1000..2000u64 {
+        db.put(common::key(i), vec![b'v'; 100]).unwrap();
+    }
+    db.flush().unwrap();
+    assert!(db.get(common::key(1500)).unwrap().is_some());
+    let two = mem();
+    assert!(two > one + 1000, "{one} then {two}");
+}
+
 #[test]
 fn statistics_count_what_the_engine_did() {
     let dir = tempfile::tempdir().unwrap();

@@ -211,7 +211,7 @@ fn info(shared: &Shared, a: &[Bytes]) -> Reply {
             "# batchkv\r\nbatching:{}\r\nread_batches:{batches}\r\nread_batched_keys:{keys}\r\n\
              avg_keys_per_batch:{:.2}\r\nmemtable:{}\r\nmemtable_entries:{}\r\nmemtable_bytes:{}\r\n\
              immutable_memtables:{}\r\nlast_sequence:{}\r\nflushes:{}\r\ncompactions:{}\r\n\
-             files_per_level:{:?}\r\nsst_bytes_per_level:{:?}\r\n\r\n",
+             files_per_level:{:?}\r\nsst_bytes_per_level:{:?}\r\ntable_readers_mem:{}\r\n\r\n",
             if shared.cfg.batch { "on" } else { "off" },
             if batches == 0 { 0.0 } else { keys as f64 / batches as f64 },
             s.memtable_kind,
@@ -223,6 +223,10 @@ fn info(shared: &Shared, a: &[Bytes]) -> Reply {
             s.compactions,
             s.files_per_level,
             s.sst_bytes_per_level,
+            shared
+                .db
+                .property_int("batchkv.estimate-table-readers-mem")
+                .unwrap_or(0),
         );
     }
     Reply::Bulk(Bytes::from(out))

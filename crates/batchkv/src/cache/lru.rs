@@ -112,6 +112,11 @@ impl<K: Hash + Eq + Copy, V: Clone> LruCache<K, V> {
         true
     }
 
+    /// Every value held, in no particular order (recency unchanged).
+    pub(crate) fn values(&self) -> impl Iterator<Item = &V> {
+        self.slab.iter().filter_map(|n| n.value.as_ref())
+    }
+
     /// Sum of the charges of the entries held.
     #[cfg(test)]
     pub(crate) fn usage(&self) -> usize {

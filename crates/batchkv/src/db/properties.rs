@@ -8,6 +8,7 @@
 //! | `batchkv.num-immutable-mem-table` | memtables frozen, waiting for flush |
 //! | `batchkv.cur-size-all-mem-tables` | bytes of the active and frozen memtables |
 //! | `batchkv.estimate-num-keys` | entries in memtables and SSTs (overwrites and tombstones counted) |
+//! | `batchkv.estimate-table-readers-mem` | bytes the open SST readers hold outside the block cache: index blocks, filters, index fences |
 //! | `batchkv.num-snapshots` | live snapshots |
 //! | `batchkv.last-sequence` | highest sequence number visible to reads |
 //! | `batchkv.background-errors` | 1 if a background error stopped writes, else 0 |
@@ -18,8 +19,8 @@
 //!
 //! `property`/`property_int` describe the default column family;
 //! `property_cf`/`property_int_cf` another one (file, memtable, flush and
-//! key counts are the family's; snapshots, sequence, errors, stalls and
-//! compactions the database's).
+//! key counts are the family's; snapshots, sequence, errors, stalls,
+//! compactions and table readers the database's).
 
 use super::{lock, Db, DbStats};
 use std::fmt::Write as _;
@@ -140,6 +141,7 @@ impl Db {
                     d.mem.num_entries() + d.imms.iter().map(|i| i.mem.num_entries()).sum::<u64>();
                 tables + mems
             }
+            "estimate-table-readers-mem" => core.tables.readers_memory() as u64,
             "num-snapshots" => core.snapshots.sequences().len() as u64,
             "last-sequence" => core.last_visible(),
             "background-errors" => u64::from(lock(&core.state).bg_error.is_some()),

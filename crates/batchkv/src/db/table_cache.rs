@@ -95,6 +95,17 @@ impl TableCache {
             .len()
     }
 
+    /// Bytes the open table readers hold outside the block cache
+    /// ([`Table::memory_usage`]).
+    pub fn readers_memory(&self) -> usize {
+        self.open
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .map(|t| t.memory_usage())
+            .sum()
+    }
+
     /// The block cache's counters, if there is a cache.
     pub fn cache_stats(&self) -> Option<crate::cache::CacheStats> {
         self.block_cache.as_ref().map(|c| c.stats())

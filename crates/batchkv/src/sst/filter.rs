@@ -148,7 +148,6 @@ impl BloomFilter {
     }
 
     /// Bytes held.
-    #[cfg(test)]
     pub(crate) fn size(&self) -> usize {
         self.lines.len()
     }

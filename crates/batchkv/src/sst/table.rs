@@ -248,6 +248,18 @@ impl Table {
         Ok(Some((p.sequence, p.value_type, it.value().to_vec())))
     }
 
+    /// Bytes this reader holds in memory outside the block cache: its
+    /// index block, filter and index fences (what RocksDB's
+    /// `estimate-table-readers-mem` counts: index and filter).
+    pub(crate) fn memory_usage(&self) -> usize {
+        self.index.size()
+            + self.filter.as_ref().map_or(0, BloomFilter::size)
+            + self
+                .index_fences
+                .as_ref()
+                .map_or(0, IndexFences::memory_usage)
+    }
+
     /// The table's recorded properties.
     pub(crate) fn properties(&self) -> &TableProperties {
         &self.properties

@@ -65,6 +65,14 @@ fn fence_of(key: &[u8], prefix: &[u8]) -> u64 {
 }
 
 impl IndexFences {
+    /// Bytes held: the shared prefix, 8 per fence and a decoded handle per
+    /// index entry.
+    pub(crate) fn memory_usage(&self) -> usize {
+        self.prefix.len()
+            + std::mem::size_of_val(&*self.fences)
+            + std::mem::size_of_val(&*self.handles)
+    }
+
     /// The fences of `index`, or `None` if it is not an interleaved block
     /// of internal keys with every entry a restart point holding a well-formed
     /// block handle in non-decreasing key order.

@@ -3,6 +3,7 @@
 //! and [`TableIterator`], the two-level (index → data block) iterator over it.
 
 use std::cmp::Ordering;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use super::block::fences::IndexFences;
@@ -292,23 +293,26 @@ impl Table {
             return Ok(None);
         }
         let target = lookup_key(user_key, seq);
+        // Usually one block; the search moves on to the next when the
+        // block's entries all sort before `target` (the separator lies past
+        // its last key).
+        if let Some(fences) = &self.index_fences {
+            let mut entry = fences.seek(&self.index, &target, 0)?;
+            while entry < fences.len() {
+                let block = self.read_block_at(fences.handle(entry), ro)?;
+                if let ControlFlow::Break(found) = get_in_block(block, &target, user_key)? {
+                    return Ok(found);
+                }
+                entry += 1;
+            }
+            return Ok(None);
+        }
         let mut index = BlockIter::new(self.index.clone());
         index.seek(&target);
-        // Usually one block; the loop moves on when the block's entries all
-        // sort before `target` (the separator lies past its last key).
         while index.valid() {
             let block = self.read_data_block(index.value(), ro)?;
-            let mut it = BlockIter::new(block);
-            it.seek(&target);
-            it.status()?;
-            if it.valid() {
-                let key = it.key();
-                let parsed = parse_internal_key(key)
-                    .ok_or_else(|| it.corruption_here("entry has an unknown value type"))?;
-                if parsed.user_key != user_key {
-                    return Ok(None);
-                }
-                return Ok(Some((parsed.value_type, it.value().to_vec())));
+            if let ControlFlow::Break(found) = get_in_block(block, &target, user_key)? {
+                return Ok(found);
             }
             index.next();
         }
@@ -587,7 +591,7 @@ impl Table {
         wanted: &mut Vec<(usize, usize)>,
         handles: &mut Vec<BlockHandle>,
         on_result: &mut OnFoundInBlock<'_>,
-    ) -> std::ops::ControlFlow<()> {
+    ) -> ControlFlow<()> {
         let searches: Vec<(&Block, &[u8])> = targets.iter().map(|&t| (&*self.index, t)).collect();
         let index_restarts = search_restarts(&searches);
         let mut index = BlockIter::new(self.index.clone());
@@ -613,7 +617,7 @@ impl Table {
                         for &rest in &candidates[n..] {
                             on_result(rest, Err(e.clone()), None);
                         }
-                        return std::ops::ControlFlow::Break(());
+                        return ControlFlow::Break(());
                     }
                     break; // past the table's last key, and so are the keys after
                 }
@@ -629,7 +633,7 @@ impl Table {
             }
             wanted.push((n, handles.len() - 1));
         }
-        std::ops::ControlFlow::Continue(())
+        ControlFlow::Continue(())
     }
 
     /// The block handle an index entry holds.
@@ -646,7 +650,13 @@ impl Table {
     /// The data block an index entry points at, from the block cache or the
     /// file. All single data block reads go through here.
     fn read_data_block(&self, index_value: &[u8], ro: BlockReadOptions) -> Result<Arc<Block>> {
-        let handle = self.decode_handle(index_value)?;
+        self.read_block_at(self.decode_handle(index_value)?, ro)
+    }
+
+    /// The data block at `handle` (a checked handle: decoded by
+    /// [`Table::decode_handle`] or held by the index fences), from the
+    /// cache or the file.
+    fn read_block_at(&self, handle: BlockHandle, ro: BlockReadOptions) -> Result<Arc<Block>> {
         if let Some((cache, number)) = &self.cache {
             if let Some(b) = cache.get(&(*number, handle.offset)) {
                 return Ok(b);
@@ -766,6 +776,31 @@ impl Table {
             readahead: Readahead::default(),
         }
     }
+}
+
+/// A point lookup's answer: the type and value of the version found.
+type Answer = Option<(ValueType, Vec<u8>)>;
+
+/// [`Table::get_with`]'s search of one data block for `target` (the
+/// lookup key of `user_key`): `Break` with the answer (the first entry at or
+/// above `target`, if it is a version of `user_key`), or `Continue` when
+/// every entry of the block sorts before `target`.
+fn get_in_block(
+    block: Arc<Block>,
+    target: &[u8],
+    user_key: &[u8],
+) -> Result<ControlFlow<Answer>> {
+    let mut it = BlockIter::new(block);
+    it.seek(target);
+    it.status()?;
+    if !it.valid() {
+        return Ok(ControlFlow::Continue(()));
+    }
+    let parsed = parse_internal_key(it.key())
+        .ok_or_else(|| it.corruption_here("entry has an unknown value type"))?;
+    Ok(ControlFlow::Break(
+        (parsed.user_key == user_key).then(|| (parsed.value_type, it.value().to_vec())),
+    ))
 }
 
 /// Keys between two stages of the pipeline of a batch's block searches

@@ -635,6 +635,9 @@ proptest::proptest! {
             0..200),
         block_size in 16usize..400,
         restart_interval in 1usize..8,
+        // 1: the index fences serve gets and batches; 2: the index block
+        // (unless it has a single entry).
+        index_restart_interval in 1usize..3,
         separate_key_value in proptest::bool::ANY,
         compression in proptest::sample::select(super::compression::AVAILABLE.to_vec()),
         probes in proptest::collection::vec(proptest::collection::vec(0u8..4, 0..6), 0..40),
@@ -649,7 +652,8 @@ proptest::proptest! {
         entries.sort_by(|a, b| compare_internal_keys(&a.0, &b.0));
         entries.dedup_by(|a, b| a.0 == b.0);
         let opts = TableOptions {
-            block_size, restart_interval, separate_key_value, compression, ..TableOptions::default()
+            block_size, restart_interval, index_restart_interval, separate_key_value, compression,
+            ..TableOptions::default()
         };
         let (bytes, _) = build_in_memory(&entries, &opts);
         let table = open_mem(bytes, &opts).unwrap();

@@ -212,7 +212,6 @@ impl IndexFences {
     /// block can hold `target`; `len()` if every key is below it. `from` is
     /// a lower bound on the answer (0, or the answer for a smaller target).
     /// Fails only if an entry it compares in full does not decode.
-    #[cfg(test)]
     pub(crate) fn seek(&self, index: &Block, target: &[u8], from: usize) -> Result<usize> {
         let n = self.fences.len();
         let from = from.min(n);

@@ -647,15 +647,15 @@ impl Table {
         })
     }
 
-    /// The data block an index entry points at, from the block cache or the
-    /// file. All single data block reads go through here.
+    /// The data block an index entry points at ([`Table::read_block_at`]).
     fn read_data_block(&self, index_value: &[u8], ro: BlockReadOptions) -> Result<Arc<Block>> {
         self.read_block_at(self.decode_handle(index_value)?, ro)
     }
 
-    /// The data block at `handle` (a checked handle: decoded by
-    /// [`Table::decode_handle`] or held by the index fences), from the
-    /// cache or the file.
+    /// The data block at `handle` (from an index entry or the index
+    /// fences), from the block cache or the file, where `read_block` checks
+    /// it against the block region. All single data block reads go through
+    /// here.
     fn read_block_at(&self, handle: BlockHandle, ro: BlockReadOptions) -> Result<Arc<Block>> {
         if let Some((cache, number)) = &self.cache {
             if let Some(b) = cache.get(&(*number, handle.offset)) {
@@ -785,11 +785,7 @@ type Answer = Option<(ValueType, Vec<u8>)>;
 /// lookup key of `user_key`): `Break` with the answer (the first entry at or
 /// above `target`, if it is a version of `user_key`), or `Continue` when
 /// every entry of the block sorts before `target`.
-fn get_in_block(
-    block: Arc<Block>,
-    target: &[u8],
-    user_key: &[u8],
-) -> Result<ControlFlow<Answer>> {
+fn get_in_block(block: Arc<Block>, target: &[u8], user_key: &[u8]) -> Result<ControlFlow<Answer>> {
     let mut it = BlockIter::new(block);
     it.seek(target);
     it.status()?;

@@ -3,17 +3,22 @@ mod common;
 
 use batchkv::{Db, Options};
 
-#[test]
-fn properties_describe_the_database() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(
-        dir.path(),
+/// A database in `dir` whose files change only by flushes.
+fn open_without_compactions(dir: &std::path::Path) -> Db {
+    Db::open(
+        dir,
         Options {
             disable_auto_compactions: true,
             ..common::opts()
         },
     )
-    .unwrap();
+    .unwrap()
+}
+
+#[test]
+fn properties_describe_the_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open_without_compactions(dir.path());
     assert_eq!(db.property_int("batchkv.num-files-at-level0"), Some(0));
     for i in 0..100u64 {
         db.put(common::key(i), b"v").unwrap();
@@ -54,14 +59,7 @@ fn properties_describe_the_database() {
 #[test]
 fn table_readers_memory_grows_with_the_open_tables() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(
-        dir.path(),
-        Options {
-            disable_auto_compactions: true,
-            ..common::opts()
-        },
-    )
-    .unwrap();
+    let db = open_without_compactions(dir.path());
     let mem = || {
         db.property_int("batchkv.estimate-table-readers-mem")
             .unwrap()

@@ -316,24 +316,10 @@ fn malformed_entries_surface_as_corruption_not_panics() {
 /// value) or nothing for both, or corruption for both.
 #[test]
 fn point_scan_agrees_with_the_iterator_on_damaged_blocks() {
-    let ts = {
-        let entries: Entries = [
-            &b"apple"[..],
-            b"apricot",
-            b"banana",
-            b"blueberry",
-            b"cherry",
-        ]
-        .iter()
-        .enumerate()
-        .map(|(i, k)| {
-            let mut ik = Vec::new();
-            append_internal_key(&mut ik, k, 10 - i as u64, ValueType::Value);
-            (ik, Vec::new())
-        })
-        .collect();
-        targets(&entries)
-    };
+    // Every key of the block, and keys just before and after each.
+    let ts = targets(&scan_forward(&mut BlockIter::new(Arc::new(
+        open_data(small_block(), 2).unwrap(),
+    ))));
     let (mut found, mut failed) = (0, 0);
     for layout in [Layout::Interleaved, Layout::Separated] {
         let good = small_block_in(layout);

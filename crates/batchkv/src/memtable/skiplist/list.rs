@@ -480,7 +480,19 @@ impl SkipList {
     /// key protection the caller already decoded.
     #[inline(always)]
     pub(super) fn check_key_bytes(&self, x: *mut Node, kx: &[u8], stored: u32) -> Result<()> {
-        if node::key_protection(kx) == stored {
+        self.check_key_protection(x, node::key_protection(kx), stored)
+    }
+
+    /// [`SkipList::check_key_bytes`] with the protection of `x`'s key
+    /// already computed (`computed`, by a caller that knows how).
+    #[inline(always)]
+    pub(super) fn check_key_protection(
+        &self,
+        x: *mut Node,
+        computed: u32,
+        stored: u32,
+    ) -> Result<()> {
+        if computed == stored {
             return Ok(());
         }
         Err(self.key_error(x))

@@ -169,17 +169,6 @@ fn key_protection<const SSE42: bool>(k: &[u8]) -> u32 {
     node::key_protection(k)
 }
 
-/// [`SkipList::check_key`] with [`key_protection`].
-#[inline(always)]
-fn check_key<const SSE42: bool>(list: &SkipList, x: *mut Node) -> Result<()> {
-    if x == list.head || x.is_null() {
-        return Ok(());
-    }
-    // SAFETY: `x` is a linked non-head node.
-    let (kx, stored) = unsafe { node::key_with_protection(x) };
-    list.check_key_protection(x, key_protection::<SSE42>(kx), stored)
-}
-
 /// One chunk. With `P`, the paranoid checks (docs/design.md §4.4):
 /// - order, every traversed pair `x → z`: on a step on which some key `t`
 ///   of the item goes down, `key(x) < t ≤ key(z)` (x is before every
@@ -267,7 +256,7 @@ fn descend<const P: bool, const SSE42: bool>(
             if m > it.lo {
                 if it.level == 0 {
                     if P {
-                        check_key::<SSE42>(list, it.x)?;
+                        list.check_key_with(it.x, key_protection::<SSE42>)?;
                     }
                     finish(base, it.lo, m, z, emit)?;
                 } else {

@@ -468,23 +468,28 @@ impl SkipList {
     /// and null (+∞) have nothing to check.
     #[inline(always)]
     pub(super) fn check_key(&self, x: *mut Node) -> Result<()> {
+        self.check_key_with(x, node::key_protection)
+    }
+
+    /// [`SkipList::check_key`] with the key protection computed by
+    /// `protection` (the checked batched descent passes a CRC that skips
+    /// the CPU-feature test).
+    #[inline(always)]
+    pub(super) fn check_key_with(
+        &self,
+        x: *mut Node,
+        protection: impl FnOnce(&[u8]) -> u32,
+    ) -> Result<()> {
         if x == self.head || x.is_null() {
             return Ok(());
         }
         // SAFETY: `x` is a linked non-head node.
         let (kx, stored) = unsafe { node::key_with_protection(x) };
-        self.check_key_bytes(x, kx, stored)
+        self.check_key_protection(x, protection(kx), stored)
     }
 
-    /// [`SkipList::check_key`] of a non-head node `x` whose key and stored
-    /// key protection the caller already decoded.
-    #[inline(always)]
-    pub(super) fn check_key_bytes(&self, x: *mut Node, kx: &[u8], stored: u32) -> Result<()> {
-        self.check_key_protection(x, node::key_protection(kx), stored)
-    }
-
-    /// [`SkipList::check_key_bytes`] with the protection of `x`'s key
-    /// already computed (`computed`, by a caller that knows how).
+    /// A node `x`'s key check with its key protection already computed
+    /// (`computed`) and its stored one decoded (`stored`).
     #[inline(always)]
     pub(super) fn check_key_protection(
         &self,

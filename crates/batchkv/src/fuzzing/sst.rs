@@ -10,7 +10,9 @@ use crate::cache::BlockCache;
 use crate::iter::InternalIterator;
 use crate::key::{lookup_key, parse_internal_key, user_key, MAX_SEQUENCE, TRAILER_LEN};
 use crate::range_del::block as range_del_block;
-use crate::sst::block::iter::{search_restarts, seek_entry_from_restart, BlockIter};
+use crate::sst::block::iter::{
+    point_scan_agrees, search_restarts, seek_entry_from_restart, BlockIter,
+};
 use crate::sst::block::{Block, KeyOrder};
 use crate::sst::format::{block_crc, mask_crc, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
 use crate::sst::{BlockReadOptions, Table, TableOptions};
@@ -81,38 +83,13 @@ pub fn block(data: &[u8]) {
                 check(&it);
                 if mode % 3 == 2 {
                     let scanned = seek_entry_from_restart(&block, r, t, &mut key);
-                    point_scan_agrees(&block, &it, scanned, &key);
+                    if let Err(e) = point_scan_agrees(&block, &it, scanned, &key, &"block") {
+                        assert_corruption(&e, BLOCK_FILE, Some(BLOCK_OFFSET));
+                    }
                 }
             }
             Err(e) => assert_corruption(&e, BLOCK_FILE, Some(BLOCK_OFFSET)),
         }
-    }
-}
-
-/// The batched point scan's answer (`scanned`, with the key it rebuilt in
-/// `key`) against the iterator's after the same seek (`it`).
-fn point_scan_agrees(
-    block: &Block,
-    it: &BlockIter,
-    scanned: crate::Result<Option<(usize, std::ops::Range<usize>)>>,
-    key: &[u8],
-) {
-    match (it.status(), scanned) {
-        (Ok(()), Ok(Some((_, value)))) => {
-            assert!(
-                it.valid(),
-                "the point scan found an entry the iterator did not"
-            );
-            assert_eq!(key, it.key(), "the point scan found another key");
-            assert_eq!(
-                block.bytes(value),
-                it.value(),
-                "the point scan found another value"
-            );
-        }
-        (Ok(()), Ok(None)) => assert!(!it.valid(), "the point scan missed an entry"),
-        (Err(_), Err(e)) => assert_corruption(&e, BLOCK_FILE, Some(BLOCK_OFFSET)),
-        (want, got) => panic!("iterator {want:?}, point scan {got:?}"),
     }
 }
 

@@ -691,3 +691,32 @@ pub(crate) fn collect_entries(block: Arc<Block>) -> Result<Vec<(Vec<u8>, Vec<u8>
     it.status()?;
     Ok(out)
 }
+
+/// Test and fuzz support: compares [`seek_entry_from_restart`]'s answer
+/// (`scanned`, with the key it rebuilt in `key`) with the iterator's after
+/// the same seek (`it`), and panics (naming `what`) where they differ.
+/// Returns `Ok(true)` when both found the same entry (same key and value),
+/// `Ok(false)` when both found none, and the scan's error when both failed.
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) fn point_scan_agrees(
+    block: &Block,
+    it: &BlockIter,
+    scanned: Result<Option<(usize, Range<usize>)>>,
+    key: &[u8],
+    what: &dyn std::fmt::Display,
+) -> Result<bool> {
+    match (it.status(), scanned) {
+        (Ok(()), Ok(Some((_, value)))) => {
+            assert!(it.valid(), "{what}: scan found what seek did not");
+            assert_eq!(key, it.key(), "{what}");
+            assert_eq!(block.bytes(value), it.value(), "{what}");
+            Ok(true)
+        }
+        (Ok(()), Ok(None)) => {
+            assert!(!it.valid(), "{what}: scan missed an entry");
+            Ok(false)
+        }
+        (Err(_), Err(e)) => Err(e),
+        (want, got) => panic!("{what}: seek {want:?}, scan {got:?}"),
+    }
+}

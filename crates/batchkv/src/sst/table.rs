@@ -786,16 +786,17 @@ type Answer = Option<(ValueType, Vec<u8>)>;
 /// above `target`, if it is a version of `user_key`), or `Continue` when
 /// every entry of the block sorts before `target`.
 fn get_in_block(block: Arc<Block>, target: &[u8], user_key: &[u8]) -> Result<ControlFlow<Answer>> {
-    let mut it = BlockIter::new(block);
-    it.seek(target);
-    it.status()?;
-    if !it.valid() {
+    // The batched lookup's restart search and point scan, for one key.
+    let r = search_restart(&block, target)?;
+    block.prefetch_scan(r, SCAN_PREFETCH_BYTES);
+    let mut key = Vec::with_capacity(target.len());
+    let Some((at, value)) = seek_entry_from_restart(&block, r, target, &mut key)? else {
         return Ok(ControlFlow::Continue(()));
-    }
-    let parsed = parse_internal_key(it.key())
-        .ok_or_else(|| it.corruption_here("entry has an unknown value type"))?;
+    };
+    let parsed = parse_internal_key(&key)
+        .ok_or_else(|| block.corruption(at, "entry has an unknown value type"))?;
     Ok(ControlFlow::Break(
-        (parsed.user_key == user_key).then(|| (parsed.value_type, it.value().to_vec())),
+        (parsed.user_key == user_key).then(|| (parsed.value_type, block.bytes(value).to_vec())),
     ))
 }
 

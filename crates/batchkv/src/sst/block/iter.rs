@@ -80,11 +80,6 @@ impl BlockIter {
         }
     }
 
-    /// A corruption error about the current entry (for checks made by callers).
-    pub(crate) fn corruption_here(&self, detail: &str) -> Error {
-        self.block.corruption(self.current, detail)
-    }
-
     /// True if the current entry is a restart point (stores its whole key
     /// and, in the separated layout, its value offset).
     #[cfg(test)]
@@ -270,10 +265,10 @@ fn scan_interleaved(
         block.data_end
     };
     let mut at_restart = true;
+    let mut order = ScanOrder::new(block, target);
     while p < block.data_end {
         let e = decode_entry(block, p, at_restart)?;
-        rebuild_key(block, p, &e, at_restart, key)?;
-        if block.order.compare(key, target) != Ordering::Less {
+        if order.entry(block, p, &e, at_restart, key)? != Ordering::Less {
             let start = e.next - e.value_len;
             return Ok(Some((p, start..e.next)));
         }
@@ -298,6 +293,13 @@ fn scan_interleaved(
 /// alone is scanned (values are read only for the entry found), restart
 /// entries are every `restart_interval`-th, and each value follows the
 /// previous one.
+///
+/// An entry that is not a restart point, has three one-byte lengths, lies
+/// inside the keys section with its value inside the values section, and
+/// that [`ScanOrder::passes`] takes a few instructions; anything else
+/// (restart entries, longer lengths, damage, the entries a comparison
+/// decides) goes through the checked decode and [`ScanOrder::entry`],
+/// which report what is wrong.
 fn scan_separated(
     block: &Block,
     r: usize,
@@ -305,29 +307,213 @@ fn scan_separated(
     key: &mut Vec<u8>,
 ) -> Result<Option<(usize, Range<usize>)>> {
     let interval = block.restart_interval;
+    let data = &block.contents[..block.data_end];
     let (mut r, mut p) = (r, block.restart(r));
-    // Entries scanned since restart point `r` (no division per entry).
-    let mut since_restart = 0;
+    // End of the previous entry's value (`None` before the first).
     let mut value_end = None;
-    while p < block.data_end {
-        if since_restart == interval {
-            (r, since_restart) = (r + 1, 0);
-        }
-        let at_restart = since_restart == 0;
-        if at_restart {
-            check_separated_restart(block, r * interval, r, p)?;
-        }
-        let e = decode_entry(block, p, at_restart)?;
-        rebuild_key(block, p, &e, at_restart, key)?;
+    let mut order = ScanOrder::new(block, target);
+    while p < data.len() {
+        // Restart entry `r`.
+        check_separated_restart(block, r * interval, r, p)?;
+        let e = decode_entry(block, p, true)?;
         let value = value_range(block, p, &e, value_end)?;
-        if block.order.compare(key, target) != Ordering::Less {
+        if order.entry(block, p, &e, true, key)? != Ordering::Less {
             return Ok(Some((p, value)));
         }
         p = e.next;
-        since_restart += 1;
-        value_end = Some(value.end);
+        let mut end = value.end;
+        // The rest of its interval.
+        for _ in 1..interval {
+            if p >= data.len() {
+                return Ok(None);
+            }
+            if let Some(&[s, k, v]) = data.get(p..p + 3) {
+                let (s, k, v) = (usize::from(s), usize::from(k), usize::from(v));
+                let next = p + 3 + k;
+                if (s | k | v) < 0x80
+                    && next <= data.len()
+                    && end + v <= block.values.end
+                    && order.passes(s, k, || data[p + 3])
+                {
+                    p = next;
+                    end += v;
+                    continue;
+                }
+            }
+            let e = decode_entry(block, p, false)?;
+            let value = value_range(block, p, &e, Some(end))?;
+            if order.entry(block, p, &e, false, key)? != Ordering::Less {
+                return Ok(Some((p, value)));
+            }
+            p = e.next;
+            end = value.end;
+        }
+        value_end = Some(end);
+        r += 1;
     }
     Ok(None)
+}
+
+/// Orders a point scan's entries against its target, most of them from
+/// their shared-prefix length alone, without rebuilding their keys.
+///
+/// Say the previous key agrees with the target on its first `m` bytes and
+/// has a smaller byte at `m`, with `m` inside the target's user key. Then
+/// it sorts below the target, and so does any key that agrees with the
+/// target on `m` bytes and has a smaller byte at `m`: it differs from the
+/// target inside both user keys (bytewise order decides), or its user key
+/// ends first and is a proper prefix of the target's (in
+/// [`KeyOrder::Internal`], the trailer comes after). Hence an entry
+///
+/// - sharing more than `m` bytes with the previous key (it has the same
+///   byte at `m`) sorts below, and `m` stays;
+/// - sharing `s <= m` bytes (so it begins with `target[..s]`) whose first
+///   own byte, inside the target's user key, is below `target[s]` sorts
+///   below, and `m` becomes `s`.
+///
+/// Any other entry has its key rebuilt (from `target[..s]` and its own
+/// bytes, or from the previous key) and compared. Within a restart
+/// interval of keys that differ in their last bytes, most entries take one
+/// of the two rules.
+///
+/// # Invariants
+/// 1. `lcp == Some(m)`: the previous entry's key is as above, and
+///    `prev_len` is its length.
+/// 2. `lcp == None` ⇒ `key` holds the previous entry's whole key (empty
+///    before the first).
+struct ScanOrder<'t> {
+    target: &'t [u8],
+    /// Bytes after the user key: the trailer in internal order.
+    trailer: usize,
+    /// Length of the target's user key (0 if it is shorter than a
+    /// trailer, which [`ScanOrder::compare_from`] then compares whole).
+    target_user: usize,
+    lcp: Option<usize>,
+    prev_len: usize,
+}
+
+impl<'t> ScanOrder<'t> {
+    fn new(block: &Block, target: &'t [u8]) -> ScanOrder<'t> {
+        let trailer = match block.order {
+            KeyOrder::Internal => TRAILER_LEN,
+            KeyOrder::Bytewise => 0,
+        };
+        ScanOrder {
+            target,
+            trailer,
+            target_user: target.len().saturating_sub(trailer),
+            lcp: None,
+            prev_len: 0,
+        }
+    }
+
+    /// Whether an entry sharing `shared` bytes with the previous key and
+    /// adding `delta_len` more (the first of them `first_delta()`) sorts
+    /// below the target by the two rules above, its key checked as
+    /// [`ScanOrder::entry`] checks it. If so, records it as the previous
+    /// entry; if not (or when it cannot tell), changes nothing, and the
+    /// caller takes [`ScanOrder::entry`].
+    #[inline(always)]
+    fn passes(&mut self, shared: usize, delta_len: usize, first_delta: impl Fn() -> u8) -> bool {
+        let Some(m) = self.lcp else {
+            return false;
+        };
+        let len = shared + delta_len;
+        if shared > self.prev_len || len < self.trailer {
+            return false;
+        }
+        if shared <= m {
+            if delta_len == 0 || shared >= self.target_user || first_delta() >= self.target[shared]
+            {
+                return false;
+            }
+            self.lcp = Some(shared);
+        }
+        self.prev_len = len;
+        true
+    }
+
+    /// How entry `e` at `p` sorts against the target, after the checks
+    /// [`rebuild_key`] makes. Leaves its whole key in `key` unless it sorts
+    /// below.
+    #[inline(always)]
+    fn entry(
+        &mut self,
+        block: &Block,
+        p: usize,
+        e: &RawEntry,
+        at_restart: bool,
+        key: &mut Vec<u8>,
+    ) -> Result<Ordering> {
+        let shared = e.shared;
+        if shared > self.prev_len || (at_restart && shared != 0) {
+            return Err(block.corruption(
+                p,
+                "entry shares more key bytes than the previous key has (or a restart entry shares any)",
+            ));
+        }
+        let len = shared + e.key_delta.len();
+        if len < self.trailer {
+            return Err(block.corruption(p, "internal key shorter than its 8-byte trailer"));
+        }
+        self.prev_len = len;
+        match self.lcp {
+            Some(m) if shared > m => return Ok(Ordering::Less),
+            // The key begins with `target[..shared]`.
+            Some(_) => {
+                key.clear();
+                key.extend_from_slice(&self.target[..shared]);
+            }
+            // `key` holds the previous key (invariant 2).
+            None => key.truncate(shared),
+        }
+        key.extend_from_slice(&block.contents[e.key_delta.clone()]);
+        let from = if self.lcp.is_some() { shared } else { 0 };
+        let (order, lcp) = self.compare_from(block.order, key, from);
+        self.lcp = lcp;
+        Ok(order)
+    }
+
+    /// `key` against the target, given that they agree on their first
+    /// `from` bytes: the order, and where they first differ when `key`
+    /// sorts below by a byte inside both user keys.
+    #[inline(always)]
+    fn compare_from(&self, order: KeyOrder, key: &[u8], from: usize) -> (Ordering, Option<usize>) {
+        let target = self.target;
+        if let (Some(ku), Some(tu)) = (
+            key.len().checked_sub(self.trailer),
+            target.len().checked_sub(self.trailer),
+        ) {
+            let n = ku.min(tu);
+            if from <= n {
+                let c = from + common_prefix(&key[from..n], &target[from..n]);
+                if c < n {
+                    let o = key[c].cmp(&target[c]);
+                    return (o, (o == Ordering::Less).then_some(c));
+                }
+            }
+        }
+        (order.compare(key, target), None)
+    }
+}
+
+/// Length of the common prefix of `a` and `b`, a word at a time.
+#[inline(always)]
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let x = u64::from_le_bytes(a[i..i + 8].try_into().expect("8 bytes"));
+        let y = u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+        if x != y {
+            return i + ((x ^ y).trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < n && a[i] == b[i] {
+        i += 1;
+    }
+    i
 }
 
 /// Rebuilds in `key` (holding the previous entry's key) the whole key of
@@ -429,6 +615,29 @@ fn decode_entry(b: &Block, p: usize, at_restart: bool) -> Result<RawEntry> {
 #[inline(never)]
 fn decode_entry_full(b: &Block, p: usize, at_restart: bool) -> Result<RawEntry> {
     let data = &b.contents[..b.data_end];
+    // Fast path for a separated restart entry (every restart search probe
+    // and scan start): three one-byte lengths and a value offset of one or
+    // two varint bytes (values sections up to 16 KiB), decoded as the
+    // general path below decodes them.
+    if b.layout == Layout::Separated && at_restart {
+        if let Some(&[s, k, v, o0, o1]) = data.get(p..p + 5) {
+            let (offset, n) = match (o0 < 0x80, o1 < 0x80) {
+                (true, _) => (usize::from(o0), 4),
+                (false, true) => (usize::from(o0 & 0x7f) | usize::from(o1) << 7, 5),
+                (false, false) => (0, 0),
+            };
+            let key_end = p + n + usize::from(k);
+            if n != 0 && (s | k | v) < 0x80 && key_end <= data.len() {
+                return Ok(RawEntry {
+                    shared: usize::from(s),
+                    key_delta: p + n..key_end,
+                    value_len: usize::from(v),
+                    value_start: Some(b.values.start.saturating_add(offset)),
+                    next: key_end,
+                });
+            }
+        }
+    }
     let bad = |what: &str| b.corruption(p, what);
     let rest = data
         .get(p..)

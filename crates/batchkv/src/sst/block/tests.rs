@@ -719,3 +719,113 @@ fn index_fences_skip_the_outliers_at_the_ends() {
     assert!(fences.duplicates() <= 1, "{}", fences.duplicates());
     check_fences(&entries).unwrap();
 }
+
+/// [`seek_entry_from_restart`] from every restart point `r` against a
+/// model: the first entry at or after restart `r` whose key is at or above
+/// the target (in `order`), its key left in the buffer and its value.
+fn check_point_scan(
+    block: &Block,
+    entries: &Entries,
+    interval: usize,
+    order: KeyOrder,
+    ts: &[Vec<u8>],
+) -> Result<(), TestCaseError> {
+    let mut key = Vec::new();
+    for t in ts {
+        for r in 0..block.restart_count {
+            let want = entries[r * interval..]
+                .iter()
+                .find(|(k, _)| order.compare(k, t) != Ordering::Less);
+            let got = seek_entry_from_restart(block, r, t, &mut key).unwrap();
+            match (want, got) {
+                (Some((k, v)), Some((_, value))) => {
+                    prop_assert_eq!(&key, k, "target {:?} from restart {}", t, r);
+                    prop_assert_eq!(block.bytes(value), &v[..]);
+                }
+                (None, None) => {}
+                (want, got) => prop_assert!(false, "target {t:?} from {r}: {want:?} vs {got:?}"),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Targets near the keys of `entries` in the prefix-sharing ways the point
+/// scan orders by: `targets`, plus user keys cut short, extended, and with
+/// one byte changed up or down, at the extreme sequence numbers, as
+/// stored keys and as lookup keys.
+fn prefix_targets(entries: &Entries) -> Vec<Vec<u8>> {
+    let mut ts = targets(entries);
+    for (k, _) in entries {
+        let uk = &k[..k.len() - 8];
+        let mut variants = vec![uk[..uk.len() / 2].to_vec(), [uk, &[0, 2]].concat()];
+        for i in 0..uk.len() {
+            for d in [1u8, 0xff] {
+                let mut x = uk.to_vec();
+                x[i] = x[i].wrapping_add(d);
+                variants.push(x);
+            }
+        }
+        for x in variants {
+            for seq in [0, 5, crate::key::MAX_SEQUENCE] {
+                let mut t = Vec::new();
+                append_internal_key(&mut t, &x, seq, ValueType::Value);
+                ts.push(t);
+                // What a lookup searches for (its trailer's first byte is 0xff).
+                ts.push(crate::key::lookup_key(&x, seq));
+            }
+        }
+    }
+    ts
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// The point scan (which passes most entries by their shared-prefix
+    /// length alone) finds what a scan comparing every key finds, on keys
+    /// sharing long prefixes with several versions each, in both layouts.
+    #[test]
+    fn point_scan_finds_the_first_entry_at_or_above_the_target(
+        entries in prefixed_entries_strategy(),
+        interval in 1usize..=20,
+        layout in layout_strategy(),
+    ) {
+        let entries: Entries = entries
+            .into_iter()
+            .enumerate()
+            .map(|(i, (k, _))| (k, format!("v{i}").into_bytes()))
+            .collect();
+        let block = build(&entries, interval, layout);
+        check_point_scan(&block, &entries, interval, KeyOrder::Internal, &prefix_targets(&entries))?;
+    }
+
+    /// The same on the general entries (empty and long user keys, values
+    /// of every length).
+    #[test]
+    fn point_scan_finds_the_first_entry_on_any_keys(
+        entries in entries_strategy(),
+        interval in 1usize..=20,
+        layout in layout_strategy(),
+    ) {
+        let block = build(&entries, interval, layout);
+        check_point_scan(&block, &entries, interval, KeyOrder::Internal, &prefix_targets(&entries))?;
+    }
+
+    /// And in a bytewise block (no trailer: keys may be prefixes of one
+    /// another, or of the target).
+    #[test]
+    fn point_scan_finds_the_first_entry_in_bytewise_order(
+        keys in proptest::collection::btree_set(proptest::collection::vec(0u8..3, 0..8), 0..80),
+        ts in proptest::collection::vec(proptest::collection::vec(0u8..4, 0..9), 0..40),
+        interval in 1usize..=20,
+    ) {
+        let entries: Entries = keys.into_iter().map(|k| (k.clone(), k)).collect();
+        let mut b = BlockBuilder::new(interval);
+        for (k, v) in &entries {
+            b.add(k, v);
+        }
+        let block = Block::new(b.finish(), KeyOrder::Bytewise, "t".into(), 0).unwrap();
+        check_point_scan(&block, &entries, interval, KeyOrder::Bytewise, &ts)?;
+    }
+}

@@ -3,8 +3,10 @@
 //! # Keys (on disk: never change)
 //! `db ‖ user key`, where `db` is one byte, 0–15 (`SELECT`). A database is
 //! the key range `[db, db+1)`, so KEYS/SCAN/FLUSHDB iterate one prefix.
-//! Byte 0xFF starts the server's own keys (see [`SYNC_KEY`]), outside every
-//! database.
+//! Keys from byte 16 up lie outside every database. Servers before
+//! `Db::sync_wal` made `--appendfsync everysec` durable by deleting the
+//! key `ff "__batchkv_server_sync"` with `sync`; databases they wrote may
+//! hold its tombstone, which no command reads.
 //!
 //! # Values (on disk: never change)
 //! One tag byte, then:
@@ -25,9 +27,6 @@ use batchkv::{CompactionFilter, TtlFilter};
 
 /// Number of databases (`SELECT 0`..`SELECT 15`).
 pub const NUM_DBS: usize = 16;
-/// A key outside every database, written with `sync` to make earlier
-/// writes durable (`--appendfsync everysec`); it is always deleted.
-pub const SYNC_KEY: &[u8] = b"\xff__batchkv_server_sync";
 
 const TAG_PLAIN: u8 = 0;
 const TAG_EXPIRES: u8 = 1;

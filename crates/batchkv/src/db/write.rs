@@ -95,6 +95,20 @@ impl Db {
         self.write(opts, batch.clone())
     }
 
+    /// Makes every write acknowledged so far durable (RocksDB's `SyncWAL`):
+    /// fsyncs the write-ahead log without writing a record, so writes made
+    /// without `sync` survive a crash or power loss from here on. Writes
+    /// made with `disable_wal` are not in the log; only a flush persists
+    /// them.
+    ///
+    /// Unlike a write with `sync`, the writes it covers were visible to
+    /// readers before they were durable. A failed fsync is reported here
+    /// and, as for a failed synced write, stops all further writes (what
+    /// reached the disk is unknown).
+    pub fn sync_wal(&self) -> Result<()> {
+        self.core().sync_wal()
+    }
+
     /// Applies `batch` atomically: after a crash either all or none of it
     /// is visible. With `opts.sync` it is durable when this returns.
     pub fn write(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
@@ -150,6 +164,22 @@ fn inverted_range(begin: &[u8], end: &[u8]) -> Error {
 }
 
 impl DbCore {
+    /// [`Db::sync_wal`]. Older WALs were synced when the memtable switched
+    /// away from them, so the current one is all there is to sync.
+    fn sync_wal(&self) -> Result<()> {
+        self.check_writable("sync_wal")?;
+        if let Some(e) = &lock(&self.state).bg_error {
+            return Err(Error::Background(Box::new(e.clone())));
+        }
+        // Taken by write leaders for their whole WAL append: a group's
+        // record is either all written before this sync or after it.
+        let mut log = lock(&self.log);
+        Counters::add(&self.counters.wal_syncs, 1);
+        log.writer
+            .sync()
+            .inspect_err(|e| self.set_bg_error(e.clone()))
+    }
+
     fn write(&self, opts: WriteOptions, batch: WriteBatch) -> Result<()> {
         let me = Arc::new(PendingWrite {
             batch: Mutex::new(Some(batch)),

@@ -226,9 +226,9 @@ fn run(
     iterations: usize,
     prepare: &dyn Fn(&mut Rng, Vec<u8>) -> Vec<u8>,
 ) -> usize {
-    const BUDGET: Duration = Duration::from_secs(3);
+    let (budget, iterations, seed) = settings(iterations);
     assert!(!seeds.is_empty());
-    let mut rng = Rng(0x6261_7463_686b_7631 ^ name.len() as u64);
+    let mut rng = Rng(0x6261_7463_686b_7631 ^ name.len() as u64 ^ seed);
     for s in seeds {
         let input = prepare(&mut rng, s.clone());
         check_one(name, target, &input);
@@ -236,7 +236,7 @@ fn run(
     let start = Instant::now();
     let mut ran = seeds.len();
     for i in 0..iterations {
-        if start.elapsed() > BUDGET {
+        if start.elapsed() > budget {
             break;
         }
         let raw = if i % 16 == 15 {
@@ -251,10 +251,30 @@ fn run(
         ran += 1;
     }
     eprintln!(
-        "fuzz target {name}: {ran} inputs in {:.2} s",
+        "fuzz target {name}: {ran} inputs in {:.2} s (seed {seed:#x})",
         start.elapsed().as_secs_f64()
     );
     ran
+}
+
+/// The time budget, mutated inputs and RNG seed of a [`run`]: 3 s, at most
+/// `iterations` inputs and seed 0 (the same inputs every time) unless
+/// `BATCHKV_FUZZ_SECONDS` sets a budget (then as many inputs as fit) or
+/// `BATCHKV_FUZZ_SEED` a seed, for longer runs on fresh inputs:
+/// `BATCHKV_FUZZ_SECONDS=240 BATCHKV_FUZZ_SEED=$RANDOM cargo test -p
+/// batchkv --release fuzz_block`.
+fn settings(iterations: usize) -> (Duration, usize, u64) {
+    let var = |name: &str| {
+        std::env::var(name).ok().map(|v| {
+            v.parse::<u64>()
+                .unwrap_or_else(|e| panic!("{name}={v:?}: {e}"))
+        })
+    };
+    let seed = var("BATCHKV_FUZZ_SEED").unwrap_or(0);
+    match var("BATCHKV_FUZZ_SECONDS") {
+        Some(secs) => (Duration::from_secs(secs), usize::MAX, seed),
+        None => (Duration::from_secs(3), iterations, seed),
+    }
 }
 
 /// Mutated inputs per target (a time budget in [`run`] caps the run).

@@ -187,8 +187,8 @@ fn failed_current_rename_at_open_fails_the_open_and_the_next_open_works() {
 
 /// One power-loss round: writes keys in order (some synced, some batched,
 /// small memtables so flushes run), cuts the power at a random point, and
-/// checks what survives: every key up to the last synced write, and in all
-/// a contiguous prefix of the write order.
+/// checks what survives: every key up to the last synced write (or
+/// `sync_wal` call), and in all a contiguous prefix of the write order.
 fn power_loss_round(seed: u64) {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let dir = tempfile::tempdir().unwrap();
@@ -201,9 +201,12 @@ fn power_loss_round(seed: u64) {
     let db = open(dir.path(), &fs, opts.clone());
     let total = rng.random_range(50..1500u64);
     let mut last_synced: Option<u64> = None;
+    // A third of the rounds make writes durable with `sync_wal` calls
+    // instead of synced writes.
+    let by_sync_wal = rng.random_ratio(1, 3);
     let mut i = 0;
     while i < total {
-        let sync = rng.random_ratio(1, 8);
+        let sync = !by_sync_wal && rng.random_ratio(1, 8);
         let n = rng.random_range(1..=4u64).min(total - i);
         let mut b = WriteBatch::new();
         for j in i..i + n {
@@ -223,6 +226,11 @@ fn power_loss_round(seed: u64) {
         }
         if rng.random_ratio(1, 400) {
             db.flush().unwrap();
+        }
+        // A sync of the WAL alone makes everything before it durable.
+        if by_sync_wal && rng.random_ratio(1, 8) {
+            db.sync_wal().unwrap();
+            last_synced = Some(i - 1);
         }
     }
     fs.power_off();

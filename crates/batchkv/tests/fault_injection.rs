@@ -50,21 +50,28 @@ fn assert_present(db: &Db, range: std::ops::Range<u64>) {
     }
 }
 
-/// Runs `fault` against the WAL while writing; checks the writer sees the
-/// error, later writes are refused, reads still work, and a reopen (on the
-/// real filesystem) has every acknowledged write.
-fn wal_fault_is_reported_then_read_only(fault: Fault, opts: WriteOptions) {
+/// Runs `fault` against the WAL while `trigger` writes (or syncs) after
+/// 100 writes with `opts`; checks the caller sees the error, later writes,
+/// flushes and WAL syncs are refused, reads still work, and a reopen (on
+/// the real filesystem) has every acknowledged write.
+fn wal_fault_is_reported_then_read_only(
+    fault: Fault,
+    opts: WriteOptions,
+    trigger: &dyn Fn(&Db) -> batchkv::Result<()>,
+) {
     let dir = tempfile::tempdir().unwrap();
     let fs = fault_fs();
     let db = open(dir.path(), &fs, Options::default());
     put_range(&db, 0..100, &opts).unwrap();
     fs.inject(fault);
-    let err = put_range(&db, 100..101, &opts).unwrap_err();
+    let err = trigger(&db).unwrap_err();
     assert!(matches!(err, Error::Io { .. }), "{err}");
     assert_eq!(fs.failures(), 1);
     let err = db.put(common::key(500), b"after").unwrap_err();
     assert!(matches!(err, Error::Background(_)), "{err}");
     let err = db.flush().unwrap_err();
+    assert!(matches!(err, Error::Background(_)), "{err}");
+    let err = db.sync_wal().unwrap_err();
     assert!(matches!(err, Error::Background(_)), "{err}");
     assert_present(&db, 0..100);
     assert_eq!(db.get(common::key(500)).unwrap(), None);
@@ -79,15 +86,33 @@ fn wal_fault_is_reported_then_read_only(fault: Fault, opts: WriteOptions) {
 
 #[test]
 fn failed_wal_append_is_reported_and_db_turns_read_only() {
+    let opts = WriteOptions::default();
     wal_fault_is_reported_then_read_only(
         Fault::next(FaultOp::Write).on_files(".log"),
-        WriteOptions::default(),
+        opts,
+        &|db| put_range(db, 100..101, &opts),
     );
 }
 
 #[test]
 fn failed_wal_fsync_is_reported_and_db_turns_read_only() {
-    wal_fault_is_reported_then_read_only(Fault::next(FaultOp::Sync).on_files(".log"), SYNC);
+    wal_fault_is_reported_then_read_only(
+        Fault::next(FaultOp::Sync).on_files(".log"),
+        SYNC,
+        &|db| put_range(db, 100..101, &SYNC),
+    );
+}
+
+/// A failed `sync_wal` (RocksDB's `SyncWAL`) as a failed synced write:
+/// the writes before it stay readable and are found after a reopen (their
+/// WAL bytes reached the file, only the fsync failed).
+#[test]
+fn failed_sync_wal_is_reported_and_db_turns_read_only() {
+    wal_fault_is_reported_then_read_only(
+        Fault::next(FaultOp::Sync).on_files(".log"),
+        WriteOptions::default(),
+        &|db| db.sync_wal(),
+    );
 }
 
 #[test]
@@ -268,13 +293,19 @@ fn power_loss_after_sync_only_writes_loses_nothing() {
     let fs = fault_fs();
     let db = open(dir.path(), &fs, common::small_buffers());
     put_range(&db, 0..2000, &SYNC).unwrap();
-    fs.power_off();
-    drop(db);
-    fs.lose_unsynced_data().unwrap();
-    let db = Db::open(dir.path(), common::small_buffers()).unwrap();
+    let db = cut_power_and_reopen(db, &fs, dir.path());
     assert_present(&db, 0..2000);
     assert_eq!(common::scan_all(&db).len(), 2000);
     db.close().unwrap();
+}
+
+/// Cuts the power under `db` (opened on `fs` with small buffers), drops
+/// what was not synced, and reopens the database on the real filesystem.
+fn cut_power_and_reopen(db: Db, fs: &FaultInjectionFs, dir: &std::path::Path) -> Db {
+    fs.power_off();
+    drop(db);
+    fs.lose_unsynced_data().unwrap();
+    Db::open(dir, common::small_buffers()).unwrap()
 }
 
 /// `Db::sync_wal` makes the unsynced writes before it durable, across
@@ -291,36 +322,9 @@ fn sync_wal_makes_earlier_unsynced_writes_survive_power_loss() {
     db.sync_wal().unwrap();
     assert_eq!(db.stats().last_sequence, seq, "sync_wal writes no record");
     put_range(&db, 2000..2100, &WriteOptions::default()).unwrap();
-    fs.power_off();
-    drop(db);
-    fs.lose_unsynced_data().unwrap();
-    let db = Db::open(dir.path(), common::small_buffers()).unwrap();
+    let db = cut_power_and_reopen(db, &fs, dir.path());
     assert_present(&db, 0..2000);
     assert_eq!(common::scan_all(&db).len(), 2000, "only the synced writes");
-    db.close().unwrap();
-}
-
-/// A failed `sync_wal` is reported and stops writes, as a failed synced
-/// write does; the writes before it are still readable, and a reopen
-/// finds them (the WAL bytes reached the file, only the fsync failed).
-#[test]
-fn failed_sync_wal_is_reported_and_db_turns_read_only() {
-    let dir = tempfile::tempdir().unwrap();
-    let fs = fault_fs();
-    let db = open(dir.path(), &fs, Options::default());
-    put_range(&db, 0..100, &WriteOptions::default()).unwrap();
-    fs.inject(Fault::next(FaultOp::Sync).on_files(".log"));
-    let err = db.sync_wal().unwrap_err();
-    assert!(matches!(err, Error::Io { .. }), "{err}");
-    assert_eq!(fs.failures(), 1);
-    let err = db.put(common::key(500), b"after").unwrap_err();
-    assert!(matches!(err, Error::Background(_)), "{err}");
-    let err = db.sync_wal().unwrap_err();
-    assert!(matches!(err, Error::Background(_)), "{err}");
-    assert_present(&db, 0..100);
-    assert!(db.close().is_err(), "close reports the background error");
-    let db = Db::open(dir.path(), Options::default()).unwrap();
-    assert_present(&db, 0..100);
     db.close().unwrap();
 }
 

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use batchkv::{Db, ReadOptions, WriteBatch, WriteOptions};
+use batchkv::{Db, FileSystem, PosixFs, ReadOptions, WriteBatch, WriteOptions};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
@@ -242,6 +242,12 @@ impl Server {
     /// Opens the database, binds, and serves on a new runtime in a
     /// background thread. Port 0 picks a free port ([`Server::addr`]).
     pub fn start(cfg: Config) -> std::io::Result<Server> {
+        Server::start_with_fs(cfg, Arc::new(PosixFs))
+    }
+
+    /// [`Server::start`] with the database opened through `fs` (tests
+    /// pass a [`batchkv::FaultInjectionFs`] to simulate power loss).
+    pub fn start_with_fs(cfg: Config, fs: Arc<dyn FileSystem>) -> std::io::Result<Server> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(cfg.threads.max(1))
             .thread_name("batchkv-serve")
@@ -249,7 +255,7 @@ impl Server {
             .build()?;
         let mut opts = cfg.options.clone();
         opts.compaction_filter = Some(keyspace::ttl_filter());
-        let db = Db::open(&cfg.dir, opts).map_err(std::io::Error::other)?;
+        let db = Db::open_with_fs(&cfg.dir, opts, fs).map_err(std::io::Error::other)?;
         let std_listener = std::net::TcpListener::bind((cfg.bind.as_str(), cfg.port))?;
         std_listener.set_nonblocking(true)?;
         let addr = std_listener.local_addr()?;

@@ -43,11 +43,12 @@ pub async fn serve_conn(shared: Arc<Shared>, mut sock: TcpStream, mut stop: watc
     };
     let mut rbuf = BytesMut::with_capacity(16 * 1024);
     let mut wbuf = BytesMut::with_capacity(16 * 1024);
+    let mut parser = resp::RequestParser::default();
     loop {
         let mut reqs: Vec<Vec<Bytes>> = Vec::new();
         let mut proto_err = None;
         loop {
-            match resp::parse_request(&mut rbuf, shared.cfg.proto_max_bulk_len) {
+            match parser.parse(&mut rbuf, shared.cfg.proto_max_bulk_len) {
                 Ok(Some(args)) => {
                     if !args.is_empty() {
                         reqs.push(args);

@@ -34,21 +34,81 @@ impl ProtocolError {
     }
 }
 
-/// Parses one request from the front of `buf`. Returns `Ok(None)` when the
-/// buffer does not yet hold a complete request (nothing is consumed), and
-/// `Ok(Some(args))` with the request removed from `buf`. An empty inline
-/// line yields `Some(vec![])`, which callers skip.
-pub fn parse_request(
-    buf: &mut BytesMut,
-    max_bulk_len: usize,
-) -> Result<Option<Vec<Bytes>>, ProtocolError> {
-    if buf.is_empty() {
-        return Ok(None);
+/// Parses the requests of one connection. A multibulk request that is not
+/// complete yet keeps its progress here (the arguments found so far and
+/// where the next one starts, as offsets into the buffer, which only grows
+/// at its end until the request is taken), so a request of n arguments
+/// arriving over many reads is scanned once, not once per read (Redis
+/// keeps the same state per client).
+#[derive(Debug, Default)]
+pub struct RequestParser {
+    partial: Option<Partial>,
+}
+
+/// An incomplete multibulk request at the front of the buffer.
+#[derive(Debug)]
+struct Partial {
+    /// Arguments announced by the `*` header.
+    count: usize,
+    /// Where each complete argument lies in the buffer.
+    spans: Vec<(usize, usize)>,
+    /// Where the next argument's `$` header starts.
+    pos: usize,
+}
+
+impl RequestParser {
+    /// Parses one request from the front of `buf`. Returns `Ok(None)` when
+    /// the buffer does not yet hold a complete request (nothing is
+    /// consumed; an incomplete multibulk request's progress is kept), and
+    /// `Ok(Some(args))` with the request removed from `buf`. An empty
+    /// inline line yields `Some(vec![])`, which callers skip. `buf` must be
+    /// the buffer of the last call, with bytes only appended since.
+    pub fn parse(
+        &mut self,
+        buf: &mut BytesMut,
+        max_bulk_len: usize,
+    ) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+        let partial = match self.partial.take() {
+            Some(p) => p,
+            None if buf.is_empty() => return Ok(None),
+            None if buf[0] == b'*' => match multibulk_header(buf)? {
+                Header::Incomplete => return Ok(None),
+                Header::Empty(len) => {
+                    buf.advance(len);
+                    return Ok(Some(Vec::new()));
+                }
+                Header::Args(p) => p,
+            },
+            None => return parse_inline(buf),
+        };
+        self.resume(buf, max_bulk_len, partial)
     }
-    if buf[0] == b'*' {
-        parse_multibulk(buf, max_bulk_len)
-    } else {
-        parse_inline(buf)
+
+    fn resume(
+        &mut self,
+        buf: &mut BytesMut,
+        max_bulk_len: usize,
+        mut p: Partial,
+    ) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+        while p.spans.len() < p.count {
+            match bulk_arg(buf, p.pos, max_bulk_len)? {
+                Some((start, end)) => {
+                    p.spans.push((start, end));
+                    p.pos = end + 2;
+                }
+                None => {
+                    self.partial = Some(p);
+                    return Ok(None);
+                }
+            }
+        }
+        let frame = buf.split_to(p.pos).freeze();
+        Ok(Some(
+            p.spans
+                .into_iter()
+                .map(|(a, b)| frame.slice(a..b))
+                .collect(),
+        ))
     }
 }
 
@@ -87,58 +147,69 @@ fn parse_i64(s: &[u8]) -> Option<i64> {
     Some(if neg { -v } else { v })
 }
 
-fn parse_multibulk(
-    buf: &mut BytesMut,
-    max_bulk_len: usize,
-) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+/// What a multibulk request's `*<count>` header says.
+enum Header {
+    /// No complete line yet.
+    Incomplete,
+    /// A count ≤ 0: an empty request, `len` bytes long.
+    Empty(usize),
+    /// Arguments follow.
+    Args(Partial),
+}
+
+fn multibulk_header(buf: &[u8]) -> Result<Header, ProtocolError> {
     let Some(eol) = find_crlf(buf, 0) else {
         if buf.len() > MAX_INLINE_LEN {
             return Err(ProtocolError::new("too big mbulk count string"));
         }
-        return Ok(None);
+        return Ok(Header::Incomplete);
     };
     let count = match parse_i64(&buf[1..eol]) {
         Some(n) if n <= MAX_MULTIBULK_LEN => n,
         _ => return Err(ProtocolError::new("invalid multibulk length")),
     };
     if count <= 0 {
-        buf.advance(eol + 2);
-        return Ok(Some(Vec::new()));
+        return Ok(Header::Empty(eol + 2));
     }
-    // First pass: validate headers and find where each argument lies.
-    let mut spans: Vec<(usize, usize)> = Vec::with_capacity((count as usize).min(1024));
-    let mut pos = eol + 2;
-    for _ in 0..count {
-        if pos >= buf.len() {
-            return Ok(None);
-        }
-        if buf[pos] != b'$' {
-            return Err(ProtocolError::new(format!(
-                "expected '$', got '{}'",
-                buf[pos] as char
-            )));
-        }
-        let Some(eol) = find_crlf(buf, pos) else {
-            if buf.len() - pos > MAX_INLINE_LEN {
-                return Err(ProtocolError::new("too big bulk count string"));
-            }
-            return Ok(None);
-        };
-        let len = match parse_i64(&buf[pos + 1..eol]) {
-            Some(n) if n >= 0 && n as u64 <= max_bulk_len as u64 => n as usize,
-            _ => return Err(ProtocolError::new("invalid bulk length")),
-        };
-        let start = eol + 2;
-        if buf.len() < start + len + 2 {
-            return Ok(None);
-        }
-        spans.push((start, start + len));
-        pos = start + len + 2;
+    Ok(Header::Args(Partial {
+        count: count as usize,
+        spans: Vec::with_capacity((count as usize).min(1024)),
+        pos: eol + 2,
+    }))
+}
+
+/// The bulk-string argument whose `$<len>` header starts at `pos`: its
+/// bytes' range, or `None` while it is incomplete. A length over
+/// `max_bulk_len` is refused as soon as its header is complete.
+fn bulk_arg(
+    buf: &[u8],
+    pos: usize,
+    max_bulk_len: usize,
+) -> Result<Option<(usize, usize)>, ProtocolError> {
+    if pos >= buf.len() {
+        return Ok(None);
     }
-    let frame = buf.split_to(pos).freeze();
-    Ok(Some(
-        spans.into_iter().map(|(a, b)| frame.slice(a..b)).collect(),
-    ))
+    if buf[pos] != b'$' {
+        return Err(ProtocolError::new(format!(
+            "expected '$', got '{}'",
+            buf[pos] as char
+        )));
+    }
+    let Some(eol) = find_crlf(buf, pos) else {
+        if buf.len() - pos > MAX_INLINE_LEN {
+            return Err(ProtocolError::new("too big bulk count string"));
+        }
+        return Ok(None);
+    };
+    let len = match parse_i64(&buf[pos + 1..eol]) {
+        Some(n) if n >= 0 && n as u64 <= max_bulk_len as u64 => n as usize,
+        _ => return Err(ProtocolError::new("invalid bulk length")),
+    };
+    let start = eol + 2;
+    if buf.len() < start + len + 2 {
+        return Ok(None);
+    }
+    Ok(Some((start, start + len)))
 }
 
 fn parse_inline(buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolError> {
@@ -395,7 +466,17 @@ pub fn format_double(d: f64) -> String {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
+
+    /// One request parsed by a fresh parser (no progress kept).
+    fn parse_request(
+        buf: &mut BytesMut,
+        max_bulk_len: usize,
+    ) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+        RequestParser::default().parse(buf, max_bulk_len)
+    }
 
     fn parse_all(input: &[u8]) -> Result<Vec<Vec<Vec<u8>>>, ProtocolError> {
         let mut buf = BytesMut::from(input);
@@ -515,6 +596,101 @@ mod tests {
             parse_all(b"*0\r\n*-1\r\n").unwrap(),
             vec![none.clone(), none]
         );
+    }
+
+    /// Feeds `input` in pieces cut at `cuts` (positions, any order) to
+    /// one parser, taking every request complete after each piece;
+    /// returns the requests and the error, if one came.
+    fn parse_in_pieces(
+        input: &[u8],
+        cuts: &[usize],
+        stateful: bool,
+    ) -> (Vec<Vec<Vec<u8>>>, Option<ProtocolError>) {
+        let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (input.len() + 1)).collect();
+        cuts.push(input.len());
+        cuts.sort_unstable();
+        let mut parser = RequestParser::default();
+        let mut buf = BytesMut::new();
+        let (mut out, mut from) = (Vec::new(), 0);
+        for cut in cuts {
+            buf.extend_from_slice(&input[from..cut]);
+            from = cut;
+            loop {
+                let r = if stateful {
+                    parser.parse(&mut buf, 64)
+                } else {
+                    parse_request(&mut buf, 64)
+                };
+                match r {
+                    Ok(Some(args)) => out.push(args.iter().map(|a| a.to_vec()).collect()),
+                    Ok(None) => break,
+                    Err(e) => return (out, Some(e)),
+                }
+            }
+        }
+        (out, None)
+    }
+
+    /// A request as a client would send it: multibulk with any bytes, or
+    /// inline words.
+    fn request() -> impl Strategy<Value = (Vec<Vec<u8>>, bool)> {
+        prop_oneof![
+            prop::collection::vec(prop::collection::vec(any::<u8>(), 0..40), 0..6)
+                .prop_map(|a| (a, false)),
+            prop::collection::vec("[a-z0-9]{1,8}", 1..4)
+                .prop_map(|w| (w.into_iter().map(String::into_bytes).collect(), true)),
+        ]
+    }
+
+    fn encode_request(args: &[Vec<u8>], inline: bool, out: &mut Vec<u8>) {
+        if inline {
+            out.extend_from_slice(&args.join(&b' ')[..]);
+            out.extend_from_slice(b"\r\n");
+            return;
+        }
+        out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+        for a in args {
+            out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            out.extend_from_slice(a);
+            out.extend_from_slice(b"\r\n");
+        }
+    }
+
+    proptest! {
+        /// Requests arriving in any pieces parse as the whole stream does,
+        /// with nothing left over.
+        #[test]
+        fn requests_in_any_pieces_parse_whole(
+            reqs in prop::collection::vec(request(), 1..8),
+            cuts in prop::collection::vec(any::<usize>(), 0..12),
+        ) {
+            let mut input = Vec::new();
+            for (args, inline) in &reqs {
+                encode_request(args, *inline, &mut input);
+            }
+            let want: Vec<Vec<Vec<u8>>> = reqs.into_iter().map(|(a, _)| a).collect();
+            prop_assert_eq!(parse_in_pieces(&input, &cuts, true), (want, None));
+        }
+
+        /// On any bytes, in any pieces, the resuming parser gives what
+        /// parsing each piece's buffer afresh gives, and what parsing the
+        /// whole input at once gives (requests, then the same error or
+        /// none), without panicking.
+        #[test]
+        fn resuming_matches_parsing_afresh_on_any_bytes(
+            input in prop::collection::vec(
+                prop_oneof![
+                    Just(b'*'), Just(b'$'), Just(b'\r'), Just(b'\n'), Just(b'"'),
+                    b'0'..=b'9', any::<u8>(),
+                ],
+                0..200,
+            ),
+            cuts in prop::collection::vec(any::<usize>(), 0..12),
+        ) {
+            let stateful = parse_in_pieces(&input, &cuts, true);
+            prop_assert_eq!(&stateful, &parse_in_pieces(&input, &cuts, false));
+            prop_assert_eq!(&stateful, &parse_in_pieces(&input, &[], false));
+        }
     }
 
     #[test]

@@ -78,10 +78,17 @@ pub struct ServeArgs {
     /// Longest bulk string accepted in a request (bytes).
     #[arg(long, default_value_t = MAX_VALUE_SIZE)]
     pub proto_max_bulk_len: usize,
+    /// Largest incomplete request a connection may hold (bytes; Redis's
+    /// client-query-buffer-limit).
+    #[arg(long, default_value_t = DEFAULT_QUERY_BUFFER_LIMIT)]
+    pub client_query_buffer_limit: usize,
     /// Runtime worker threads (default: the number of CPUs).
     #[arg(long)]
     pub threads: Option<usize>,
 }
+
+/// Default [`Config::client_query_buffer_limit`]: 1 GiB, as in Redis.
+pub const DEFAULT_QUERY_BUFFER_LIMIT: usize = 1 << 30;
 
 /// The block cache `batchkv serve` gives the engine unless `--options`
 /// sets `block_cache_size`: 1 GiB instead of the embedded library's
@@ -123,6 +130,11 @@ pub struct Config {
     pub requirepass: Option<String>,
     pub maxclients: usize,
     pub proto_max_bulk_len: usize,
+    /// Most bytes of requests not yet complete that a connection may have
+    /// sent (Redis's `client-query-buffer-limit`); beyond it the connection
+    /// gets a protocol error and is closed. Bounds the memory one client
+    /// can make the server hold with one huge request of many arguments.
+    pub client_query_buffer_limit: usize,
     pub threads: usize,
     /// Stop on SIGTERM/SIGINT (the CLI); tests leave it off.
     pub handle_signals: bool,
@@ -142,6 +154,7 @@ impl Config {
             requirepass: None,
             maxclients: 10_000,
             proto_max_bulk_len: MAX_VALUE_SIZE,
+            client_query_buffer_limit: DEFAULT_QUERY_BUFFER_LIMIT,
             threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
             handle_signals: false,
         }
@@ -175,6 +188,7 @@ impl Config {
         cfg.requirepass = args.requirepass;
         cfg.maxclients = args.maxclients;
         cfg.proto_max_bulk_len = args.proto_max_bulk_len;
+        cfg.client_query_buffer_limit = args.client_query_buffer_limit;
         if let Some(t) = args.threads {
             cfg.threads = t;
         }
@@ -238,9 +252,12 @@ mod tests {
             "sorted_hash:1000",
             "--port",
             "0",
+            "--client-query-buffer-limit",
+            "65536",
         ])
         .unwrap();
         assert!(!c.batch);
+        assert_eq!(c.client_query_buffer_limit, 65536);
         assert_eq!(c.appendfsync, AppendFsync::Always);
         assert_eq!(c.options.write_buffer_size, 1 << 20);
         assert!(matches!(
@@ -254,6 +271,7 @@ mod tests {
         assert!(d.batch);
         assert_eq!(d.appendfsync, AppendFsync::EverySec);
         assert_eq!((d.bind.as_str(), d.port), ("127.0.0.1", 6379));
+        assert_eq!(d.client_query_buffer_limit, 1 << 30);
     }
 
     #[test]

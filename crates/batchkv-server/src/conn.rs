@@ -61,6 +61,12 @@ pub async fn serve_conn(shared: Arc<Shared>, mut sock: TcpStream, mut stop: watc
                 }
             }
         }
+        if proto_err.is_none() && rbuf.len() > shared.cfg.client_query_buffer_limit {
+            // What is left is an incomplete request, already too large.
+            proto_err = Some(resp::ProtocolError::query_buffer_limit(
+                shared.cfg.client_query_buffer_limit,
+            ));
+        }
         let after = run_pipeline(&shared, &mut st, reqs, &mut wbuf).await;
         if let Some(e) = &proto_err {
             Reply::Error(format!("ERR {}", e.0)).encode(st.proto, &mut wbuf);

@@ -32,6 +32,13 @@ impl ProtocolError {
     fn new(s: impl Into<String>) -> Self {
         ProtocolError(format!("Protocol error: {}", s.into()))
     }
+
+    /// A connection's incomplete request has grown past `limit` bytes.
+    pub fn query_buffer_limit(limit: usize) -> Self {
+        ProtocolError::new(format!(
+            "request exceeds client-query-buffer-limit ({limit} bytes)"
+        ))
+    }
 }
 
 /// Parses the requests of one connection. A multibulk request that is not

@@ -226,6 +226,37 @@ fn oversized_bulk_is_rejected_from_its_header() {
 }
 
 #[test]
+fn a_request_growing_past_the_query_buffer_limit_closes_its_connection() {
+    let h = Harness::start_with(|c| c.client_query_buffer_limit = 4096);
+    // Under the limit: a complete request of ~3 KB works.
+    let mut c = h.conn();
+    let keys: Vec<String> = (0..300).map(|i| format!("key{i:05}")).collect();
+    let got: Vec<Option<String>> = redis::cmd("MGET").arg(&keys).query(&mut c).unwrap();
+    assert_eq!(got.len(), 300);
+    // Every argument is small, but the request (never finished) grows past
+    // 4 KiB: the server answers and closes without waiting for the rest.
+    let mut raw = h.raw();
+    let mut req = b"*100000\r\n$4\r\nMGET\r\n".to_vec();
+    for i in 0..1000 {
+        req.extend_from_slice(format!("$8\r\nkey{i:05}\r\n").as_bytes());
+    }
+    raw.send(&req);
+    let want = b"-ERR Protocol error: request exceeds client-query-buffer-limit (4096 bytes)\r\n";
+    assert_eq!(
+        String::from_utf8_lossy(&raw.read_n(want.len())),
+        String::from_utf8_lossy(want)
+    );
+    assert!(raw.closed());
+    // Other connections keep working, and the limit is visible.
+    let limit: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("client-query-buffer-limit")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(limit, ["client-query-buffer-limit", "4096"]);
+}
+
+#[test]
 fn auth_is_required_with_requirepass() {
     let h = Harness::start_with(|c| c.requirepass = Some("sekret".into()));
     let mut raw = h.raw();

@@ -250,6 +250,10 @@ fn config(shared: &Shared, a: &[Bytes]) -> Reply {
                 ("maxmemory", "0".into()),
                 ("maxmemory-policy", "noeviction".into()),
                 ("proto-max-bulk-len", c.proto_max_bulk_len.to_string()),
+                (
+                    "client-query-buffer-limit",
+                    c.client_query_buffer_limit.to_string(),
+                ),
                 ("timeout", "0".into()),
                 ("dir", c.dir.display().to_string()),
             ];

@@ -1,23 +1,27 @@
-//! Active expiry: a background task that walks the keyspace a slice at a
-//! time and deletes entries whose expiry has passed, so their bytes do not
-//! stay on disk forever.
+//! Active expiry: a background task that deletes entries whose expiry has
+//! passed, so their bytes do not stay on disk forever.
 //!
 //! Reads already treat expired entries as absent (lazy expiry, see
 //! `keyspace.rs`); this task only reclaims space. Compaction also drops
 //! expired values (`keyspace::ttl_filter`), but only when it happens to
 //! rewrite them; this task bounds how long they stay.
 //!
-//! Every [`TICK`], slices of up to [`SLICE`] entries are examined, each
-//! resuming where the previous one stopped and wrapping around at the end.
-//! As in Redis's active expire cycle, the effort adapts: while the last
-//! slice found more than [`STALE_PERCENT`] % of its entries expired (many
-//! more probably are), the next slice follows at once, until
-//! [`BUDGET_PER_TICK`] of the tick is spent or the pass reaches the end of
-//! the keyspace. So the cost stays bounded (one slice per tick when little
-//! expires, at most a quarter of a core when much does), and a mass expiry
-//! is reclaimed at up to ~SLICE entries per slice rather than per tick. A
-//! candidate is deleted under its stripe lock after re-reading it, so a
-//! concurrent SET that revived the key is never undone.
+//! Every [`TICK`] it reads the expiry index (`keyspace.rs`: one entry per
+//! value with an expiry, sorted by expiry time) from the start up to now,
+//! in slices of [`SLICE`] entries, for at most [`BUDGET_PER_TICK`] (a
+//! quarter of a core, as Redis's active expire cycle allows itself). Its
+//! cost follows the number of keys that expire, not the size of the
+//! keyspace. Each due entry's key is re-read under its stripe lock: if its
+//! value has expired, the key and the entry are deleted together; if not
+//! (a later SET or EXPIRE gave it a new expiry, with an entry of its own,
+//! or none), only the stale entry is. A concurrent write that revived the
+//! key is never undone.
+//!
+//! A database written before the index has values with an expiry and no
+//! entry. Until the marker `keyspace::EXPIRY_INDEX_COMPLETE` exists, the
+//! task also walks the keyspace one slice per tick (more while it finds
+//! many expired entries), deleting expired values and indexing the others,
+//! and writes the marker once a pass has covered every database.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -27,23 +31,27 @@ use batchkv::{ReadOptions, WriteBatch, WriteOptions};
 use tokio::sync::watch;
 
 use crate::config::AppendFsync;
-use crate::keyspace::{live_value, now_ms, NUM_DBS};
+use crate::keyspace::{
+    decode_expiry_index_key, expiry_index_key, live_value, now_ms, EXPIRY_INDEX,
+    EXPIRY_INDEX_COMPLETE, NUM_DBS,
+};
 use crate::server::Shared;
 
-/// Time between slices.
+/// Time between sweeps.
 const TICK: Duration = Duration::from_millis(100);
-/// Entries examined per slice.
+/// Entries read per slice (index entries, or keys of the walk).
 const SLICE: usize = 2_000;
 /// Most time the sweeper spends per tick (Redis's
 /// `ACTIVE_EXPIRE_CYCLE_SLOW_TIME_PERC`: 25 % of a core).
 const BUDGET_PER_TICK: Duration = Duration::from_millis(25);
-/// A slice with more than this share of expired entries is followed by
-/// another within the tick (Redis's `ACTIVE_EXPIRE_CYCLE_ACCEPTABLE_STALE`).
+/// A walk slice with more than this share of expired entries is followed
+/// by another within the tick (Redis's
+/// `ACTIVE_EXPIRE_CYCLE_ACCEPTABLE_STALE`).
 const STALE_PERCENT: usize = 10;
 
 /// What one slice did.
 pub struct Slice {
-    /// The stored key to resume at (empty: the pass is over, start over).
+    /// Where the next slice resumes (empty: the range is done).
     pub next: Vec<u8>,
     /// Entries examined.
     pub seen: usize,
@@ -52,7 +60,7 @@ pub struct Slice {
 }
 
 impl Slice {
-    /// Whether another slice should follow at once: many entries had
+    /// Whether another walk slice should follow at once: many entries had
     /// expired, and the pass is not over.
     fn worth_another(&self) -> bool {
         !self.next.is_empty() && self.expired * 100 > self.seen * STALE_PERCENT
@@ -63,33 +71,79 @@ impl Slice {
 pub async fn run(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut pos = Vec::new();
+    // Where the walk of a database from before the index resumes.
+    let mut walk = match shared.db.get(EXPIRY_INDEX_COMPLETE) {
+        Ok(Some(_)) => None,
+        _ => Some(Vec::new()),
+    };
     loop {
         tokio::select! {
             _ = tick.tick() => {}
             _ = stop.changed() => return,
         }
         let start = Instant::now();
+        let mut from = Vec::new();
         loop {
             let s = shared.clone();
-            let from = std::mem::take(&mut pos);
-            let Ok(slice) = tokio::task::spawn_blocking(move || sweep(&s, &from, SLICE)).await
+            let Ok(slice) =
+                tokio::task::spawn_blocking(move || sweep_index(&s, &from, SLICE)).await
             else {
                 break;
             };
-            pos = slice.next.clone();
-            if !slice.worth_another() || start.elapsed() >= BUDGET_PER_TICK {
+            from = slice.next;
+            if from.is_empty() || start.elapsed() >= BUDGET_PER_TICK {
+                break;
+            }
+        }
+        while let Some(pos) = walk.take() {
+            let s = shared.clone();
+            let at = pos.clone();
+            let Ok(slice) = tokio::task::spawn_blocking(move || walk_slice(&s, &at, SLICE)).await
+            else {
+                walk = Some(pos);
+                break;
+            };
+            if slice.next.is_empty() {
+                // A whole pass: every value with an expiry is indexed.
+                let mut b = WriteBatch::new();
+                b.put(EXPIRY_INDEX_COMPLETE, []);
+                if shared.write(b).is_err() {
+                    walk = Some(Vec::new());
+                }
+                break;
+            }
+            let more = slice.worth_another();
+            walk = Some(slice.next);
+            if !more || start.elapsed() >= BUDGET_PER_TICK {
                 break;
             }
         }
     }
 }
 
-/// Examines up to `budget` entries from stored key `from` and deletes the
-/// expired ones.
-pub fn sweep(shared: &Shared, from: &[u8], budget: usize) -> Slice {
+fn write_opts(shared: &Shared) -> WriteOptions {
+    WriteOptions {
+        sync: shared.cfg.appendfsync == AppendFsync::Always,
+        ..Default::default()
+    }
+}
+
+/// Whether stored key `key` holds a value that has expired by now.
+fn has_expired(shared: &Shared, key: &[u8]) -> bool {
+    matches!(
+        shared.db.get(key),
+        Ok(Some(v)) if matches!(live_value(&v, now_ms()), Ok(None))
+    )
+}
+
+/// Handles up to `budget` expiry-index entries due by now, from index key
+/// `from` (empty: the start): deletes each entry, and its key if that has
+/// expired.
+pub fn sweep_index(shared: &Shared, from: &[u8], budget: usize) -> Slice {
     let opts = ReadOptions {
-        upper_bound: Some(vec![NUM_DBS as u8]),
+        lower_bound: Some(vec![EXPIRY_INDEX]),
+        // Entries with t ≤ now sort before (now + 1, empty key).
+        upper_bound: Some(expiry_index_key(now_ms() + 1, &[])),
         fill_cache: false,
         ..Default::default()
     };
@@ -100,13 +154,82 @@ pub fn sweep(shared: &Shared, from: &[u8], budget: usize) -> Slice {
             expired: 0,
         };
     };
+    it.seek(if from.is_empty() {
+        &[EXPIRY_INDEX][..]
+    } else {
+        from
+    });
+    let mut due = Vec::new();
+    while it.valid() && due.len() < budget {
+        due.push(it.key().to_vec());
+        it.next();
+    }
+    let next = if it.valid() {
+        it.key().to_vec()
+    } else {
+        Vec::new()
+    };
+    drop(it);
+    let seen = due.len();
+    let mut expired = 0;
+    for entry in due {
+        let mut b = WriteBatch::new();
+        b.delete(&entry);
+        let Some((_, key)) = decode_expiry_index_key(&entry) else {
+            continue;
+        };
+        let _g = shared.lock_keys(&[key]);
+        let gone = has_expired(shared, key);
+        if gone {
+            b.delete(key);
+        }
+        if shared.db.write(&write_opts(shared), b).is_ok() {
+            shared.mark_dirty();
+            if gone {
+                expired += 1;
+                shared.stats.expired_keys.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+    Slice {
+        next,
+        seen,
+        expired,
+    }
+}
+
+/// One slice of the walk over a database from before the index: examines
+/// up to `budget` entries from stored key `from`, deletes the expired ones
+/// and indexes the others that expire.
+pub fn walk_slice(shared: &Shared, from: &[u8], budget: usize) -> Slice {
+    let opts = ReadOptions {
+        upper_bound: Some(vec![NUM_DBS as u8]),
+        fill_cache: false,
+        ..Default::default()
+    };
+    let Ok(mut it) = shared.db.iter(&opts) else {
+        return Slice {
+            next: from.to_vec(),
+            seen: 0,
+            expired: 0,
+        };
+    };
     it.seek(from);
     let now = now_ms();
     let mut candidates = Vec::new();
+    // Index entries for values that expire later. Written without the
+    // stripe lock: if the key changes meanwhile, the entry is merely stale.
+    let mut index = WriteBatch::new();
     let mut seen = 0;
     while it.valid() && seen < budget {
-        if let Ok(None) = live_value(it.value(), now) {
-            candidates.push(it.key().to_vec());
+        match live_value(it.value(), now) {
+            Ok(None) => candidates.push(it.key().to_vec()),
+            Ok(Some(d)) => {
+                if let Some(t) = d.expire_at {
+                    index.put(expiry_index_key(t, it.key()), []);
+                }
+            }
+            Err(()) => {}
         }
         seen += 1;
         it.next();
@@ -117,23 +240,23 @@ pub fn sweep(shared: &Shared, from: &[u8], budget: usize) -> Slice {
         Vec::new()
     };
     drop(it);
+    if shared.db.write(&write_opts(shared), index).is_err() {
+        // Not indexed: walk this slice again next time.
+        return Slice {
+            next: from.to_vec(),
+            seen,
+            expired: 0,
+        };
+    }
     let expired = candidates.len();
     for key in candidates {
         let _g = shared.lock_keys(&[&key]);
-        let still_expired = matches!(
-            shared.db.get(&key),
-            Ok(Some(v)) if matches!(live_value(&v, now_ms()), Ok(None))
-        );
-        if !still_expired {
+        if !has_expired(shared, &key) {
             continue;
         }
         let mut b = WriteBatch::new();
         b.delete(&key);
-        let opts = WriteOptions {
-            sync: shared.cfg.appendfsync == AppendFsync::Always,
-            ..Default::default()
-        };
-        if shared.db.write(&opts, b).is_ok() {
+        if shared.db.write(&write_opts(shared), b).is_ok() {
             shared.mark_dirty();
             shared.stats.expired_keys.fetch_add(1, Ordering::Relaxed);
         }
@@ -158,7 +281,7 @@ mod tests {
     }
 
     #[test]
-    fn another_slice_follows_only_when_many_expired_and_the_pass_goes_on() {
+    fn another_walk_slice_follows_only_when_many_expired_and_the_pass_goes_on() {
         assert!(slice(b"k", 2000, 201).worth_another());
         assert!(slice(b"k", 2000, 2000).worth_another());
         assert!(

@@ -1,9 +1,23 @@
-//! How Redis keys and values are stored in batchkv.
+//! How Redis keys and values are stored in batchkv
+//! (`docs/format/server-keyspace.md` gives the layout with examples).
 //!
 //! # Keys (on disk: never change)
 //! `db ‖ user key`, where `db` is one byte, 0–15 (`SELECT`). A database is
 //! the key range `[db, db+1)`, so KEYS/SCAN/FLUSHDB iterate one prefix.
-//! Keys from byte 16 up lie outside every database. Servers before
+//! Keys from byte 16 up lie outside every database:
+//! - `10 ‖ t ‖ db ‖ user key` (t: 8 bytes big-endian, milliseconds since
+//!   the Unix epoch), empty value: the *expiry index*, sorted by expiry
+//!   time. Written in the same batch as every value with an expiry, so
+//!   active expiry (`expiry.rs`) visits only the keys that are due. An
+//!   entry may be stale (the key was since deleted, or rewritten with
+//!   another expiry or none); the sweeper checks the value before it
+//!   deletes anything, and removes stale entries when they come due.
+//! - `11 "expiry_index_complete"`, empty value: every value with an
+//!   expiry has its index entry. Databases written before the index lack
+//!   it; the sweeper then walks them once, indexing what it finds, and
+//!   writes it.
+//!
+//! Servers before
 //! `Db::sync_wal` made `--appendfsync everysec` durable by deleting the
 //! key `ff "__batchkv_server_sync"` with `sync`; databases they wrote may
 //! hold its tombstone, which no command reads.
@@ -14,7 +28,7 @@
 //! - tag 1: the absolute expiry time, 8 bytes little-endian milliseconds
 //!   since the Unix epoch, then the string's bytes.
 //!
-//! Example: `SET k hello PX 1000` at t = 1,700,000,000,000 ms stores key
+//! Example: `SET k hello PXAT 1700000000000` stores key
 //! `00 6b` and value `01 00 68 e5 cf 8b 01 00 00 68 65 6c 6c 6f`.
 //! An entry whose expiry is ≤ now is treated as absent on every read
 //! (lazy expiry). Compaction drops it through [`ttl_filter`], and the
@@ -23,7 +37,7 @@
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use batchkv::{CompactionFilter, TtlFilter};
+use batchkv::{CompactionFilter, TtlFilter, WriteBatch};
 
 /// Number of databases (`SELECT 0`..`SELECT 15`).
 pub const NUM_DBS: usize = 16;
@@ -63,6 +77,39 @@ pub fn encode_value(data: &[u8], expire_at: Option<u64>) -> Vec<u8> {
             v.extend_from_slice(data);
             v
         }
+    }
+}
+
+/// First byte of the expiry-index keys (see the module docs).
+pub const EXPIRY_INDEX: u8 = 0x10;
+/// The key saying every value with an expiry is indexed.
+pub const EXPIRY_INDEX_COMPLETE: &[u8] = b"\x11expiry_index_complete";
+
+/// The expiry-index key of stored key `key` expiring at `t` (ms).
+pub fn expiry_index_key(t: u64, key: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(9 + key.len());
+    k.push(EXPIRY_INDEX);
+    k.extend_from_slice(&t.to_be_bytes());
+    k.extend_from_slice(key);
+    k
+}
+
+/// The expiry time and stored key of an expiry-index key, if it is one.
+pub fn decode_expiry_index_key(k: &[u8]) -> Option<(u64, &[u8])> {
+    if k.len() < 9 || k[0] != EXPIRY_INDEX {
+        return None;
+    }
+    let mut t = [0u8; 8];
+    t.copy_from_slice(&k[1..9]);
+    Some((u64::from_be_bytes(t), &k[9..]))
+}
+
+/// Adds to `b` a string value for stored key `key`, and its expiry-index
+/// entry if it expires.
+pub fn put_value(b: &mut WriteBatch, key: &[u8], data: &[u8], expire_at: Option<u64>) {
+    b.put(key, encode_value(data, expire_at));
+    if let Some(t) = expire_at {
+        b.put(expiry_index_key(t, key), []);
     }
 }
 
@@ -224,6 +271,29 @@ fn match_class(pat: &[u8], p: usize, c: u8) -> Option<(bool, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn expiry_index_keys_round_trip_and_sort_by_time() {
+        let a = expiry_index_key(1_700_000_000_000, b"\x03zz");
+        let b = expiry_index_key(1_700_000_000_001, b"\x00aa");
+        assert_eq!(
+            decode_expiry_index_key(&a),
+            Some((1_700_000_000_000, &b"\x03zz"[..]))
+        );
+        assert!(a < b, "earlier expiry sorts first, whatever the key");
+        assert!(
+            a.as_slice() > [NUM_DBS as u8].as_slice(),
+            "outside the databases"
+        );
+        assert!(a.as_slice() < EXPIRY_INDEX_COMPLETE);
+        // The example in docs/format/server-keyspace.md.
+        assert_eq!(
+            expiry_index_key(1_700_000_000_000, b"\x00k"),
+            [0x10, 0, 0, 1, 0x8b, 0xcf, 0xe5, 0x68, 0, 0, b'k']
+        );
+        assert_eq!(decode_expiry_index_key(b"\x00key"), None);
+        assert_eq!(decode_expiry_index_key(&a[..8]), None);
+    }
 
     #[test]
     fn values_round_trip_with_and_without_expiry() {

@@ -136,7 +136,7 @@ impl Shared {
     /// Puts one string value.
     pub fn put(&self, key: &[u8], data: &[u8], expire_at: Option<u64>) -> Result<(), Reply> {
         let mut b = WriteBatch::new();
-        b.put(key, keyspace::encode_value(data, expire_at));
+        keyspace::put_value(&mut b, key, data, expire_at);
         self.write(b)
     }
 

@@ -10,6 +10,9 @@ use common::{q, Harness};
 #[test]
 fn expired_keys_are_deleted_from_the_engine() {
     let h = Harness::start();
+    // The first sweep (at once) walks the new, empty database and marks it
+    // indexed; from then on only the expiry index can find these keys.
+    std::thread::sleep(Duration::from_millis(300));
     let mut c = h.conn();
     let mut p = redis::pipe();
     for i in 0..50 {
@@ -38,6 +41,13 @@ fn expired_keys_are_deleted_from_the_engine() {
         .arg(100)
         .ignore();
     p.cmd("SET").arg("revived").arg("new").ignore();
+    // Expires much later: stays, with its expiry-index entry.
+    p.cmd("SET")
+        .arg("later")
+        .arg("v")
+        .arg("EX")
+        .arg(100_000)
+        .ignore();
     let _: () = p.query(&mut c).unwrap();
     // The sweeper examines a slice every 100 ms.
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
@@ -59,14 +69,107 @@ fn expired_keys_are_deleted_from_the_engine() {
     let db = batchkv::Db::open(dir.path(), batchkv::Options::default()).unwrap();
     let mut it = db.iter(&batchkv::ReadOptions::default()).unwrap();
     it.seek_to_first();
-    let mut keys = Vec::new();
+    let (mut keys, mut index) = (Vec::new(), Vec::new());
     while it.valid() {
-        keys.push(String::from_utf8_lossy(it.key()).into_owned());
+        match it.key()[0] {
+            0x10 => index.push(it.key()[9..].to_vec()),
+            _ => keys.push(String::from_utf8_lossy(it.key()).into_owned()),
+        }
         it.next();
     }
     keys.sort();
     let mut want: Vec<String> = (0..10).map(|i| format!("\0p{i}")).collect();
     want.push("\u{4}revived".into());
+    want.push("\u{4}later".into());
+    // The sweeper's marker: every value with an expiry is indexed.
+    want.push("\u{11}expiry_index_complete".into());
     want.sort();
     assert_eq!(keys, want);
+    // Only the entry still to come is left in the index; the deleted
+    // keys' entries and the stale one of "revived" are gone.
+    assert_eq!(index, [b"\x04later".to_vec()]);
+}
+
+/// The stored value format (`keyspace.rs`): tag 1, expiry (ms, LE), bytes.
+fn expiring_value(at_ms: u64, data: &[u8]) -> Vec<u8> {
+    let mut v = vec![1];
+    v.extend_from_slice(&at_ms.to_le_bytes());
+    v.extend_from_slice(data);
+    v
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// Keys of the engine at `dir`: database and marker keys, and the stored
+/// keys the expiry index names.
+fn stored_keys(dir: &std::path::Path) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+    let db = batchkv::Db::open(dir, batchkv::Options::default()).unwrap();
+    let mut it = db.iter(&batchkv::ReadOptions::default()).unwrap();
+    it.seek_to_first();
+    let (mut keys, mut index) = (Vec::new(), Vec::new());
+    while it.valid() {
+        match it.key()[0] {
+            0x10 => index.push(it.key()[9..].to_vec()),
+            _ => keys.push(it.key().to_vec()),
+        }
+        it.next();
+    }
+    (keys, index)
+}
+
+#[test]
+fn a_database_from_before_the_expiry_index_is_walked_once_and_indexed() {
+    let dir = tempfile::tempdir().unwrap();
+    let now = now_ms();
+    {
+        // Written as a server without the index wrote: values only.
+        let db = batchkv::Db::open(dir.path(), batchkv::Options::default()).unwrap();
+        for i in 0..100 {
+            db.put(format!("\0old{i}"), expiring_value(now - 1000, b"x"))
+                .unwrap();
+        }
+        db.put(b"\0later", expiring_value(now + 100_000_000, b"v"))
+            .unwrap();
+        db.put(b"\0plain", [0, b'v']).unwrap();
+        db.close().unwrap();
+    }
+    let server = common::start_in(dir.path(), |_| {});
+    let mut c = redis::Client::open(format!("redis://{}/", server.addr()))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let info: String = q(&mut c, &["INFO", "stats"]);
+        if info.contains("expired_keys:100\r\n") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{info}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The marker follows the last walk slice within the tick.
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(q::<String>(&mut c, &["GET", "later"]), "v");
+    drop(c);
+    server.shutdown();
+    server.join().unwrap();
+    let (keys, index) = stored_keys(dir.path());
+    assert_eq!(
+        keys,
+        [
+            b"\0later".to_vec(),
+            b"\0plain".to_vec(),
+            b"\x11expiry_index_complete".to_vec()
+        ]
+    );
+    assert_eq!(
+        index,
+        [b"\0later".to_vec()],
+        "the walk indexed what expires later"
+    );
 }

@@ -9,7 +9,7 @@ use bytes::Bytes;
 
 use super::strings::tri;
 use super::{not_integer, parse_int, syntax_error, ConnState};
-use crate::keyspace::{db_key, encode_value, glob_match, live_value, now_ms, NUM_DBS};
+use crate::keyspace::{db_key, glob_match, live_value, now_ms, put_value, EXPIRY_INDEX, NUM_DBS};
 use crate::resp::Reply;
 use crate::server::Shared;
 
@@ -261,6 +261,8 @@ pub fn dbsize(shared: &Shared, conn: &ConnState) -> Reply {
 
 /// Reads every key of database `db` (its one-byte prefix) without filling
 /// the block cache.
+/// Iterates the keys whose first byte is `db` (a database, or the expiry
+/// index).
 fn scan_options(db: u8) -> ReadOptions {
     ReadOptions {
         lower_bound: Some(vec![db]),
@@ -320,7 +322,7 @@ pub fn rename(shared: &Shared, conn: &ConnState, a: &[Bytes], nx: bool) -> Reply
     }
     let mut b = WriteBatch::new();
     b.delete(&src);
-    b.put(&dst, encode_value(&data, exp));
+    put_value(&mut b, &dst, &data, exp);
     tri!(shared.write(b));
     if nx {
         Reply::Int(1)
@@ -372,11 +374,14 @@ pub fn flush(shared: &Shared, db: Option<u8>, a: &[Bytes]) -> Reply {
         [m] if m.eq_ignore_ascii_case(b"async") || m.eq_ignore_ascii_case(b"sync") => {}
         _ => return syntax_error(),
     }
-    let dbs: Vec<u8> = match db {
+    // FLUSHALL also empties the expiry index; after FLUSHDB the flushed
+    // keys' index entries stay until they come due (the sweeper then finds
+    // the keys gone and removes them).
+    let ranges: Vec<u8> = match db {
         Some(d) => vec![d],
-        None => (0..NUM_DBS as u8).collect(),
+        None => (0..NUM_DBS as u8).chain([EXPIRY_INDEX]).collect(),
     };
-    for d in dbs {
+    for d in ranges {
         let mut it = tri!(shared
             .db
             .iter(&scan_options(d))

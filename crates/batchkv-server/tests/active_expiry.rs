@@ -41,6 +41,14 @@ fn expired_keys_are_deleted_from_the_engine() {
         .arg(100)
         .ignore();
     p.cmd("SET").arg("revived").arg("new").ignore();
+    // Its expiry moved later before it came: stays, with the later entry.
+    p.cmd("SET")
+        .arg("extended")
+        .arg("v")
+        .arg("PX")
+        .arg(100)
+        .ignore();
+    p.cmd("PEXPIRE").arg("extended").arg(50_000_000).ignore();
     // Expires much later: stays, with its expiry-index entry.
     p.cmd("SET")
         .arg("later")
@@ -81,13 +89,15 @@ fn expired_keys_are_deleted_from_the_engine() {
     let mut want: Vec<String> = (0..10).map(|i| format!("\0p{i}")).collect();
     want.push("\u{4}revived".into());
     want.push("\u{4}later".into());
+    want.push("\u{4}extended".into());
     // The sweeper's marker: every value with an expiry is indexed.
     want.push("\u{11}expiry_index_complete".into());
     want.sort();
     assert_eq!(keys, want);
-    // Only the entry still to come is left in the index; the deleted
-    // keys' entries and the stale one of "revived" are gone.
-    assert_eq!(index, [b"\x04later".to_vec()]);
+    // Only the entries still to come are left in the index (in expiry
+    // order); the deleted keys' entries and the stale ones of "revived"
+    // and "extended" are gone.
+    assert_eq!(index, [b"\x04extended".to_vec(), b"\x04later".to_vec()]);
 }
 
 /// The stored value format (`keyspace.rs`): tag 1, expiry (ms, LE), bytes.

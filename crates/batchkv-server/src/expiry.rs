@@ -73,7 +73,13 @@ pub async fn run(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     // Where the walk of a database from before the index resumes.
     let mut walk = match shared.db.get(EXPIRY_INDEX_COMPLETE) {
-        Ok(Some(_)) => None,
+        Ok(Some(_)) => {
+            shared
+                .stats
+                .expiry_index_complete
+                .store(true, Ordering::Relaxed);
+            None
+        }
         _ => Some(Vec::new()),
     };
     loop {
@@ -107,8 +113,12 @@ pub async fn run(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
                 // A whole pass: every value with an expiry is indexed.
                 let mut b = WriteBatch::new();
                 b.put(EXPIRY_INDEX_COMPLETE, []);
-                if shared.write(b).is_err() {
-                    walk = Some(Vec::new());
+                match shared.write(b) {
+                    Ok(()) => shared
+                        .stats
+                        .expiry_index_complete
+                        .store(true, Ordering::Relaxed),
+                    Err(_) => walk = Some(Vec::new()),
                 }
                 break;
             }

@@ -48,6 +48,10 @@ pub struct Stats {
     pub wal_syncs: AtomicU64,
     /// Keys deleted by active expiry (`expiry.rs`).
     pub expired_keys: AtomicU64,
+    /// Every value with an expiry is in the expiry index (INFO stats
+    /// `expiry_index_complete`; false while a database from before the
+    /// index is being walked).
+    pub expiry_index_complete: AtomicBool,
 }
 
 /// State shared by all connections.

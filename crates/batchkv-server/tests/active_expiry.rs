@@ -10,10 +10,10 @@ use common::{q, Harness};
 #[test]
 fn expired_keys_are_deleted_from_the_engine() {
     let h = Harness::start();
-    // The first sweep (at once) walks the new, empty database and marks it
-    // indexed; from then on only the expiry index can find these keys.
-    std::thread::sleep(Duration::from_millis(300));
+    // The first sweep walks the new, empty database and marks it indexed;
+    // from then on only the expiry index can find these keys.
     let mut c = h.conn();
+    wait_for_info(&mut c, "expiry_index_complete:1\r\n");
     let mut p = redis::pipe();
     for i in 0..50 {
         p.cmd("SET")
@@ -57,16 +57,8 @@ fn expired_keys_are_deleted_from_the_engine() {
         .arg(100_000)
         .ignore();
     let _: () = p.query(&mut c).unwrap();
-    // The sweeper examines a slice every 100 ms.
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    loop {
-        let info: String = q(&mut c, &["INFO", "stats"]);
-        if info.contains("expired_keys:51\r\n") {
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "{info}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    // The sweeper reads the index every 100 ms.
+    wait_for_info(&mut c, "expired_keys:51\r\n");
     std::thread::sleep(Duration::from_millis(300));
     let info: String = q(&mut c, &["INFO", "stats"]);
     assert!(info.contains("expired_keys:51\r\n"), "{info}");
@@ -153,17 +145,8 @@ fn a_database_from_before_the_expiry_index_is_walked_once_and_indexed() {
         .unwrap()
         .get_connection()
         .unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    loop {
-        let info: String = q(&mut c, &["INFO", "stats"]);
-        if info.contains("expired_keys:100\r\n") {
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "{info}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    // The marker follows the last walk slice within the tick.
-    std::thread::sleep(Duration::from_millis(300));
+    wait_for_info(&mut c, "expired_keys:100\r\n");
+    wait_for_info(&mut c, "expiry_index_complete:1\r\n");
     assert_eq!(q::<String>(&mut c, &["GET", "later"]), "v");
     drop(c);
     server.shutdown();
@@ -182,4 +165,20 @@ fn a_database_from_before_the_expiry_index_is_walked_once_and_indexed() {
         [b"\0later".to_vec()],
         "the walk indexed what expires later"
     );
+}
+
+/// Polls INFO stats (for at most 10 s) until it contains `line`.
+fn wait_for_info(c: &mut redis::Connection, line: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let info: String = q(c, &["INFO", "stats"]);
+        if info.contains(line) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no {line:?} in {info}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

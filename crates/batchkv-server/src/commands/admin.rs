@@ -179,12 +179,13 @@ fn info(shared: &Shared, a: &[Bytes]) -> Reply {
         let _ = write!(
             out,
             "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\n\
-             rejected_connections:{}\r\nexpired_keys:{}\r\nkeyspace_hits:{}\r\n\
-             keyspace_misses:{}\r\n\r\n",
+             rejected_connections:{}\r\nexpired_keys:{}\r\nexpiry_index_complete:{}\r\n\
+             keyspace_hits:{}\r\nkeyspace_misses:{}\r\n\r\n",
             st.connections.load(Relaxed),
             st.commands.load(Relaxed),
             st.rejected_connections.load(Relaxed),
             st.expired_keys.load(Relaxed),
+            u8::from(st.expiry_index_complete.load(Relaxed)),
             st.hits.load(Relaxed),
             st.misses.load(Relaxed),
         );

@@ -7,7 +7,8 @@
 # Loads N keys `ttl:%012d` with PX 3000 (and, unless MIX=0, N keys
 # `key:%012d` without expiry, which sort before them) through
 # `redis-cli --pipe`, then polls INFO stats until expired_keys reaches N.
-# BIN defaults to this tree's release build, N to 200000. Needs redis-cli.
+# BIN defaults to this tree's release build, N to 200000; SERVE_ARGS adds
+# flags to `batchkv serve` (e.g. "--appendfsync always"). Needs redis-cli.
 set -euo pipefail
 B=${1:-target/release/batchkv}
 N=${2:-200000}
@@ -15,7 +16,7 @@ MIX=${MIX:-1}
 P=${PORT:-16600}
 DIR=$(mktemp -d)
 trap 'redis-cli -p $P SHUTDOWN NOSAVE >/dev/null 2>&1 || true; rm -rf "$DIR"' EXIT
-"$B" serve --dir "$DIR" --port "$P" >/dev/null 2>&1 &
+"$B" serve --dir "$DIR" --port "$P" ${SERVE_ARGS:-} >/dev/null 2>&1 &
 SP=$!
 sleep 0.5
 awk -v n="$N" -v mix="$MIX" 'BEGIN { for (i = 0; i < n; i++) {

@@ -27,7 +27,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use batchkv::{ReadOptions, WriteBatch, WriteOptions};
+use batchkv::{DbIterator, ReadOptions, WriteBatch, WriteOptions};
 use tokio::sync::watch;
 
 use crate::keyspace::{
@@ -142,12 +142,36 @@ const SWEEP_WRITE: WriteOptions = WriteOptions {
     disable_wal: false,
 };
 
-/// Whether stored key `key` holds a value that has expired by now.
-fn has_expired(shared: &Shared, key: &[u8]) -> bool {
-    matches!(
+/// Deletes stored key `key` if its value has expired, in one write with
+/// the deletions already in `also` (written either way). The value is
+/// re-read under the key's stripe lock, so a write that revived the key
+/// is never undone. Returns whether the key was deleted.
+fn delete_if_expired(shared: &Shared, key: &[u8], mut also: WriteBatch) -> bool {
+    let _g = shared.lock_keys(&[key]);
+    let expired = matches!(
         shared.db.get(key),
         Ok(Some(v)) if matches!(live_value(&v, now_ms()), Ok(None))
-    )
+    );
+    if expired {
+        also.delete(key);
+    }
+    if also.is_empty() || shared.db.write(&SWEEP_WRITE, also).is_err() {
+        return false;
+    }
+    shared.mark_dirty();
+    if expired {
+        shared.stats.expired_keys.fetch_add(1, Ordering::Relaxed);
+    }
+    expired
+}
+
+/// Where a slice that stopped at `it` resumes: its key (empty at the end).
+fn resume_point(it: DbIterator) -> Vec<u8> {
+    if it.valid() {
+        it.key().to_vec()
+    } else {
+        Vec::new()
+    }
 }
 
 /// Handles up to `budget` expiry-index entries due by now, from index key
@@ -178,30 +202,17 @@ pub fn sweep_index(shared: &Shared, from: &[u8], budget: usize) -> Slice {
         due.push(it.key().to_vec());
         it.next();
     }
-    let next = if it.valid() {
-        it.key().to_vec()
-    } else {
-        Vec::new()
-    };
-    drop(it);
+    let next = resume_point(it);
     let seen = due.len();
     let mut expired = 0;
     for entry in due {
         let mut b = WriteBatch::new();
         b.delete(&entry);
-        let Some((_, key)) = decode_expiry_index_key(&entry) else {
-            continue;
-        };
-        let _g = shared.lock_keys(&[key]);
-        let gone = has_expired(shared, key);
-        if gone {
-            b.delete(key);
-        }
-        if shared.db.write(&SWEEP_WRITE, b).is_ok() {
-            shared.mark_dirty();
-            if gone {
-                expired += 1;
-                shared.stats.expired_keys.fetch_add(1, Ordering::Relaxed);
+        match decode_expiry_index_key(&entry) {
+            Some((_, key)) => expired += usize::from(delete_if_expired(shared, key, b)),
+            // Too short to name a key: only the entry goes.
+            None => {
+                let _ = shared.db.write(&SWEEP_WRITE, b);
             }
         }
     }
@@ -248,12 +259,7 @@ pub fn walk_slice(shared: &Shared, from: &[u8], budget: usize) -> Slice {
         seen += 1;
         it.next();
     }
-    let next = if it.valid() {
-        it.key().to_vec()
-    } else {
-        Vec::new()
-    };
-    drop(it);
+    let next = resume_point(it);
     if shared.db.write(&SWEEP_WRITE, index).is_err() {
         // Not indexed: walk this slice again next time.
         return Slice {
@@ -264,16 +270,7 @@ pub fn walk_slice(shared: &Shared, from: &[u8], budget: usize) -> Slice {
     }
     let expired = candidates.len();
     for key in candidates {
-        let _g = shared.lock_keys(&[&key]);
-        if !has_expired(shared, &key) {
-            continue;
-        }
-        let mut b = WriteBatch::new();
-        b.delete(&key);
-        if shared.db.write(&SWEEP_WRITE, b).is_ok() {
-            shared.mark_dirty();
-            shared.stats.expired_keys.fetch_add(1, Ordering::Relaxed);
-        }
+        delete_if_expired(shared, &key, WriteBatch::new());
     }
     Slice {
         next,

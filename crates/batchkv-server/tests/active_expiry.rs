@@ -66,17 +66,11 @@ fn expired_keys_are_deleted_from_the_engine() {
     let Harness { server, dir } = h;
     server.shutdown();
     server.join().unwrap();
-    let db = batchkv::Db::open(dir.path(), batchkv::Options::default()).unwrap();
-    let mut it = db.iter(&batchkv::ReadOptions::default()).unwrap();
-    it.seek_to_first();
-    let (mut keys, mut index) = (Vec::new(), Vec::new());
-    while it.valid() {
-        match it.key()[0] {
-            0x10 => index.push(it.key()[9..].to_vec()),
-            _ => keys.push(String::from_utf8_lossy(it.key()).into_owned()),
-        }
-        it.next();
-    }
+    let (keys, index) = stored_keys(dir.path());
+    let mut keys: Vec<String> = keys
+        .iter()
+        .map(|k| String::from_utf8_lossy(k).into_owned())
+        .collect();
     keys.sort();
     let mut want: Vec<String> = (0..10).map(|i| format!("\0p{i}")).collect();
     want.push("\u{4}revived".into());

@@ -176,3 +176,42 @@ fn wait_for_info(c: &mut redis::Connection, line: &str) {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+#[test]
+fn flushdb_and_flushall_remove_their_expiry_index_entries() {
+    let h = Harness::start();
+    let mut c = h.conn();
+    let ex = |c: &mut redis::Connection, k: &str| {
+        let _: () = q(c, &["SET", k, "v", "EX", "100000"]);
+    };
+    ex(&mut c, "a");
+    let _: () = q(&mut c, &["SELECT", "1"]);
+    ex(&mut c, "b");
+    let _: () = q(&mut c, &["SELECT", "2"]);
+    ex(&mut c, "c");
+    let _: () = q(&mut c, &["SELECT", "1"]);
+    let _: () = q(&mut c, &["FLUSHDB"]);
+    drop(c);
+    let Harness { server, dir } = h;
+    server.shutdown();
+    server.join().unwrap();
+    let (_, index) = stored_keys(dir.path());
+    assert_eq!(
+        index,
+        [b"\0a".to_vec(), b"\x02c".to_vec()],
+        "db 1's entry went"
+    );
+    let h = Harness {
+        server: common::start_in(dir.path(), |_| {}),
+        dir,
+    };
+    let mut c = h.conn();
+    let _: () = q(&mut c, &["FLUSHALL"]);
+    drop(c);
+    let Harness { server, dir } = h;
+    server.shutdown();
+    server.join().unwrap();
+    let (keys, index) = stored_keys(dir.path());
+    assert!(index.is_empty(), "{index:?}");
+    assert_eq!(keys, [b"\x11expiry_index_complete".to_vec()]);
+}

@@ -9,7 +9,10 @@ use bytes::Bytes;
 
 use super::strings::tri;
 use super::{not_integer, parse_int, syntax_error, ConnState};
-use crate::keyspace::{db_key, glob_match, live_value, now_ms, put_value, EXPIRY_INDEX, NUM_DBS};
+use crate::keyspace::{
+    db_key, decode_expiry_index_key, glob_match, live_value, now_ms, put_value, EXPIRY_INDEX,
+    NUM_DBS,
+};
 use crate::resp::Reply;
 use crate::server::Shared;
 
@@ -374,27 +377,36 @@ pub fn flush(shared: &Shared, db: Option<u8>, a: &[Bytes]) -> Reply {
         [m] if m.eq_ignore_ascii_case(b"async") || m.eq_ignore_ascii_case(b"sync") => {}
         _ => return syntax_error(),
     }
-    // FLUSHALL also empties the expiry index; after FLUSHDB the flushed
-    // keys' index entries stay until they come due (the sweeper then finds
-    // the keys gone and removes them).
-    let ranges: Vec<u8> = match db {
-        Some(d) => vec![d],
-        None => (0..NUM_DBS as u8).chain([EXPIRY_INDEX]).collect(),
+    // Ranges to empty, by first byte, and for the expiry index the
+    // database whose entries go (None: all). The index is sorted by time,
+    // not database, so FLUSHDB reads all of it: O(entries), like the flush
+    // of the database itself.
+    let ranges: Vec<(u8, Option<u8>)> = match db {
+        Some(d) => vec![(d, None), (EXPIRY_INDEX, Some(d))],
+        None => (0..NUM_DBS as u8)
+            .map(|d| (d, None))
+            .chain([(EXPIRY_INDEX, None)])
+            .collect(),
     };
-    for d in ranges {
+    for (first, only_db) in ranges {
         let mut it = tri!(shared
             .db
-            .iter(&scan_options(d))
+            .iter(&scan_options(first))
             .map_err(super::engine_error));
-        it.seek(vec![d]);
+        it.seek(vec![first]);
         let mut b = WriteBatch::new();
         let mut n = 0;
         while it.valid() {
-            b.delete(it.key());
-            n += 1;
-            if n == FLUSH_CHUNK {
-                tri!(shared.write(std::mem::take(&mut b)));
-                n = 0;
+            let doomed = only_db.is_none_or(|d| {
+                decode_expiry_index_key(it.key()).is_some_and(|(_, k)| k.first() == Some(&d))
+            });
+            if doomed {
+                b.delete(it.key());
+                n += 1;
+                if n == FLUSH_CHUNK {
+                    tri!(shared.write(std::mem::take(&mut b)));
+                    n = 0;
+                }
             }
             it.next();
         }

@@ -63,9 +63,7 @@ fn expired_keys_are_deleted_from_the_engine() {
     let info: String = q(&mut c, &["INFO", "stats"]);
     assert!(info.contains("expired_keys:51\r\n"), "{info}");
     drop(c);
-    let Harness { server, dir } = h;
-    server.shutdown();
-    server.join().unwrap();
+    let dir = h.stop();
     let (keys, index) = stored_keys(dir.path());
     let mut keys: Vec<String> = keys
         .iter()
@@ -192,9 +190,7 @@ fn flushdb_and_flushall_remove_their_expiry_index_entries() {
     let _: () = q(&mut c, &["SELECT", "1"]);
     let _: () = q(&mut c, &["FLUSHDB"]);
     drop(c);
-    let Harness { server, dir } = h;
-    server.shutdown();
-    server.join().unwrap();
+    let dir = h.stop();
     let (_, index) = stored_keys(dir.path());
     assert_eq!(
         index,
@@ -208,9 +204,7 @@ fn flushdb_and_flushall_remove_their_expiry_index_entries() {
     let mut c = h.conn();
     let _: () = q(&mut c, &["FLUSHALL"]);
     drop(c);
-    let Harness { server, dir } = h;
-    server.shutdown();
-    server.join().unwrap();
+    let dir = h.stop();
     let (keys, index) = stored_keys(dir.path());
     assert!(index.is_empty(), "{index:?}");
     assert_eq!(keys, [b"\x11expiry_index_complete".to_vec()]);

@@ -40,11 +40,18 @@ impl Harness {
         Raw::connect(self.server.addr())
     }
 
-    /// Shuts the server down and starts a new one on the same directory.
-    pub fn restart(self, f: impl FnOnce(&mut Config)) -> Harness {
+    /// Shuts the server down (closing the database) and returns its
+    /// directory.
+    pub fn stop(self) -> tempfile::TempDir {
         let Harness { server, dir } = self;
         server.shutdown();
         server.join().unwrap();
+        dir
+    }
+
+    /// Shuts the server down and starts a new one on the same directory.
+    pub fn restart(self, f: impl FnOnce(&mut Config)) -> Harness {
+        let dir = self.stop();
         let server = start_in(dir.path(), f);
         Harness { server, dir }
     }

@@ -70,9 +70,9 @@ use batchkv::{Db, ReadOptions};
 use bytes::BytesMut;
 use tokio::sync::oneshot;
 
-use crate::keyspace;
+use crate::keyspace::{self, NotString};
 use crate::resp;
-use crate::server::Stats;
+use crate::shared::Stats;
 
 /// Jobs a leader serves before handing the rest to a fresh task, so its
 /// own connection is not held up indefinitely under load.
@@ -392,7 +392,18 @@ impl Batcher {
                         misses += 1;
                         resp::encode_nil(req.proto, out);
                     }
-                    Ok(Some(Err(()))) => out.extend_from_slice(b"-ERR corrupt value\r\n"),
+                    Ok(Some(Err(NotString::WrongType))) => match shape {
+                        // MGET answers nil for a key that is not a string.
+                        Shape::Mget(_) => resp::encode_nil(req.proto, out),
+                        Shape::Get => {
+                            out.extend_from_slice(b"-");
+                            out.extend_from_slice(keyspace::WRONGTYPE.as_bytes());
+                            out.extend_from_slice(b"\r\n");
+                        }
+                    },
+                    Ok(Some(Err(NotString::Corrupt))) => out.extend_from_slice(
+                        b"-ERR corrupt value (not written by batchkv serve)\r\n",
+                    ),
                     Err(e) => {
                         out.extend_from_slice(format!("-ERR {e}\r\n").as_bytes());
                     }

@@ -17,7 +17,7 @@ use tokio::sync::watch;
 use crate::batcher::{Keys, Shape};
 use crate::commands::{self, After, ConnState};
 use crate::resp::{self, Reply};
-use crate::server::Shared;
+use crate::shared::Shared;
 
 /// Serves one connection until it closes, QUIT, a protocol error, or
 /// server shutdown.

@@ -31,10 +31,10 @@ use batchkv::{DbIterator, ReadOptions, WriteBatch, WriteOptions};
 use tokio::sync::watch;
 
 use crate::keyspace::{
-    decode_expiry_index_key, expiry_index_key, live_value, now_ms, EXPIRY_INDEX,
+    decode_expiry_index_key, expiry_index_key, live_entry, now_ms, EXPIRY_INDEX,
     EXPIRY_INDEX_COMPLETE, NUM_DBS,
 };
-use crate::server::Shared;
+use crate::shared::Shared;
 
 /// Time between sweeps.
 const TICK: Duration = Duration::from_millis(100);
@@ -150,9 +150,13 @@ fn delete_if_expired(shared: &Shared, key: &[u8], mut also: WriteBatch) -> bool 
     let _g = shared.lock_keys(&[key]);
     let expired = matches!(
         shared.db.get(key),
-        Ok(Some(v)) if matches!(live_value(&v, now_ms()), Ok(None))
+        Ok(Some(v)) if matches!(live_entry(&v, now_ms()), Ok(None))
     );
     if expired {
+        // A collection's elements go in the same write (`meta.rs`).
+        if shared.clear_old(&mut also, key).is_err() {
+            return false;
+        }
         also.delete(key);
     }
     if also.is_empty() || shared.db.write(&SWEEP_WRITE, also).is_err() {
@@ -247,10 +251,10 @@ pub fn walk_slice(shared: &Shared, from: &[u8], budget: usize) -> Slice {
     let mut index = WriteBatch::new();
     let mut seen = 0;
     while it.valid() && seen < budget {
-        match live_value(it.value(), now) {
+        match live_entry(it.value(), now) {
             Ok(None) => candidates.push(it.key().to_vec()),
             Ok(Some(d)) => {
-                if let Some(t) = d.expire_at {
+                if let Some(t) = d.expire_at() {
                     index.put(expiry_index_key(t, it.key()), []);
                 }
             }

@@ -39,6 +39,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use batchkv::{CompactionFilter, TtlFilter, WriteBatch};
 
+use crate::meta::{Meta, TAG_COLLECTION};
+
 /// Number of databases (`SELECT 0`..`SELECT 15`).
 pub const NUM_DBS: usize = 16;
 
@@ -113,6 +115,15 @@ pub fn put_value(b: &mut WriteBatch, key: &[u8], data: &[u8], expire_at: Option<
     }
 }
 
+/// Adds to `b` a collection's metadata for stored key `key`, and its
+/// expiry-index entry if it expires.
+pub fn put_meta(b: &mut WriteBatch, key: &[u8], meta: &Meta) {
+    b.put(key, meta.encode());
+    if let Some(t) = meta.expire_at {
+        b.put(expiry_index_key(t, key), []);
+    }
+}
+
 /// A decoded value: its expiry (if any) and the string's bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Decoded<'a> {
@@ -140,19 +151,79 @@ pub fn decode_value(v: &[u8]) -> Option<Decoded<'_>> {
     }
 }
 
-/// The compaction filter that removes expired values (values not written
-/// by this server are kept).
+/// The compaction filter that removes expired string values (values not
+/// written by this server are kept, and so is collection metadata: an
+/// expired collection's elements must go in the same write as it, which
+/// active expiry does).
 pub fn ttl_filter() -> Arc<dyn CompactionFilter> {
     Arc::new(TtlFilter::new(|v: &[u8]| decode_value(v)?.expire_at))
 }
 
-/// Decodes a stored value and applies lazy expiry at time `now`:
+/// What is stored at a key: a string, or a collection's metadata
+/// (`meta.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Entry<'a> {
+    Str(Decoded<'a>),
+    Coll(Meta),
+}
+
+impl Entry<'_> {
+    pub fn expire_at(&self) -> Option<u64> {
+        match self {
+            Entry::Str(d) => d.expire_at,
+            Entry::Coll(m) => m.expire_at,
+        }
+    }
+
+    /// The name TYPE answers.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Entry::Str(_) => "string",
+            Entry::Coll(m) => m.kind.type_name(),
+        }
+    }
+}
+
+/// Decodes what is stored at a key; `None` if it is malformed (not
+/// written by this server).
+pub fn decode_entry(v: &[u8]) -> Option<Entry<'_>> {
+    if v.first() == Some(&TAG_COLLECTION) {
+        Meta::decode(v).map(Entry::Coll)
+    } else {
+        decode_value(v).map(Entry::Str)
+    }
+}
+
+/// Decodes what is stored at a key and applies lazy expiry at time `now`:
 /// `Ok(None)` if expired, `Err(())` if malformed.
-pub fn live_value(v: &[u8], now: u64) -> Result<Option<Decoded<'_>>, ()> {
-    let d = decode_value(v).ok_or(())?;
-    match d.expire_at {
+pub fn live_entry(v: &[u8], now: u64) -> Result<Option<Entry<'_>>, ()> {
+    let e = decode_entry(v).ok_or(())?;
+    match e.expire_at() {
         Some(t) if t <= now => Ok(None),
-        _ => Ok(Some(d)),
+        _ => Ok(Some(e)),
+    }
+}
+
+/// Why a stored value is not a live string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotString {
+    /// Not written by this server.
+    Corrupt,
+    /// A live collection.
+    WrongType,
+}
+
+/// Redis's reply to a command on a key of the wrong type.
+pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+
+/// Decodes a stored string and applies lazy expiry at time `now`:
+/// `Ok(None)` if expired (of any type).
+pub fn live_value(v: &[u8], now: u64) -> Result<Option<Decoded<'_>>, NotString> {
+    match live_entry(v, now) {
+        Ok(Some(Entry::Str(d))) => Ok(Some(d)),
+        Ok(Some(Entry::Coll(_))) => Err(NotString::WrongType),
+        Ok(None) => Ok(None),
+        Err(()) => Err(NotString::Corrupt),
     }
 }
 
@@ -309,6 +380,9 @@ mod tests {
         );
         assert_eq!(decode_value(&v).unwrap().expire_at, Some(1_700_000_000_000));
         assert_eq!(live_value(&v, 1_700_000_000_000), Ok(None));
+        let m = Meta::new(crate::meta::Kind::Set, 1).encode();
+        assert_eq!(live_value(&m, 0), Err(NotString::WrongType));
+        assert_eq!(decode_value(&m), None, "never a string to ttl_filter");
         assert!(live_value(&v, 1_699_999_999_999).unwrap().is_some());
         assert_eq!(decode_value(b""), None);
         assert_eq!(decode_value(b"\x01abc"), None);

@@ -18,8 +18,10 @@ mod config;
 mod conn;
 mod expiry;
 mod keyspace;
+mod meta;
 mod resp;
 mod server;
+mod shared;
 
 pub use config::{AppendFsync, Config, ServeArgs};
 pub use server::{run, Server};

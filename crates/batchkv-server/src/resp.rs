@@ -329,6 +329,10 @@ pub fn split_args(line: &[u8]) -> Option<Vec<Bytes>> {
 
 /// A reply, rendered per protocol version by [`Reply::encode`].
 #[derive(Debug, Clone, PartialEq)]
+#[allow(
+    dead_code,
+    reason = "Set and Double serve the set and sorted-set commands, which land next"
+)]
 pub enum Reply {
     /// `+OK`
     Simple(&'static str),
@@ -345,6 +349,14 @@ pub enum Reply {
     Array(Vec<Reply>),
     /// RESP3 `%`; RESP2 flattens it into an array of key, value, ...
     Map(Vec<(Reply, Reply)>),
+    /// Pairs such as ZRANGE WITHSCORES's: RESP3 an array of 2-element
+    /// arrays; RESP2 one flat array.
+    Pairs(Vec<(Reply, Reply)>),
+    /// RESP3 `~` (SMEMBERS, ...); RESP2 an array.
+    Set(Vec<Reply>),
+    /// RESP3 `,` (ZSCORE, ...); RESP2 a bulk string. Both print the value
+    /// as Redis 7.0 does ([`format_score`]).
+    Double(f64),
 }
 
 impl Reply {
@@ -384,6 +396,35 @@ impl Reply {
                 line(out, b'*', itoa(items.len() as i64).as_bytes());
                 for it in items {
                     it.encode(proto, out);
+                }
+            }
+            Reply::Pairs(pairs) => {
+                if proto >= 3 {
+                    line(out, b'*', itoa(pairs.len() as i64).as_bytes());
+                } else {
+                    line(out, b'*', itoa(2 * pairs.len() as i64).as_bytes());
+                }
+                for (a, b) in pairs {
+                    if proto >= 3 {
+                        out.put_slice(b"*2\r\n");
+                    }
+                    a.encode(proto, out);
+                    b.encode(proto, out);
+                }
+            }
+            Reply::Set(items) => {
+                let tag = if proto >= 3 { b'~' } else { b'*' };
+                line(out, tag, itoa(items.len() as i64).as_bytes());
+                for it in items {
+                    it.encode(proto, out);
+                }
+            }
+            Reply::Double(d) => {
+                let text = format_score(*d);
+                if proto >= 3 {
+                    line(out, b',', text.as_bytes());
+                } else {
+                    encode_bulk(out, text.as_bytes());
                 }
             }
             Reply::Map(pairs) => {
@@ -471,9 +512,64 @@ pub fn format_double(d: f64) -> String {
     format!("{d}")
 }
 
+/// Formats a score as Redis 7.0 replies with it (C's `%.17g`; `inf`,
+/// `-inf`; zero as `0`): `0.1` prints as `0.10000000000000001`.
+pub fn format_score(d: f64) -> String {
+    if d.is_nan() {
+        return "nan".into();
+    }
+    if d.is_infinite() {
+        return if d > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    if d == 0.0 {
+        return "0".into();
+    }
+    // 17 significant digits in scientific form: d.dddddddddddddddde±x.
+    let sci = format!("{d:.16e}");
+    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if !(-4..17).contains(&exp) {
+        let mant = trim_fraction(mant);
+        let sign = if exp < 0 { '-' } else { '+' };
+        return format!("{mant}e{sign}{:02}", exp.abs());
+    }
+    let decimals = (16 - exp).max(0) as usize;
+    trim_fraction(&format!("{d:.decimals$}")).to_string()
+}
+
+/// `1.2500` -> `1.25`, `3.000` -> `3`.
+fn trim_fraction(s: &str) -> &str {
+    if !s.contains('.') {
+        return s;
+    }
+    s.trim_end_matches('0').trim_end_matches('.')
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
+
+    #[test]
+    fn scores_print_as_redis_7_0_does() {
+        use super::format_score;
+        for (d, text) in [
+            (0.1, "0.10000000000000001"),
+            (1e300, "1.0000000000000001e+300"),
+            (f64::INFINITY, "inf"),
+            (f64::NEG_INFINITY, "-inf"),
+            (-0.0, "0"),
+            (1.5, "1.5"),
+            (3.0, "3"),
+            (-2.0, "-2"),
+            (123456789.0, "123456789"),
+            (1e17, "1e+17"),
+            (1e16, "10000000000000000"),
+            (0.0001, "0.0001"),
+            (0.00001, "1.0000000000000001e-05"),
+        ] {
+            assert_eq!(format_score(d), text, "{d:e}");
+        }
+    }
 
     use super::*;
 

@@ -6,15 +6,38 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use bytes::Bytes;
 
-use super::{not_integer, parse_int, syntax_error, ConnState, COMMANDS};
+use super::{all_commands, not_integer, parse_int, spec, syntax_error, CommandSpec, ConnState};
+use super::{A, F, NO_KEYS};
 use crate::keyspace::{glob_match, NUM_DBS};
 use crate::resp::Reply;
-use crate::server::Shared;
+use crate::shared::Shared;
 
 /// The Redis version reported to clients (the command set we follow).
 pub const REDIS_VERSION: &str = "7.2.0";
 
-pub fn run(shared: &Shared, conn: &mut ConnState, name: &str, a: &[Bytes]) -> Reply {
+/// Connection and server commands.
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    spec("ping", -1, F, NO_KEYS, |s, c, a| run(s, c, "ping", a)),
+    spec("echo", 2, F, NO_KEYS, |s, c, a| run(s, c, "echo", a)),
+    spec("select", 2, F, NO_KEYS, |s, c, a| run(s, c, "select", a)),
+    spec("auth", -2, F, NO_KEYS, |s, c, a| run(s, c, "auth", a)),
+    spec("hello", -1, F, NO_KEYS, |s, c, a| run(s, c, "hello", a)),
+    spec("quit", -1, F, NO_KEYS, |_, _, _| Reply::ok()),
+    spec("shutdown", -1, A, NO_KEYS, |_, _, _| Reply::ok()),
+    spec("info", -1, &["loading"], NO_KEYS, |s, c, a| {
+        run(s, c, "info", a)
+    }),
+    spec("config", -2, A, NO_KEYS, |s, c, a| run(s, c, "config", a)),
+    spec("command", -1, &["loading"], NO_KEYS, |s, c, a| {
+        run(s, c, "command", a)
+    }),
+    spec("client", -2, &["loading"], NO_KEYS, |s, c, a| {
+        run(s, c, "client", a)
+    }),
+    spec("time", 1, F, NO_KEYS, |s, c, a| run(s, c, "time", a)),
+];
+
+fn run(shared: &Shared, conn: &mut ConnState, name: &str, a: &[Bytes]) -> Reply {
     match name {
         "ping" => match a {
             [] => Reply::Simple("PONG"),
@@ -294,10 +317,10 @@ fn command_info(c: &super::CommandSpec) -> Reply {
 
 fn command(a: &[Bytes]) -> Reply {
     let Some(sub) = a.first() else {
-        return Reply::Array(COMMANDS.iter().map(command_info).collect());
+        return Reply::Array(all_commands().map(command_info).collect());
     };
     match sub.to_ascii_lowercase().as_slice() {
-        b"count" => Reply::Int(COMMANDS.len() as i64),
+        b"count" => Reply::Int(all_commands().count() as i64),
         b"list" => Reply::Array(
             COMMANDS
                 .iter()
@@ -306,7 +329,7 @@ fn command(a: &[Bytes]) -> Reply {
         ),
         b"info" => {
             if a.len() == 1 {
-                return Reply::Array(COMMANDS.iter().map(command_info).collect());
+                return Reply::Array(all_commands().map(command_info).collect());
             }
             Reply::Array(
                 a[1..]

@@ -4,20 +4,54 @@
 //! Commands that walk a database iterate its key prefix (`keyspace.rs`)
 //! and skip expired entries. DBSIZE is therefore O(keys), unlike Redis.
 
-use batchkv::{ReadOptions, WriteBatch};
+use batchkv::WriteBatch;
 use bytes::Bytes;
 
 use super::strings::tri;
-use super::{not_integer, parse_int, syntax_error, ConnState};
-use crate::keyspace::{
-    db_key, decode_expiry_index_key, glob_match, live_value, now_ms, put_value, EXPIRY_INDEX,
-    NUM_DBS,
+use super::{
+    not_integer, parse_int, spec, syntax_error, CommandSpec, ConnState, ALL_KEYS, KEY1, NO_KEYS, R,
+    RS, W,
 };
+use crate::keyspace::{
+    db_key, decode_expiry_index_key, glob_match, live_entry, now_ms, EXPIRY_INDEX, NUM_DBS,
+};
+use crate::meta::{prefix_end, ELEMENTS, SCORES};
 use crate::resp::Reply;
-use crate::server::Shared;
+use crate::shared::{Shared, Value};
 
-/// Keys deleted per write batch by FLUSHDB.
-const FLUSH_CHUNK: usize = 10_000;
+/// The keyspace commands.
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    spec("del", -2, W, ALL_KEYS, |s, c, a| del(s, c, a)),
+    spec("unlink", -2, W, ALL_KEYS, |s, c, a| del(s, c, a)),
+    spec("exists", -2, R, ALL_KEYS, |s, c, a| exists(s, c, a)),
+    spec("type", 2, R, KEY1, |s, c, a| type_of(s, c, a)),
+    spec("expire", -3, W, KEY1, |s, c, a| {
+        expire(s, c, a, 1000, false, "expire")
+    }),
+    spec("pexpire", -3, W, KEY1, |s, c, a| {
+        expire(s, c, a, 1, false, "pexpire")
+    }),
+    spec("expireat", -3, W, KEY1, |s, c, a| {
+        expire(s, c, a, 1000, true, "expireat")
+    }),
+    spec("pexpireat", -3, W, KEY1, |s, c, a| {
+        expire(s, c, a, 1, true, "pexpireat")
+    }),
+    spec("ttl", 2, R, KEY1, |s, c, a| ttl(s, c, a, 1000, false)),
+    spec("pttl", 2, R, KEY1, |s, c, a| ttl(s, c, a, 1, false)),
+    spec("expiretime", 2, R, KEY1, |s, c, a| ttl(s, c, a, 1000, true)),
+    spec("pexpiretime", 2, R, KEY1, |s, c, a| ttl(s, c, a, 1, true)),
+    spec("persist", 2, W, KEY1, |s, c, a| persist(s, c, a)),
+    spec("keys", 2, RS, NO_KEYS, |s, c, a| keys(s, c, a)),
+    spec("scan", -2, RS, NO_KEYS, |s, c, a| scan(s, c, a)),
+    spec("dbsize", 1, R, NO_KEYS, |s, c, _| dbsize(s, c)),
+    spec("randomkey", 1, RS, NO_KEYS, |s, c, _| randomkey(s, c)),
+    spec("rename", 3, W, (1, 2, 1), |s, c, a| rename(s, c, a, false)),
+    spec("renamenx", 3, W, (1, 2, 1), |s, c, a| rename(s, c, a, true)),
+    spec("copy", -3, W, (1, 2, 1), |s, c, a| copy(s, c, a)),
+    spec("flushdb", -1, W, NO_KEYS, |s, c, a| flush(s, Some(c.db), a)),
+    spec("flushall", -1, W, NO_KEYS, |s, _, a| flush(s, None, a)),
+];
 
 pub fn del(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let keys: Vec<Vec<u8>> = a.iter().map(|k| db_key(conn.db, k)).collect();
@@ -26,9 +60,14 @@ pub fn del(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let mut n = 0;
     let mut seen = std::collections::HashSet::new();
     for (k, r) in keys.iter().zip(shared.read_many(&keys)) {
-        if tri!(r).is_some() && seen.insert(k) {
-            n += 1;
-            b.delete(k);
+        if let Some(v) = tri!(r) {
+            if seen.insert(k) {
+                n += 1;
+                if let Value::Coll(m) = v {
+                    tri!(shared.drop_elements(&mut b, k, &m));
+                }
+                b.delete(k);
+            }
         }
     }
     tri!(shared.write(b));
@@ -47,8 +86,8 @@ pub fn exists(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
 }
 
 pub fn type_of(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
-    match tri!(shared.read(&db_key(conn.db, &a[0]))) {
-        Some(_) => Reply::Simple("string"),
+    match tri!(shared.read_value(&db_key(conn.db, &a[0]))) {
+        Some(v) => Reply::Simple(v.type_name()),
         None => Reply::Simple("none"),
     }
 }
@@ -100,9 +139,10 @@ pub fn expire(
     };
     let key = db_key(conn.db, &a[0]);
     let _g = shared.lock_keys(&[&key]);
-    let Some((cur, data)) = tri!(shared.read(&key)) else {
+    let Some(value) = tri!(shared.read_value(&key)) else {
         return Reply::Int(0);
     };
+    let cur = value.expire_at();
     // No expiry counts as an infinite TTL for GT/LT.
     let cur_ttl = cur.map_or(i64::MAX, |c| c as i64);
     if (nx && cur.is_some())
@@ -115,17 +155,19 @@ pub fn expire(
     if at <= now {
         tri!(shared.delete(&key));
     } else {
-        tri!(shared.put(&key, &data, Some(at as u64)));
+        let mut b = WriteBatch::new();
+        Shared::set_expiry(&mut b, &key, &value, Some(at as u64));
+        tri!(shared.write(b));
     }
     Reply::Int(1)
 }
 
 /// TTL/PTTL (`absolute` false) and EXPIRETIME/PEXPIRETIME (true).
 pub fn ttl(shared: &Shared, conn: &ConnState, a: &[Bytes], unit: i64, absolute: bool) -> Reply {
-    match tri!(shared.read(&db_key(conn.db, &a[0]))) {
+    match tri!(shared.read_value(&db_key(conn.db, &a[0]))).map(|v| v.expire_at()) {
         None => Reply::Int(-2),
-        Some((None, _)) => Reply::Int(-1),
-        Some((Some(at), _)) => {
+        Some(None) => Reply::Int(-1),
+        Some(Some(at)) => {
             let ms = if absolute {
                 at as i64
             } else {
@@ -139,38 +181,39 @@ pub fn ttl(shared: &Shared, conn: &ConnState, a: &[Bytes], unit: i64, absolute: 
 pub fn persist(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let key = db_key(conn.db, &a[0]);
     let _g = shared.lock_keys(&[&key]);
-    match tri!(shared.read(&key)) {
-        Some((Some(_), data)) => {
-            tri!(shared.put(&key, &data, None));
+    match tri!(shared.read_value(&key)) {
+        Some(v) if v.expire_at().is_some() => {
+            let mut b = WriteBatch::new();
+            Shared::set_expiry(&mut b, &key, &v, None);
+            tri!(shared.write(b));
             Reply::Int(1)
         }
         _ => Reply::Int(0),
     }
 }
 
-/// Walks the live keys of `db` from user key `from`, calling `f(key)`
-/// until it returns false. Returns the user key it stopped before (the
+/// Walks the live keys of `db` from user key `from`, calling
+/// `f(key, type name)` until it returns false. Returns the user key it stopped before (the
 /// next one not visited), if any.
 fn walk(
     shared: &Shared,
     db: u8,
     from: &[u8],
-    mut f: impl FnMut(&[u8]) -> bool,
+    mut f: impl FnMut(&[u8], &str) -> bool,
 ) -> Result<Option<Vec<u8>>, Reply> {
-    let opts = scan_options(db);
-    let mut it = shared.db.iter(&opts).map_err(super::engine_error)?;
-    it.seek(db_key(db, from));
     let now = now_ms();
-    while it.valid() {
-        let live = matches!(live_value(it.value(), now), Ok(Some(_)));
-        if live && !f(&it.key()[1..]) {
-            it.next();
-            return Ok(it.valid().then(|| it.key()[1..].to_vec()));
+    let (mut stopped, mut next) = (false, None);
+    shared.scan(&db_key(db, from), &[db + 1], false, false, |k, v| {
+        if stopped {
+            next = Some(k[1..].to_vec());
+            return false;
         }
-        it.next();
-    }
-    it.status().map_err(super::engine_error)?;
-    Ok(None)
+        if let Ok(Some(e)) = live_entry(v, now) {
+            stopped = !f(&k[1..], e.type_name());
+        }
+        true
+    })?;
+    Ok(next)
 }
 
 /// The literal bytes a glob pattern must start with.
@@ -186,7 +229,7 @@ pub fn keys(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let pat = &a[0];
     let prefix = literal_prefix(pat);
     let mut out = Vec::new();
-    tri!(walk(shared, conn.db, prefix, |k| {
+    tri!(walk(shared, conn.db, prefix, |k, _| {
         if !k.starts_with(prefix) {
             return false;
         }
@@ -233,12 +276,13 @@ pub fn scan(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
             None => return Reply::err("ERR invalid cursor"),
         }
     };
-    let want_strings = type_filter.as_deref().is_none_or(|t| t == b"string");
     let mut seen = 0i64;
     let mut out = Vec::new();
-    let next = tri!(walk(shared, conn.db, &from, |k| {
+    let next = tri!(walk(shared, conn.db, &from, |k, ty| {
         seen += 1;
-        if want_strings && pattern.is_none_or(|p| glob_match(p, k)) {
+        if type_filter.as_deref().is_none_or(|t| t == ty.as_bytes())
+            && pattern.is_none_or(|p| glob_match(p, k))
+        {
             out.push(Reply::bulk(Bytes::copy_from_slice(k)));
         }
         seen < count
@@ -255,40 +299,25 @@ pub fn scan(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
 
 pub fn dbsize(shared: &Shared, conn: &ConnState) -> Reply {
     let mut n = 0;
-    tri!(walk(shared, conn.db, b"", |_| {
+    tri!(walk(shared, conn.db, b"", |_, _| {
         n += 1;
         true
     }));
     Reply::Int(n)
 }
 
-/// Reads every key of database `db` (its one-byte prefix) without filling
-/// the block cache.
-/// Iterates the keys whose first byte is `db` (a database, or the expiry
-/// index).
-fn scan_options(db: u8) -> ReadOptions {
-    ReadOptions {
-        lower_bound: Some(vec![db]),
-        upper_bound: Some(vec![db + 1]),
-        fill_cache: false,
-        ..Default::default()
-    }
-}
-
-/// Number of live keys in `db` (INFO keyspace).
+/// Number of live keys in `db` and how many of them expire (INFO
+/// keyspace).
 pub fn count_keys(shared: &Shared, db: u8) -> Result<(u64, u64), Reply> {
     let (mut n, mut with_ttl) = (0u64, 0u64);
-    let opts = scan_options(db);
-    let mut it = shared.db.iter(&opts).map_err(super::engine_error)?;
-    it.seek(vec![db]);
     let now = now_ms();
-    while it.valid() {
-        if let Ok(Some(d)) = live_value(it.value(), now) {
+    shared.scan(&[db], &[db + 1], false, false, |_, v| {
+        if let Ok(Some(e)) = live_entry(v, now) {
             n += 1;
-            with_ttl += u64::from(d.expire_at.is_some());
+            with_ttl += u64::from(e.expire_at().is_some());
         }
-        it.next();
-    }
+        true
+    })?;
     Ok((n, with_ttl))
 }
 
@@ -296,7 +325,7 @@ pub fn randomkey(shared: &Shared, conn: &ConnState) -> Reply {
     let start: [u8; 8] = rand::random();
     let mut found = None;
     for from in [&start[..], b""] {
-        tri!(walk(shared, conn.db, from, |k| {
+        tri!(walk(shared, conn.db, from, |k, _| {
             found = Some(k.to_vec());
             false
         }));
@@ -314,18 +343,20 @@ pub fn rename(shared: &Shared, conn: &ConnState, a: &[Bytes], nx: bool) -> Reply
     let src = db_key(conn.db, &a[0]);
     let dst = db_key(conn.db, &a[1]);
     let _g = shared.lock_keys(&[&src, &dst]);
-    let Some((exp, data)) = tri!(shared.read(&src)) else {
+    let Some(value) = tri!(shared.read_value(&src)) else {
         return Reply::err("ERR no such key");
     };
     if src == dst {
         return if nx { Reply::Int(0) } else { Reply::ok() };
     }
-    if nx && tri!(shared.read(&dst)).is_some() {
+    if nx && tri!(shared.read_value(&dst)).is_some() {
         return Reply::Int(0);
     }
     let mut b = WriteBatch::new();
+    tri!(shared.clear_old(&mut b, &dst));
+    tri!(shared.copy_value(&mut b, &src, &value, &dst, value.expire_at()));
+    tri!(shared.clear_old(&mut b, &src));
     b.delete(&src);
-    put_value(&mut b, &dst, &data, exp);
     tri!(shared.write(b));
     if nx {
         Reply::Int(1)
@@ -359,59 +390,60 @@ pub fn copy(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
         return Reply::err("ERR source and destination objects are the same");
     }
     let _g = shared.lock_keys(&[&src, &dst]);
-    let Some((exp, data)) = tri!(shared.read(&src)) else {
+    let Some(value) = tri!(shared.read_value(&src)) else {
         return Reply::Int(0);
     };
-    if !replace && tri!(shared.read(&dst)).is_some() {
+    if !replace && tri!(shared.read_value(&dst)).is_some() {
         return Reply::Int(0);
     }
-    tri!(shared.put(&dst, &data, exp));
+    let mut b = WriteBatch::new();
+    tri!(shared.clear_old(&mut b, &dst));
+    tri!(shared.copy_value(&mut b, &src, &value, &dst, value.expire_at()));
+    tri!(shared.write(b));
     Reply::Int(1)
 }
 
-/// FLUSHDB (`db` Some) or FLUSHALL (None). ASYNC/SYNC are accepted; the
-/// deletion is always synchronous.
+/// FLUSHDB (`db` Some) or FLUSHALL (None): one write of range deletions
+/// (the database's keys, its collections' elements) and the deletion of
+/// its expiry-index entries. ASYNC/SYNC are accepted; the deletion is
+/// always synchronous.
 pub fn flush(shared: &Shared, db: Option<u8>, a: &[Bytes]) -> Reply {
     match a {
         [] => {}
         [m] if m.eq_ignore_ascii_case(b"async") || m.eq_ignore_ascii_case(b"sync") => {}
         _ => return syntax_error(),
     }
-    // Ranges to empty, by first byte, and for the expiry index the
-    // database whose entries go (None: all). The index is sorted by time,
-    // not database, so FLUSHDB reads all of it: O(entries), like the flush
-    // of the database itself.
-    let ranges: Vec<(u8, Option<u8>)> = match db {
-        Some(d) => vec![(d, None), (EXPIRY_INDEX, Some(d))],
-        None => (0..NUM_DBS as u8)
-            .map(|d| (d, None))
-            .chain([(EXPIRY_INDEX, None)])
-            .collect(),
-    };
-    for (first, only_db) in ranges {
-        let mut it = tri!(shared
-            .db
-            .iter(&scan_options(first))
-            .map_err(super::engine_error));
-        it.seek(vec![first]);
-        let mut b = WriteBatch::new();
-        let mut n = 0;
-        while it.valid() {
-            let doomed = only_db.is_none_or(|d| {
-                decode_expiry_index_key(it.key()).is_some_and(|(_, k)| k.first() == Some(&d))
-            });
-            if doomed {
-                b.delete(it.key());
-                n += 1;
-                if n == FLUSH_CHUNK {
-                    tri!(shared.write(std::mem::take(&mut b)));
-                    n = 0;
-                }
-            }
-            it.next();
-        }
-        tri!(it.status().map_err(super::engine_error));
-        tri!(shared.write(b));
+    let mut b = WriteBatch::new();
+    for first in [ELEMENTS, SCORES] {
+        let (lo, hi) = match db {
+            Some(d) => (vec![first, d], prefix_end(&[first, d])),
+            None => (vec![first], vec![first + 1]),
+        };
+        b.delete_range(lo, hi);
     }
+    match db {
+        Some(d) => {
+            b.delete_range([d], [d + 1]);
+            // The index is sorted by time, not database, so FLUSHDB reads
+            // all of it: O(entries).
+            tri!(shared.scan(
+                &[EXPIRY_INDEX],
+                &[EXPIRY_INDEX + 1],
+                false,
+                false,
+                |k, _| {
+                    if decode_expiry_index_key(k).is_some_and(|(_, key)| key.first() == Some(&d)) {
+                        b.delete(k);
+                    }
+                    true
+                }
+            ));
+        }
+        None => {
+            b.delete_range([0u8], [NUM_DBS as u8]);
+            b.delete_range([EXPIRY_INDEX], [EXPIRY_INDEX + 1]);
+        }
+    }
+    tri!(shared.write(b));
     Reply::ok()
 }

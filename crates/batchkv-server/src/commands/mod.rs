@@ -6,15 +6,25 @@
 //! they get here (see `conn.rs`).
 
 mod admin;
+mod coll;
+mod hashes;
 mod keys;
 mod strings;
+
+use std::collections::HashMap;
 
 use bytes::Bytes;
 
 use crate::resp::Reply;
-use crate::server::Shared;
+use crate::shared::Shared;
 
-/// One command's static description (Redis's COMMAND INFO fields).
+/// What runs a command: the shared state, the connection, and the
+/// arguments after the name (their count already checked against the
+/// arity).
+pub type Handler = fn(&Shared, &mut ConnState, &[Bytes]) -> Reply;
+
+/// One command: Redis's COMMAND INFO fields and its handler. Each module
+/// lists its commands in a `COMMANDS` table; [`lookup`] finds them all.
 pub struct CommandSpec {
     pub name: &'static str,
     /// Positive: exact argument count (name included); negative: at least.
@@ -23,95 +33,65 @@ pub struct CommandSpec {
     pub first_key: i32,
     pub last_key: i32,
     pub step: i32,
+    pub handler: Handler,
 }
 
-const fn spec(
+pub(crate) const fn spec(
     name: &'static str,
     arity: i32,
     flags: &'static [&'static str],
-    first_key: i32,
-    last_key: i32,
-    step: i32,
+    keys: (i32, i32, i32),
+    handler: Handler,
 ) -> CommandSpec {
     CommandSpec {
         name,
         arity,
         flags,
-        first_key,
-        last_key,
-        step,
+        first_key: keys.0,
+        last_key: keys.1,
+        step: keys.2,
+        handler,
     }
 }
 
-const W: &[&str] = &["write"];
-const R: &[&str] = &["readonly", "fast"];
-const F: &[&str] = &["fast"];
-const A: &[&str] = &["admin"];
+/// Flags: a write command.
+pub(crate) const W: &[&str] = &["write"];
+/// A write that may allocate (Redis's `denyoom`).
+pub(crate) const WM: &[&str] = &["write", "denyoom"];
+/// A fast read.
+pub(crate) const R: &[&str] = &["readonly", "fast"];
+/// A read whose cost grows with the data (Redis: no `fast`).
+pub(crate) const RS: &[&str] = &["readonly"];
+pub(crate) const F: &[&str] = &["fast"];
+pub(crate) const A: &[&str] = &["admin"];
+/// Key positions: none; the first argument; all arguments from the first.
+pub(crate) const NO_KEYS: (i32, i32, i32) = (0, 0, 0);
+pub(crate) const KEY1: (i32, i32, i32) = (1, 1, 1);
+pub(crate) const ALL_KEYS: (i32, i32, i32) = (1, -1, 1);
 
-/// Every command the server knows.
-pub static COMMANDS: &[CommandSpec] = &[
-    spec("ping", -1, F, 0, 0, 0),
-    spec("echo", 2, F, 0, 0, 0),
-    spec("select", 2, F, 0, 0, 0),
-    spec("auth", -2, F, 0, 0, 0),
-    spec("hello", -1, F, 0, 0, 0),
-    spec("quit", -1, F, 0, 0, 0),
-    spec("shutdown", -1, A, 0, 0, 0),
-    spec("get", 2, R, 1, 1, 1),
-    spec("mget", -2, R, 1, -1, 1),
-    spec("set", -3, W, 1, 1, 1),
-    spec("setnx", 3, W, 1, 1, 1),
-    spec("setex", 4, W, 1, 1, 1),
-    spec("psetex", 4, W, 1, 1, 1),
-    spec("getdel", 2, W, 1, 1, 1),
-    spec("getset", 3, W, 1, 1, 1),
-    spec("getex", -2, W, 1, 1, 1),
-    spec("mset", -3, W, 1, -1, 2),
-    spec("msetnx", -3, W, 1, -1, 2),
-    spec("append", 3, W, 1, 1, 1),
-    spec("strlen", 2, R, 1, 1, 1),
-    spec("getrange", 4, R, 1, 1, 1),
-    spec("substr", 4, R, 1, 1, 1),
-    spec("setrange", 4, W, 1, 1, 1),
-    spec("incr", 2, W, 1, 1, 1),
-    spec("decr", 2, W, 1, 1, 1),
-    spec("incrby", 3, W, 1, 1, 1),
-    spec("decrby", 3, W, 1, 1, 1),
-    spec("incrbyfloat", 3, W, 1, 1, 1),
-    spec("del", -2, W, 1, -1, 1),
-    spec("unlink", -2, W, 1, -1, 1),
-    spec("exists", -2, R, 1, -1, 1),
-    spec("type", 2, R, 1, 1, 1),
-    spec("expire", -3, W, 1, 1, 1),
-    spec("pexpire", -3, W, 1, 1, 1),
-    spec("expireat", -3, W, 1, 1, 1),
-    spec("pexpireat", -3, W, 1, 1, 1),
-    spec("ttl", 2, R, 1, 1, 1),
-    spec("pttl", 2, R, 1, 1, 1),
-    spec("expiretime", 2, R, 1, 1, 1),
-    spec("pexpiretime", 2, R, 1, 1, 1),
-    spec("persist", 2, W, 1, 1, 1),
-    spec("keys", 2, &["readonly"], 0, 0, 0),
-    spec("scan", -2, &["readonly"], 0, 0, 0),
-    spec("dbsize", 1, &["readonly"], 0, 0, 0),
-    spec("randomkey", 1, &["readonly"], 0, 0, 0),
-    spec("rename", 3, W, 1, 2, 1),
-    spec("renamenx", 3, W, 1, 2, 1),
-    spec("copy", -3, W, 1, 2, 1),
-    spec("flushdb", -1, W, 0, 0, 0),
-    spec("flushall", -1, W, 0, 0, 0),
-    spec("info", -1, &["loading"], 0, 0, 0),
-    spec("config", -2, A, 0, 0, 0),
-    spec("command", -1, &["loading"], 0, 0, 0),
-    spec("client", -2, &["loading"], 0, 0, 0),
-    spec("time", 1, F, 0, 0, 0),
+/// Every module's command table.
+static TABLES: &[&[CommandSpec]] = &[
+    admin::COMMANDS,
+    strings::COMMANDS,
+    keys::COMMANDS,
+    hashes::COMMANDS,
 ];
+
+/// Every command the server knows, in table order.
+pub fn all_commands() -> impl Iterator<Item = &'static CommandSpec> {
+    TABLES.iter().flat_map(|t| t.iter())
+}
 
 /// Finds a command by its (case-insensitive) name.
 pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
-    COMMANDS
-        .iter()
-        .find(|c| c.name.as_bytes().eq_ignore_ascii_case(name))
+    static BY_NAME: std::sync::OnceLock<HashMap<&'static [u8], &'static CommandSpec>> =
+        std::sync::OnceLock::new();
+    let map = BY_NAME.get_or_init(|| all_commands().map(|c| (c.name.as_bytes(), c)).collect());
+    let mut buf = [0u8; 32];
+    let lower = buf.get_mut(..name.len())?;
+    lower.copy_from_slice(name);
+    lower.make_ascii_lowercase();
+    map.get(&*lower).copied()
 }
 
 /// Whether `argc` (name included) satisfies `spec`'s arity.
@@ -165,6 +145,14 @@ pub fn wrong_arity(name: &str) -> Reply {
     ))
 }
 
+/// A SCAN-family reply: the next cursor and this page's items.
+pub fn scan_reply(next: u64, items: Vec<Reply>) -> Reply {
+    Reply::Array(vec![
+        Reply::bulk(Bytes::from(next.to_string())),
+        Reply::Array(items),
+    ])
+}
+
 pub fn syntax_error() -> Reply {
     Reply::err("ERR syntax error")
 }
@@ -207,57 +195,12 @@ pub fn execute(shared: &Shared, conn: &mut ConnState, args: &[Bytes]) -> (Reply,
         .stats
         .commands
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let a = &args[1..];
-    let reply = match spec.name {
-        "get" => strings::get(shared, conn, a),
-        "mget" => strings::mget(shared, conn, a),
-        "set" => strings::set(shared, conn, a),
-        "setnx" => strings::setnx(shared, conn, a),
-        "setex" => strings::setex(shared, conn, a, 1000, "setex"),
-        "psetex" => strings::setex(shared, conn, a, 1, "psetex"),
-        "getdel" => strings::getdel(shared, conn, a),
-        "getset" => strings::getset(shared, conn, a),
-        "getex" => strings::getex(shared, conn, a),
-        "mset" => strings::mset(shared, conn, a, false),
-        "msetnx" => strings::mset(shared, conn, a, true),
-        "append" => strings::append(shared, conn, a),
-        "strlen" => strings::strlen(shared, conn, a),
-        "getrange" | "substr" => strings::getrange(shared, conn, a),
-        "setrange" => strings::setrange(shared, conn, a),
-        "incr" => strings::incr_by(shared, conn, &a[0], Some(1)),
-        "decr" => strings::incr_by(shared, conn, &a[0], Some(-1)),
-        "incrby" => strings::incr_by(shared, conn, &a[0], parse_int(&a[1])),
-        "decrby" => match parse_int(&a[1]) {
-            Some(i64::MIN) => Reply::err("ERR decrement would overflow"),
-            by => strings::incr_by(shared, conn, &a[0], by.map(|b| -b)),
-        },
-        "incrbyfloat" => strings::incr_by_float(shared, conn, a),
-        "del" | "unlink" => keys::del(shared, conn, a),
-        "exists" => keys::exists(shared, conn, a),
-        "type" => keys::type_of(shared, conn, a),
-        "expire" => keys::expire(shared, conn, a, 1000, false, "expire"),
-        "pexpire" => keys::expire(shared, conn, a, 1, false, "pexpire"),
-        "expireat" => keys::expire(shared, conn, a, 1000, true, "expireat"),
-        "pexpireat" => keys::expire(shared, conn, a, 1, true, "pexpireat"),
-        "ttl" => keys::ttl(shared, conn, a, 1000, false),
-        "pttl" => keys::ttl(shared, conn, a, 1, false),
-        "expiretime" => keys::ttl(shared, conn, a, 1000, true),
-        "pexpiretime" => keys::ttl(shared, conn, a, 1, true),
-        "persist" => keys::persist(shared, conn, a),
-        "keys" => keys::keys(shared, conn, a),
-        "scan" => keys::scan(shared, conn, a),
-        "dbsize" => keys::dbsize(shared, conn),
-        "randomkey" => keys::randomkey(shared, conn),
-        "rename" => keys::rename(shared, conn, a, false),
-        "renamenx" => keys::rename(shared, conn, a, true),
-        "copy" => keys::copy(shared, conn, a),
-        "flushdb" => keys::flush(shared, Some(conn.db), a),
-        "flushall" => keys::flush(shared, None, a),
-        "quit" => return (Reply::ok(), After::Close),
-        "shutdown" => return (Reply::ok(), After::Shutdown),
-        _ => admin::run(shared, conn, spec.name, a),
+    let after = match spec.name {
+        "quit" => After::Close,
+        "shutdown" => After::Shutdown,
+        _ => After::Continue,
     };
-    (reply, After::Continue)
+    ((spec.handler)(shared, conn, &args[1..]), after)
 }
 
 #[cfg(test)]
@@ -291,8 +234,11 @@ mod tests {
 
     #[test]
     fn command_names_are_unique_and_arity_is_checked() {
-        for (i, c) in COMMANDS.iter().enumerate() {
-            assert!(COMMANDS[..i].iter().all(|o| o.name != c.name), "{}", c.name);
+        let all: Vec<_> = all_commands().collect();
+        for (i, c) in all.iter().enumerate() {
+            assert!(all[..i].iter().all(|o| o.name != c.name), "{}", c.name);
+            assert_eq!(c.name, c.name.to_ascii_lowercase());
+            assert!(lookup(c.name.to_uppercase().as_bytes()).is_some());
         }
         let get = lookup(b"GeT").unwrap();
         assert!(arity_ok(get, 2) && !arity_ok(get, 3));

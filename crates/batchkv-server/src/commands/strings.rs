@@ -5,14 +5,48 @@
 use batchkv::WriteBatch;
 use bytes::Bytes;
 
-use super::{not_integer, parse_int, syntax_error, ConnState};
+use super::{not_integer, parse_int, spec, syntax_error, CommandSpec, ConnState, KEY1, R, W, WM};
 use crate::keyspace::{db_key, encode_value, now_ms};
 use crate::resp::{format_double, Reply};
-use crate::server::{Live, Shared};
+use crate::shared::{Live, Shared, Value};
 
 /// Largest string SETRANGE/APPEND may build (Redis's default
 /// proto-max-bulk-len).
 const MAX_STRING: i64 = 512 << 20;
+
+/// The string commands.
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    spec("get", 2, R, KEY1, |s, c, a| get(s, c, a)),
+    spec("mget", -2, R, super::ALL_KEYS, |s, c, a| mget(s, c, a)),
+    spec("set", -3, WM, KEY1, |s, c, a| set(s, c, a)),
+    spec("setnx", 3, WM, KEY1, |s, c, a| setnx(s, c, a)),
+    spec("setex", 4, WM, KEY1, |s, c, a| {
+        setex(s, c, a, 1000, "setex")
+    }),
+    spec("psetex", 4, WM, KEY1, |s, c, a| setex(s, c, a, 1, "psetex")),
+    spec("getdel", 2, W, KEY1, |s, c, a| getdel(s, c, a)),
+    spec("getset", 3, WM, KEY1, |s, c, a| getset(s, c, a)),
+    spec("getex", -2, W, KEY1, |s, c, a| getex(s, c, a)),
+    spec("mset", -3, WM, (1, -1, 2), |s, c, a| mset(s, c, a, false)),
+    spec("msetnx", -3, WM, (1, -1, 2), |s, c, a| mset(s, c, a, true)),
+    spec("append", 3, WM, KEY1, |s, c, a| append(s, c, a)),
+    spec("strlen", 2, R, KEY1, |s, c, a| strlen(s, c, a)),
+    spec("getrange", 4, super::RS, KEY1, |s, c, a| getrange(s, c, a)),
+    spec("substr", 4, super::RS, KEY1, |s, c, a| getrange(s, c, a)),
+    spec("setrange", 4, WM, KEY1, |s, c, a| setrange(s, c, a)),
+    spec("incr", 2, WM, KEY1, |s, c, a| incr_by(s, c, &a[0], Some(1))),
+    spec("decr", 2, WM, KEY1, |s, c, a| {
+        incr_by(s, c, &a[0], Some(-1))
+    }),
+    spec("incrby", 3, WM, KEY1, |s, c, a| {
+        incr_by(s, c, &a[0], parse_int(&a[1]))
+    }),
+    spec("decrby", 3, WM, KEY1, |s, c, a| match parse_int(&a[1]) {
+        Some(i64::MIN) => Reply::err("ERR decrement would overflow"),
+        by => incr_by(s, c, &a[0], by.map(|b| -b)),
+    }),
+    spec("incrbyfloat", 3, WM, KEY1, |s, c, a| incr_by_float(s, c, a)),
+];
 
 fn bulk_or_nil(v: Live) -> Reply {
     match v {
@@ -59,7 +93,9 @@ pub fn mget(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
             .read_many(&keys)
             .into_iter()
             .map(|r| match r {
-                Ok(v) => bulk_or_nil(v),
+                Ok(Some(Value::Str(_, d))) => Reply::Bulk(Bytes::from(d)),
+                // MGET answers nil for a key that is not a string.
+                Ok(None | Some(Value::Coll(_))) => Reply::Nil,
                 Err(e) => e,
             })
             .collect(),
@@ -103,24 +139,25 @@ pub fn set(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     }
     let key = db_key(conn.db, &a[0]);
     let _g = shared.lock_keys(&[&key]);
+    // Any type counts for NX/XX and KEEPTTL; GET needs a string.
     let old = if nx || xx || get || ttl == Ttl::Keep {
-        tri!(shared.read(&key))
+        tri!(shared.read_value(&key))
     } else {
         None
     };
-    let old_reply = |old: Live| {
-        if get {
-            bulk_or_nil(old)
-        } else {
-            Reply::Nil
-        }
+    if get && matches!(old, Some(Value::Coll(_))) {
+        return crate::shared::wrong_type();
+    }
+    let old_reply = |old: Option<Value>| match old {
+        Some(Value::Str(_, d)) if get => Reply::Bulk(Bytes::from(d)),
+        _ => Reply::Nil,
     };
     if (nx && old.is_some()) || (xx && old.is_none()) {
         return old_reply(old);
     }
     let exp = match ttl {
         Ttl::Clear => None,
-        Ttl::Keep => old.as_ref().and_then(|o| o.0),
+        Ttl::Keep => old.as_ref().and_then(Value::expire_at),
         Ttl::At(t) => Some(t),
     };
     tri!(shared.put(&key, &a[1], exp));
@@ -134,7 +171,7 @@ pub fn set(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
 pub fn setnx(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let key = db_key(conn.db, &a[0]);
     let _g = shared.lock_keys(&[&key]);
-    if tri!(shared.read(&key)).is_some() {
+    if tri!(shared.read_value(&key)).is_some() {
         return Reply::Int(0);
     }
     tri!(shared.put(&key, &a[1], None));
@@ -209,6 +246,7 @@ pub fn mset(shared: &Shared, conn: &ConnState, a: &[Bytes], nx: bool) -> Reply {
     }
     let mut b = WriteBatch::new();
     for (k, p) in keys.iter().zip(a.chunks(2)) {
+        tri!(shared.clear_old(&mut b, k));
         b.put(k, encode_value(&p[1], None));
     }
     tri!(shared.write(b));
@@ -306,7 +344,7 @@ pub fn incr_by(shared: &Shared, conn: &ConnState, key: &[u8], by: Option<i64>) -
     Reply::Int(n)
 }
 
-fn parse_float(b: &[u8]) -> Option<f64> {
+pub(super) fn parse_float(b: &[u8]) -> Option<f64> {
     let s = std::str::from_utf8(b).ok()?;
     if s.is_empty() || s.trim() != s {
         return None;

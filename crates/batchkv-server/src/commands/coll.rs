@@ -1,0 +1,227 @@
+//! What every collection command (hashes, sets, sorted sets, lists)
+//! shares: opening a collection for a write, committing it, and reading
+//! elements in one batched engine read. The layout is in `meta.rs`.
+//!
+//! A writer holds the key's stripe lock (`shared.rs`, invariant 1) from
+//! [`open`] to [`Writer::commit`]: metadata, elements and `size` are read
+//! and written as one unit.
+
+use batchkv::{ReadOptions, WriteBatch};
+
+use crate::keyspace::put_meta;
+use crate::meta::{self, Kind, Meta};
+use crate::resp::Reply;
+use crate::shared::Shared;
+
+/// Elements as `(sub, value)` pairs, in `sub` order.
+pub type Elements = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// A collection being changed: its metadata and the batch of element
+/// writes, committed together.
+pub struct Writer {
+    /// The stored key (`db ‖ user key`).
+    pub key: Vec<u8>,
+    pub meta: Meta,
+    pub batch: WriteBatch,
+    /// The key held a live collection when opened.
+    pub existed: bool,
+}
+
+/// Opens the collection of `kind` at stored key `key` for writing, or a new
+/// empty one (with a fresh version) if the key is absent or expired. A key
+/// of another type is a WRONGTYPE error. The caller holds the key's lock.
+pub fn open(shared: &Shared, key: Vec<u8>, kind: Kind) -> Result<Writer, Reply> {
+    if let Some(w) = open_existing(shared, key.clone(), kind)? {
+        return Ok(w);
+    }
+    let mut batch = WriteBatch::new();
+    // An expired collection's elements go with the new one's first write.
+    shared.clear_old(&mut batch, &key)?;
+    Ok(Writer {
+        key,
+        meta: shared.new_collection(kind),
+        batch,
+        existed: false,
+    })
+}
+
+/// Opens the live collection of `kind` at `key` for writing; `None` if the
+/// key is absent or expired (commands such as HDEL then do nothing).
+pub fn open_existing(shared: &Shared, key: Vec<u8>, kind: Kind) -> Result<Option<Writer>, Reply> {
+    Ok(shared.read_meta(&key, kind)?.map(|meta| Writer {
+        key,
+        meta,
+        batch: WriteBatch::new(),
+        existed: true,
+    }))
+}
+
+impl Writer {
+    /// The engine key of element `sub`.
+    pub fn element_key(&self, sub: &[u8]) -> Vec<u8> {
+        meta::element_key(&self.key, self.meta.version, sub)
+    }
+
+    /// Reads the current values of elements `subs` (one batched read).
+    pub fn read(&self, shared: &Shared, subs: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>, Reply> {
+        if !self.existed {
+            return Ok(vec![None; subs.len()]);
+        }
+        read_elements(shared, &self.key, &self.meta, subs)
+    }
+
+    /// Writes the metadata with the element changes in one batch; a
+    /// collection left empty is deleted (its elements were removed one by
+    /// one). Writes nothing if nothing changed.
+    pub fn commit(mut self, shared: &Shared) -> Result<(), Reply> {
+        if self.meta.size == 0 {
+            if !self.existed && self.batch.is_empty() {
+                return Ok(());
+            }
+            self.batch.delete(&self.key);
+        } else {
+            put_meta(&mut self.batch, &self.key, &self.meta);
+        }
+        shared.write(self.batch)
+    }
+}
+
+/// Reads the values of elements `subs` of the collection `m` at stored key
+/// `key` with one batched engine read (a loop of gets with `--batch off`).
+pub fn read_elements(
+    shared: &Shared,
+    key: &[u8],
+    m: &Meta,
+    subs: &[&[u8]],
+) -> Result<Vec<Option<Vec<u8>>>, Reply> {
+    let keys: Vec<Vec<u8>> = subs
+        .iter()
+        .map(|s| meta::element_key(key, m.version, s))
+        .collect();
+    shared.get_many(&ReadOptions::default(), &keys)
+}
+
+/// Every element of the collection `m` at `key` as `(sub, value)`, in
+/// `sub` order.
+pub fn all_elements(shared: &Shared, key: &[u8], m: &Meta) -> Result<Elements, Reply> {
+    let mut out = Vec::with_capacity(m.size.min(1 << 20) as usize);
+    shared.scan_elements(key, m, false, |k, v| {
+        out.push((k.to_vec(), v.to_vec()));
+        true
+    })?;
+    Ok(out)
+}
+
+/// Parses a COUNT-like argument of HRANDFIELD/SRANDMEMBER/ZRANDMEMBER:
+/// Redis's range check on the absolute value.
+pub fn parse_rand_count(b: &[u8]) -> Result<i64, Reply> {
+    match super::parse_int(b) {
+        Some(n) if n > -(i64::MAX / 2) && n < i64::MAX / 2 => Ok(n),
+        Some(_) => Err(Reply::err("ERR value is out of range")),
+        None => Err(super::not_integer()),
+    }
+}
+
+/// Picks elements for the RAND commands from `items`: `count` ≥ 0 distinct
+/// ones (all if fewer), `count` < 0 `|count|` with repeats.
+pub fn pick_random<T: Clone>(items: &[T], count: i64) -> Vec<T> {
+    use rand::seq::SliceRandom;
+    use rand::Rng;
+    let mut rng = rand::rng();
+    if count < 0 {
+        if items.is_empty() {
+            return Vec::new();
+        }
+        (0..count.unsigned_abs())
+            .map(|_| items[rng.random_range(0..items.len())].clone())
+            .collect()
+    } else {
+        let mut v: Vec<T> = items.to_vec();
+        v.shuffle(&mut rng);
+        v.truncate(count as usize);
+        v
+    }
+}
+
+/// SCAN-family options after the cursor: `MATCH pattern` and `COUNT n`
+/// (HSCAN, SSCAN, ZSCAN).
+pub struct ScanArgs<'a> {
+    pub pattern: Option<&'a [u8]>,
+    pub count: usize,
+}
+
+pub fn parse_scan_args(a: &[bytes::Bytes]) -> Result<ScanArgs<'_>, Reply> {
+    let mut out = ScanArgs {
+        pattern: None,
+        count: 10,
+    };
+    let mut i = 0;
+    while i < a.len() {
+        let Some(v) = a.get(i + 1) else {
+            return Err(super::syntax_error());
+        };
+        match a[i].to_ascii_uppercase().as_slice() {
+            b"MATCH" => out.pattern = Some(v),
+            b"COUNT" => match super::parse_int(v) {
+                Some(n) if n >= 1 => out.count = n as usize,
+                Some(_) => return Err(super::syntax_error()),
+                None => return Err(super::not_integer()),
+            },
+            _ => return Err(super::syntax_error()),
+        }
+        i += 2;
+    }
+    Ok(out)
+}
+
+/// Parses a SCAN-family cursor (any unsigned 64-bit number).
+pub fn parse_cursor(b: &[u8]) -> Result<u64, Reply> {
+    std::str::from_utf8(b)
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .ok_or_else(|| Reply::err("ERR invalid cursor"))
+}
+
+/// Collections up to this many elements answer a SCAN-family command in
+/// one reply with cursor 0, as Redis does for its compact encodings
+/// (listpack/intset, 128 entries by default), whatever COUNT says.
+pub const SCAN_ALL_BELOW: u64 = 128;
+
+/// One page of a SCAN-family command over the collection `m` at `key`:
+/// `(next cursor, (sub, value) pairs)`. A small collection comes whole
+/// with cursor 0; a larger one in pages of `count` elements, the cursor
+/// naming where the next page starts (`Shared::save_cursor`).
+pub fn scan_page(
+    shared: &Shared,
+    db: u8,
+    key: &[u8],
+    m: &Meta,
+    cursor: u64,
+    count: usize,
+) -> Result<(u64, Elements), Reply> {
+    if cursor == 0 && m.size <= SCAN_ALL_BELOW {
+        return Ok((0, all_elements(shared, key, m)?));
+    }
+    let from = if cursor == 0 {
+        Vec::new()
+    } else {
+        // An unknown cursor starts over, as a Redis cursor past the end
+        // would simply end.
+        shared.load_cursor(db, cursor).unwrap_or_default()
+    };
+    let p = meta::element_prefix(key, m.version);
+    let mut start = p.clone();
+    start.extend_from_slice(&from);
+    let mut items = Vec::new();
+    let mut next = None;
+    shared.scan(&start, &meta::prefix_end(&p), false, true, |k, v| {
+        if items.len() == count {
+            next = Some(k[p.len()..].to_vec());
+            return false;
+        }
+        items.push((k[p.len()..].to_vec(), v.to_vec()));
+        true
+    })?;
+    let next = next.map_or(0, |sub| shared.save_cursor(db, sub));
+    Ok((next, items))
+}

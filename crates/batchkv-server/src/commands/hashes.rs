@@ -1,0 +1,295 @@
+//! Hash commands. A hash is a collection (`meta.rs`): one element per
+//! field, the field's value stored as the element's value. Multi-field
+//! reads (HMGET, HSET's existence checks, HDEL) are one batched engine
+//! read.
+
+use bytes::Bytes;
+
+use super::coll::{self, parse_rand_count, pick_random, Writer};
+use super::strings::{parse_float, tri};
+use super::{not_integer, parse_int, spec, CommandSpec, ConnState, KEY1, R, RS, W, WM};
+use crate::keyspace::{db_key, glob_match};
+use crate::meta::Kind;
+use crate::resp::Reply;
+use crate::shared::Shared;
+
+/// The hash commands.
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    spec("hset", -4, WM, KEY1, |s, c, a| hset(s, c, a, "hset")),
+    spec("hmset", -4, WM, KEY1, |s, c, a| hset(s, c, a, "hmset")),
+    spec("hsetnx", 4, WM, KEY1, |s, c, a| hsetnx(s, c, a)),
+    spec("hget", 3, R, KEY1, |s, c, a| hget(s, c, a)),
+    spec("hmget", -3, R, KEY1, |s, c, a| hmget(s, c, a)),
+    spec("hgetall", 2, RS, KEY1, |s, c, a| {
+        hgetall(s, c, a, true, true)
+    }),
+    spec("hkeys", 2, RS, KEY1, |s, c, a| {
+        hgetall(s, c, a, true, false)
+    }),
+    spec("hvals", 2, RS, KEY1, |s, c, a| {
+        hgetall(s, c, a, false, true)
+    }),
+    spec("hlen", 2, R, KEY1, |s, c, a| hlen(s, c, a)),
+    spec("hexists", 3, R, KEY1, |s, c, a| hexists(s, c, a)),
+    spec("hstrlen", 3, R, KEY1, |s, c, a| hstrlen(s, c, a)),
+    spec("hdel", -3, W, KEY1, |s, c, a| hdel(s, c, a)),
+    spec("hincrby", 4, WM, KEY1, |s, c, a| hincrby(s, c, a)),
+    spec("hincrbyfloat", 4, WM, KEY1, |s, c, a| hincrbyfloat(s, c, a)),
+    spec("hrandfield", -2, RS, KEY1, |s, c, a| hrandfield(s, c, a)),
+    spec("hscan", -3, RS, KEY1, |s, c, a| hscan(s, c, a)),
+];
+
+/// The live hash at `key`'s metadata, `None` if absent.
+fn read_hash(
+    shared: &Shared,
+    conn: &ConnState,
+    key: &[u8],
+) -> Result<Option<(Vec<u8>, crate::meta::Meta)>, Reply> {
+    let k = db_key(conn.db, key);
+    Ok(shared.read_meta(&k, Kind::Hash)?.map(|m| (k, m)))
+}
+
+/// Sets `pairs` (field, value) in `w`; returns how many fields are new.
+fn set_fields(shared: &Shared, w: &mut Writer, pairs: &[(&[u8], &[u8])]) -> Result<i64, Reply> {
+    let fields: Vec<&[u8]> = pairs.iter().map(|p| p.0).collect();
+    let old = w.read(shared, &fields)?;
+    let mut added = std::collections::HashSet::new();
+    for ((f, v), o) in pairs.iter().zip(old) {
+        if o.is_none() {
+            added.insert(*f);
+        }
+        let ek = w.element_key(f);
+        w.batch.put(ek, v);
+    }
+    w.meta.size += added.len() as u64;
+    Ok(added.len() as i64)
+}
+
+pub fn hset(shared: &Shared, conn: &ConnState, a: &[Bytes], name: &str) -> Reply {
+    if a.len().is_multiple_of(2) {
+        return super::wrong_arity(name);
+    }
+    let key = db_key(conn.db, &a[0]);
+    let _g = shared.lock_keys(&[&key]);
+    let mut w = tri!(coll::open(shared, key, Kind::Hash));
+    let pairs: Vec<(&[u8], &[u8])> = a[1..].chunks(2).map(|p| (&p[0][..], &p[1][..])).collect();
+    let added = tri!(set_fields(shared, &mut w, &pairs));
+    tri!(w.commit(shared));
+    if name == "hmset" {
+        Reply::ok()
+    } else {
+        Reply::Int(added)
+    }
+}
+
+pub fn hsetnx(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    let key = db_key(conn.db, &a[0]);
+    let _g = shared.lock_keys(&[&key]);
+    let mut w = tri!(coll::open(shared, key, Kind::Hash));
+    if tri!(w.read(shared, &[&a[1]]))[0].is_some() {
+        return Reply::Int(0);
+    }
+    tri!(set_fields(shared, &mut w, &[(&a[1], &a[2])]));
+    tri!(w.commit(shared));
+    Reply::Int(1)
+}
+
+pub fn hget(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    let Some((k, m)) = tri!(read_hash(shared, conn, &a[0])) else {
+        return Reply::Nil;
+    };
+    match tri!(coll::read_elements(shared, &k, &m, &[&a[1]]))
+        .pop()
+        .flatten()
+    {
+        Some(v) => Reply::bulk(v),
+        None => Reply::Nil,
+    }
+}
+
+pub fn hmget(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    let Some((k, m)) = tri!(read_hash(shared, conn, &a[0])) else {
+        return Reply::Array(vec![Reply::Nil; a.len() - 1]);
+    };
+    let fields: Vec<&[u8]> = a[1..].iter().map(|f| &f[..]).collect();
+    let vals = tri!(coll::read_elements(shared, &k, &m, &fields));
+    Reply::Array(
+        vals.into_iter()
+            .map(|v| v.map_or(Reply::Nil, Reply::bulk))
+            .collect(),
+    )
+}
+
+/// HGETALL (fields and values), HKEYS, HVALS.
+pub fn hgetall(
+    shared: &Shared,
+    conn: &ConnState,
+    a: &[Bytes],
+    fields: bool,
+    values: bool,
+) -> Reply {
+    let Some((k, m)) = tri!(read_hash(shared, conn, &a[0])) else {
+        return if fields && values {
+            Reply::Map(Vec::new())
+        } else {
+            Reply::Array(Vec::new())
+        };
+    };
+    let all = tri!(coll::all_elements(shared, &k, &m));
+    if fields && values {
+        return Reply::Map(
+            all.into_iter()
+                .map(|(f, v)| (Reply::bulk(f), Reply::bulk(v)))
+                .collect(),
+        );
+    }
+    Reply::Array(
+        all.into_iter()
+            .map(|(f, v)| Reply::bulk(if fields { f } else { v }))
+            .collect(),
+    )
+}
+
+pub fn hlen(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    Reply::Int(tri!(read_hash(shared, conn, &a[0])).map_or(0, |(_, m)| m.size as i64))
+}
+
+pub fn hexists(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    let Some((k, m)) = tri!(read_hash(shared, conn, &a[0])) else {
+        return Reply::Int(0);
+    };
+    let v = tri!(coll::read_elements(shared, &k, &m, &[&a[1]]));
+    Reply::Int(i64::from(v[0].is_some()))
+}
+
+pub fn hstrlen(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    let Some((k, m)) = tri!(read_hash(shared, conn, &a[0])) else {
+        return Reply::Int(0);
+    };
+    let v = tri!(coll::read_elements(shared, &k, &m, &[&a[1]]));
+    Reply::Int(v[0].as_ref().map_or(0, |v| v.len() as i64))
+}
+
+pub fn hdel(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    let key = db_key(conn.db, &a[0]);
+    let _g = shared.lock_keys(&[&key]);
+    let Some(mut w) = tri!(coll::open_existing(shared, key, Kind::Hash)) else {
+        return Reply::Int(0);
+    };
+    let mut fields: Vec<&[u8]> = a[1..].iter().map(|f| &f[..]).collect();
+    fields.sort_unstable();
+    fields.dedup();
+    let old = tri!(w.read(shared, &fields));
+    let mut n = 0;
+    for (f, o) in fields.iter().zip(old) {
+        if o.is_some() {
+            let ek = w.element_key(f);
+            w.batch.delete(ek);
+            n += 1;
+        }
+    }
+    if n == 0 {
+        return Reply::Int(0);
+    }
+    w.meta.size -= n as u64;
+    tri!(w.commit(shared));
+    Reply::Int(n)
+}
+
+pub fn hincrby(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    let Some(by) = parse_int(&a[2]) else {
+        return not_integer();
+    };
+    let key = db_key(conn.db, &a[0]);
+    let _g = shared.lock_keys(&[&key]);
+    let mut w = tri!(coll::open(shared, key, Kind::Hash));
+    let cur = match tri!(w.read(shared, &[&a[1]])).pop().flatten() {
+        None => 0,
+        Some(v) => match parse_int(&v) {
+            Some(n) => n,
+            None => return Reply::err("ERR hash value is not an integer"),
+        },
+    };
+    let Some(n) = cur.checked_add(by) else {
+        return Reply::err("ERR increment or decrement would overflow");
+    };
+    tri!(set_fields(
+        shared,
+        &mut w,
+        &[(&a[1], n.to_string().as_bytes())]
+    ));
+    tri!(w.commit(shared));
+    Reply::Int(n)
+}
+
+pub fn hincrbyfloat(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    let Some(by) = parse_float(&a[2]) else {
+        return Reply::err("ERR value is not a valid float");
+    };
+    let key = db_key(conn.db, &a[0]);
+    let _g = shared.lock_keys(&[&key]);
+    let mut w = tri!(coll::open(shared, key, Kind::Hash));
+    let cur = match tri!(w.read(shared, &[&a[1]])).pop().flatten() {
+        None => 0.0,
+        Some(v) => match parse_float(&v) {
+            Some(n) => n,
+            None => return Reply::err("ERR hash value is not a float"),
+        },
+    };
+    let n = cur + by;
+    if !n.is_finite() {
+        return Reply::err("ERR increment would produce NaN or Infinity");
+    }
+    let text = crate::resp::format_double(n);
+    tri!(set_fields(shared, &mut w, &[(&a[1], text.as_bytes())]));
+    tri!(w.commit(shared));
+    Reply::bulk(Bytes::from(text))
+}
+
+pub fn hrandfield(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    let (count, with_values) = match a.len() {
+        1 => (None, false),
+        2 => (Some(tri!(parse_rand_count(&a[1]))), false),
+        3 if a[2].eq_ignore_ascii_case(b"withvalues") => {
+            (Some(tri!(parse_rand_count(&a[1]))), true)
+        }
+        _ => return super::syntax_error(),
+    };
+    let Some((k, m)) = tri!(read_hash(shared, conn, &a[0])) else {
+        return match count {
+            None => Reply::Nil,
+            Some(_) => Reply::Array(Vec::new()),
+        };
+    };
+    let all = tri!(coll::all_elements(shared, &k, &m));
+    let Some(count) = count else {
+        return Reply::bulk(pick_random(&all, 1).swap_remove(0).0);
+    };
+    let picked = pick_random(&all, count);
+    if with_values {
+        return Reply::Pairs(
+            picked
+                .into_iter()
+                .map(|(f, v)| (Reply::bulk(f), Reply::bulk(v)))
+                .collect(),
+        );
+    }
+    Reply::Array(picked.into_iter().map(|(f, _)| Reply::bulk(f)).collect())
+}
+
+pub fn hscan(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    let cursor = tri!(coll::parse_cursor(&a[1]));
+    let args = tri!(coll::parse_scan_args(&a[2..]));
+    let Some((k, m)) = tri!(read_hash(shared, conn, &a[0])) else {
+        return super::scan_reply(0, Vec::new());
+    };
+    let (next, items) = tri!(coll::scan_page(shared, conn.db, &k, &m, cursor, args.count));
+    let mut out = Vec::new();
+    for (f, v) in items {
+        if args.pattern.is_none_or(|p| glob_match(p, &f)) {
+            out.push(Reply::bulk(f));
+            out.push(Reply::bulk(v));
+        }
+    }
+    super::scan_reply(next, out)
+}

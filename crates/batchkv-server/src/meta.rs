@@ -1,0 +1,360 @@
+//! Collections (hashes, sets, sorted sets, lists): the metadata record
+//! stored at the key itself and the keys of their elements
+//! (`docs/format/server-keyspace.md` §4–§5 give the layout with examples).
+//!
+//! # Metadata (on disk: never change)
+//! At `db ‖ user key`, where a string stores its value (`keyspace.rs`),
+//! a collection stores:
+//!
+//! `02 ‖ kind ‖ expire_at ‖ version ‖ size [‖ head ‖ tail]`
+//!
+//! - `kind`: 1 byte, [`Kind`] (1 hash, 2 set, 3 sorted set, 4 list);
+//! - `expire_at`: 8 bytes little-endian ms since the Unix epoch, 0 = none;
+//! - `version`: 8 bytes little-endian, the generation of the elements
+//!   (a new one each time the key is created, see [`Versions`]);
+//! - `size`: 8 bytes little-endian, the number of elements (never 0: an
+//!   emptied collection is deleted, as in Redis);
+//! - lists only: `head` and `tail`, 8 bytes little-endian each, the
+//!   element indexes `[head, tail)`.
+//!
+//! # Elements (on disk: never change)
+//! `12 ‖ db ‖ len ‖ user key ‖ version ‖ sub`, `len` 4 bytes big-endian
+//! (the user key's length, so one key's elements are one contiguous range
+//! that no other key's elements share), `version` 8 bytes big-endian:
+//! - hash: `sub` = field, value = the field's value;
+//! - set: `sub` = member, value empty;
+//! - sorted set: `sub` = member, value = the score (8 bytes, the f64's bits
+//!   little-endian), and a score-index entry
+//!   `13 ‖ db ‖ len ‖ user key ‖ version ‖ score key ‖ member`, value
+//!   empty, where the score key ([`score_key`]) sorts as the scores do;
+//! - list: `sub` = the index, 8 bytes big-endian, value = the element.
+//!
+//! # Invariants
+//! 1. A collection's elements are exactly the element keys under its
+//!    current version; elements of older versions are garbage that the
+//!    writer that replaced the collection deleted in the same batch
+//!    ([`drop_elements`]): point deletes for a small collection, one range
+//!    deletion over the version's prefix for a large one, so DEL of a
+//!    million elements is one small write.
+//! 2. `size` equals the number of elements; writers keep it in the same
+//!    batch as the elements they add or remove.
+
+use batchkv::{Db, ReadOptions};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Tag byte of a collection's metadata (strings use 0 and 1).
+pub const TAG_COLLECTION: u8 = 2;
+/// First byte of element keys.
+pub const ELEMENTS: u8 = 0x12;
+/// First byte of sorted-set score-index keys.
+pub const SCORES: u8 = 0x13;
+
+/// Collections up to this size are deleted element by element; larger
+/// ones by one range deletion per key range.
+pub const POINT_DELETE_MAX: u64 = 64;
+
+/// A collection's type (on disk: never change).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Hash = 1,
+    Set = 2,
+    ZSet = 3,
+    List = 4,
+}
+
+impl Kind {
+    fn from_byte(b: u8) -> Option<Kind> {
+        Some(match b {
+            1 => Kind::Hash,
+            2 => Kind::Set,
+            3 => Kind::ZSet,
+            4 => Kind::List,
+            _ => return None,
+        })
+    }
+
+    /// The name TYPE answers.
+    pub fn type_name(self) -> &'static str {
+        match self {
+            Kind::Hash => "hash",
+            Kind::Set => "set",
+            Kind::ZSet => "zset",
+            Kind::List => "list",
+        }
+    }
+}
+
+/// First list index of a new list: pushes on either side have room.
+pub const LIST_MIDDLE: u64 = 1 << 63;
+
+/// A collection's metadata record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Meta {
+    pub kind: Kind,
+    pub expire_at: Option<u64>,
+    pub version: u64,
+    pub size: u64,
+    /// Lists: first element index (inclusive).
+    pub head: u64,
+    /// Lists: last element index + 1.
+    pub tail: u64,
+}
+
+impl Meta {
+    /// A new, empty collection of `kind` with `version`.
+    pub fn new(kind: Kind, version: u64) -> Meta {
+        Meta {
+            kind,
+            expire_at: None,
+            version,
+            size: 0,
+            head: LIST_MIDDLE,
+            tail: LIST_MIDDLE,
+        }
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(42);
+        v.push(TAG_COLLECTION);
+        v.push(self.kind as u8);
+        v.extend_from_slice(&self.expire_at.unwrap_or(0).to_le_bytes());
+        v.extend_from_slice(&self.version.to_le_bytes());
+        v.extend_from_slice(&self.size.to_le_bytes());
+        if self.kind == Kind::List {
+            v.extend_from_slice(&self.head.to_le_bytes());
+            v.extend_from_slice(&self.tail.to_le_bytes());
+        }
+        v
+    }
+
+    /// Decodes a metadata record; `None` if `v` is not one.
+    pub fn decode(v: &[u8]) -> Option<Meta> {
+        if v.len() < 26 || v[0] != TAG_COLLECTION {
+            return None;
+        }
+        let kind = Kind::from_byte(v[1])?;
+        let u = |i: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&v[i..i + 8]);
+            u64::from_le_bytes(b)
+        };
+        let (head, tail) = match kind {
+            Kind::List if v.len() == 42 => (u(26), u(34)),
+            Kind::List => return None,
+            _ if v.len() == 26 => (LIST_MIDDLE, LIST_MIDDLE),
+            _ => return None,
+        };
+        let exp = u(2);
+        Some(Meta {
+            kind,
+            expire_at: (exp != 0).then_some(exp),
+            version: u(10),
+            size: u(18),
+            head,
+            tail,
+        })
+    }
+}
+
+/// Hands out element versions: strictly increasing within a process, and
+/// starting above any earlier run's (microseconds since the epoch), so a
+/// re-created key never shares a version with its previous elements.
+pub struct Versions(AtomicU64);
+
+impl Versions {
+    pub fn new() -> Versions {
+        Versions(AtomicU64::new(0))
+    }
+
+    pub fn next(&self) -> u64 {
+        let now_us = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_micros() as u64)
+            .unwrap_or(0);
+        // Relaxed: only uniqueness and monotonicity of this one counter
+        // matter, which fetch_update guarantees.
+        let prev = self
+            .0
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |p| {
+                Some(now_us.max(p + 1))
+            })
+            .unwrap_or(0);
+        now_us.max(prev + 1)
+    }
+}
+
+impl Default for Versions {
+    fn default() -> Self {
+        Versions::new()
+    }
+}
+
+/// `prefix ‖ db ‖ len ‖ user key ‖ version`: the start of one version's
+/// element (or score-index) keys.
+fn version_prefix(first: u8, stored_key: &[u8], version: u64) -> Vec<u8> {
+    let (db, user) = (stored_key[0], &stored_key[1..]);
+    let mut k = Vec::with_capacity(14 + user.len() + 16);
+    k.push(first);
+    k.push(db);
+    k.extend_from_slice(&(user.len() as u32).to_be_bytes());
+    k.extend_from_slice(user);
+    k.extend_from_slice(&version.to_be_bytes());
+    k
+}
+
+/// The element-key prefix of the collection at stored key `key`
+/// (`db ‖ user key`) with `version`; append `sub` for one element.
+pub fn element_prefix(key: &[u8], version: u64) -> Vec<u8> {
+    version_prefix(ELEMENTS, key, version)
+}
+
+/// The element key of `sub` in the collection at `key` with `version`.
+pub fn element_key(key: &[u8], version: u64, sub: &[u8]) -> Vec<u8> {
+    let mut k = element_prefix(key, version);
+    k.extend_from_slice(sub);
+    k
+}
+
+/// The score-index prefix of the sorted set at `key` with `version`.
+pub fn score_prefix(key: &[u8], version: u64) -> Vec<u8> {
+    version_prefix(SCORES, key, version)
+}
+
+/// The score-index key of `member` with `score`.
+#[allow(dead_code, reason = "used by the sorted-set commands, which land next")]
+pub fn score_index_key(key: &[u8], version: u64, score: f64, member: &[u8]) -> Vec<u8> {
+    let mut k = score_prefix(key, version);
+    k.extend_from_slice(&score_key(score));
+    k.extend_from_slice(member);
+    k
+}
+
+#[allow(dead_code, reason = "used by the sorted-set commands, which land next")]
+/// 8 bytes that sort bytewise as `score` sorts numerically, with -0 equal
+/// to +0 (Redis compares scores as doubles, then members bytewise).
+pub fn score_key(score: f64) -> [u8; 8] {
+    let score = if score == 0.0 { 0.0 } else { score };
+    let bits = score.to_bits();
+    let ordered = if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | (1 << 63)
+    };
+    ordered.to_be_bytes()
+}
+
+/// The smallest key above every key that starts with `prefix`.
+pub fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    // Only 0xff bytes: no key range of ours looks like this.
+    vec![0xff; prefix.len() + 1]
+}
+
+/// Whether any element key is stored (at start: whether a collection may
+/// exist). Errs on the side of true.
+pub fn any_elements(db: &Db) -> bool {
+    let opts = ReadOptions {
+        lower_bound: Some(vec![ELEMENTS]),
+        upper_bound: Some(vec![SCORES + 1]),
+        fill_cache: false,
+        ..Default::default()
+    };
+    match db.iter(&opts) {
+        Ok(mut it) => {
+            it.seek([ELEMENTS]);
+            it.valid() || it.status().is_err()
+        }
+        Err(_) => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metadata_round_trips_and_matches_the_documented_layout() {
+        let m = Meta {
+            kind: Kind::Hash,
+            expire_at: Some(1_700_000_000_000),
+            version: 5,
+            size: 3,
+            head: LIST_MIDDLE,
+            tail: LIST_MIDDLE,
+        };
+        let v = m.encode();
+        // The example in docs/format/server-keyspace.md §4.
+        assert_eq!(
+            v,
+            [
+                2, 1, 0x00, 0x68, 0xe5, 0xcf, 0x8b, 0x01, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0,
+                0, 0, 0, 0
+            ]
+        );
+        assert_eq!(Meta::decode(&v), Some(m));
+        let mut l = Meta::new(Kind::List, 9);
+        l.tail += 2;
+        l.size = 2;
+        assert_eq!(Meta::decode(&l.encode()), Some(l));
+        assert_eq!(Meta::decode(b"\x00hello"), None);
+        assert_eq!(Meta::decode(&v[..25]), None);
+        let mut bad = v.clone();
+        bad[1] = 9;
+        assert_eq!(Meta::decode(&bad), None);
+    }
+
+    #[test]
+    fn element_keys_of_different_keys_never_interleave() {
+        // "a" with any sub sorts entirely before or after "ab"'s elements:
+        // the length prefix separates them.
+        let a = element_key(b"\x00a", 1, b"\xff\xff");
+        let ab = element_key(b"\x00ab", 1, b"");
+        assert!(a < ab);
+        assert!(!ab.starts_with(&element_prefix(b"\x00a", 1)));
+        assert_eq!(
+            element_key(b"\x00k", 7, b"f"),
+            [0x12, 0, 0, 0, 0, 1, b'k', 0, 0, 0, 0, 0, 0, 0, 7, b'f']
+        );
+    }
+
+    #[test]
+    fn score_keys_sort_as_doubles() {
+        let xs = [
+            f64::NEG_INFINITY,
+            -1e300,
+            -2.5,
+            -1.0,
+            -f64::MIN_POSITIVE,
+            0.0,
+            f64::MIN_POSITIVE,
+            1.0,
+            2.5,
+            1e300,
+            f64::INFINITY,
+        ];
+        for w in xs.windows(2) {
+            assert!(score_key(w[0]) < score_key(w[1]), "{} < {}", w[0], w[1]);
+        }
+        assert_eq!(score_key(-0.0), score_key(0.0));
+    }
+
+    #[test]
+    fn versions_increase() {
+        let v = Versions::new();
+        let a = v.next();
+        let b = v.next();
+        assert!(b > a);
+    }
+
+    #[test]
+    fn prefix_end_is_the_next_prefix() {
+        assert_eq!(prefix_end(b"ab"), b"ac");
+        assert_eq!(prefix_end(b"a\xff"), b"b");
+    }
+}

@@ -1,0 +1,503 @@
+//! State shared by all connections ([`Shared`]): the database, the
+//! configuration, statistics, key locks, and the primitives every command
+//! reads and writes through.
+//!
+//! # Thread safety
+//! [`Shared`] is used by every connection task at once. Invariants:
+//! 1. Every command that writes a key holds that key's stripe lock
+//!    ([`Shared::lock_keys`]) from its read to its write, so
+//!    read-modify-write commands (INCR, APPEND, SETNX, RENAME, ...) are
+//!    atomic against each other and against plain writes.
+//! 2. Multi-key commands take their stripes in ascending stripe order, so
+//!    two of them never deadlock.
+//! 3. Plain reads take no lock: each engine read sees a committed state.
+//! 4. Commands read and write the engine only through `Shared`'s methods
+//!    (`get_raw`, `read_*`, `get_many`, `iter`, `write`, `put`, `delete`),
+//!    never through `Shared::db` directly, so that one place decides what
+//!    a read sees.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
+
+use batchkv::{Db, ReadOptions, WriteBatch, WriteOptions};
+use tokio::sync::watch;
+
+use crate::batcher::Batcher;
+use crate::config::{AppendFsync, Config};
+use crate::keyspace::{self, Entry};
+use crate::meta::{self, Kind, Meta, Versions};
+use crate::resp::Reply;
+use crate::server::block_in_place;
+
+/// A live string read by a command: `(expiry ms, bytes)`, `None` if
+/// absent or expired.
+pub type Live = Option<(Option<u64>, Vec<u8>)>;
+
+/// What a live key holds, read by a command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Value {
+    /// A string: its expiry and bytes.
+    Str(Option<u64>, Vec<u8>),
+    /// A collection's metadata (`meta.rs`).
+    Coll(Meta),
+}
+
+impl Value {
+    pub fn expire_at(&self) -> Option<u64> {
+        match self {
+            Value::Str(e, _) => *e,
+            Value::Coll(m) => m.expire_at,
+        }
+    }
+
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Str(..) => "string",
+            Value::Coll(m) => m.kind.type_name(),
+        }
+    }
+
+    fn from_entry(e: Entry<'_>) -> Value {
+        match e {
+            Entry::Str(d) => Value::Str(d.expire_at, d.data.to_vec()),
+            Entry::Coll(m) => Value::Coll(m),
+        }
+    }
+}
+
+fn corrupt() -> Reply {
+    Reply::err("ERR corrupt value (not written by batchkv serve)")
+}
+
+pub fn wrong_type() -> Reply {
+    Reply::err(keyspace::WRONGTYPE)
+}
+
+/// Number of key lock stripes.
+pub(crate) const STRIPES: usize = 4096;
+/// SCAN cursors remembered (oldest forgotten first).
+const MAX_CURSORS: usize = 16 * 1024;
+
+/// Counters reported by INFO. Relaxed: they are statistics only.
+#[derive(Default)]
+pub struct Stats {
+    pub connections: AtomicU64,
+    pub rejected_connections: AtomicU64,
+    pub commands: AtomicU64,
+    pub hits: AtomicU64,
+    pub misses: AtomicU64,
+    pub batches: AtomicU64,
+    pub batched_keys: AtomicU64,
+    pub wal_syncs: AtomicU64,
+    /// Keys deleted by active expiry (`expiry.rs`).
+    pub expired_keys: AtomicU64,
+    /// Every value with an expiry is in the expiry index (INFO stats
+    /// `expiry_index_complete`; false while a database from before the
+    /// index is being walked).
+    pub expiry_index_complete: AtomicBool,
+}
+
+/// State shared by all connections.
+pub struct Shared {
+    pub db: Db,
+    pub cfg: Config,
+    /// Shared with the batcher, which counts its batches here.
+    pub stats: Arc<Stats>,
+    pub batcher: Option<Arc<Batcher>>,
+    pub started: Instant,
+    pub port: u16,
+    pub clients: AtomicUsize,
+    pub(crate) next_client_id: AtomicU64,
+    /// Set by every write, cleared by the `everysec` sync task.
+    pub(crate) dirty: AtomicBool,
+    /// Element versions of new collections (`meta.rs`).
+    pub(crate) versions: Versions,
+    /// Some collection may exist (set at start if any element key is
+    /// stored, and before any collection is created; never cleared).
+    /// While false, a string write cannot be replacing a collection and
+    /// need not read the key first.
+    pub(crate) has_collections: AtomicBool,
+    pub(crate) stripes: Vec<Mutex<()>>,
+    pub(crate) cursors: Mutex<Cursors>,
+    pub(crate) shutdown: watch::Sender<bool>,
+}
+
+#[derive(Default)]
+pub(crate) struct Cursors {
+    next: u64,
+    map: HashMap<u64, (u8, Vec<u8>)>,
+    order: VecDeque<u64>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // The guarded data is either `()` or a cursor map that is valid after
+    // any panic, so poisoning is ignored.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn stripe_of(key: &[u8]) -> usize {
+    // FNV-1a: fast, and good enough to spread keys over stripes.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in key {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    (h % STRIPES as u64) as usize
+}
+
+/// Held stripe locks (see the module's invariants).
+pub struct KeyGuard<'a> {
+    _guards: Vec<MutexGuard<'a, ()>>,
+}
+
+impl Shared {
+    pub fn next_client_id(&self) -> u64 {
+        self.next_client_id.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Locks the stripes of all `keys` (stored keys) in ascending order.
+    pub fn lock_keys<K: AsRef<[u8]>>(&self, keys: &[K]) -> KeyGuard<'_> {
+        let mut idx: Vec<usize> = keys.iter().map(|k| stripe_of(k.as_ref())).collect();
+        idx.sort_unstable();
+        idx.dedup();
+        KeyGuard {
+            _guards: idx.into_iter().map(|i| lock(&self.stripes[i])).collect(),
+        }
+    }
+
+    /// Records that a write happened (for the `everysec` sync task).
+    pub fn mark_dirty(&self) {
+        self.dirty.store(true, Ordering::Relaxed);
+    }
+
+    /// Applies `batch` with the configured durability.
+    pub fn write(&self, batch: WriteBatch) -> Result<(), Reply> {
+        self.mark_dirty();
+        let opts = WriteOptions {
+            sync: self.cfg.appendfsync == AppendFsync::Always,
+            ..Default::default()
+        };
+        let r = if opts.sync {
+            // The fsync blocks: let the runtime move other tasks off this
+            // worker meanwhile (and let concurrent writers group-commit).
+            block_in_place(|| self.db.write(&opts, batch))
+        } else {
+            self.db.write(&opts, batch)
+        };
+        r.map_err(crate::commands::engine_error)
+    }
+
+    /// Puts one string value (replacing whatever the key held).
+    pub fn put(&self, key: &[u8], data: &[u8], expire_at: Option<u64>) -> Result<(), Reply> {
+        let mut b = WriteBatch::new();
+        self.clear_old(&mut b, key)?;
+        keyspace::put_value(&mut b, key, data, expire_at);
+        self.write(b)
+    }
+
+    /// Deletes one key (of any type).
+    pub fn delete(&self, key: &[u8]) -> Result<(), Reply> {
+        let mut b = WriteBatch::new();
+        self.clear_old(&mut b, key)?;
+        b.delete(key);
+        self.write(b)
+    }
+
+    /// Reads one engine key as it is stored.
+    pub fn get_raw(&self, key: &[u8]) -> Result<Option<Vec<u8>>, Reply> {
+        self.db.get(key).map_err(crate::commands::engine_error)
+    }
+
+    /// Visits the stored entries with keys in `[lo, hi)`, ascending (or
+    /// descending with `reverse`), calling `f(key, value)` until it returns
+    /// false. `fill_cache` false for walks that should not evict the block
+    /// cache (KEYS, SCAN).
+    pub fn scan(
+        &self,
+        lo: &[u8],
+        hi: &[u8],
+        reverse: bool,
+        fill_cache: bool,
+        mut f: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<(), Reply> {
+        let opts = ReadOptions {
+            lower_bound: Some(lo.to_vec()),
+            upper_bound: Some(hi.to_vec()),
+            fill_cache,
+            ..Default::default()
+        };
+        let mut it = self.db.iter(&opts).map_err(crate::commands::engine_error)?;
+        if reverse {
+            it.seek_to_last();
+        } else {
+            it.seek(lo);
+        }
+        while it.valid() {
+            if !f(it.key(), it.value()) {
+                break;
+            }
+            if reverse {
+                it.prev();
+            } else {
+                it.next();
+            }
+        }
+        it.status().map_err(crate::commands::engine_error)
+    }
+
+    /// Visits the elements of the collection `meta` at stored key `key`:
+    /// `f(sub, value)` (`meta.rs`: for a sorted set, `sub` is the member
+    /// and the value its score), ascending by `sub` (descending with
+    /// `reverse`), until `f` returns false.
+    pub fn scan_elements(
+        &self,
+        key: &[u8],
+        m: &Meta,
+        reverse: bool,
+        mut f: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<(), Reply> {
+        let p = meta::element_prefix(key, m.version);
+        self.scan(&p, &meta::prefix_end(&p), reverse, true, |k, v| {
+            f(&k[p.len()..], v)
+        })
+    }
+
+    /// Adds to `b` the deletion of every element of the collection `m` at
+    /// stored key `key` (`meta.rs`, invariant 1). Small collections are
+    /// read and deleted key by key; large ones get one range deletion per
+    /// key range.
+    pub fn drop_elements(&self, b: &mut WriteBatch, key: &[u8], m: &Meta) -> Result<(), Reply> {
+        let mut prefixes = vec![meta::element_prefix(key, m.version)];
+        if m.kind == Kind::ZSet {
+            prefixes.push(meta::score_prefix(key, m.version));
+        }
+        for p in prefixes {
+            let end = meta::prefix_end(&p);
+            if m.size > meta::POINT_DELETE_MAX {
+                b.delete_range(&p, end);
+                continue;
+            }
+            self.scan(&p, &end, false, true, |k, _| {
+                b.delete(k);
+                true
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Adds to `b` a copy of every element of the collection `m` at stored
+    /// key `src` as elements of `dst` with version `version` (RENAME, COPY,
+    /// MOVE: O(elements), as in Kvrocks).
+    fn copy_elements(
+        &self,
+        b: &mut WriteBatch,
+        src: &[u8],
+        m: &Meta,
+        dst: &[u8],
+        version: u64,
+    ) -> Result<(), Reply> {
+        let mut ranges = vec![(
+            meta::element_prefix(src, m.version),
+            meta::element_prefix(dst, version),
+        )];
+        if m.kind == Kind::ZSet {
+            ranges.push((
+                meta::score_prefix(src, m.version),
+                meta::score_prefix(dst, version),
+            ));
+        }
+        for (from, to) in ranges {
+            self.scan(&from, &meta::prefix_end(&from), false, true, |k, v| {
+                let mut nk = to.clone();
+                nk.extend_from_slice(&k[from.len()..]);
+                b.put(nk, v);
+                true
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Adds to `b` the deletion of the elements of the collection stored at
+    /// `key`, live or expired, if there is one: every write that replaces
+    /// or deletes a key calls this first (`meta.rs`, invariant 1). Free
+    /// while no collection was ever created.
+    pub fn clear_old(&self, b: &mut WriteBatch, key: &[u8]) -> Result<(), Reply> {
+        // Acquire: pairs with the Release in `new_collection`; the stripe
+        // lock the caller holds orders it anyway for the same key.
+        if !self.has_collections.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let raw = self.get_raw(key)?;
+        if let Some(m) = raw.as_deref().and_then(Meta::decode) {
+            self.drop_elements(b, key, &m)?;
+        }
+        Ok(())
+    }
+
+    /// Metadata for a new, empty collection of `kind` (a fresh version).
+    /// The caller adds elements, sets `size`, and writes it with
+    /// [`Shared::clear_old`] for the key first.
+    pub fn new_collection(&self, kind: Kind) -> Meta {
+        self.has_collections.store(true, Ordering::Release);
+        Meta::new(kind, self.versions.next())
+    }
+
+    /// Adds to `b` a copy of `value` (read at stored key `src`) stored at
+    /// `dst` with expiry `expire_at`: a string as it is, a collection with
+    /// its elements under a new version. `dst`'s old value is not cleared.
+    pub fn copy_value(
+        &self,
+        b: &mut WriteBatch,
+        src: &[u8],
+        value: &Value,
+        dst: &[u8],
+        expire_at: Option<u64>,
+    ) -> Result<(), Reply> {
+        match value {
+            Value::Str(_, data) => keyspace::put_value(b, dst, data, expire_at),
+            Value::Coll(m) => {
+                let mut copy = self.new_collection(m.kind);
+                copy.size = m.size;
+                copy.head = m.head;
+                copy.tail = m.tail;
+                copy.expire_at = expire_at;
+                self.copy_elements(b, src, m, dst, copy.version)?;
+                keyspace::put_meta(b, dst, &copy);
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds to `b` `value` at `key` with a new expiry (its elements, if a
+    /// collection, stay as they are).
+    pub fn set_expiry(b: &mut WriteBatch, key: &[u8], value: &Value, expire_at: Option<u64>) {
+        match value {
+            Value::Str(_, data) => keyspace::put_value(b, key, data, expire_at),
+            Value::Coll(m) => keyspace::put_meta(b, key, &Meta { expire_at, ..*m }),
+        }
+    }
+
+    /// Reads a live (unexpired) string: `(expiry, bytes)`. A collection
+    /// is a WRONGTYPE error.
+    pub fn read(&self, key: &[u8]) -> Result<Live, Reply> {
+        match self.read_value(key)? {
+            None => Ok(None),
+            Some(Value::Str(e, d)) => Ok(Some((e, d))),
+            Some(Value::Coll(_)) => Err(wrong_type()),
+        }
+    }
+
+    /// Reads what a live key holds, of any type.
+    pub fn read_value(&self, key: &[u8]) -> Result<Option<Value>, Reply> {
+        let Some(v) = self.get_raw(key)? else {
+            return Ok(None);
+        };
+        match keyspace::live_entry(&v, keyspace::now_ms()) {
+            Ok(e) => Ok(e.map(Value::from_entry)),
+            Err(()) => Err(corrupt()),
+        }
+    }
+
+    /// Reads the live collection of `kind` at `key`; another type is a
+    /// WRONGTYPE error.
+    pub fn read_meta(&self, key: &[u8], kind: Kind) -> Result<Option<Meta>, Reply> {
+        match self.read_value(key)? {
+            None => Ok(None),
+            Some(Value::Coll(m)) if m.kind == kind => Ok(Some(m)),
+            Some(_) => Err(wrong_type()),
+        }
+    }
+
+    /// Reads many keys with one `multi_get` (or a loop of `get` with
+    /// `--batch off`); expired and absent keys are `None`.
+    pub fn read_many(&self, keys: &[Vec<u8>]) -> Vec<Result<Option<Value>, Reply>> {
+        if self.batcher.is_none() {
+            return keys.iter().map(|k| self.read_value(k)).collect();
+        }
+        let now = keyspace::now_ms();
+        let mut out = Vec::with_capacity(keys.len());
+        self.db
+            .multi_get_with(&ReadOptions::default(), keys, |_, r| {
+                out.push(match r {
+                    Err(e) => Err(crate::commands::engine_error(e)),
+                    Ok(None) => Ok(None),
+                    Ok(Some(v)) => match keyspace::live_entry(v, now) {
+                        Ok(e) => Ok(e.map(Value::from_entry)),
+                        Err(()) => Err(corrupt()),
+                    },
+                })
+            });
+        out
+    }
+
+    /// Reads many engine keys as they are (element keys, say) with one
+    /// `multi_get`, or a loop of `get` with `--batch off`.
+    pub fn get_many<K: AsRef<[u8]>>(
+        &self,
+        opts: &ReadOptions,
+        keys: &[K],
+    ) -> Result<Vec<Option<Vec<u8>>>, Reply> {
+        let mut out = Vec::with_capacity(keys.len());
+        if self.batcher.is_none() {
+            for k in keys {
+                out.push(
+                    self.db
+                        .get_opt(opts, k.as_ref())
+                        .map_err(crate::commands::engine_error)?,
+                );
+            }
+            return Ok(out);
+        }
+        let refs: Vec<&[u8]> = keys.iter().map(|k| k.as_ref()).collect();
+        let mut err = None;
+        self.db.multi_get_with(opts, &refs, |_, r| match r {
+            Ok(v) => out.push(v.map(<[u8]>::to_vec)),
+            Err(e) => {
+                err.get_or_insert(e);
+                out.push(None);
+            }
+        });
+        match err {
+            Some(e) => Err(crate::commands::engine_error(e)),
+            None => Ok(out),
+        }
+    }
+
+    /// Remembers where a SCAN stopped; returns the cursor to hand out.
+    pub fn save_cursor(&self, db: u8, next_key: Vec<u8>) -> u64 {
+        let mut c = lock(&self.cursors);
+        c.next += 1;
+        let id = c.next;
+        c.map.insert(id, (db, next_key));
+        c.order.push_back(id);
+        while c.order.len() > MAX_CURSORS {
+            if let Some(old) = c.order.pop_front() {
+                c.map.remove(&old);
+            }
+        }
+        id
+    }
+
+    /// The key a SCAN cursor resumes at (`None`: unknown cursor).
+    pub fn load_cursor(&self, db: u8, id: u64) -> Option<Vec<u8>> {
+        let c = lock(&self.cursors);
+        match c.map.get(&id) {
+            Some((d, k)) if *d == db => Some(k.clone()),
+            _ => None,
+        }
+    }
+
+    /// Asks the server to shut down gracefully.
+    pub fn request_shutdown(&self) {
+        self.shutdown.send_replace(true);
+    }
+
+    /// Makes every acknowledged write durable: an fsync of the engine's
+    /// WAL ([`batchkv::Db::sync_wal`]), no record written.
+    pub(crate) fn sync_wal(&self) -> batchkv::Result<()> {
+        self.stats.wal_syncs.fetch_add(1, Ordering::Relaxed);
+        self.db.sync_wal()
+    }
+}

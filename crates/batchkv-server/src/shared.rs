@@ -167,6 +167,13 @@ impl Shared {
         }
     }
 
+    /// Locks every stripe (SWAPDB: no write anywhere meanwhile).
+    pub fn lock_all(&self) -> KeyGuard<'_> {
+        KeyGuard {
+            _guards: self.stripes.iter().map(lock).collect(),
+        }
+    }
+
     /// Records that a write happened (for the `everysec` sync task).
     pub fn mark_dirty(&self) {
         self.dirty.store(true, Ordering::Relaxed);

@@ -143,12 +143,12 @@ pub fn expire(
         return Reply::Int(0);
     };
     let cur = value.expire_at();
-    // No expiry counts as an infinite TTL for GT/LT.
-    let cur_ttl = cur.map_or(i64::MAX, |c| c as i64);
+    // No expiry counts as an infinite TTL for GT/LT (GT never applies to
+    // it, LT always does).
     if (nx && cur.is_some())
         || (xx && cur.is_none())
-        || (gt && at <= cur_ttl)
-        || (lt && at >= cur_ttl)
+        || (gt && cur.is_none_or(|c| at <= c as i64))
+        || (lt && cur.is_some_and(|c| at >= c as i64))
     {
         return Reply::Int(0);
     }
@@ -173,7 +173,12 @@ pub fn ttl(shared: &Shared, conn: &ConnState, a: &[Bytes], unit: i64, absolute: 
             } else {
                 (at as i64 - now_ms() as i64).max(0)
             };
-            Reply::Int(if unit == 1 { ms } else { (ms + 500) / 1000 })
+            // i128: rounding a time near i64::MAX must not wrap.
+            Reply::Int(if unit == 1 {
+                ms
+            } else {
+                ((i128::from(ms) + 500) / 1000) as i64
+            })
         }
     }
 }

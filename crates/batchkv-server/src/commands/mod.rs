@@ -6,9 +6,12 @@
 //! they get here (see `conn.rs`).
 
 mod admin;
+mod bits;
 mod coll;
+mod dbs;
 mod hashes;
 mod keys;
+mod object;
 mod strings;
 
 use std::collections::HashMap;
@@ -75,6 +78,9 @@ static TABLES: &[&[CommandSpec]] = &[
     strings::COMMANDS,
     keys::COMMANDS,
     hashes::COMMANDS,
+    dbs::COMMANDS,
+    object::COMMANDS,
+    bits::COMMANDS,
 ];
 
 /// Every command the server knows, in table order.
@@ -135,7 +141,7 @@ pub fn unknown_command(args: &[Bytes]) -> Reply {
     Reply::Error(s)
 }
 
-fn lossy(b: &[u8], max: usize) -> String {
+pub(crate) fn lossy(b: &[u8], max: usize) -> String {
     String::from_utf8_lossy(&b[..b.len().min(max)]).into_owned()
 }
 

@@ -12,7 +12,7 @@ use crate::shared::{Live, Shared, Value};
 
 /// Largest string SETRANGE/APPEND may build (Redis's default
 /// proto-max-bulk-len).
-const MAX_STRING: i64 = 512 << 20;
+pub(super) const MAX_STRING: i64 = 512 << 20;
 
 /// The string commands.
 pub(super) static COMMANDS: &[CommandSpec] = &[
@@ -102,6 +102,62 @@ pub fn mget(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     )
 }
 
+/// The expiry option of SET (`KEEPTTL`) or GETEX (`PERSIST`) as parsed:
+/// one kind at most, a repeated kind's last value winning (Redis 7.0).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ExpiryArg<'a> {
+    None,
+    /// KEEPTTL (SET) or PERSIST (GETEX).
+    Keep,
+    /// EX, PX, EXAT or PXAT (`kind`) with its unparsed value.
+    At {
+        kind: u8,
+        value: &'a [u8],
+    },
+}
+
+impl<'a> ExpiryArg<'a> {
+    /// Takes option `opt` (upper case) with the argument after it, if any;
+    /// `keep` names the valueless option (KEEPTTL or PERSIST). Returns how
+    /// many extra arguments it used.
+    fn parse(&mut self, opt: &[u8], next: Option<&'a Bytes>, keep: &[u8]) -> Result<usize, Reply> {
+        let kind = match opt {
+            b"EX" => 1,
+            b"PX" => 2,
+            b"EXAT" => 3,
+            b"PXAT" => 4,
+            _ if opt == keep && matches!(self, ExpiryArg::None | ExpiryArg::Keep) => {
+                *self = ExpiryArg::Keep;
+                return Ok(0);
+            }
+            _ => return Err(syntax_error()),
+        };
+        match (*self, next) {
+            (ExpiryArg::None, Some(_)) => {}
+            (ExpiryArg::At { kind: k, .. }, Some(_)) if k == kind => {}
+            _ => return Err(syntax_error()),
+        }
+        *self = ExpiryArg::At {
+            kind,
+            value: next.map_or(&[][..], |v| &v[..]),
+        };
+        Ok(1)
+    }
+
+    /// The new expiry: `None` for no change, `Some(None)` to remove it
+    /// (GETEX PERSIST), `Some(Some(t))` for time `t` (ms).
+    fn resolve(self, cmd: &str) -> Result<Option<Option<u64>>, Reply> {
+        match self {
+            ExpiryArg::None => Ok(None),
+            ExpiryArg::Keep => Ok(Some(None)),
+            ExpiryArg::At { kind, value } => {
+                let unit = if kind % 2 == 1 { 1000 } else { 1 };
+                Ok(Some(Some(expire_at(value, unit, kind >= 3, cmd)?)))
+            }
+        }
+    }
+}
+
 /// The expiry part of SET/GETEX.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Ttl {
@@ -113,30 +169,23 @@ enum Ttl {
 
 pub fn set(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let (mut nx, mut xx, mut get) = (false, false, false);
-    let mut ttl = Ttl::Clear;
-    let mut ttl_given = false;
+    let mut arg = ExpiryArg::None;
     let mut i = 2;
     while i < a.len() {
         let opt = a[i].to_ascii_uppercase();
-        let next = a.get(i + 1);
-        match (opt.as_slice(), next) {
-            (b"NX", _) if !xx => nx = true,
-            (b"XX", _) if !nx => xx = true,
-            (b"GET", _) => get = true,
-            (b"KEEPTTL", _) if !ttl_given => {
-                ttl = Ttl::Keep;
-                ttl_given = true;
-            }
-            (b"EX" | b"PX" | b"EXAT" | b"PXAT", Some(v)) if !ttl_given => {
-                let unit = if opt[0] == b'E' { 1000 } else { 1 };
-                ttl = Ttl::At(tri!(expire_at(v, unit, opt.len() == 4, "set")));
-                ttl_given = true;
-                i += 1;
-            }
-            _ => return syntax_error(),
+        match opt.as_slice() {
+            b"NX" if !xx => nx = true,
+            b"XX" if !nx => xx = true,
+            b"GET" => get = true,
+            _ => i += tri!(arg.parse(&opt, a.get(i + 1), b"KEEPTTL")),
         }
         i += 1;
     }
+    let ttl = match arg {
+        ExpiryArg::None => Ttl::Clear,
+        ExpiryArg::Keep => Ttl::Keep,
+        at => Ttl::At(tri!(at.resolve("set")).flatten().unwrap_or(0)),
+    };
     let key = db_key(conn.db, &a[0]);
     let _g = shared.lock_keys(&[&key]);
     // Any type counts for NX/XX and KEEPTTL; GET needs a string.
@@ -205,24 +254,20 @@ pub fn getset(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
 }
 
 pub fn getex(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
-    let mut change: Option<Option<u64>> = None;
+    let mut arg = ExpiryArg::None;
     let mut i = 1;
     while i < a.len() {
         let opt = a[i].to_ascii_uppercase();
-        match (opt.as_slice(), a.get(i + 1)) {
-            (b"PERSIST", _) if change.is_none() => change = Some(None),
-            (b"EX" | b"PX" | b"EXAT" | b"PXAT", Some(v)) if change.is_none() => {
-                let unit = if opt[0] == b'E' { 1000 } else { 1 };
-                change = Some(Some(tri!(expire_at(v, unit, opt.len() == 4, "getex"))));
-                i += 1;
-            }
-            _ => return syntax_error(),
-        }
-        i += 1;
+        i += tri!(arg.parse(&opt, a.get(i + 1), b"PERSIST")) + 1;
     }
     let key = db_key(conn.db, &a[0]);
     let _g = shared.lock_keys(&[&key]);
     let old = tri!(shared.read(&key));
+    // Like Redis, the time is checked only once the key is found.
+    if old.is_none() {
+        return Reply::Nil;
+    }
+    let change = tri!(arg.resolve("getex"));
     if let (Some((exp, data)), Some(new_exp)) = (&old, change) {
         if *exp != new_exp {
             tri!(shared.put(&key, data, new_exp));

@@ -1,0 +1,331 @@
+//! Bit and sequence commands on strings: SETBIT, GETBIT, BITCOUNT, BITPOS,
+//! BITOP, LCS. Bits are numbered from the most significant bit of the
+//! first byte, as in Redis.
+
+use batchkv::WriteBatch;
+use bytes::Bytes;
+
+use super::strings::{tri, MAX_STRING};
+use super::{not_integer, parse_int, spec, syntax_error, CommandSpec, ConnState, KEY1, R, RS, WM};
+use crate::keyspace::{db_key, put_value};
+use crate::resp::Reply;
+use crate::shared::{Shared, Value};
+
+/// The bit and LCS commands.
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    spec("setbit", 4, WM, KEY1, |s, c, a| setbit(s, c, a)),
+    spec("getbit", 3, R, KEY1, |s, c, a| getbit(s, c, a)),
+    spec("bitcount", -2, RS, KEY1, |s, c, a| bitcount(s, c, a)),
+    spec("bitpos", -3, RS, KEY1, |s, c, a| bitpos(s, c, a)),
+    spec("bitop", -4, WM, (2, -1, 1), |s, c, a| bitop(s, c, a)),
+    spec("lcs", -3, RS, (1, 2, 1), |s, c, a| lcs(s, c, a)),
+];
+
+/// Most cells of LCS's table (4 bytes each): larger inputs are refused.
+const LCS_MAX_CELLS: u64 = 1 << 27;
+
+/// A bit offset argument: 0 ≤ offset < 2^32 (Redis's limit, 512 MiB).
+fn bit_offset(b: &[u8]) -> Result<u64, Reply> {
+    match parse_int(b) {
+        Some(n) if (0..(1i64 << 32)).contains(&n) => Ok(n as u64),
+        _ => Err(Reply::err(
+            "ERR bit offset is not an integer or out of range",
+        )),
+    }
+}
+
+fn bit_at(data: &[u8], bit: u64) -> u8 {
+    data.get((bit / 8) as usize)
+        .map_or(0, |byte| (byte >> (7 - bit % 8)) & 1)
+}
+
+pub fn setbit(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    let offset = tri!(bit_offset(&a[1]));
+    let on = match &a[2][..] {
+        b"0" => false,
+        b"1" => true,
+        _ => return Reply::err("ERR bit is not an integer or out of range"),
+    };
+    let byte = (offset / 8) as usize;
+    // Checked before anything is allocated.
+    if byte as i64 >= MAX_STRING {
+        return Reply::err("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+    }
+    let key = db_key(conn.db, &a[0]);
+    let _g = shared.lock_keys(&[&key]);
+    let (exp, mut data) = tri!(shared.read(&key)).unwrap_or((None, Vec::new()));
+    let old = bit_at(&data, offset);
+    if data.len() <= byte {
+        data.resize(byte + 1, 0);
+    }
+    let mask = 1u8 << (7 - offset % 8);
+    if on {
+        data[byte] |= mask;
+    } else {
+        data[byte] &= !mask;
+    }
+    tri!(shared.put(&key, &data, exp));
+    Reply::Int(i64::from(old))
+}
+
+pub fn getbit(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    let offset = tri!(bit_offset(&a[1]));
+    let data = tri!(shared.read(&db_key(conn.db, &a[0]))).map_or(Vec::new(), |(_, d)| d);
+    Reply::Int(i64::from(bit_at(&data, offset)))
+}
+
+/// A `start end [BYTE|BIT]` range over `len_bytes` bytes as an inclusive
+/// bit range, `None` if empty. `end` absent means the last unit.
+fn bit_range(len_bytes: usize, start: i64, end: Option<i64>, bits: bool) -> Option<(u64, u64)> {
+    let unit = if bits { 1 } else { 8 };
+    let len = len_bytes as i64 * if bits { 8 } else { 1 };
+    let (mut s, mut e) = (start, end.unwrap_or(len - 1));
+    if s < 0 {
+        s += len;
+    }
+    if e < 0 {
+        e += len;
+    }
+    s = s.max(0);
+    e = e.max(0).min(len - 1);
+    if len == 0 || s > e {
+        return None;
+    }
+    let first = s as u64 * unit;
+    let last = e as u64 * unit + (unit - 1);
+    Some((first, last))
+}
+
+/// Parses the optional `start end [BYTE|BIT]` of BITCOUNT (`a` after the
+/// key); BITPOS allows `start` alone (`end_optional`).
+fn parse_range(a: &[Bytes], end_optional: bool) -> Result<Option<(i64, Option<i64>, bool)>, Reply> {
+    let Some(start) = a.first() else {
+        return Ok(None);
+    };
+    if a.len() == 1 && !end_optional {
+        return Err(syntax_error());
+    }
+    if a.len() > 3 {
+        return Err(syntax_error());
+    }
+    let start = parse_int(start).ok_or_else(not_integer)?;
+    let end = match a.get(1) {
+        Some(e) => Some(parse_int(e).ok_or_else(not_integer)?),
+        None => None,
+    };
+    let bits = match a.get(2) {
+        None => false,
+        Some(u) if u.eq_ignore_ascii_case(b"bit") => true,
+        Some(u) if u.eq_ignore_ascii_case(b"byte") => false,
+        Some(_) => return Err(syntax_error()),
+    };
+    Ok(Some((start, end, bits)))
+}
+
+pub fn bitcount(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    let range = tri!(parse_range(&a[1..], false));
+    let data = tri!(shared.read(&db_key(conn.db, &a[0]))).map_or(Vec::new(), |(_, d)| d);
+    let (start, end, bits) = range.unwrap_or((0, None, false));
+    let Some((first, last)) = bit_range(data.len(), start, end, bits) else {
+        return Reply::Int(0);
+    };
+    let n: u64 = (first..=last).map(|b| u64::from(bit_at(&data, b))).sum();
+    Reply::Int(n as i64)
+}
+
+pub fn bitpos(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    let want = match &a[1][..] {
+        b"0" => 0u8,
+        b"1" => 1u8,
+        _ if parse_int(&a[1]).is_none() => return not_integer(),
+        _ => return Reply::err("ERR The bit argument must be 1 or 0."),
+    };
+    let range = tri!(parse_range(&a[2..], true));
+    let Some((_, data)) = tri!(shared.read(&db_key(conn.db, &a[0]))) else {
+        return Reply::Int(if want == 1 { -1 } else { 0 });
+    };
+    let (start, end, bits) = range.unwrap_or((0, None, false));
+    let Some((first, last)) = bit_range(data.len(), start, end, bits) else {
+        return Reply::Int(-1);
+    };
+    if let Some(p) = (first..=last).find(|&b| bit_at(&data, b) == want) {
+        return Reply::Int(p as i64);
+    }
+    // Looking for a clear bit with no explicit end: the string is taken
+    // as padded with zeros on the right.
+    if want == 0 && range.is_none_or(|(_, e, _)| e.is_none()) {
+        return Reply::Int(last as i64 + 1);
+    }
+    Reply::Int(-1)
+}
+
+pub fn bitop(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    let op = a[0].to_ascii_uppercase();
+    if !matches!(op.as_slice(), b"AND" | b"OR" | b"XOR" | b"NOT") {
+        return syntax_error();
+    }
+    let srcs = &a[2..];
+    if op == b"NOT" && srcs.len() != 1 {
+        return Reply::err("ERR BITOP NOT must be called with a single source key.");
+    }
+    let dst = db_key(conn.db, &a[1]);
+    let keys: Vec<Vec<u8>> = srcs.iter().map(|k| db_key(conn.db, k)).collect();
+    let mut locked = keys.clone();
+    locked.push(dst.clone());
+    let _g = shared.lock_keys(&locked);
+    let mut values = Vec::with_capacity(keys.len());
+    for k in &keys {
+        values.push(tri!(shared.read(k)).map_or(Vec::new(), |(_, d)| d));
+    }
+    let len = values.iter().map(Vec::len).max().unwrap_or(0);
+    let mut out = vec![0u8; len];
+    for (i, byte) in out.iter_mut().enumerate() {
+        let mut it = values.iter().map(|v| v.get(i).copied().unwrap_or(0));
+        let first = it.next().unwrap_or(0);
+        *byte = match op.as_slice() {
+            b"AND" => it.fold(first, |x, y| x & y),
+            b"OR" => it.fold(first, |x, y| x | y),
+            b"XOR" => it.fold(first, |x, y| x ^ y),
+            _ => !first,
+        };
+    }
+    let mut b = WriteBatch::new();
+    tri!(shared.clear_old(&mut b, &dst));
+    if out.is_empty() {
+        b.delete(&dst);
+    } else {
+        put_value(&mut b, &dst, &out, None);
+    }
+    tri!(shared.write(b));
+    Reply::Int(len as i64)
+}
+
+pub fn lcs(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    let (mut len_only, mut idx, mut with_len, mut min_len) = (false, false, false, 0i64);
+    let mut i = 2;
+    while i < a.len() {
+        match a[i].to_ascii_uppercase().as_slice() {
+            b"LEN" => len_only = true,
+            b"IDX" => idx = true,
+            b"WITHMATCHLEN" => with_len = true,
+            b"MINMATCHLEN" if i + 1 < a.len() => {
+                min_len = match parse_int(&a[i + 1]) {
+                    Some(n) => n.max(0),
+                    None => return not_integer(),
+                };
+                i += 1;
+            }
+            _ => return syntax_error(),
+        }
+        i += 1;
+    }
+    if len_only && idx {
+        return Reply::err("ERR If you want both the length and indexes, please just use IDX.");
+    }
+    let read = |k: &Bytes| match shared.read_value(&db_key(conn.db, k)) {
+        Ok(None) => Ok(Vec::new()),
+        Ok(Some(Value::Str(_, d))) => Ok(d),
+        Ok(Some(Value::Coll(_))) => Err(Reply::err(
+            "ERR The specified keys must contain string values",
+        )),
+        Err(e) => Err(e),
+    };
+    let x = tri!(read(&a[0]));
+    let y = tri!(read(&a[1]));
+    if (x.len() as u64 + 1) * (y.len() as u64 + 1) > LCS_MAX_CELLS {
+        return Reply::err(
+            "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len",
+        );
+    }
+    let table = LcsTable::new(&x, &y);
+    if len_only {
+        return Reply::Int(i64::from(table.at(x.len(), y.len())));
+    }
+    let (text, matches) = table.walk(&x, &y, min_len as u64, with_len);
+    if !idx {
+        return Reply::bulk(text);
+    }
+    Reply::Map(vec![
+        (Reply::bulk_str("matches"), Reply::Array(matches)),
+        (
+            Reply::bulk_str("len"),
+            Reply::Int(i64::from(table.at(x.len(), y.len()))),
+        ),
+    ])
+}
+
+/// The dynamic-programming table of LCS: `at(i, j)` is the length of the
+/// longest common subsequence of `x[..i]` and `y[..j]`.
+struct LcsTable {
+    width: usize,
+    cells: Vec<u32>,
+}
+
+impl LcsTable {
+    fn new(x: &[u8], y: &[u8]) -> LcsTable {
+        let width = y.len() + 1;
+        let mut cells = vec![0u32; (x.len() + 1) * width];
+        for i in 1..=x.len() {
+            for j in 1..=y.len() {
+                cells[i * width + j] = if x[i - 1] == y[j - 1] {
+                    cells[(i - 1) * width + j - 1] + 1
+                } else {
+                    cells[(i - 1) * width + j].max(cells[i * width + j - 1])
+                };
+            }
+        }
+        LcsTable { width, cells }
+    }
+
+    fn at(&self, i: usize, j: usize) -> u32 {
+        self.cells[i * self.width + j]
+    }
+
+    /// Walks back from the end as Redis does: the common subsequence, and
+    /// the matched ranges (last first) of at least `min_len` bytes, each
+    /// `[[x start, x end], [y start, y end]]` (plus the length with
+    /// `with_len`).
+    fn walk(&self, x: &[u8], y: &[u8], min_len: u64, with_len: bool) -> (Vec<u8>, Vec<Reply>) {
+        let mut text = Vec::with_capacity(self.at(x.len(), y.len()) as usize);
+        let mut matches = Vec::new();
+        let (mut i, mut j) = (x.len(), y.len());
+        // The current range: x[xs..=xe], y[ys..=ye]; None between ranges.
+        let mut cur: Option<(usize, usize, usize, usize)> = None;
+        while i > 0 && j > 0 {
+            let emit;
+            if x[i - 1] == y[j - 1] {
+                text.push(x[i - 1]);
+                cur = Some(match cur {
+                    None => (i - 1, i - 1, j - 1, j - 1),
+                    Some((_, xe, _, ye)) => (i - 1, xe, j - 1, ye),
+                });
+                emit = i == 1 || j == 1;
+                i -= 1;
+                j -= 1;
+            } else {
+                if self.at(i - 1, j) > self.at(i, j - 1) {
+                    i -= 1;
+                } else {
+                    j -= 1;
+                }
+                emit = cur.is_some();
+            }
+            if let (true, Some((xs, xe, ys, ye))) = (emit, cur) {
+                let n = (xe - xs + 1) as u64;
+                if n >= min_len {
+                    let range = |s: usize, e: usize| {
+                        Reply::Array(vec![Reply::Int(s as i64), Reply::Int(e as i64)])
+                    };
+                    let mut m = vec![range(xs, xe), range(ys, ye)];
+                    if with_len {
+                        m.push(Reply::Int(n as i64));
+                    }
+                    matches.push(Reply::Array(m));
+                }
+                cur = None;
+            }
+        }
+        text.reverse();
+        (text, matches)
+    }
+}

@@ -1,0 +1,140 @@
+//! OBJECT (ENCODING, FREQ, IDLETIME, REFCOUNT, HELP) and TOUCH.
+//!
+//! batchkv stores every type in the engine (`meta.rs`), not in Redis's
+//! in-memory encodings, so OBJECT ENCODING reports the encoding Redis 7.0
+//! would use for the same value with its default thresholds: `int`,
+//! `embstr` (≤ 44 bytes) or `raw` for strings (a short string built by
+//! APPEND or SETRANGE is `raw` in Redis and `embstr` here); `listpack` or
+//! `hashtable` for hashes (512 entries, 64-byte fields and values);
+//! `intset` or `hashtable` for sets (512 integers); `listpack` or
+//! `skiplist` for sorted sets (128 entries, 64-byte members); `quicklist`
+//! for lists. Access times and frequencies are not tracked.
+
+use bytes::Bytes;
+
+use super::coll;
+use super::strings::tri;
+use super::{parse_int, spec, CommandSpec, ConnState, ALL_KEYS, NO_KEYS, R};
+use crate::keyspace::db_key;
+use crate::meta::{Kind, Meta};
+use crate::resp::Reply;
+use crate::shared::{Shared, Value};
+
+/// OBJECT and TOUCH.
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    spec("object", -2, &["readonly"], NO_KEYS, |s, c, a| {
+        object(s, c, a)
+    }),
+    spec("touch", -2, R, ALL_KEYS, |s, c, a| touch(s, c, a)),
+];
+
+const HELP: &[&str] = &[
+    "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "ENCODING <key>",
+    "    Return the kind of internal representation used in order to store the value",
+    "    associated with a <key>.",
+    "FREQ <key>",
+    "    Return the access frequency index of the <key>. The returned integer is",
+    "    proportional to the logarithm of the recent access frequency of the key.",
+    "IDLETIME <key>",
+    "    Return the idle time of the <key>, that is the approximated number of",
+    "    seconds elapsed since the last access to the key.",
+    "REFCOUNT <key>",
+    "    Return the number of references of the value associated with the specified",
+    "    <key>.",
+    "HELP",
+    "    Prints this help.",
+];
+
+pub fn object(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    let sub = a[0].to_ascii_lowercase();
+    match (sub.as_slice(), a.len()) {
+        (b"help", 1) => Reply::Array(HELP.iter().map(|l| Reply::Status((*l).into())).collect()),
+        (b"encoding" | b"freq" | b"idletime" | b"refcount", 2) => {
+            let key = db_key(conn.db, &a[1]);
+            let Some(v) = tri!(shared.read_value(&key)) else {
+                return Reply::Nil;
+            };
+            match sub.as_slice() {
+                b"encoding" => match encoding(shared, &key, &v) {
+                    Ok(e) => Reply::bulk(Bytes::from_static(e.as_bytes())),
+                    Err(r) => r,
+                },
+                b"freq" => Reply::err(
+                    "ERR An LFU maxmemory policy is not selected, access frequency not tracked. \
+                     Please note that when switching between policies at runtime LRU and LFU \
+                     data will take some time to adjust.",
+                ),
+                // Not tracked: never idle, one reference.
+                b"idletime" => Reply::Int(0),
+                _ => Reply::Int(1),
+            }
+        }
+        _ => Reply::Error(format!(
+            "ERR unknown subcommand '{}'. Try OBJECT HELP.",
+            super::lossy(&a[0], 128)
+        )),
+    }
+}
+
+/// The Redis 7.0 encoding name for `v` stored at `key` (module docs).
+fn encoding(shared: &Shared, key: &[u8], v: &Value) -> Result<&'static str, Reply> {
+    let m = match v {
+        Value::Str(_, d) => {
+            return Ok(
+                if d.len() <= 20 && parse_int(d).is_some() && d.as_slice() != b"-0" {
+                    "int"
+                } else if d.len() <= 44 {
+                    "embstr"
+                } else {
+                    "raw"
+                },
+            )
+        }
+        Value::Coll(m) => m,
+    };
+    Ok(match m.kind {
+        Kind::List => "quicklist",
+        Kind::Hash => compact_or(shared, key, m, 512, "listpack", "hashtable", |f, v| {
+            f.len() <= 64 && v.len() <= 64
+        })?,
+        Kind::ZSet => compact_or(shared, key, m, 128, "listpack", "skiplist", |f, _| {
+            f.len() <= 64
+        })?,
+        Kind::Set => compact_or(shared, key, m, 512, "intset", "hashtable", |f, _| {
+            parse_int(f).is_some()
+        })?,
+    })
+}
+
+/// `small` if `m` has at most `max` elements and every one passes `fits`,
+/// else `large`. Reads the elements only when the count allows `small`.
+fn compact_or(
+    shared: &Shared,
+    key: &[u8],
+    m: &Meta,
+    max: u64,
+    small: &'static str,
+    large: &'static str,
+    fits: impl Fn(&[u8], &[u8]) -> bool,
+) -> Result<&'static str, Reply> {
+    if m.size > max {
+        return Ok(large);
+    }
+    let all = coll::all_elements(shared, key, m)?;
+    Ok(if all.iter().all(|(f, v)| fits(f, v)) {
+        small
+    } else {
+        large
+    })
+}
+
+/// TOUCH: how many of the keys exist (access times are not tracked).
+pub fn touch(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    let keys: Vec<Vec<u8>> = a.iter().map(|k| db_key(conn.db, k)).collect();
+    let mut n = 0;
+    for r in shared.read_many(&keys) {
+        n += i64::from(tri!(r).is_some());
+    }
+    Reply::Int(n)
+}

@@ -9,6 +9,14 @@
 #   batchkv / redis-server, and batching on / --batch off.
 # MGET rows also give keys/s (100 keys per request).
 #
+# Collection tests (each loads its own data set: COLL collections of COLL
+# elements, 12-digit names as redis-benchmark's __rand_int__ makes them,
+# and runs with -r COLL so both the key and the elements hit):
+#   HGET, HMGET5, HMGET100, HSET       hashes h:N with fields f:N
+#   SMISMEMBER100, SADD                sets s:N with members m:N
+#   ZMSCORE100, ZADD                   sorted sets z:N with members m:N
+#   LPUSH, LPOP                        lists l:N (LPOP after LPUSH refills)
+#
 # Environment (defaults in brackets):
 #   KEYS [1000000]       keys loaded and the -r range of the benchmarks
 #   VALUE [100]          value size in bytes
@@ -23,6 +31,7 @@
 #                        SERVERS="bkv-skiplist@base bkv-skiplist"
 #   BATCHKV_OPTIONS [""] extra engine options for batchkv serve (--options)
 #   TESTS ["GET MGET100 SET"]  tests to run (a subset for quick re-measurements)
+#   COLL [1000]          collections per type, and elements per collection
 #   CONNS ["1 50"]       redis-benchmark -c values
 #   PIPES ["1 10"]       redis-benchmark -P values
 #   REPEAT [1]           runs of the whole server list (alternating A B C A B C);
@@ -50,6 +59,7 @@ OUT=${OUT:-/tmp/redis-bench}
 PORT=${PORT:-16379}
 REPEAT=${REPEAT:-1}
 TESTS=${TESTS:-"GET MGET100 SET"}
+COLL=${COLL:-1000}
 CONNS=${CONNS:-"1 50"}
 PIPES=${PIPES:-"1 10"}
 
@@ -132,6 +142,54 @@ load_keys() {
     }' | redis-cli -p "$PORT" --pipe >/dev/null
 }
 
+# load_collection CMD PREFIX: COLL collections PREFIX:N, each with COLL
+# elements m:N / f:N (hashes: VALUE-byte values; sorted sets: score N).
+load_collection() {
+    local cmd=$1 prefix=$2 val
+    val=$(head -c "$VALUE" </dev/zero | tr '\0' 'x')
+    awk -v n="$COLL" -v cmd="$cmd" -v p="$prefix" -v val="$val" -v vl="$VALUE" 'BEGIN {
+        per = (cmd == "SADD") ? 1 : 2
+        for (i = 0; i < n; i++) {
+            printf "*%d\r\n$%d\r\n%s\r\n$%d\r\n%s:%012d\r\n", 2 + per * n, length(cmd), cmd, length(p) + 13, p, i
+            for (j = 0; j < n; j++) {
+                if (cmd == "HSET") printf "$14\r\nf:%012d\r\n$%d\r\n%s\r\n", j, vl, val
+                else if (cmd == "SADD") printf "$14\r\nm:%012d\r\n", j
+                else printf "$%d\r\n%d\r\n$14\r\nm:%012d\r\n", length(j ""), j, j
+            }
+        }
+    }' | redis-cli -p "$PORT" --pipe >/dev/null
+}
+
+# load_for TEST: loads the data TEST reads, once per server start.
+LOADED=
+load_for() {
+    local what
+    case $1 in
+    GET | MGET100 | SET) what=strings ;;
+    H*) what=hashes ;;
+    S*) what=sets ;;
+    Z*) what=zsets ;;
+    *) what=none ;;
+    esac
+    [[ " $LOADED " == *" $what "* ]] && return
+    local t0
+    t0=$(date +%s)
+    case $what in
+    strings) load_keys ;;
+    hashes) load_collection HSET h ;;
+    sets) load_collection SADD s ;;
+    zsets) load_collection ZADD z ;;
+    none) return ;;
+    esac
+    LOADED="$LOADED $what"
+    echo "  loaded $what in $(($(date +%s) - t0)) s" >&2
+}
+
+# repeat_arg N WORD: N copies of WORD.
+repeat_arg() {
+    for _ in $(seq 1 "$1"); do printf '%s\n' "$2"; done
+}
+
 # batch_counts: "read_batches read_batched_keys" from INFO (0 0 if absent).
 batch_counts() {
     redis-cli -p "$PORT" INFO batchkv | tr -d '\r' | awk -F: '
@@ -165,6 +223,26 @@ bench() {
         rps=$(redis-benchmark "${args[@]}" -n $((n / MGET_DIV)) "${mget[@]}" |
             awk -F'"' 'NR == 2 { print $4 }')
         ;;
+    *)
+        local cmd=() many=1
+        case $test in
+        HGET) cmd=(HGET h:__rand_int__ f:__rand_int__) ;;
+        HMGET5) cmd=(HMGET h:__rand_int__ $(repeat_arg 5 f:__rand_int__)) ;;
+        HMGET100) cmd=(HMGET h:__rand_int__ $(repeat_arg 100 f:__rand_int__)) many=$MGET_DIV ;;
+        HSET) cmd=(HSET h:__rand_int__ f:__rand_int__ "$(head -c "$VALUE" </dev/zero | tr '\0' y)") ;;
+        SMISMEMBER100) cmd=(SMISMEMBER s:__rand_int__ $(repeat_arg 100 m:__rand_int__)) many=$MGET_DIV ;;
+        SADD) cmd=(SADD s:__rand_int__ n:__rand_int__) ;;
+        ZMSCORE100) cmd=(ZMSCORE z:__rand_int__ $(repeat_arg 100 m:__rand_int__)) many=$MGET_DIV ;;
+        ZADD) cmd=(ZADD z:__rand_int__ 7 n:__rand_int__) ;;
+        LPUSH) cmd=(LPUSH l:__rand_int__ "$(head -c "$VALUE" </dev/zero | tr '\0' y)") ;;
+        LPOP) cmd=(LPOP l:__rand_int__) ;;
+        *) echo "unknown test $test" >&2; exit 1 ;;
+        esac
+        args=(-p "$PORT" -c "$c" -P "$p" -r "$COLL" --csv)
+        n=$((n / many))
+        rps=$(redis-benchmark "${args[@]}" -n "$n" "${cmd[@]}" |
+            awk -F'"' 'NR == 2 { print $4 }')
+        ;;
     esac
     t1=$(cpu_ticks)
     echo "$server,$test,$c,$p,$rps" >>"$RESULTS"
@@ -185,10 +263,10 @@ bench() {
 for _ in $(seq 1 "$REPEAT"); do
     for server in $SERVERS; do
         start_server "$server"
-        t0=$(date +%s)
-        load_keys
-        echo "$server: loaded $KEYS keys in $(($(date +%s) - t0)) s" >&2
+        LOADED=
+        echo "$server:" >&2
         for test in $TESTS; do
+            load_for "$test"
             for c in $CONNS; do
                 for p in $PIPES; do
                     bench "$server" "$test" "$c" "$p"

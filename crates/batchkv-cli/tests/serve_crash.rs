@@ -1,10 +1,12 @@
 //! Crashes of `batchkv serve` under writing clients. Four clients send
 //! random SET (some with an expiry), DEL, INCR, APPEND and MSET over their
-//! own keys until the server crashes at a random moment; tiny write
-//! buffers make flushes and compactions run meanwhile. After a restart
-//! each client's keys must hold the state after a prefix of its commands
-//! (its acknowledged ones, then the one in flight, whole: an MSET all or
-//! nothing), so recovery neither invents nor reorders writes, and:
+//! own string keys, and HSET (several fields), HDEL, HINCRBY and DEL over
+//! their own hashes, until the server crashes at a random moment; tiny
+//! write buffers make flushes and compactions run meanwhile. After a
+//! restart each client's keys must hold the state after a prefix of its
+//! commands (its acknowledged ones, then the one in flight, whole: an MSET
+//! or a many-field HSET all or nothing), so recovery neither invents nor
+//! reorders writes, and:
 //! - after `kill -9` of the process, under every `--appendfsync` policy,
 //!   that prefix includes every acknowledged command (a process crash
 //!   keeps the page cache, so a write is safe once it is in the WAL, and
@@ -37,8 +39,53 @@ const CYCLES_PER_POLICY: usize = 3;
 const SMALL_BUFFERS: &str =
     "write_buffer_size=65536;max_bytes_for_level_base=262144;target_file_size_base=65536";
 
-/// What one client's keys hold (`None`: absent).
+/// What one client's keys hold (`None`: absent); a hash as its
+/// [`encode_hash`] form.
 type State = HashMap<String, Option<Vec<u8>>>;
+
+/// Hashes per client.
+const HASHES_PER_CLIENT: usize = 6;
+/// Fields a hash's commands choose from.
+const FIELDS: usize = 12;
+
+type Hash = std::collections::BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// A hash's state as bytes (fields in order, each field and value
+/// length-prefixed); `None` for an empty (deleted) hash.
+fn encode_hash(h: &Hash) -> Option<Vec<u8>> {
+    if h.is_empty() {
+        return None;
+    }
+    let mut out = Vec::new();
+    for (f, v) in h {
+        for part in [f, v] {
+            out.extend_from_slice(&(part.len() as u32).to_le_bytes());
+            out.extend_from_slice(part);
+        }
+    }
+    Some(out)
+}
+
+fn decode_hash(b: Option<&[u8]>) -> Hash {
+    let mut h = Hash::new();
+    let mut b = b.unwrap_or_default();
+    let take = |b: &mut &[u8]| {
+        let n = u32::from_le_bytes(b[..4].try_into().unwrap()) as usize;
+        let part = b[4..4 + n].to_vec();
+        *b = &b[4 + n..];
+        part
+    };
+    while !b.is_empty() {
+        let f = take(&mut b);
+        let v = take(&mut b);
+        h.insert(f, v);
+    }
+    h
+}
+
+fn hash_key(client: usize, k: usize) -> String {
+    format!("c{client}:h{k}")
+}
 
 /// One command: its arguments and the values it leaves its keys with.
 struct Op {
@@ -54,10 +101,51 @@ fn counter(client: usize) -> String {
     format!("c{client}:n")
 }
 
+/// The client's string keys (its hashes are [`hash_key`]).
 fn all_keys(client: usize) -> Vec<String> {
     let mut v: Vec<String> = (0..KEYS_PER_CLIENT).map(|k| key(client, k)).collect();
     v.push(counter(client));
     v
+}
+
+/// A random hash command over `client`'s hashes.
+fn next_hash_op(rng: &mut StdRng, client: usize, seq: u64, now: &State) -> Op {
+    let k = hash_key(client, rng.random_range(0..HASHES_PER_CLIENT));
+    let mut h = decode_hash(held(now, &k));
+    let field = |rng: &mut StdRng| format!("f{}", rng.random_range(0..FIELDS)).into_bytes();
+    let mut args = Vec::new();
+    match rng.random_range(0..100) {
+        0..50 => {
+            args.extend([bytes("HSET"), bytes(&k)]);
+            for _ in 0..rng.random_range(1..5) {
+                let (f, v) = (field(rng), value(rng, client, seq));
+                h.insert(f.clone(), v.clone());
+                args.extend([f, v]);
+            }
+        }
+        50..70 => {
+            let f = field(rng);
+            h.remove(&f);
+            args.extend([bytes("HDEL"), bytes(&k), f]);
+        }
+        70..90 => {
+            // Counters live in their own field, so HINCRBY never meets text.
+            let f = bytes("n");
+            let n: i64 = h
+                .get(&f)
+                .map_or(0, |v| std::str::from_utf8(v).unwrap().parse().unwrap());
+            h.insert(f.clone(), (n + 1).to_string().into_bytes());
+            args.extend([bytes("HINCRBY"), bytes(&k), f, bytes("1")]);
+        }
+        _ => {
+            h.clear();
+            args.extend([bytes("DEL"), bytes(&k)]);
+        }
+    }
+    Op {
+        args,
+        effect: vec![(k, encode_hash(&h))],
+    }
 }
 
 fn value(rng: &mut StdRng, client: usize, seq: u64) -> Vec<u8> {
@@ -77,6 +165,9 @@ fn held<'a>(state: &'a State, k: &str) -> Option<&'a [u8]> {
 
 /// A random command over `client`'s keys, given what they hold now.
 fn next_op(rng: &mut StdRng, client: usize, seq: u64, now: &State) -> Op {
+    if rng.random_bool(0.3) {
+        return next_hash_op(rng, client, seq, now);
+    }
     let k = key(client, rng.random_range(0..KEYS_PER_CLIENT));
     match rng.random_range(0..100) {
         0..40 => {
@@ -221,7 +312,12 @@ fn surviving_prefix(run: &ClientRun, got: &State) -> Option<usize> {
 fn read_keys(con: &mut redis::Connection, client: usize) -> State {
     let keys = all_keys(client);
     let got: Vec<Option<Vec<u8>>> = redis::cmd("MGET").arg(&keys).query(con).unwrap();
-    keys.into_iter().zip(got).collect()
+    let mut state: State = keys.into_iter().zip(got).collect();
+    for k in (0..HASHES_PER_CLIENT).map(|k| hash_key(client, k)) {
+        let pairs: Vec<(Vec<u8>, Vec<u8>)> = redis::cmd("HGETALL").arg(&k).query(con).unwrap();
+        state.insert(k, encode_hash(&pairs.into_iter().collect()));
+    }
+    state
 }
 
 /// A running server the test can crash.

@@ -354,6 +354,10 @@ pub enum Reply {
     Pairs(Vec<(Reply, Reply)>),
     /// RESP3 `~` (SMEMBERS, ...); RESP2 an array.
     Set(Vec<Reply>),
+    /// A reply already encoded for the connection's protocol (hot
+    /// multi-element replies such as HMGET's, written straight from the
+    /// engine's values).
+    Encoded(BytesMut),
     /// RESP3 `,` (ZSCORE, ...); RESP2 a bulk string. Both print the value
     /// as Redis 7.0 does ([`format_score`]).
     Double(f64),
@@ -419,6 +423,7 @@ impl Reply {
                     it.encode(proto, out);
                 }
             }
+            Reply::Encoded(b) => out.put_slice(b),
             Reply::Double(d) => {
                 let text = format_score(*d);
                 if proto >= 3 {

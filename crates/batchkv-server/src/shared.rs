@@ -440,35 +440,36 @@ impl Shared {
     }
 
     /// Reads many engine keys as they are (element keys, say) with one
-    /// `multi_get`, or a loop of `get` with `--batch off`.
-    pub fn get_many<K: AsRef<[u8]>>(
+    /// `multi_get` (a loop of `get` with `--batch off`), calling
+    /// `f(i, value)` for each key in input order with the value borrowed
+    /// (no copy). On an engine error `f` may
+    /// have seen some keys; the error is returned.
+    pub fn get_many_with(
         &self,
         opts: &ReadOptions,
-        keys: &[K],
-    ) -> Result<Vec<Option<Vec<u8>>>, Reply> {
-        let mut out = Vec::with_capacity(keys.len());
+        keys: &[&[u8]],
+        mut f: impl FnMut(usize, Option<&[u8]>),
+    ) -> Result<(), Reply> {
         if self.batcher.is_none() {
-            for k in keys {
-                out.push(
-                    self.db
-                        .get_opt(opts, k.as_ref())
-                        .map_err(crate::commands::engine_error)?,
-                );
+            for (i, k) in keys.iter().enumerate() {
+                let v = self
+                    .db
+                    .get_opt(opts, k)
+                    .map_err(crate::commands::engine_error)?;
+                f(i, v.as_deref());
             }
-            return Ok(out);
+            return Ok(());
         }
-        let refs: Vec<&[u8]> = keys.iter().map(|k| k.as_ref()).collect();
         let mut err = None;
-        self.db.multi_get_with(opts, &refs, |_, r| match r {
-            Ok(v) => out.push(v.map(<[u8]>::to_vec)),
+        self.db.multi_get_with(opts, keys, |i, r| match r {
+            Ok(v) => f(i, v),
             Err(e) => {
                 err.get_or_insert(e);
-                out.push(None);
             }
         });
         match err {
             Some(e) => Err(crate::commands::engine_error(e)),
-            None => Ok(out),
+            None => Ok(()),
         }
     }
 

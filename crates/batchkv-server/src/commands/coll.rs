@@ -86,6 +86,42 @@ impl Writer {
     }
 }
 
+/// The engine keys of many elements of one collection, built in one
+/// buffer (no allocation per key).
+pub struct ElementKeys {
+    buf: Vec<u8>,
+    /// End of each key in `buf`.
+    ends: Vec<usize>,
+}
+
+impl ElementKeys {
+    pub fn new(key: &[u8], m: &Meta, subs: &[&[u8]]) -> ElementKeys {
+        let prefix = meta::element_prefix(key, m.version);
+        let total: usize = subs.iter().map(|s| prefix.len() + s.len()).sum();
+        let mut buf = Vec::with_capacity(total);
+        let mut ends = Vec::with_capacity(subs.len());
+        for s in subs {
+            buf.extend_from_slice(&prefix);
+            buf.extend_from_slice(s);
+            ends.push(buf.len());
+        }
+        ElementKeys { buf, ends }
+    }
+
+    /// The keys, in the order of the `subs` they were built from.
+    pub fn slices(&self) -> Vec<&[u8]> {
+        let mut start = 0;
+        self.ends
+            .iter()
+            .map(|&end| {
+                let k = &self.buf[start..end];
+                start = end;
+                k
+            })
+            .collect()
+    }
+}
+
 /// Reads the values of elements `subs` of the collection `m` at stored key
 /// `key` with one batched engine read (a loop of gets with `--batch off`).
 pub fn read_elements(
@@ -94,11 +130,22 @@ pub fn read_elements(
     m: &Meta,
     subs: &[&[u8]],
 ) -> Result<Vec<Option<Vec<u8>>>, Reply> {
-    let keys: Vec<Vec<u8>> = subs
-        .iter()
-        .map(|s| meta::element_key(key, m.version, s))
-        .collect();
-    shared.get_many(&ReadOptions::default(), &keys)
+    let mut out = Vec::with_capacity(subs.len());
+    visit_elements(shared, key, m, subs, |_, v| out.push(v.map(<[u8]>::to_vec)))?;
+    Ok(out)
+}
+
+/// Like [`read_elements`], calling `f(i, value)` for each of `subs` in
+/// order with the value borrowed from the engine (no copy).
+pub fn visit_elements(
+    shared: &Shared,
+    key: &[u8],
+    m: &Meta,
+    subs: &[&[u8]],
+    f: impl FnMut(usize, Option<&[u8]>),
+) -> Result<(), Reply> {
+    let keys = ElementKeys::new(key, m, subs);
+    shared.get_many_with(&ReadOptions::default(), &keys.slices(), f)
 }
 
 /// Every element of the collection `m` at `key` as `(sub, value)`, in

@@ -3,14 +3,14 @@
 //! reads (HMGET, HSET's existence checks, HDEL) are one batched engine
 //! read.
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
 use super::coll::{self, parse_rand_count, pick_random, Writer};
 use super::strings::{parse_float, tri};
 use super::{not_integer, parse_int, spec, CommandSpec, ConnState, KEY1, R, RS, W, WM};
 use crate::keyspace::{db_key, glob_match};
 use crate::meta::Kind;
-use crate::resp::Reply;
+use crate::resp::{self, Reply};
 use crate::shared::Shared;
 
 /// The hash commands.
@@ -112,12 +112,20 @@ pub fn hmget(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
         return Reply::Array(vec![Reply::Nil; a.len() - 1]);
     };
     let fields: Vec<&[u8]> = a[1..].iter().map(|f| &f[..]).collect();
-    let vals = tri!(coll::read_elements(shared, &k, &m, &fields));
-    Reply::Array(
-        vals.into_iter()
-            .map(|v| v.map_or(Reply::Nil, Reply::bulk))
-            .collect(),
-    )
+    // Encoded straight from the engine's values.
+    let mut out = BytesMut::with_capacity(16 * fields.len());
+    resp::encode_array_header(&mut out, fields.len());
+    tri!(coll::visit_elements(
+        shared,
+        &k,
+        &m,
+        &fields,
+        |_, v| match v {
+            Some(v) => resp::encode_bulk(&mut out, v),
+            None => resp::encode_nil(conn.proto, &mut out),
+        }
+    ));
+    Reply::Encoded(out)
 }
 
 /// HGETALL (fields and values), HKEYS, HVALS.

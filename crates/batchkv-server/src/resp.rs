@@ -385,7 +385,19 @@ impl Reply {
         match self {
             Reply::Simple(s) => line(out, b'+', s.as_bytes()),
             Reply::Status(s) => line(out, b'+', s.as_bytes()),
-            Reply::Error(s) => line(out, b'-', s.as_bytes()),
+            // CR and LF become spaces: an error may echo client bytes, and
+            // a line break in it would let them inject replies (Redis does
+            // the same).
+            Reply::Error(s) => {
+                let start = out.len();
+                line(out, b'-', s.as_bytes());
+                let end = out.len() - 2;
+                for b in &mut out[start..end] {
+                    if *b == b'\r' || *b == b'\n' {
+                        *b = b' ';
+                    }
+                }
+            }
             Reply::Int(i) => line(out, b':', itoa(*i).as_bytes()),
             Reply::Bulk(b) => encode_bulk(out, b),
             Reply::Nil => encode_nil(proto, out),
@@ -553,6 +565,13 @@ fn trim_fraction(s: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
+
+    #[test]
+    fn error_replies_never_break_the_line() {
+        let mut out = BytesMut::new();
+        Reply::err("ERR Unsupported option NX\r\n:666").encode(2, &mut out);
+        assert_eq!(&out[..], b"-ERR Unsupported option NX  :666\r\n");
+    }
 
     #[test]
     fn scores_print_as_redis_7_0_does() {

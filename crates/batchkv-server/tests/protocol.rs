@@ -317,3 +317,17 @@ fn max_clients_rejects_the_extra_connection() {
     let mut d = h.raw();
     d.expect(b"PING\r\n", b"+PONG\r\n");
 }
+
+/// An error that echoes client bytes can no longer inject a reply: the
+/// CR/LF inside becomes spaces, so GET and PING get their own replies
+/// (before, the client read `:666` as GET's reply).
+#[test]
+fn echoed_line_breaks_cannot_inject_replies() {
+    let h = Harness::start();
+    let mut raw = h.raw();
+    raw.expect(
+        b"*4\r\n$6\r\nEXPIRE\r\n$1\r\nk\r\n$2\r\n10\r\n$8\r\nNX\r\n:666\r\n\
+          *2\r\n$3\r\nGET\r\n$1\r\nk\r\n*1\r\n$4\r\nPING\r\n",
+        b"-ERR Unsupported option NX  :666\r\n$-1\r\n+PONG\r\n",
+    );
+}

@@ -129,16 +129,21 @@ pub enum After {
     Shutdown,
 }
 
-/// Redis's reply to an unknown command.
+/// Redis's reply to an unknown command: the name cut at 128 bytes, then
+/// arguments while the echoed text is under 128 bytes, the last one cut to
+/// fit (CR/LF become spaces when the error is encoded).
 pub fn unknown_command(args: &[Bytes]) -> Reply {
-    let mut s = format!(
-        "ERR unknown command '{}', with args beginning with: ",
-        lossy(&args[0], 128)
-    );
+    let mut echoed = String::new();
     for a in &args[1..] {
-        s.push_str(&format!("'{}' ", lossy(a, 128)));
+        if echoed.len() >= 128 {
+            break;
+        }
+        echoed.push_str(&format!("'{}' ", lossy(a, 128 - echoed.len())));
     }
-    Reply::Error(s)
+    Reply::Error(format!(
+        "ERR unknown command '{}', with args beginning with: {echoed}",
+        lossy(&args[0], 128)
+    ))
 }
 
 pub(crate) fn lossy(b: &[u8], max: usize) -> String {
@@ -220,6 +225,18 @@ mod tests {
             unknown_command(&args),
             Reply::err("ERR unknown command 'FOO', with args beginning with: 'a' 'b' ")
         );
+    }
+
+    #[test]
+    fn unknown_command_echo_is_capped_like_redis() {
+        let mut args = vec![Bytes::from("FOO")];
+        args.extend(std::iter::repeat_n(Bytes::from("a".repeat(50)), 10));
+        let want = format!(
+            "ERR unknown command 'FOO', with args beginning with: '{a}' '{a}' '{b}' ",
+            a = "a".repeat(50),
+            b = "a".repeat(22)
+        );
+        assert_eq!(unknown_command(&args), Reply::Error(want));
     }
 
     #[test]

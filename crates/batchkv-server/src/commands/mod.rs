@@ -9,6 +9,7 @@ mod admin;
 mod coll;
 mod hashes;
 mod keys;
+mod sets;
 mod strings;
 
 use std::collections::HashMap;
@@ -75,6 +76,7 @@ static TABLES: &[&[CommandSpec]] = &[
     strings::COMMANDS,
     keys::COMMANDS,
     hashes::COMMANDS,
+    sets::COMMANDS,
 ];
 
 /// Every command the server knows, in table order.

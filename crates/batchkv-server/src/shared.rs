@@ -439,6 +439,19 @@ impl Shared {
         out
     }
 
+    /// Reads many engine keys as they are with one `multi_get` (a loop of
+    /// `get` with `--batch off`), copying each value.
+    pub fn get_many<K: AsRef<[u8]>>(
+        &self,
+        opts: &ReadOptions,
+        keys: &[K],
+    ) -> Result<Vec<Option<Vec<u8>>>, Reply> {
+        let refs: Vec<&[u8]> = keys.iter().map(|k| k.as_ref()).collect();
+        let mut out = Vec::with_capacity(keys.len());
+        self.get_many_with(opts, &refs, |_, v| out.push(v.map(<[u8]>::to_vec)))?;
+        Ok(out)
+    }
+
     /// Reads many engine keys as they are (element keys, say) with one
     /// `multi_get` (a loop of `get` with `--batch off`), calling
     /// `f(i, value)` for each key in input order with the value borrowed

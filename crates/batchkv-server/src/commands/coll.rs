@@ -159,13 +159,26 @@ pub fn all_elements(shared: &Shared, key: &[u8], m: &Meta) -> Result<Elements, R
     Ok(out)
 }
 
-/// Parses a COUNT-like argument of HRANDFIELD/SRANDMEMBER/ZRANDMEMBER:
-/// Redis's range check on the absolute value.
+/// The most elements a RAND command with a negative count returns (they may
+/// repeat, so the set's size does not bound them): the server's limit on a
+/// request's arguments. Redis has no such limit.
+const MAX_RAND_REPEATS: i64 = crate::resp::MAX_MULTIBULK_LEN;
+
+/// Parses the count of HRANDFIELD/SRANDMEMBER/ZRANDMEMBER as Redis 7.0 does (any integer but
+/// `i64::MIN`), and bounds a negative one by [`MAX_RAND_REPEATS`].
 pub fn parse_rand_count(b: &[u8]) -> Result<i64, Reply> {
     match super::parse_int(b) {
-        Some(n) if n > -(i64::MAX / 2) && n < i64::MAX / 2 => Ok(n),
-        Some(_) => Err(Reply::err("ERR value is out of range")),
         None => Err(super::not_integer()),
+        Some(n) if n == i64::MIN || n < -MAX_RAND_REPEATS => Err(Reply::Error(format!(
+            "ERR value is out of range, value must between -{} and {}",
+            if n == i64::MIN {
+                i64::MAX
+            } else {
+                MAX_RAND_REPEATS
+            },
+            i64::MAX
+        ))),
+        Some(n) => Ok(n),
     }
 }
 

@@ -12,6 +12,7 @@ mod dbs;
 mod hashes;
 mod keys;
 mod object;
+mod sets;
 mod strings;
 
 use std::collections::HashMap;
@@ -81,6 +82,7 @@ static TABLES: &[&[CommandSpec]] = &[
     dbs::COMMANDS,
     object::COMMANDS,
     bits::COMMANDS,
+    sets::COMMANDS,
 ];
 
 /// Every command the server knows, in table order.

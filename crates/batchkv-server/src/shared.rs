@@ -161,8 +161,6 @@ pub struct KeyGuard<'a> {
     mods: &'a tx::Mods,
     /// Modification-table slots of the keys.
     slots: Vec<u32>,
-    /// FLUSHDB (`Some(Some(db))`) or FLUSHALL (`Some(None)`).
-    flush: Option<Option<u8>>,
     /// `tx::writes()` when the locks were taken.
     writes_at: u64,
     /// Inside EXEC: nothing is locked, the changes go to the overlay.
@@ -176,13 +174,10 @@ impl Drop for KeyGuard<'_> {
             return;
         }
         if self.deferred {
-            tx::defer(&self.slots, self.flush);
+            tx::defer(&self.slots);
             return;
         }
         self.mods.touch(&self.slots);
-        if let Some(db) = self.flush {
-            self.mods.flushed(db);
-        }
     }
 }
 
@@ -206,32 +201,21 @@ impl Shared {
         KeyGuard {
             mods: &self.mods,
             slots,
-            flush: None,
             writes_at: tx::writes(),
             deferred,
             _guards: idx.into_iter().map(|i| lock(&self.stripes[i])).collect(),
         }
     }
 
-    /// Locks every stripe for FLUSHDB of `db` (`None`: FLUSHALL), so no
-    /// write or EXEC interleaves with it, and records the flush for WATCH
-    /// if the holder wrote.
-    pub fn lock_flush(&self, db: Option<u8>) -> KeyGuard<'_> {
-        let deferred = tx::active();
-        let guards = if deferred {
+    /// Locks every stripe (FLUSHDB, FLUSHALL), so no write or EXEC
+    /// interleaves with the holder. Records no key change: WATCH sees a
+    /// flush by the keys it left not live (`tx.rs`).
+    pub fn lock_all(&self) -> KeyGuard<'_> {
+        if tx::active() {
             tx::check_held(&(0..STRIPES).collect::<Vec<_>>());
-            Vec::new()
-        } else {
-            self.stripes.iter().map(lock).collect()
-        };
-        KeyGuard {
-            mods: &self.mods,
-            slots: Vec::new(),
-            flush: Some(db),
-            writes_at: tx::writes(),
-            deferred,
-            _guards: guards,
+            return self.lock_stripes(Some(&[]));
         }
+        self.lock_stripes(None)
     }
 
     /// Locks `stripes` (ascending; `None`: all) for EXEC. The guard records
@@ -244,7 +228,6 @@ impl Shared {
         KeyGuard {
             mods: &self.mods,
             slots: Vec::new(),
-            flush: None,
             writes_at: tx::writes(),
             deferred: false,
             _guards: guards,

@@ -37,15 +37,19 @@
 //!
 //! # The modification table (WATCH)
 //! [`Mods`] holds [`SLOTS`] counters indexed by a hash of the stored key
-//! ([`slot_of`]), and one flush counter per database. A write command's
+//! ([`slot_of`]). A write command's
 //! [`KeyGuard`](crate::shared::KeyGuard) bumps its keys' slots when it is
 //! dropped, if the command wrote something (a non-empty batch, counted by
 //! [`count_write`] in a thread-local) — before its stripes are released.
-//! FLUSHDB/FLUSHALL bump their databases' flush counters the same way.
 //! Inside EXEC the bumps are collected in the overlay and applied after
 //! the combined write, still under the stripe locks. WATCH records the
-//! slot's value, the flush counter and whether the key was live; EXEC
-//! compares under the stripe locks of the watched keys.
+//! slot's value and whether the key was live; EXEC aborts if the slot
+//! moved, or if the key was live and is not any more, checked under the
+//! stripe locks of the watched keys. The liveness check covers what
+//! writes no key: expiry (lazy or active), and FLUSHDB/FLUSHALL (a flush
+//! leaves no key live; a key written after it bumped its slot). As in
+//! Redis 7, a key absent or already expired at WATCH is not changed by
+//! its expiry, deletion by expiry, or a flush.
 //!
 //! False aborts (EXEC answers null although the watched key did not
 //! change): two keys whose hashes share a slot (probability 1/65536 per
@@ -54,7 +58,7 @@
 //! where Redis would not signal it. A change is never missed: every write
 //! to a key bumps its slot under the key's stripe lock, active expiry of
 //! a key live at WATCH is caught by the liveness check, and FLUSHDB holds
-//! every stripe.
+//! every stripe (so it is ordered with EXEC's check and write).
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
@@ -62,7 +66,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use batchkv::{BatchOp, WriteBatch};
 
-use crate::keyspace::NUM_DBS;
 use crate::shared::STRIPES;
 
 /// Counters of the modification table.
@@ -91,14 +94,12 @@ pub fn stripe_of_slot(slot: u32) -> usize {
 /// reads `Acquire`: a reader that sees a bump sees the write before it.
 pub struct Mods {
     slots: Box<[AtomicU64]>,
-    flushes: [AtomicU64; NUM_DBS],
 }
 
 impl Default for Mods {
     fn default() -> Mods {
         Mods {
             slots: (0..SLOTS).map(|_| AtomicU64::new(0)).collect(),
-            flushes: Default::default(),
         }
     }
 }
@@ -111,25 +112,9 @@ impl Mods {
         }
     }
 
-    /// Records a FLUSHDB of `db` (`None`: FLUSHALL).
-    pub fn flushed(&self, db: Option<u8>) {
-        for (i, c) in self.flushes.iter().enumerate() {
-            if db.is_none_or(|d| usize::from(d) == i) {
-                c.fetch_add(1, Ordering::Release);
-            }
-        }
-    }
-
     /// The counter of `slot`.
     pub fn slot(&self, slot: u32) -> u64 {
         self.slots[slot as usize].load(Ordering::Acquire)
-    }
-
-    /// The flush counter of database `db`.
-    pub fn flushes(&self, db: u8) -> u64 {
-        self.flushes
-            .get(usize::from(db))
-            .map_or(0, |c| c.load(Ordering::Acquire))
     }
 }
 
@@ -172,8 +157,6 @@ pub struct Overlay {
     pub escaped: bool,
     /// Slots to bump after the write.
     pub touched: Vec<u32>,
-    /// Databases flushed (`None`: all), to bump after the write.
-    pub flushed: Vec<Option<u8>>,
 }
 
 impl Overlay {
@@ -185,7 +168,6 @@ impl Overlay {
             held,
             escaped: false,
             touched: Vec::new(),
-            flushed: Vec::new(),
         }
     }
 
@@ -290,12 +272,9 @@ pub fn check_held(stripes: &[usize]) {
     });
 }
 
-/// Collects touched slots and flushed databases, to apply after commit.
-pub fn defer(slots: &[u32], flush: Option<Option<u8>>) {
-    with(|o| {
-        o.touched.extend_from_slice(slots);
-        o.flushed.extend(flush);
-    });
+/// Collects touched slots, to bump after the commit.
+pub fn defer(slots: &[u32]) {
+    with(|o| o.touched.extend_from_slice(slots));
 }
 
 /// Visits `[lo, hi)` as the engine would hold it with the installed
@@ -499,14 +478,12 @@ mod tests {
     }
 
     #[test]
-    fn slots_and_flush_counters_count() {
+    fn slots_count() {
         let m = Mods::default();
         let s = slot_of(b"\0key");
         assert_eq!(stripe_of_slot(s), s as usize % STRIPES);
         m.touch(&[s, s]);
         assert_eq!(m.slot(s), 2);
-        m.flushed(Some(3));
-        m.flushed(None);
-        assert_eq!((m.flushes(3), m.flushes(0), m.flushes(200)), (2, 1, 0));
+        assert_eq!(m.slot((s + 1) % SLOTS as u32), 0);
     }
 }

@@ -88,8 +88,6 @@ struct Watched {
     slot: u32,
     /// The slot's modification counter.
     stamp: u64,
-    /// The key's database's flush counter.
-    flushes: u64,
     /// The key held a live value.
     live: bool,
 }
@@ -168,12 +166,11 @@ fn watch(shared: &Shared, conn: &mut ConnState, a: &[Bytes]) -> Reply {
             continue;
         }
         let slot = tx::slot_of(&key);
-        // Counters first: a write that lands between these reads and the
-        // liveness read has bumped them after, so EXEC sees it.
+        // The counter first: a write that lands between this read and the
+        // liveness read bumps it after, so EXEC sees the change.
         let w = Watched {
             slot,
             stamp: shared.mods.slot(slot),
-            flushes: shared.mods.flushes(conn.db),
             live: is_live(shared, &key),
         };
         conn.tx.watched.insert(key, w);
@@ -186,14 +183,12 @@ fn is_live(shared: &Shared, key: &[u8]) -> bool {
 }
 
 /// Whether a watched key changed since WATCH: written (its slot moved),
-/// or live then and flushed or expired since. Call with the watched keys'
-/// stripes held.
+/// or live then and not now (expired, or flushed). Call with the watched
+/// keys' stripes held.
 fn watch_broken(shared: &Shared, watched: &BTreeMap<Vec<u8>, Watched>) -> bool {
-    watched.iter().any(|(key, w)| {
-        let db = key.first().copied().unwrap_or(0);
-        shared.mods.slot(w.slot) != w.stamp
-            || (w.live && (shared.mods.flushes(db) != w.flushes || !is_live(shared, key)))
-    })
+    watched
+        .iter()
+        .any(|(key, w)| shared.mods.slot(w.slot) != w.stamp || (w.live && !is_live(shared, key)))
 }
 
 /// The stored keys the queued commands name (the command table's key
@@ -317,9 +312,6 @@ fn exec(shared: &Shared, conn: &mut ConnState, _: &[Bytes]) -> Reply {
             }
         }
         shared.mods.touch(&overlay.touched);
-        for db in overlay.flushed {
-            shared.mods.flushed(db);
-        }
         drop(locks);
         return Reply::Array(replies);
     }

@@ -273,6 +273,40 @@ fn flushdb_inside_exec_hides_what_it_deleted_and_keeps_what_follows() {
 }
 
 #[test]
+fn a_command_writing_a_key_it_does_not_name_runs_once_and_isolated() {
+    // COPY ... DB writes a key of another database, which the command
+    // table's key positions do not name: EXEC reruns the transaction with
+    // every stripe held; what the first attempt did must not count.
+    let h = Harness::start();
+    let mut c = h.conn();
+    q::<()>(&mut c, &["SET", "a", "v"]);
+    q::<()>(&mut c, &["MULTI"]);
+    for cmd in [
+        &["INCR", "n"][..],
+        &["COPY", "a", "b", "DB", "3"],
+        &["INCR", "n"],
+        &["CLIENT", "SETNAME", "x"],
+        &["COPY", "a", "c", "DB", "3"],
+    ] {
+        assert_eq!(q::<String>(&mut c, cmd), "QUEUED", "{cmd:?}");
+    }
+    assert_eq!(
+        exec(&mut c),
+        Value::Array(vec![
+            Value::Int(1),
+            Value::Int(1),
+            Value::Int(2),
+            Value::Okay,
+            Value::Int(1)
+        ])
+    );
+    assert_eq!(q::<i64>(&mut c, &["GET", "n"]), 2);
+    assert_eq!(q::<String>(&mut c, &["CLIENT", "GETNAME"]), "x");
+    q::<()>(&mut c, &["SELECT", "3"]);
+    assert_eq!(q::<Vec<String>>(&mut c, &["MGET", "b", "c"]), ["v", "v"]);
+}
+
+#[test]
 fn no_reader_ever_sees_half_a_transaction() {
     let h = Harness::start();
     let mut c = h.conn();

@@ -72,7 +72,7 @@ use crate::shared::STRIPES;
 pub const SLOTS: usize = 1 << 16;
 
 // A key's stripe is its slot modulo `STRIPES`: one hash serves both.
-const _: () = assert!(SLOTS % STRIPES == 0);
+const _: () = assert!(SLOTS.is_multiple_of(STRIPES));
 
 /// The modification-table slot of stored key `key` (FNV-1a; its value
 /// modulo `STRIPES` is the key's lock stripe).

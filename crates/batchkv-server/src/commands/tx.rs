@@ -230,12 +230,9 @@ fn key_positions(spec: &CommandSpec, argc: usize) -> impl Iterator<Item = usize>
     }
     .min(argc - 1);
     let step = i64::from(spec.step).max(1) as usize;
-    let range = if first >= 1 && last >= first {
-        first as usize..=last as usize
-    } else {
-        1..=0
-    };
-    range.step_by(step)
+    // No keys: an empty range (`first` > `last`, or `first` < 1).
+    let first = first.max(1);
+    (first..=last).step_by(step).map(|i| i as usize)
 }
 
 /// What a queued command may change in the connection: restored before a

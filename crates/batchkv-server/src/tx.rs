@@ -45,9 +45,10 @@
 //! the combined write, still under the stripe locks. WATCH records the
 //! slot's value and whether the key was live; EXEC aborts if the slot
 //! moved, or if the key was live and is not any more, checked under the
-//! stripe locks of the watched keys. The liveness check covers what
-//! writes no key: expiry (lazy or active), and FLUSHDB/FLUSHALL (a flush
-//! leaves no key live; a key written after it bumped its slot). As in
+//! stripe locks of the watched keys. The liveness check covers the
+//! changes that bump no slot: expiry (lazy or active), and
+//! FLUSHDB/FLUSHALL (a flush leaves no key live; a key written after it
+//! bumped its slot). As in
 //! Redis 7, a key absent or already expired at WATCH is not changed by
 //! its expiry, deletion by expiry, or a flush.
 //!

@@ -181,7 +181,8 @@ pub fn parse_int(b: &[u8]) -> Option<i64> {
     s.parse().ok()
 }
 
-/// Checks authentication and arity, then runs the command.
+/// Checks authentication and arity, then runs the command (or queues it
+/// inside MULTI, `tx.rs`).
 pub fn execute(shared: &Shared, conn: &mut ConnState, args: &[Bytes]) -> (Reply, After) {
     let Some(spec) = lookup(&args[0]) else {
         return (

@@ -40,6 +40,7 @@ pub async fn serve_conn(shared: Arc<Shared>, mut sock: TcpStream, mut stop: watc
         proto: 2,
         authenticated: shared.cfg.requirepass.is_none(),
         name: None,
+        tx: Default::default(),
     };
     let mut rbuf = BytesMut::with_capacity(16 * 1024);
     let mut wbuf = BytesMut::with_capacity(16 * 1024);
@@ -106,9 +107,10 @@ impl Drop for ClientCount<'_> {
     }
 }
 
-/// Whether `args` is a GET or MGET that can join a batched run.
+/// Whether `args` is a GET or MGET that can join a batched run (never
+/// inside MULTI: there it is queued).
 fn batchable(st: &ConnState, args: &[Bytes]) -> Option<Shape> {
-    if !st.authenticated {
+    if !st.authenticated || st.tx.in_multi() {
         return None;
     }
     let name = &args[0];

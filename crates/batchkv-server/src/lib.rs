@@ -10,7 +10,8 @@
 //! globs), `server.rs` (shared state, accept loop, WAL sync, shutdown),
 //! `conn.rs` (one connection), `batcher.rs` (batched reads), `expiry.rs`
 //! (active expiry),
-//! `commands/` (the commands).
+//! `tx.rs` (the mechanism of MULTI/EXEC and WATCH), `commands/` (the
+//! commands).
 
 mod batcher;
 mod commands;
@@ -22,6 +23,7 @@ mod meta;
 mod resp;
 mod server;
 mod shared;
+mod tx;
 
 pub use config::{AppendFsync, Config, ServeArgs};
 pub use server::{run, Server};

@@ -161,6 +161,7 @@ async fn serve(
         versions: Versions::new(),
         has_collections: AtomicBool::new(meta::any_elements(&db)),
         stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
+        mods: crate::tx::Mods::default(),
         cursors: Mutex::new(Cursors::default()),
         shutdown: shutdown_tx,
         cfg,

@@ -14,7 +14,10 @@
 //! 4. Commands read and write the engine only through `Shared`'s methods
 //!    (`get_raw`, `read_*`, `get_many`, `iter`, `write`, `put`, `delete`),
 //!    never through `Shared::db` directly, so that one place decides what
-//!    a read sees.
+//!    a read sees (inside EXEC: the engine with the transaction's pending
+//!    writes on top, `tx.rs`).
+//! 5. A [`KeyGuard`] whose holder wrote records the change of its keys
+//!    for WATCH before it releases the stripes (`tx.rs`).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -30,6 +33,7 @@ use crate::keyspace::{self, Entry};
 use crate::meta::{self, Kind, Meta, Versions};
 use crate::resp::Reply;
 use crate::server::block_in_place;
+use crate::tx;
 
 /// A live string read by a command: `(expiry ms, bytes)`, `None` if
 /// absent or expired.
@@ -120,6 +124,8 @@ pub struct Shared {
     /// need not read the key first.
     pub(crate) has_collections: AtomicBool,
     pub(crate) stripes: Vec<Mutex<()>>,
+    /// Modification counters read by WATCH (`tx.rs`).
+    pub(crate) mods: tx::Mods,
     pub(crate) cursors: Mutex<Cursors>,
     pub(crate) shutdown: watch::Sender<bool>,
 }
@@ -137,19 +143,42 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-fn stripe_of(key: &[u8]) -> usize {
-    // FNV-1a: fast, and good enough to spread keys over stripes.
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in key {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    (h % STRIPES as u64) as usize
+/// The lock stripes of `keys` (stored keys), ascending, without repeats.
+pub fn stripes_of<K: AsRef<[u8]>>(keys: &[K]) -> Vec<usize> {
+    let mut idx: Vec<usize> = keys
+        .iter()
+        .map(|k| tx::stripe_of_slot(tx::slot_of(k.as_ref())))
+        .collect();
+    idx.sort_unstable();
+    idx.dedup();
+    idx
 }
 
-/// Held stripe locks (see the module's invariants).
+/// Held stripe locks (see the module's invariants). When dropped after
+/// its holder wrote (`tx::count_write`), records the change of its keys
+/// for WATCH (`tx.rs`) before the stripes are released.
 pub struct KeyGuard<'a> {
+    mods: &'a tx::Mods,
+    /// Modification-table slots of the keys.
+    slots: Vec<u32>,
+    /// `tx::writes()` when the locks were taken.
+    writes_at: u64,
+    /// Inside EXEC: nothing is locked, the changes go to the overlay.
+    deferred: bool,
     _guards: Vec<MutexGuard<'a, ()>>,
+}
+
+impl Drop for KeyGuard<'_> {
+    fn drop(&mut self) {
+        if tx::writes() == self.writes_at {
+            return;
+        }
+        if self.deferred {
+            tx::defer(&self.slots);
+            return;
+        }
+        self.mods.touch(&self.slots);
+    }
 }
 
 impl Shared {
@@ -158,19 +187,50 @@ impl Shared {
     }
 
     /// Locks the stripes of all `keys` (stored keys) in ascending order.
+    /// Inside EXEC (`tx.rs`) locks nothing: EXEC holds them already.
     pub fn lock_keys<K: AsRef<[u8]>>(&self, keys: &[K]) -> KeyGuard<'_> {
-        let mut idx: Vec<usize> = keys.iter().map(|k| stripe_of(k.as_ref())).collect();
+        let slots: Vec<u32> = keys.iter().map(|k| tx::slot_of(k.as_ref())).collect();
+        let mut idx: Vec<usize> = slots.iter().map(|&s| tx::stripe_of_slot(s)).collect();
         idx.sort_unstable();
         idx.dedup();
+        let deferred = tx::active();
+        if deferred {
+            tx::check_held(&idx);
+            idx.clear();
+        }
         KeyGuard {
+            mods: &self.mods,
+            slots,
+            writes_at: tx::writes(),
+            deferred,
             _guards: idx.into_iter().map(|i| lock(&self.stripes[i])).collect(),
         }
     }
 
-    /// Locks every stripe (SWAPDB: no write anywhere meanwhile).
+    /// Locks every stripe (FLUSHDB, FLUSHALL, SWAPDB), so no write or EXEC
+    /// interleaves with the holder. Records no key change: WATCH sees a
+    /// flush by the keys it left not live (`tx.rs`).
     pub fn lock_all(&self) -> KeyGuard<'_> {
+        if tx::active() {
+            tx::check_held(&(0..STRIPES).collect::<Vec<_>>());
+            return self.lock_stripes(Some(&[]));
+        }
+        self.lock_stripes(None)
+    }
+
+    /// Locks `stripes` (ascending; `None`: all) for EXEC. The guard records
+    /// no changes: EXEC applies the overlay's (`tx.rs`).
+    pub fn lock_stripes(&self, stripes: Option<&[usize]>) -> KeyGuard<'_> {
+        let guards = match stripes {
+            Some(idx) => idx.iter().map(|&i| lock(&self.stripes[i])).collect(),
+            None => self.stripes.iter().map(lock).collect(),
+        };
         KeyGuard {
-            _guards: self.stripes.iter().map(lock).collect(),
+            mods: &self.mods,
+            slots: Vec::new(),
+            writes_at: tx::writes(),
+            deferred: false,
+            _guards: guards,
         }
     }
 
@@ -179,8 +239,16 @@ impl Shared {
         self.dirty.store(true, Ordering::Relaxed);
     }
 
-    /// Applies `batch` with the configured durability.
+    /// Applies `batch` with the configured durability (inside EXEC:
+    /// records it in the transaction's overlay, `tx.rs`).
     pub fn write(&self, batch: WriteBatch) -> Result<(), Reply> {
+        if !batch.is_empty() {
+            tx::count_write();
+        }
+        if tx::active() {
+            tx::record(&batch);
+            return Ok(());
+        }
         self.mark_dirty();
         let opts = WriteOptions {
             sync: self.cfg.appendfsync == AppendFsync::Always,
@@ -214,6 +282,11 @@ impl Shared {
 
     /// Reads one engine key as it is stored.
     pub fn get_raw(&self, key: &[u8]) -> Result<Option<Vec<u8>>, Reply> {
+        if tx::active() {
+            if let Some(v) = tx::lookup(key) {
+                return Ok(v);
+            }
+        }
         self.db.get(key).map_err(crate::commands::engine_error)
     }
 
@@ -222,6 +295,23 @@ impl Shared {
     /// false. `fill_cache` false for walks that should not evict the block
     /// cache (KEYS, SCAN).
     pub fn scan(
+        &self,
+        lo: &[u8],
+        hi: &[u8],
+        reverse: bool,
+        fill_cache: bool,
+        f: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<(), Reply> {
+        if tx::active() {
+            return tx::scan_merged(lo, hi, reverse, f, |g| {
+                self.scan_engine(lo, hi, reverse, fill_cache, g)
+            });
+        }
+        self.scan_engine(lo, hi, reverse, fill_cache, f)
+    }
+
+    /// [`Shared::scan`] of the engine alone.
+    fn scan_engine(
         &self,
         lo: &[u8],
         hi: &[u8],
@@ -420,7 +510,7 @@ impl Shared {
     /// Reads many keys with one `multi_get` (or a loop of `get` with
     /// `--batch off`); expired and absent keys are `None`.
     pub fn read_many(&self, keys: &[Vec<u8>]) -> Vec<Result<Option<Value>, Reply>> {
-        if self.batcher.is_none() {
+        if self.batcher.is_none() || tx::active() {
             return keys.iter().map(|k| self.read_value(k)).collect();
         }
         let now = keyspace::now_ms();
@@ -463,12 +553,17 @@ impl Shared {
         keys: &[&[u8]],
         mut f: impl FnMut(usize, Option<&[u8]>),
     ) -> Result<(), Reply> {
-        if self.batcher.is_none() {
+        // Inside EXEC every key first goes through the overlay (`tx.rs`).
+        let in_tx = tx::active();
+        if self.batcher.is_none() || in_tx {
             for (i, k) in keys.iter().enumerate() {
-                let v = self
-                    .db
-                    .get_opt(opts, k)
-                    .map_err(crate::commands::engine_error)?;
+                let v = match in_tx.then(|| tx::lookup(k)).flatten() {
+                    Some(v) => v,
+                    None => self
+                        .db
+                        .get_opt(opts, k)
+                        .map_err(crate::commands::engine_error)?,
+                };
                 f(i, v.as_deref());
             }
             return Ok(());

@@ -411,13 +411,15 @@ pub fn copy(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
 /// FLUSHDB (`db` Some) or FLUSHALL (None): one write of range deletions
 /// (the database's keys, its collections' elements) and the deletion of
 /// its expiry-index entries. ASYNC/SYNC are accepted; the deletion is
-/// always synchronous.
+/// always synchronous. Holds every key stripe, so no write or EXEC
+/// interleaves with it.
 pub fn flush(shared: &Shared, db: Option<u8>, a: &[Bytes]) -> Reply {
     match a {
         [] => {}
         [m] if m.eq_ignore_ascii_case(b"async") || m.eq_ignore_ascii_case(b"sync") => {}
         _ => return syntax_error(),
     }
+    let _g = shared.lock_all();
     let mut b = WriteBatch::new();
     for first in [ELEMENTS, SCORES] {
         let (lo, hi) = match db {

@@ -14,6 +14,7 @@ mod keys;
 mod object;
 mod sets;
 mod strings;
+mod tx;
 
 use std::collections::HashMap;
 
@@ -83,6 +84,7 @@ static TABLES: &[&[CommandSpec]] = &[
     object::COMMANDS,
     bits::COMMANDS,
     sets::COMMANDS,
+    tx::COMMANDS,
 ];
 
 /// Every command the server knows, in table order.
@@ -119,6 +121,8 @@ pub struct ConnState {
     pub proto: u8,
     pub authenticated: bool,
     pub name: Option<Bytes>,
+    /// MULTI/EXEC and WATCH state (`tx.rs`).
+    pub tx: tx::TxState,
 }
 
 /// What the connection does after writing a command's reply.
@@ -190,19 +194,25 @@ pub fn parse_int(b: &[u8]) -> Option<i64> {
     s.parse().ok()
 }
 
-/// Checks authentication and arity, then runs the command.
+/// Checks authentication and arity, then runs the command (or queues it
+/// inside MULTI, `tx.rs`).
 pub fn execute(shared: &Shared, conn: &mut ConnState, args: &[Bytes]) -> (Reply, After) {
     let Some(spec) = lookup(&args[0]) else {
-        return (unknown_command(args), After::Continue);
-    };
-    if !conn.authenticated && !matches!(spec.name, "auth" | "hello" | "quit") {
         return (
-            Reply::err("NOAUTH Authentication required."),
+            tx::rejected(conn, None, unknown_command(args)),
             After::Continue,
         );
+    };
+    if !conn.authenticated && !matches!(spec.name, "auth" | "hello" | "quit" | "reset") {
+        let e = Reply::err("NOAUTH Authentication required.");
+        return (tx::rejected(conn, Some(spec), e), After::Continue);
     }
     if !arity_ok(spec, args.len()) {
-        return (wrong_arity(spec.name), After::Continue);
+        let e = wrong_arity(spec.name);
+        return (tx::rejected(conn, Some(spec), e), After::Continue);
+    }
+    if let Some(queued) = tx::queue(conn, spec, args) {
+        return (queued, After::Continue);
     }
     shared
         .stats

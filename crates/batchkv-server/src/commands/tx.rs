@@ -1,0 +1,368 @@
+//! Transactions: MULTI, EXEC, DISCARD, WATCH, UNWATCH, and RESET (which
+//! also ends them), with Redis 7's replies. The mechanism — one engine
+//! write per EXEC, isolation, the modification table WATCH reads — is in
+//! `tx.rs`; this module holds the connection's transaction state and the
+//! commands.
+//!
+//! Between MULTI and EXEC, [`queue`] (called by `execute` once a command
+//! passed the name, authentication and arity checks) queues every command
+//! except EXEC, DISCARD, MULTI, WATCH, QUIT and RESET, which run at once.
+//! A command rejected meanwhile ([`rejected`]: unknown, wrong arity,
+//! NOAUTH, not allowed in a transaction) makes EXEC answer EXECABORT.
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+
+use super::{spec, CommandSpec, ConnState, NO_KEYS};
+use crate::keyspace::db_key;
+use crate::resp::Reply;
+use crate::shared::{stripes_of, Shared};
+use crate::tx;
+
+const TX_FLAGS: &[&str] = &["noscript", "loading", "stale", "fast", "allow_busy"];
+
+/// The transaction commands.
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    spec("multi", 1, TX_FLAGS, NO_KEYS, |_, c, _| multi(c)),
+    spec(
+        "exec",
+        1,
+        &["noscript", "loading", "stale", "skip_slowlog"],
+        NO_KEYS,
+        exec,
+    ),
+    spec("discard", 1, TX_FLAGS, NO_KEYS, |_, c, _| discard(c)),
+    spec("watch", -2, TX_FLAGS, super::ALL_KEYS, watch),
+    spec("unwatch", 1, TX_FLAGS, NO_KEYS, |_, c, _| {
+        c.tx.watched.clear();
+        Reply::ok()
+    }),
+    spec(
+        "reset",
+        1,
+        &[
+            "noscript",
+            "loading",
+            "stale",
+            "fast",
+            "no_auth",
+            "allow_busy",
+        ],
+        NO_KEYS,
+        |s, c, _| reset(s, c),
+    ),
+];
+
+/// A connection's transaction state.
+#[derive(Default)]
+pub struct TxState {
+    /// Between MULTI and EXEC/DISCARD: the queued commands.
+    queue: Option<Queue>,
+    /// WATCHed stored keys.
+    watched: BTreeMap<Vec<u8>, Watched>,
+}
+
+impl TxState {
+    /// Whether the connection is between MULTI and EXEC/DISCARD.
+    pub fn in_multi(&self) -> bool {
+        self.queue.is_some()
+    }
+
+    /// Ends the transaction, if any, and forgets the watched keys.
+    fn discard(&mut self) {
+        self.queue = None;
+        self.watched.clear();
+    }
+}
+
+#[derive(Default)]
+struct Queue {
+    cmds: Vec<(&'static CommandSpec, Vec<Bytes>)>,
+    /// A command was rejected while queuing: EXEC answers EXECABORT.
+    failed: bool,
+}
+
+/// What WATCH saw of a key (see `tx.rs`).
+struct Watched {
+    slot: u32,
+    /// The slot's modification counter.
+    stamp: u64,
+    /// The key held a live value.
+    live: bool,
+}
+
+/// Queues `args` (checked against `spec`) if the connection is in a
+/// transaction; returns the reply then (`+QUEUED`, or an error for a
+/// command not allowed in a transaction), `None` to run it now.
+pub fn queue(conn: &mut ConnState, spec: &'static CommandSpec, args: &[Bytes]) -> Option<Reply> {
+    let q = conn.tx.queue.as_mut()?;
+    match spec.name {
+        "exec" | "discard" | "multi" | "watch" | "quit" | "reset" => None,
+        "shutdown" => {
+            q.failed = true;
+            Some(Reply::err("ERR Command not allowed inside a transaction"))
+        }
+        _ => {
+            q.cmds.push((spec, args.to_vec()));
+            Some(Reply::Simple("QUEUED"))
+        }
+    }
+}
+
+/// The reply to a command rejected before it ran (`spec`: the command, if
+/// known): a transaction in progress will abort. A rejected EXEC ends the
+/// transaction and answers EXECABORT with the reason, as Redis does.
+pub fn rejected(conn: &mut ConnState, spec: Option<&CommandSpec>, reply: Reply) -> Reply {
+    if spec.is_some_and(|s| s.name == "exec") {
+        conn.tx.discard();
+        let why = match &reply {
+            Reply::Error(e) => e.strip_prefix("ERR ").unwrap_or(e),
+            _ => "",
+        };
+        return Reply::Error(format!("EXECABORT Transaction discarded because of: {why}"));
+    }
+    if let Some(q) = conn.tx.queue.as_mut() {
+        q.failed = true;
+    }
+    reply
+}
+
+fn multi(conn: &mut ConnState) -> Reply {
+    if conn.tx.in_multi() {
+        return Reply::err("ERR MULTI calls can not be nested");
+    }
+    conn.tx.queue = Some(Queue::default());
+    Reply::ok()
+}
+
+fn discard(conn: &mut ConnState) -> Reply {
+    if !conn.tx.in_multi() {
+        return Reply::err("ERR DISCARD without MULTI");
+    }
+    conn.tx.discard();
+    Reply::ok()
+}
+
+/// RESET: ends any transaction, forgets watched keys, and returns the
+/// connection to its initial state (database 0, RESP2, no name,
+/// authenticated only if no password is required).
+fn reset(shared: &Shared, conn: &mut ConnState) -> Reply {
+    conn.tx.discard();
+    conn.db = 0;
+    conn.proto = 2;
+    conn.name = None;
+    conn.authenticated = shared.cfg.requirepass.is_none();
+    Reply::Simple("RESET")
+}
+
+fn watch(shared: &Shared, conn: &mut ConnState, a: &[Bytes]) -> Reply {
+    if conn.tx.in_multi() {
+        return Reply::err("ERR WATCH inside MULTI is not allowed");
+    }
+    for k in a {
+        let key = db_key(conn.db, k);
+        if conn.tx.watched.contains_key(&key) {
+            continue;
+        }
+        let slot = tx::slot_of(&key);
+        // The counter first: a write that lands between this read and the
+        // liveness read bumps it after, so EXEC sees the change.
+        let w = Watched {
+            slot,
+            stamp: shared.mods.slot(slot),
+            live: is_live(shared, &key),
+        };
+        conn.tx.watched.insert(key, w);
+    }
+    Reply::ok()
+}
+
+fn is_live(shared: &Shared, key: &[u8]) -> bool {
+    matches!(shared.read_value(key), Ok(Some(_)))
+}
+
+/// Whether a watched key changed since WATCH: written (its slot moved),
+/// or live then and not now (expired, or flushed). Call with the watched
+/// keys' stripes held.
+fn watch_broken(shared: &Shared, watched: &BTreeMap<Vec<u8>, Watched>) -> bool {
+    watched
+        .iter()
+        .any(|(key, w)| shared.mods.slot(w.slot) != w.stamp || (w.live && !is_live(shared, key)))
+}
+
+/// The stored keys the queued commands name (the command table's key
+/// positions) and the watched keys; `None` when EXEC must hold every
+/// stripe: after a keyless command that reads or writes data (KEYS,
+/// FLUSHDB, ...) or SELECT (later keys are in another database). A
+/// command that locks a key its arguments do not name at these positions
+/// (COPY ... DB) is caught when it locks it, and the transaction runs
+/// again holding every stripe (`exec`).
+fn exec_keys(
+    db: u8,
+    cmds: &[(&'static CommandSpec, Vec<Bytes>)],
+    watched: &BTreeMap<Vec<u8>, Watched>,
+) -> Option<Vec<Vec<u8>>> {
+    let mut keys: Vec<Vec<u8>> = watched.keys().cloned().collect();
+    for (spec, args) in cmds {
+        let keyless_data = spec.first_key <= 0
+            && spec
+                .flags
+                .iter()
+                .any(|f| matches!(*f, "write" | "readonly"));
+        if spec.name == "select" || keyless_data {
+            return None;
+        }
+        keys.extend(key_positions(spec, args.len()).map(|i| db_key(db, &args[i])));
+    }
+    Some(keys)
+}
+
+/// The indexes in a command's arguments (name at 0, `argc` in all) that
+/// hold keys, per `spec`'s first/last/step (a negative last counts from
+/// the end).
+fn key_positions(spec: &CommandSpec, argc: usize) -> impl Iterator<Item = usize> {
+    let argc = argc as i64;
+    let first = i64::from(spec.first_key);
+    let last = match i64::from(spec.last_key) {
+        l if l < 0 => argc + l,
+        l => l,
+    }
+    .min(argc - 1);
+    let step = i64::from(spec.step).max(1) as usize;
+    // No keys: an empty range (`first` > `last`, or `first` < 1).
+    let first = first.max(1);
+    (first..=last).step_by(step).map(|i| i as usize)
+}
+
+/// What a queued command may change in the connection: restored before a
+/// rerun of the transaction.
+struct ConnSnapshot {
+    db: u8,
+    proto: u8,
+    authenticated: bool,
+    name: Option<Bytes>,
+}
+
+impl ConnSnapshot {
+    fn take(c: &ConnState) -> ConnSnapshot {
+        ConnSnapshot {
+            db: c.db,
+            proto: c.proto,
+            authenticated: c.authenticated,
+            name: c.name.clone(),
+        }
+    }
+
+    fn restore(&self, c: &mut ConnState) {
+        c.db = self.db;
+        c.proto = self.proto;
+        c.authenticated = self.authenticated;
+        c.name = self.name.clone();
+    }
+}
+
+/// EXEC: runs the queued commands as one atomic, isolated unit (`tx.rs`)
+/// and answers their replies; a null array if a watched key changed;
+/// EXECABORT if a command was rejected while queuing.
+fn exec(shared: &Shared, conn: &mut ConnState, _: &[Bytes]) -> Reply {
+    let Some(q) = conn.tx.queue.take() else {
+        return Reply::err("ERR EXEC without MULTI");
+    };
+    let watched = std::mem::take(&mut conn.tx.watched);
+    if q.failed {
+        return Reply::err("EXECABORT Transaction discarded because of previous errors.");
+    }
+    let snapshot = ConnSnapshot::take(conn);
+    let mut stripes = exec_keys(conn.db, &q.cmds, &watched).map(|k| stripes_of(&k));
+    loop {
+        let locks = shared.lock_stripes(stripes.as_deref());
+        if watch_broken(shared, &watched) {
+            return Reply::NilArray;
+        }
+        let (replies, overlay) = tx::with_overlay(stripes.clone(), || {
+            q.cmds
+                .iter()
+                .map(|(spec, args)| {
+                    shared
+                        .stats
+                        .commands
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    (spec.handler)(shared, conn, &args[1..])
+                })
+                .collect::<Vec<Reply>>()
+        });
+        if overlay.escaped && stripes.is_some() {
+            // A command wrote a key its arguments do not name: run it all
+            // again holding every stripe.
+            drop(locks);
+            snapshot.restore(conn);
+            stripes = None;
+            continue;
+        }
+        if !overlay.batch.is_empty() {
+            if let Err(e) = shared.write(overlay.batch) {
+                return e;
+            }
+        }
+        shared.mods.touch(&overlay.touched);
+        drop(locks);
+        return Reply::Array(replies);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn positions(keys: (i32, i32, i32), argc: usize) -> Vec<usize> {
+        let s = spec("x", -1, &[], keys, |_, _, _| Reply::ok());
+        key_positions(&s, argc).collect()
+    }
+
+    #[test]
+    fn key_positions_follow_the_command_table() {
+        assert_eq!(positions(super::super::KEY1, 3), [1]);
+        assert_eq!(positions(super::super::ALL_KEYS, 4), [1, 2, 3]);
+        assert_eq!(positions((1, -1, 2), 5), [1, 3]);
+        assert_eq!(positions((1, 2, 1), 5), [1, 2]);
+        assert_eq!(positions(NO_KEYS, 5), Vec::<usize>::new());
+        // Fewer arguments than the table names: no out-of-range index.
+        assert_eq!(positions((1, 2, 1), 2), [1]);
+        assert_eq!(positions(super::super::ALL_KEYS, 1), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn keyless_data_commands_and_database_changes_lock_everything() {
+        let q = |names: &[&[&str]]| -> Vec<(&'static CommandSpec, Vec<Bytes>)> {
+            names
+                .iter()
+                .map(|a| {
+                    let spec = super::super::lookup(a[0].as_bytes()).unwrap();
+                    (spec, a.iter().map(|s| Bytes::from(s.to_string())).collect())
+                })
+                .collect()
+        };
+        let none = BTreeMap::new();
+        let keys = exec_keys(
+            2,
+            &q(&[&["set", "a", "1"], &["mset", "b", "1", "c", "2"]]),
+            &none,
+        );
+        assert_eq!(
+            keys,
+            Some(vec![db_key(2, b"a"), db_key(2, b"b"), db_key(2, b"c")])
+        );
+        assert_eq!(
+            exec_keys(0, &q(&[&["ping"], &["get", "a"]]), &none).map(|k| k.len()),
+            Some(1)
+        );
+        for cmds in [
+            &[&["flushdb"][..]][..],
+            &[&["keys", "*"]],
+            &[&["select", "1"], &["get", "a"]],
+        ] {
+            assert_eq!(exec_keys(0, &q(cmds), &none), None, "{cmds:?}");
+        }
+    }
+}

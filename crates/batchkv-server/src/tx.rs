@@ -1,0 +1,490 @@
+//! The mechanism behind MULTI/EXEC/WATCH (`commands/tx.rs` has the
+//! commands): the transaction *overlay* that makes EXEC one engine write,
+//! and the *modification table* that WATCH reads.
+//!
+//! # The overlay (atomicity and isolation of EXEC)
+//! EXEC locks the stripes of every key its queued commands name (all
+//! stripes when that cannot be known), then runs the commands with an
+//! [`Overlay`] installed in a thread-local of the thread running EXEC.
+//! While it is installed:
+//! 1. [`Shared::write`](crate::shared::Shared::write) records the batch in
+//!    the overlay instead of writing it: every put, delete and range
+//!    deletion goes into one combined [`WriteBatch`], in order, and into
+//!    the overlay's view (`points`: key → value or deleted; `ranges`:
+//!    range deletions).
+//! 2. Every read primitive of `Shared` (`get_raw`, and through it
+//!    `read`/`read_value`/`read_meta`; `read_many`, `get_many`, `scan`)
+//!    answers from the overlay's view on top of the engine, so each queued
+//!    command sees the writes of the ones before it.
+//! 3. `Shared::lock_keys` locks nothing (the stripes are held by EXEC, and
+//!    std mutexes are not reentrant); it checks that the stripes asked for
+//!    are held and marks the overlay [`escaped`](Overlay::escaped) if not.
+//!    EXEC then throws the overlay away and runs the transaction again
+//!    with every stripe locked, so a command whose keys the command table
+//!    does not name is still isolated.
+//!
+//! EXEC then writes the combined batch with one `Shared::write`: one
+//! engine write, hence one WAL record, all or nothing after a crash.
+//! Other clients read the engine only, so they see none of the
+//! transaction before that write and all of it after.
+//!
+//! View invariants: a key in `points` holds the last operation the
+//! transaction applied to it; a range deletion removes the `points` it
+//! covers when recorded, so a key in `points` inside a recorded range
+//! was written after the range and wins over it. The server never writes
+//! merge operands; a batch holding one is written as is, but reads do not
+//! see it (a debug assertion catches that).
+//!
+//! # The modification table (WATCH)
+//! [`Mods`] holds [`SLOTS`] counters indexed by a hash of the stored key
+//! ([`slot_of`]). A write command's
+//! [`KeyGuard`](crate::shared::KeyGuard) bumps its keys' slots when it is
+//! dropped, if the command wrote something (a non-empty batch, counted by
+//! [`count_write`] in a thread-local) — before its stripes are released.
+//! Inside EXEC the bumps are collected in the overlay and applied after
+//! the combined write, still under the stripe locks. WATCH records the
+//! slot's value and whether the key was live; EXEC aborts if the slot
+//! moved, or if the key was live and is not any more, checked under the
+//! stripe locks of the watched keys. The liveness check covers the
+//! changes that bump no slot: expiry (lazy or active), and
+//! FLUSHDB/FLUSHALL (a flush leaves no key live; a key written after it
+//! bumped its slot). As in
+//! Redis 7, a key absent or already expired at WATCH is not changed by
+//! its expiry, deletion by expiry, or a flush.
+//!
+//! False aborts (EXEC answers null although the watched key did not
+//! change): two keys whose hashes share a slot (probability 1/65536 per
+//! pair), a write that raced WATCH itself (it bumped the slot just after
+//! WATCH read it), and a few writes that rewrite a key without changing it
+//! where Redis would not signal it. A change is never missed: every write
+//! to a key bumps its slot under the key's stripe lock, active expiry of
+//! a key live at WATCH is caught by the liveness check, and FLUSHDB holds
+//! every stripe (so it is ordered with EXEC's check and write).
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use batchkv::{BatchOp, WriteBatch};
+
+use crate::shared::STRIPES;
+
+/// Counters of the modification table.
+pub const SLOTS: usize = 1 << 16;
+
+// A key's stripe is its slot modulo `STRIPES`: one hash serves both.
+const _: () = assert!(SLOTS.is_multiple_of(STRIPES));
+
+/// The modification-table slot of stored key `key` (FNV-1a; its value
+/// modulo `STRIPES` is the key's lock stripe).
+pub fn slot_of(key: &[u8]) -> u32 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in key {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    (h % SLOTS as u64) as u32
+}
+
+/// The lock stripe of a slot.
+pub fn stripe_of_slot(slot: u32) -> usize {
+    slot as usize % STRIPES
+}
+
+/// Modification counters (see the module doc). Bumps are `Release` and
+/// reads `Acquire`: a reader that sees a bump sees the write before it.
+pub struct Mods {
+    slots: Box<[AtomicU64]>,
+}
+
+impl Default for Mods {
+    fn default() -> Mods {
+        Mods {
+            slots: (0..SLOTS).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+}
+
+impl Mods {
+    /// Records a change of the keys of `slots`.
+    pub fn touch(&self, slots: &[u32]) {
+        for &s in slots {
+            self.slots[s as usize].fetch_add(1, Ordering::Release);
+        }
+    }
+
+    /// The counter of `slot`.
+    pub fn slot(&self, slot: u32) -> u64 {
+        self.slots[slot as usize].load(Ordering::Acquire)
+    }
+}
+
+thread_local! {
+    /// Non-empty batches this thread has written (or recorded).
+    static WRITES: Cell<u64> = const { Cell::new(0) };
+    /// An overlay is installed on this thread (the one-branch fast check).
+    static ACTIVE: Cell<bool> = const { Cell::new(false) };
+    static OVERLAY: RefCell<Option<Overlay>> = const { RefCell::new(None) };
+}
+
+/// Counts a non-empty batch written by this thread.
+pub fn count_write() {
+    WRITES.with(|w| w.set(w.get().wrapping_add(1)));
+}
+
+/// Non-empty batches written by this thread so far (compare two readings
+/// to learn whether code in between wrote).
+pub fn writes() -> u64 {
+    WRITES.with(Cell::get)
+}
+
+/// Whether an overlay is installed on this thread (EXEC is running).
+#[inline]
+pub fn active() -> bool {
+    ACTIVE.with(Cell::get)
+}
+
+/// What a running EXEC has written but not yet committed.
+pub struct Overlay {
+    /// Point writes: `Some(value)` put, `None` deleted.
+    points: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    /// Range deletions `[begin, end)`, in order.
+    ranges: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Everything recorded, in order: the transaction's one write.
+    pub batch: WriteBatch,
+    /// The stripes EXEC holds, ascending (`None`: all).
+    held: Option<Vec<usize>>,
+    /// A command asked for a stripe EXEC does not hold.
+    pub escaped: bool,
+    /// Slots to bump after the write.
+    pub touched: Vec<u32>,
+}
+
+impl Overlay {
+    fn new(held: Option<Vec<usize>>) -> Overlay {
+        Overlay {
+            points: BTreeMap::new(),
+            ranges: Vec::new(),
+            batch: WriteBatch::new(),
+            held,
+            escaped: false,
+            touched: Vec::new(),
+        }
+    }
+
+    fn record(&mut self, batch: &WriteBatch) {
+        for op in batch.ops() {
+            match op {
+                BatchOp::Put { key, value } => {
+                    self.points.insert(key.to_vec(), Some(value.to_vec()));
+                    self.batch.put(key, value);
+                }
+                BatchOp::Delete { key } => {
+                    self.points.insert(key.to_vec(), None);
+                    self.batch.delete(key);
+                }
+                BatchOp::DeleteRange { begin, end } => {
+                    if begin < end {
+                        // Drop the points in [begin, end): split off the
+                        // part from `begin`, keep what lies from `end`.
+                        let mut from_begin = self.points.split_off(begin);
+                        let mut from_end = from_begin.split_off(end);
+                        self.points.append(&mut from_end);
+                        self.ranges.push((begin.to_vec(), end.to_vec()));
+                    }
+                    self.batch.delete_range(begin, end);
+                }
+                BatchOp::Merge { key, operand } => {
+                    debug_assert!(false, "the server writes no merge operands");
+                    self.batch.merge(key, operand);
+                }
+            }
+        }
+    }
+
+    fn lookup(&self, key: &[u8]) -> Option<Option<Vec<u8>>> {
+        if let Some(v) = self.points.get(key) {
+            return Some(v.clone());
+        }
+        self.covered(key).then_some(None)
+    }
+
+    fn covered(&self, key: &[u8]) -> bool {
+        self.ranges
+            .iter()
+            .any(|(b, e)| b.as_slice() <= key && key < e.as_slice())
+    }
+
+    fn holds(&self, stripe: usize) -> bool {
+        self.held
+            .as_ref()
+            .is_none_or(|h| h.binary_search(&stripe).is_ok())
+    }
+}
+
+/// Clears the overlay of this thread when dropped (also on unwinding, so
+/// a panicking command cannot leave it installed for the thread's next
+/// task).
+struct Installed;
+
+impl Drop for Installed {
+    fn drop(&mut self) {
+        ACTIVE.with(|a| a.set(false));
+        OVERLAY.with(|o| o.borrow_mut().take());
+    }
+}
+
+/// Runs `f` with an empty overlay installed on this thread; `held` are
+/// the stripes the caller holds, ascending (`None`: all). Returns `f`'s
+/// result and the overlay. Must not be nested.
+pub fn with_overlay<R>(held: Option<Vec<usize>>, f: impl FnOnce() -> R) -> (R, Overlay) {
+    debug_assert!(!active(), "overlays do not nest");
+    OVERLAY.with(|o| *o.borrow_mut() = Some(Overlay::new(held)));
+    ACTIVE.with(|a| a.set(true));
+    let installed = Installed;
+    let r = f();
+    let overlay = OVERLAY.with(|o| o.borrow_mut().take());
+    drop(installed);
+    (r, overlay.unwrap_or_else(|| Overlay::new(None)))
+}
+
+/// Runs `f` on the installed overlay (`None` if there is none).
+fn with<R>(f: impl FnOnce(&mut Overlay) -> R) -> Option<R> {
+    OVERLAY.with(|o| o.borrow_mut().as_mut().map(f))
+}
+
+/// Records `batch` in the installed overlay.
+pub fn record(batch: &WriteBatch) {
+    with(|o| o.record(batch));
+}
+
+/// The installed overlay's view of `key`: `Some(Some(v))` written,
+/// `Some(None)` deleted, `None` untouched (read the engine).
+pub fn lookup(key: &[u8]) -> Option<Option<Vec<u8>>> {
+    with(|o| o.lookup(key)).flatten()
+}
+
+/// Checks that EXEC holds `stripes`; marks the overlay escaped if not.
+pub fn check_held(stripes: &[usize]) {
+    with(|o| {
+        if !stripes.iter().all(|&s| o.holds(s)) {
+            o.escaped = true;
+        }
+    });
+}
+
+/// Collects touched slots, to bump after the commit.
+pub fn defer(slots: &[u32]) {
+    with(|o| o.touched.extend_from_slice(slots));
+}
+
+/// Visits `[lo, hi)` as the engine would hold it with the installed
+/// overlay applied: `engine(g)` must visit the engine's entries in that
+/// range in scan order (ascending, or descending with `reverse`), calling
+/// `g` until it returns false. Calls `f(key, value)` until it returns
+/// false.
+pub fn scan_merged<E>(
+    lo: &[u8],
+    hi: &[u8],
+    reverse: bool,
+    mut f: impl FnMut(&[u8], &[u8]) -> bool,
+    engine: impl FnOnce(&mut dyn FnMut(&[u8], &[u8]) -> bool) -> Result<(), E>,
+) -> Result<(), E> {
+    // Copied out: `f` may read through `Shared` (and so the overlay).
+    let (mut pending, ranges) = with(|o| {
+        let pts: Vec<(Vec<u8>, Option<Vec<u8>>)> = if lo < hi {
+            o.points
+                .range::<[u8], _>((std::ops::Bound::Included(lo), std::ops::Bound::Excluded(hi)))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        (pts, o.ranges.clone())
+    })
+    .unwrap_or_default();
+    if reverse {
+        pending.reverse();
+    }
+    let covered = |k: &[u8]| {
+        ranges
+            .iter()
+            .any(|(b, e)| b.as_slice() <= k && k < e.as_slice())
+    };
+    let ahead = |p: &[u8], k: &[u8]| if reverse { p > k } else { p < k };
+    let mut i = 0;
+    let mut stopped = false;
+    engine(&mut |k, v| {
+        while let Some((pk, pv)) = pending.get(i) {
+            if !ahead(pk, k) {
+                break;
+            }
+            i += 1;
+            if let Some(pv) = pv {
+                if !f(pk, pv) {
+                    stopped = true;
+                    return false;
+                }
+            }
+        }
+        if let Some((pk, pv)) = pending.get(i) {
+            if pk.as_slice() == k {
+                i += 1;
+                if let Some(pv) = pv {
+                    stopped = !f(pk, pv);
+                }
+                return !stopped;
+            }
+        }
+        if covered(k) {
+            return true;
+        }
+        stopped = !f(k, v);
+        !stopped
+    })?;
+    if !stopped {
+        for (pk, pv) in &pending[i..] {
+            if let Some(pv) = pv {
+                if !f(pk, pv) {
+                    break;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `scan_merged` over an engine holding `engine` (sorted).
+    fn merged(engine: &[(&str, &str)], lo: &str, hi: &str, reverse: bool) -> Vec<String> {
+        let mut out = Vec::new();
+        let r: Result<(), ()> = scan_merged(
+            lo.as_bytes(),
+            hi.as_bytes(),
+            reverse,
+            |k, v| {
+                out.push(format!(
+                    "{}={}",
+                    String::from_utf8_lossy(k),
+                    String::from_utf8_lossy(v)
+                ));
+                true
+            },
+            |g| {
+                let mut e: Vec<_> = engine.iter().filter(|(k, _)| *k >= lo && *k < hi).collect();
+                if reverse {
+                    e.reverse();
+                }
+                for (k, v) in e {
+                    if !g(k.as_bytes(), v.as_bytes()) {
+                        break;
+                    }
+                }
+                Ok(())
+            },
+        );
+        r.unwrap();
+        out
+    }
+
+    #[test]
+    fn reads_see_puts_deletes_and_ranges_in_order() {
+        let engine = [("a", "1"), ("b", "1"), ("c", "1"), ("d", "1"), ("f", "1")];
+        let (got, o) = with_overlay(None, || {
+            let mut b = WriteBatch::new();
+            b.put("b", "2");
+            b.put("e", "2");
+            b.delete("a");
+            record(&b);
+            let mut b = WriteBatch::new();
+            // Hides engine c, d and the overlay's e; g is written after.
+            b.delete_range("c", "f");
+            b.put("d", "3");
+            b.put("zz", "3");
+            record(&b);
+            assert!(active());
+            assert_eq!(lookup(b"a"), Some(None));
+            assert_eq!(lookup(b"b"), Some(Some(b"2".to_vec())));
+            assert_eq!(lookup(b"c"), Some(None));
+            assert_eq!(lookup(b"d"), Some(Some(b"3".to_vec())));
+            assert_eq!(lookup(b"e"), Some(None));
+            assert_eq!(lookup(b"f"), None);
+            (
+                merged(&engine, "a", "z", false),
+                merged(&engine, "a", "z", true),
+                merged(&engine, "c", "zzz", false),
+            )
+        });
+        assert!(!active());
+        assert_eq!(got.0, ["b=2", "d=3", "f=1"]);
+        assert_eq!(got.1, ["f=1", "d=3", "b=2"]);
+        assert_eq!(got.2, ["d=3", "f=1", "zz=3"]);
+        let ops: Vec<_> = o.batch.ops().collect();
+        assert_eq!(ops.len(), 6, "one combined batch, in order");
+        assert_eq!(
+            ops[3],
+            BatchOp::DeleteRange {
+                begin: b"c",
+                end: b"f"
+            }
+        );
+    }
+
+    #[test]
+    fn merged_scans_stop_when_asked() {
+        let engine = [("a", "1"), ("c", "1")];
+        let ((), _) = with_overlay(None, || {
+            let mut b = WriteBatch::new();
+            b.put("b", "2");
+            b.put("d", "2");
+            record(&b);
+            let mut seen = Vec::new();
+            let r: Result<(), ()> = scan_merged(
+                b"a",
+                b"z",
+                false,
+                |k, _| {
+                    seen.push(k.to_vec());
+                    seen.len() < 2
+                },
+                |g| {
+                    for (k, v) in engine {
+                        if !g(k.as_bytes(), v.as_bytes()) {
+                            break;
+                        }
+                    }
+                    Ok(())
+                },
+            );
+            r.unwrap();
+            assert_eq!(seen, [b"a".to_vec(), b"b".to_vec()]);
+        });
+    }
+
+    #[test]
+    fn held_stripes_are_checked_and_the_overlay_is_removed_on_panic() {
+        let ((), o) = with_overlay(Some(vec![3, 9]), || {
+            check_held(&[3, 9]);
+        });
+        assert!(!o.escaped);
+        let ((), o) = with_overlay(Some(vec![3, 9]), || check_held(&[3, 4]));
+        assert!(o.escaped);
+        let r = std::panic::catch_unwind(|| with_overlay(None, || panic!("boom")));
+        assert!(r.is_err());
+        assert!(!active());
+        assert_eq!(lookup(b"x"), None);
+    }
+
+    #[test]
+    fn slots_count() {
+        let m = Mods::default();
+        let s = slot_of(b"\0key");
+        assert_eq!(stripe_of_slot(s), s as usize % STRIPES);
+        m.touch(&[s, s]);
+        assert_eq!(m.slot(s), 2);
+        assert_eq!(m.slot((s + 1) % SLOTS as u32), 0);
+    }
+}

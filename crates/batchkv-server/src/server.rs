@@ -163,6 +163,7 @@ async fn serve(
         stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
         cursors: Mutex::new(Cursors::default()),
         shutdown: shutdown_tx,
+        blocking: crate::blocking::Blocking::new(),
         cfg,
     });
     if shared.cfg.appendfsync == AppendFsync::EverySec {

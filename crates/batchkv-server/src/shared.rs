@@ -122,6 +122,8 @@ pub struct Shared {
     pub(crate) stripes: Vec<Mutex<()>>,
     pub(crate) cursors: Mutex<Cursors>,
     pub(crate) shutdown: watch::Sender<bool>,
+    /// Clients blocked in BLPOP and friends (`blocking.rs`).
+    pub blocking: crate::blocking::Blocking,
 }
 
 #[derive(Default)]

@@ -9,6 +9,7 @@ mod admin;
 mod coll;
 mod hashes;
 mod keys;
+pub(crate) mod lists;
 mod strings;
 
 use std::collections::HashMap;
@@ -75,6 +76,7 @@ static TABLES: &[&[CommandSpec]] = &[
     strings::COMMANDS,
     keys::COMMANDS,
     hashes::COMMANDS,
+    lists::COMMANDS,
 ];
 
 /// Every command the server knows, in table order.
@@ -121,6 +123,10 @@ pub enum After {
     Close,
     /// SHUTDOWN: stop the server (the connection closes without a reply).
     Shutdown,
+    /// A blocking command (BLPOP, ...) found nothing to pop: the reply is
+    /// its answer if it cannot block (inside MULTI); otherwise the
+    /// connection waits and runs it again (`blocking::wait`).
+    Block,
 }
 
 /// Redis's reply to an unknown command.
@@ -195,12 +201,17 @@ pub fn execute(shared: &Shared, conn: &mut ConnState, args: &[Bytes]) -> (Reply,
         .stats
         .commands
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let reply = (spec.handler)(shared, conn, &args[1..]);
     let after = match spec.name {
         "quit" => After::Close,
         "shutdown" => After::Shutdown,
+        // A blocking command answers nil exactly when it would block.
+        _ if spec.flags.contains(&"blocking") && matches!(reply, Reply::Nil | Reply::NilArray) => {
+            After::Block
+        }
         _ => After::Continue,
     };
-    ((spec.handler)(shared, conn, &args[1..]), after)
+    (reply, after)
 }
 
 #[cfg(test)]

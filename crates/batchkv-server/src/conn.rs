@@ -68,7 +68,26 @@ pub async fn serve_conn(shared: Arc<Shared>, mut sock: TcpStream, mut stop: watc
                 shared.cfg.client_query_buffer_limit,
             ));
         }
-        let after = run_pipeline(&shared, &mut st, reqs, &mut wbuf).await;
+        let mut after = run_pipeline(&shared, &mut st, &mut reqs, &mut wbuf).await;
+        let blocked = after == After::Block;
+        while after == After::Block {
+            // `reqs[0]` is the blocked command, the rest of the pipeline
+            // follows it; the replies before it go out first.
+            if !wbuf.is_empty() {
+                if sock.write_all(&wbuf).await.is_err() {
+                    return;
+                }
+                wbuf.clear();
+            }
+            let waited =
+                crate::blocking::wait(&shared, &mut st, &reqs[0], &mut sock, &mut rbuf, &mut stop);
+            let Some(reply) = waited.await else {
+                return;
+            };
+            reply.encode(st.proto, &mut wbuf);
+            reqs.remove(0);
+            after = run_pipeline(&shared, &mut st, &mut reqs, &mut wbuf).await;
+        }
         if let Some(e) = &proto_err {
             Reply::Error(format!("ERR {}", e.0)).encode(st.proto, &mut wbuf);
         }
@@ -88,6 +107,10 @@ pub async fn serve_conn(shared: Arc<Shared>, mut sock: TcpStream, mut stop: watc
         }
         if *stop.borrow() {
             return;
+        }
+        if blocked {
+            // Requests may have arrived while blocked: parse them first.
+            continue;
         }
         tokio::select! {
             r = sock.read_buf(&mut rbuf) => match r {
@@ -124,11 +147,12 @@ fn batchable(st: &ConnState, args: &[Bytes]) -> Option<Shape> {
 }
 
 /// Executes a pipeline in order, appending the replies to `out`; stops at
-/// QUIT or SHUTDOWN.
+/// QUIT or SHUTDOWN, and at a command that blocks, which it leaves first in
+/// `reqs` with the requests after it (returning [`After::Block`]).
 async fn run_pipeline(
     shared: &Arc<Shared>,
     st: &mut ConnState,
-    reqs: Vec<Vec<Bytes>>,
+    reqs: &mut Vec<Vec<Bytes>>,
     out: &mut BytesMut,
 ) -> After {
     let mut i = 0;
@@ -159,6 +183,10 @@ async fn run_pipeline(
             }
         }
         let (reply, after) = commands::execute(shared, st, &reqs[i]);
+        if after == After::Block {
+            reqs.drain(..i);
+            return after;
+        }
         if after != After::Shutdown {
             // Like Redis, a successful SHUTDOWN closes without a reply.
             reply.encode(st.proto, out);

@@ -9,11 +9,12 @@
 //! Files: `resp.rs` (protocol), `keyspace.rs` (key and value encoding,
 //! globs), `server.rs` (shared state, accept loop, WAL sync, shutdown),
 //! `conn.rs` (one connection), `batcher.rs` (batched reads), `expiry.rs`
-//! (active expiry),
+//! (active expiry), `blocking.rs` (clients blocked in BLPOP and friends),
 //! `tx.rs` (the mechanism of MULTI/EXEC and WATCH), `commands/` (the
 //! commands).
 
 mod batcher;
+mod blocking;
 mod commands;
 mod config;
 mod conn;

@@ -164,6 +164,7 @@ async fn serve(
         mods: crate::tx::Mods::default(),
         cursors: Mutex::new(Cursors::default()),
         shutdown: shutdown_tx,
+        blocking: crate::blocking::Blocking::new(),
         cfg,
     });
     if shared.cfg.appendfsync == AppendFsync::EverySec {

@@ -128,6 +128,8 @@ pub struct Shared {
     pub(crate) mods: tx::Mods,
     pub(crate) cursors: Mutex<Cursors>,
     pub(crate) shutdown: watch::Sender<bool>,
+    /// Clients blocked in BLPOP and friends (`blocking.rs`).
+    pub blocking: crate::blocking::Blocking,
 }
 
 #[derive(Default)]

@@ -185,9 +185,10 @@ fn info(shared: &Shared, a: &[Bytes]) -> Reply {
     if want("clients") {
         let _ = write!(
             out,
-            "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\n\r\n",
+            "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:{}\r\n\r\n",
             shared.clients.load(Relaxed),
-            shared.cfg.maxclients
+            shared.cfg.maxclients,
+            shared.blocking.blocked_clients()
         );
     }
     if want("persistence") {

@@ -363,6 +363,7 @@ pub fn rename(shared: &Shared, conn: &ConnState, a: &[Bytes], nx: bool) -> Reply
     tri!(shared.clear_old(&mut b, &src));
     b.delete(&src);
     tri!(shared.write(b));
+    shared.blocking.signal(&dst);
     if nx {
         Reply::Int(1)
     } else {
@@ -405,6 +406,7 @@ pub fn copy(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     tri!(shared.clear_old(&mut b, &dst));
     tri!(shared.copy_value(&mut b, &src, &value, &dst, value.expire_at()));
     tri!(shared.write(b));
+    shared.blocking.signal(&dst);
     Reply::Int(1)
 }
 

@@ -11,6 +11,7 @@ mod coll;
 mod dbs;
 mod hashes;
 mod keys;
+pub(crate) mod lists;
 mod object;
 mod sets;
 mod strings;
@@ -85,6 +86,7 @@ static TABLES: &[&[CommandSpec]] = &[
     bits::COMMANDS,
     sets::COMMANDS,
     tx::COMMANDS,
+    lists::COMMANDS,
 ];
 
 /// Every command the server knows, in table order.
@@ -133,6 +135,10 @@ pub enum After {
     Close,
     /// SHUTDOWN: stop the server (the connection closes without a reply).
     Shutdown,
+    /// A blocking command (BLPOP, ...) found nothing to pop: the reply is
+    /// its answer if it cannot block (inside MULTI); otherwise the
+    /// connection waits and runs it again (`blocking::wait`).
+    Block,
 }
 
 /// Redis's reply to an unknown command: the name cut at 128 bytes, then
@@ -218,12 +224,17 @@ pub fn execute(shared: &Shared, conn: &mut ConnState, args: &[Bytes]) -> (Reply,
         .stats
         .commands
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let reply = (spec.handler)(shared, conn, &args[1..]);
     let after = match spec.name {
         "quit" => After::Close,
         "shutdown" => After::Shutdown,
+        // A blocking command answers nil exactly when it would block.
+        _ if spec.flags.contains(&"blocking") && matches!(reply, Reply::Nil | Reply::NilArray) => {
+            After::Block
+        }
         _ => After::Continue,
     };
-    ((spec.handler)(shared, conn, &args[1..]), after)
+    (reply, after)
 }
 
 #[cfg(test)]

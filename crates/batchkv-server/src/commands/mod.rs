@@ -10,6 +10,7 @@ mod coll;
 mod hashes;
 mod keys;
 mod strings;
+mod zsets;
 
 use std::collections::HashMap;
 
@@ -75,6 +76,7 @@ static TABLES: &[&[CommandSpec]] = &[
     strings::COMMANDS,
     keys::COMMANDS,
     hashes::COMMANDS,
+    zsets::COMMANDS,
 ];
 
 /// Every command the server knows, in table order.

@@ -329,10 +329,7 @@ pub fn split_args(line: &[u8]) -> Option<Vec<Bytes>> {
 
 /// A reply, rendered per protocol version by [`Reply::encode`].
 #[derive(Debug, Clone, PartialEq)]
-#[allow(
-    dead_code,
-    reason = "Set serves the set commands, which land next"
-)]
+#[allow(dead_code, reason = "Set serves the set commands, which land next")]
 pub enum Reply {
     /// `+OK`
     Simple(&'static str),

@@ -115,7 +115,11 @@ fn decode_score(v: &[u8]) -> Result<f64, Reply> {
 
 /// The live sorted set at `key` (a user key): its stored key and
 /// metadata; `None` if absent; WRONGTYPE for another type.
-fn read_zset(shared: &Shared, conn: &ConnState, key: &[u8]) -> Result<Option<(Vec<u8>, Meta)>, Reply> {
+fn read_zset(
+    shared: &Shared,
+    conn: &ConnState,
+    key: &[u8],
+) -> Result<Option<(Vec<u8>, Meta)>, Reply> {
     let k = db_key(conn.db, key);
     Ok(shared.read_meta(&k, Kind::ZSet)?.map(|m| (k, m)))
 }
@@ -165,8 +169,10 @@ fn put_member(w: &mut Writer, member: &[u8], old: Option<f64>, new: f64) {
     }
     let ek = w.element_key(member);
     w.batch.put(ek, new.to_le_bytes());
-    w.batch
-        .put(meta::score_index_key(&w.key, w.meta.version, new, member), []);
+    w.batch.put(
+        meta::score_index_key(&w.key, w.meta.version, new, member),
+        [],
+    );
 }
 
 /// Adds to `w` the removal of `member` (with `score`): element and index
@@ -240,7 +246,7 @@ fn check_add_flags(f: &AddFlags, pairs: usize) -> Result<(), Reply> {
 pub fn zadd(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let (flags, first) = parse_add_flags(a);
     let rest = &a[first..];
-    if rest.is_empty() || rest.len() % 2 != 0 {
+    if rest.is_empty() || !rest.len().is_multiple_of(2) {
         return syntax_error();
     }
     tri!(check_add_flags(&flags, rest.len() / 2));
@@ -322,7 +328,13 @@ fn apply_pairs<'a>(
 }
 
 /// ZADD and ZINCRBY once the arguments are parsed.
-fn add(shared: &Shared, conn: &ConnState, key: &[u8], f: AddFlags, pairs: &[(f64, &[u8])]) -> Reply {
+fn add(
+    shared: &Shared,
+    conn: &ConnState,
+    key: &[u8],
+    f: AddFlags,
+    pairs: &[(f64, &[u8])],
+) -> Reply {
     let key = db_key(conn.db, key);
     let _g = shared.lock_keys(&[&key]);
     let mut w = tri!(coll::open(shared, key, Kind::ZSet));
@@ -334,7 +346,11 @@ fn add(shared: &Shared, conn: &ConnState, key: &[u8], f: AddFlags, pairs: &[(f64
     members.sort_unstable();
     members.dedup();
     let before = tri!(read_scores(shared, &w, &members));
-    let applied = tri!(apply_pairs(f, pairs, members.into_iter().zip(before).collect()));
+    let applied = tri!(apply_pairs(
+        f,
+        pairs,
+        members.into_iter().zip(before).collect()
+    ));
     let mut changed = false;
     for (member, (old, new)) in &applied.scores {
         match new {
@@ -358,7 +374,10 @@ fn add(shared: &Shared, conn: &ConnState, key: &[u8], f: AddFlags, pairs: &[(f64
 }
 
 pub fn zscore(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
-    match tri!(scores_of(shared, conn, &a[0], &a[1..2])).pop().flatten() {
+    match tri!(scores_of(shared, conn, &a[0], &a[1..2]))
+        .pop()
+        .flatten()
+    {
         Some(s) => Reply::Double(s),
         None => Reply::Nil,
     }
@@ -376,7 +395,12 @@ pub fn zmscore(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
 
 /// The scores of `members` in the sorted set at `key` (one batched read;
 /// all `None` if the key is absent).
-fn scores_of(shared: &Shared, conn: &ConnState, key: &[u8], members: &[Bytes]) -> Result<Vec<Option<f64>>, Reply> {
+fn scores_of(
+    shared: &Shared,
+    conn: &ConnState,
+    key: &[u8],
+    members: &[Bytes],
+) -> Result<Vec<Option<f64>>, Reply> {
     let Some((k, m)) = read_zset(shared, conn, key)? else {
         return Ok(vec![None; members.len()]);
     };
@@ -421,7 +445,10 @@ pub fn zrank(shared: &Shared, conn: &ConnState, a: &[Bytes], rev: bool) -> Reply
     let Some((k, m)) = tri!(read_zset(shared, conn, &a[0])) else {
         return Reply::Nil;
     };
-    let Some(v) = tri!(coll::read_elements(shared, &k, &m, &[&a[1]])).pop().flatten() else {
+    let Some(v) = tri!(coll::read_elements(shared, &k, &m, &[&a[1]]))
+        .pop()
+        .flatten()
+    else {
         return Reply::Nil;
     };
     let own = meta::score_index_key(&k, m.version, tri!(decode_score(&v)), &a[1]);
@@ -498,10 +525,18 @@ pub fn zpop(shared: &Shared, conn: &ConnState, a: &[Bytes], max: bool) -> Reply 
     }
 }
 
+/// The most members ZRANDMEMBER returns for a negative count (repeats
+/// allowed): the reply is built in memory, so a count of 2^62 would abort
+/// the server. Redis has no such limit (it streams the reply).
+const RAND_REPEAT_MAX: i64 = 1 << 24;
+
 /// ZRANDMEMBER's count: Redis's range checks (`-LONG_MAX..=LONG_MAX`, and
-/// half of that with WITHSCORES).
+/// half of that with WITHSCORES), and [`RAND_REPEAT_MAX`].
 fn parse_zrand_count(b: &[u8], with_scores: bool) -> Result<i64, Reply> {
     let n = parse_int(b).ok_or_else(not_integer)?;
+    if n < -RAND_REPEAT_MAX && n != i64::MIN {
+        return Err(Reply::err("ERR value is out of range"));
+    }
     if n == i64::MIN {
         return Err(Reply::err(
             "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",

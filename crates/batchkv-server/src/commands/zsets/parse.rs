@@ -35,7 +35,11 @@ pub fn strtod(s: &[u8]) -> (f64, usize, bool) {
     let sign = |v: f64| if neg { -v } else { v };
     let rest = &s[i..];
     if starts_with_ci(rest, b"inf") {
-        let n = if starts_with_ci(rest, b"infinity") { 8 } else { 3 };
+        let n = if starts_with_ci(rest, b"infinity") {
+            8
+        } else {
+            3
+        };
         return (sign(f64::INFINITY), i + n, false);
     }
     if starts_with_ci(rest, b"nan") {
@@ -138,9 +142,9 @@ fn hex_float(s: &[u8]) -> Option<(f64, usize, bool)> {
         let start = n + 1 + signed;
         let e = digits(&s[start..]);
         if e > 0 {
-            let val = s[start..start + e].iter().fold(0i64, |acc, c| {
-                (acc * 10 + i64::from(c - b'0')).min(1 << 20)
-            });
+            let val = s[start..start + e]
+                .iter()
+                .fold(0i64, |acc, c| (acc * 10 + i64::from(c - b'0')).min(1 << 20));
             exp += if neg { -val } else { val };
             n = start + e;
         }
@@ -315,8 +319,8 @@ mod tests {
             assert_eq!(parse_score(text.as_bytes()), Some(want), "{text}");
         }
         for bad in [
-            "", " 1", "1 ", "1x", "nan", "NaN", "1e400", "-1e400", "1e-400", "0x", "infinit",
-            "e5", ".", "--1", "1\0",
+            "", " 1", "1 ", "1x", "nan", "NaN", "1e400", "-1e400", "1e-400", "0x", "infinit", "e5",
+            ".", "--1", "1\0",
         ] {
             assert_eq!(parse_score(bad.as_bytes()), None, "{bad:?}");
         }
@@ -340,7 +344,10 @@ mod tests {
     #[test]
     fn score_bounds_follow_zsl_parse_range() {
         let r = ScoreRange::parse(b"(1.5", b"+inf").unwrap();
-        assert_eq!((r.min, r.min_ex, r.max, r.max_ex), (1.5, true, f64::INFINITY, false));
+        assert_eq!(
+            (r.min, r.min_ex, r.max, r.max_ex),
+            (1.5, true, f64::INFINITY, false)
+        );
         // C reads "" and "(" as 0, and leading spaces are skipped.
         assert!(ScoreRange::parse(b"", b"(").is_some());
         assert!(ScoreRange::parse(b" 1", b"( 2").is_some());
@@ -366,9 +373,18 @@ mod tests {
             .unwrap();
         assert!(k(1.0) < lo && [k(1.0), b"\xff".to_vec()].concat() < lo);
         assert!(k(2.0) >= hi);
-        assert!(ScoreRange::parse(b"(1", b"1").unwrap().index_bounds(&p).is_none());
-        assert!(ScoreRange::parse(b"2", b"1").unwrap().index_bounds(&p).is_none());
-        assert!(ScoreRange::parse(b"-0", b"(0").unwrap().index_bounds(&p).is_none());
+        assert!(ScoreRange::parse(b"(1", b"1")
+            .unwrap()
+            .index_bounds(&p)
+            .is_none());
+        assert!(ScoreRange::parse(b"2", b"1")
+            .unwrap()
+            .index_bounds(&p)
+            .is_none());
+        assert!(ScoreRange::parse(b"-0", b"(0")
+            .unwrap()
+            .index_bounds(&p)
+            .is_none());
         let (_, hi) = ScoreRange::parse(b"-inf", b"+inf")
             .unwrap()
             .index_bounds(&p)
@@ -382,13 +398,31 @@ mod tests {
         let r = LexRange::parse(b"[a", b"(c").unwrap();
         let (lo, hi) = r.element_bounds(&p).unwrap();
         assert_eq!((lo, hi), (b"Pa".to_vec(), b"Pc".to_vec()));
-        let (lo, hi) = LexRange::parse(b"(a", b"[c").unwrap().element_bounds(&p).unwrap();
+        let (lo, hi) = LexRange::parse(b"(a", b"[c")
+            .unwrap()
+            .element_bounds(&p)
+            .unwrap();
         assert_eq!((lo, hi), (b"Pa\0".to_vec(), b"Pc\0".to_vec()));
-        assert!(LexRange::parse(b"+", b"+").unwrap().element_bounds(&p).is_none());
-        assert!(LexRange::parse(b"-", b"-").unwrap().element_bounds(&p).is_none());
-        assert!(LexRange::parse(b"[a", b"(a").unwrap().element_bounds(&p).is_none());
-        assert!(LexRange::parse(b"[b", b"[a").unwrap().element_bounds(&p).is_none());
-        assert!(LexRange::parse(b"[a", b"[a").unwrap().element_bounds(&p).is_some());
+        assert!(LexRange::parse(b"+", b"+")
+            .unwrap()
+            .element_bounds(&p)
+            .is_none());
+        assert!(LexRange::parse(b"-", b"-")
+            .unwrap()
+            .element_bounds(&p)
+            .is_none());
+        assert!(LexRange::parse(b"[a", b"(a")
+            .unwrap()
+            .element_bounds(&p)
+            .is_none());
+        assert!(LexRange::parse(b"[b", b"[a")
+            .unwrap()
+            .element_bounds(&p)
+            .is_none());
+        assert!(LexRange::parse(b"[a", b"[a")
+            .unwrap()
+            .element_bounds(&p)
+            .is_some());
         for bad in [&b""[..], b"a", b"++", b"-a"] {
             assert!(LexRange::parse(bad, b"+").is_none(), "{bad:?}");
         }

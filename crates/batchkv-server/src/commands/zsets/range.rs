@@ -166,7 +166,13 @@ fn rank_bounds(start: i64, stop: i64, n: u64) -> Option<(u64, u64)> {
 
 /// The members at ascending ranks `first..=last` of the sorted set `m`
 /// at `key`, read from the nearer end of the index.
-fn rank_slice(shared: &Shared, key: &[u8], m: &Meta, first: u64, last: u64) -> Result<Vec<Scored>, Reply> {
+fn rank_slice(
+    shared: &Shared,
+    key: &[u8],
+    m: &Meta,
+    first: u64,
+    last: u64,
+) -> Result<Vec<Scored>, Reply> {
     let from_end = m.size.saturating_sub(1).saturating_sub(last);
     let reverse = from_end < first;
     let skip = if reverse { from_end } else { first };

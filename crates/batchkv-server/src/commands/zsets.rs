@@ -586,8 +586,9 @@ pub fn zscan(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let Some((k, m)) = tri!(read_zset(shared, conn, &a[0])) else {
         return super::scan_reply(0, Vec::new());
     };
-    let (next, items) = if cursor == 0 && m.size <= coll::SCAN_ALL_BELOW {
-        // Small sets come whole in score order, as Redis's listpacks do.
+    let (next, items) = if m.size <= coll::SCAN_ALL_BELOW {
+        // Small sets come whole in score order, whatever the cursor, as
+        // Redis's listpacks do.
         let mut items = Vec::new();
         tri!(scan_all(shared, &k, &m, false, |mem, s| {
             items.push((mem.to_vec(), s));

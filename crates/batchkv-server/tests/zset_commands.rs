@@ -769,6 +769,33 @@ fn every_member_has_one_element_and_one_index_entry_and_nothing_is_left() {
     assert_eq!(stored_keys(dir.path()), (30, 30));
 }
 
+#[test]
+fn concurrent_increments_keep_one_index_entry_per_member() {
+    let h = Harness::start();
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let mut c = h.conn();
+            std::thread::spawn(move || {
+                for i in 0..200 {
+                    let _: String = qs(&mut c, "ZINCRBY z 1 shared");
+                    let _: i64 = q(&mut c, &["ZADD", "z", &i.to_string(), &format!("t{t}")]);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let mut c = h.conn();
+    assert_eq!(qs::<String>(&mut c, "ZSCORE z shared"), "800");
+    assert_eq!(qs::<i64>(&mut c, "ZCARD z"), 5);
+    // Every score change replaced the member's index entry.
+    assert_eq!(
+        qs::<Vec<String>>(&mut c, "ZRANGE z -inf +inf BYSCORE WITHSCORES"),
+        ["t0", "199", "t1", "199", "t2", "199", "t3", "199", "shared", "800"]
+    );
+}
+
 /// A redis-server started for one test, killed when dropped.
 struct RedisServer {
     child: std::process::Child,

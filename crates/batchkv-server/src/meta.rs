@@ -221,7 +221,6 @@ pub fn score_prefix(key: &[u8], version: u64) -> Vec<u8> {
 }
 
 /// The score-index key of `member` with `score`.
-#[allow(dead_code, reason = "used by the sorted-set commands, which land next")]
 pub fn score_index_key(key: &[u8], version: u64, score: f64, member: &[u8]) -> Vec<u8> {
     let mut k = score_prefix(key, version);
     k.extend_from_slice(&score_key(score));
@@ -229,7 +228,6 @@ pub fn score_index_key(key: &[u8], version: u64, score: f64, member: &[u8]) -> V
     k
 }
 
-#[allow(dead_code, reason = "used by the sorted-set commands, which land next")]
 /// 8 bytes that sort bytewise as `score` sorts numerically, with -0 equal
 /// to +0 (Redis compares scores as doubles, then members bytewise).
 pub fn score_key(score: f64) -> [u8; 8] {
@@ -241,6 +239,17 @@ pub fn score_key(score: f64) -> [u8; 8] {
         bits | (1 << 63)
     };
     ordered.to_be_bytes()
+}
+
+/// The score whose [`score_key`] is `k` (-0 comes back as +0).
+pub fn score_from_key(k: [u8; 8]) -> f64 {
+    let ordered = u64::from_be_bytes(k);
+    let bits = if ordered >> 63 == 1 {
+        ordered & !(1 << 63)
+    } else {
+        !ordered
+    };
+    f64::from_bits(bits)
 }
 
 /// The smallest key above every key that starts with `prefix`.
@@ -342,6 +351,10 @@ mod tests {
             assert!(score_key(w[0]) < score_key(w[1]), "{} < {}", w[0], w[1]);
         }
         assert_eq!(score_key(-0.0), score_key(0.0));
+        for x in xs {
+            assert_eq!(score_from_key(score_key(x)).to_bits(), x.to_bits());
+        }
+        assert_eq!(score_from_key(score_key(-0.0)).to_bits(), 0.0f64.to_bits());
     }
 
     #[test]

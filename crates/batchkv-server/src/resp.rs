@@ -329,10 +329,6 @@ pub fn split_args(line: &[u8]) -> Option<Vec<Bytes>> {
 
 /// A reply, rendered per protocol version by [`Reply::encode`].
 #[derive(Debug, Clone, PartialEq)]
-#[allow(
-    dead_code,
-    reason = "Set and Double serve the set and sorted-set commands, which land next"
-)]
 pub enum Reply {
     /// `+OK`
     Simple(&'static str),
@@ -530,7 +526,7 @@ pub fn format_double(d: f64) -> String {
 }
 
 /// Formats a score as Redis 7.0 replies with it (C's `%.17g`; `inf`,
-/// `-inf`; zero as `0`): `0.1` prints as `0.10000000000000001`.
+/// `-inf`; zeros as `0` and `-0`): `0.1` prints as `0.10000000000000001`.
 pub fn format_score(d: f64) -> String {
     if d.is_nan() {
         return "nan".into();
@@ -539,7 +535,7 @@ pub fn format_score(d: f64) -> String {
         return if d > 0.0 { "inf".into() } else { "-inf".into() };
     }
     if d == 0.0 {
-        return "0".into();
+        return if d.is_sign_negative() { "-0" } else { "0" }.into();
     }
     // 17 significant digits in scientific form: d.dddddddddddddddde±x.
     let sci = format!("{d:.16e}");
@@ -581,7 +577,8 @@ mod tests {
             (1e300, "1.0000000000000001e+300"),
             (f64::INFINITY, "inf"),
             (f64::NEG_INFINITY, "-inf"),
-            (-0.0, "0"),
+            (-0.0, "-0"),
+            (0.0, "0"),
             (1.5, "1.5"),
             (3.0, "3"),
             (-2.0, "-2"),

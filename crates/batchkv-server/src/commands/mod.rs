@@ -16,6 +16,7 @@ mod object;
 mod sets;
 mod strings;
 mod tx;
+mod zsets;
 
 use std::collections::HashMap;
 
@@ -87,6 +88,7 @@ static TABLES: &[&[CommandSpec]] = &[
     sets::COMMANDS,
     tx::COMMANDS,
     lists::COMMANDS,
+    zsets::COMMANDS,
 ];
 
 /// Every command the server knows, in table order.

@@ -1,0 +1,615 @@
+//! Sorted-set commands. A sorted set is a collection (`meta.rs`) of kind
+//! [`Kind::ZSet`]: per member, an element (sub = member, value = the score
+//! as 8 bytes little-endian) and a score-index entry
+//! ([`meta::score_index_key`]) that iterates in Redis's order (score, then
+//! member bytewise). Every write changes both in one batch.
+//!
+//! Reads by member (ZSCORE, ZMSCORE, and the existence checks of ZADD and
+//! ZREM) are one batched engine read; ranges by score or rank iterate the
+//! score index, ranges by lex the elements (`range.rs`); the *STORE
+//! commands are in `store.rs`. ZRANK and rank ranges cost O(rank) (the
+//! index has no counts; a rank range is read from the nearer end).
+//!
+//! Scores are stored with -0 as +0 (as Redis's compact encoding does for
+//! sets up to 128 members), so ZSCORE never answers `-0`.
+
+mod parse;
+mod range;
+mod store;
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+
+use super::coll::{self, Writer};
+use super::strings::tri;
+use super::{not_integer, parse_int, spec, syntax_error, CommandSpec, ConnState, KEY1, R, RS, W};
+use crate::keyspace::{db_key, glob_match};
+use crate::meta::{self, Kind, Meta};
+use crate::resp::Reply;
+use crate::shared::Shared;
+
+use parse::parse_score;
+
+/// Flags of Redis's fast writes (ZREM, ZPOPMIN, ...).
+const WF: &[&str] = &["write", "fast"];
+/// Flags of ZADD and ZINCRBY.
+const WMF: &[&str] = &["write", "denyoom", "fast"];
+
+/// The sorted-set commands.
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    spec("zadd", -4, WMF, KEY1, |s, c, a| zadd(s, c, a)),
+    spec("zincrby", 4, WMF, KEY1, |s, c, a| zincrby(s, c, a)),
+    spec("zscore", 3, R, KEY1, |s, c, a| zscore(s, c, a)),
+    spec("zmscore", -3, R, KEY1, |s, c, a| zmscore(s, c, a)),
+    spec("zcard", 2, R, KEY1, |s, c, a| zcard(s, c, a)),
+    spec("zrem", -3, WF, KEY1, |s, c, a| zrem(s, c, a)),
+    spec("zrank", 3, R, KEY1, |s, c, a| zrank(s, c, a, false)),
+    spec("zrevrank", 3, R, KEY1, |s, c, a| zrank(s, c, a, true)),
+    spec("zpopmin", -2, WF, KEY1, |s, c, a| zpop(s, c, a, false)),
+    spec("zpopmax", -2, WF, KEY1, |s, c, a| zpop(s, c, a, true)),
+    spec("zrandmember", -2, RS, KEY1, |s, c, a| zrandmember(s, c, a)),
+    spec("zscan", -3, RS, KEY1, |s, c, a| zscan(s, c, a)),
+    spec("zcount", 4, R, KEY1, |s, c, a| range::zcount(s, c, a)),
+    spec("zlexcount", 4, R, KEY1, |s, c, a| range::zlexcount(s, c, a)),
+    spec("zrange", -4, RS, KEY1, |s, c, a| {
+        range::zrange(s, c, a, range::Form::Range)
+    }),
+    spec("zrangebyscore", -4, RS, KEY1, |s, c, a| {
+        range::zrange(s, c, a, range::Form::ByScore { rev: false })
+    }),
+    spec("zrevrangebyscore", -4, RS, KEY1, |s, c, a| {
+        range::zrange(s, c, a, range::Form::ByScore { rev: true })
+    }),
+    spec("zrangebylex", -4, RS, KEY1, |s, c, a| {
+        range::zrange(s, c, a, range::Form::ByLex { rev: false })
+    }),
+    spec("zrevrangebylex", -4, RS, KEY1, |s, c, a| {
+        range::zrange(s, c, a, range::Form::ByLex { rev: true })
+    }),
+    spec("zrevrange", -4, RS, KEY1, |s, c, a| {
+        range::zrange(s, c, a, range::Form::RevRank)
+    }),
+    spec("zremrangebyrank", 4, W, KEY1, |s, c, a| {
+        range::zremrange(s, c, a, range::RemBy::Rank)
+    }),
+    spec("zremrangebyscore", 4, W, KEY1, |s, c, a| {
+        range::zremrange(s, c, a, range::RemBy::Score)
+    }),
+    spec("zremrangebylex", 4, W, KEY1, |s, c, a| {
+        range::zremrange(s, c, a, range::RemBy::Lex)
+    }),
+    spec("zunionstore", -4, store::FLAGS, KEY1, |s, c, a| {
+        store::zstore(s, c, a, store::Op::Union)
+    }),
+    spec("zinterstore", -4, store::FLAGS, KEY1, |s, c, a| {
+        store::zstore(s, c, a, store::Op::Inter)
+    }),
+    spec("zdiffstore", -4, store::FLAGS, KEY1, |s, c, a| {
+        store::zstore(s, c, a, store::Op::Diff)
+    }),
+];
+
+fn not_a_float() -> Reply {
+    Reply::err("ERR value is not a valid float")
+}
+
+fn corrupt() -> Reply {
+    Reply::err("ERR corrupt value (not written by batchkv serve)")
+}
+
+/// A score as stored: -0 becomes +0.
+fn stored(score: f64) -> f64 {
+    if score == 0.0 {
+        0.0
+    } else {
+        score
+    }
+}
+
+/// The score in an element's value (8 bytes little-endian).
+fn decode_score(v: &[u8]) -> Result<f64, Reply> {
+    let b: [u8; 8] = v.try_into().map_err(|_| corrupt())?;
+    Ok(f64::from_le_bytes(b))
+}
+
+/// The live sorted set at `key` (a user key): its stored key and
+/// metadata; `None` if absent; WRONGTYPE for another type.
+fn read_zset(
+    shared: &Shared,
+    conn: &ConnState,
+    key: &[u8],
+) -> Result<Option<(Vec<u8>, Meta)>, Reply> {
+    let k = db_key(conn.db, key);
+    Ok(shared.read_meta(&k, Kind::ZSet)?.map(|m| (k, m)))
+}
+
+/// Visits the score-index entries with keys in `[lo, hi)` of the sorted
+/// set `m` at stored key `key`, ascending (descending with `reverse`):
+/// `f(member, score)` until it returns false.
+fn scan_index(
+    shared: &Shared,
+    key: &[u8],
+    m: &Meta,
+    lo: &[u8],
+    hi: &[u8],
+    reverse: bool,
+    mut f: impl FnMut(&[u8], f64) -> bool,
+) -> Result<(), Reply> {
+    let p = meta::score_prefix(key, m.version).len();
+    shared.scan(lo, hi, reverse, true, |k, _| {
+        match k.get(p..p + 8).and_then(|s| <[u8; 8]>::try_from(s).ok()) {
+            Some(s) => f(&k[p + 8..], meta::score_from_key(s)),
+            // Not an index key of ours: skip it.
+            None => true,
+        }
+    })
+}
+
+/// Visits the whole score index of `m` at `key` (see [`scan_index`]).
+fn scan_all(
+    shared: &Shared,
+    key: &[u8],
+    m: &Meta,
+    reverse: bool,
+    f: impl FnMut(&[u8], f64) -> bool,
+) -> Result<(), Reply> {
+    let p = meta::score_prefix(key, m.version);
+    scan_index(shared, key, m, &p, &meta::prefix_end(&p), reverse, f)
+}
+
+/// Adds to `w` `member` with score `new` (stored as [`stored`]), replacing
+/// its index entry for score `old` if it had one. The caller updates
+/// `w.meta.size`.
+fn put_member(w: &mut Writer, member: &[u8], old: Option<f64>, new: f64) {
+    let new = stored(new);
+    if let Some(old) = old {
+        w.batch
+            .delete(meta::score_index_key(&w.key, w.meta.version, old, member));
+    }
+    let ek = w.element_key(member);
+    w.batch.put(ek, new.to_le_bytes());
+    w.batch.put(
+        meta::score_index_key(&w.key, w.meta.version, new, member),
+        [],
+    );
+}
+
+/// Adds to `w` the removal of `member` (with `score`): element and index
+/// entry. The caller updates `w.meta.size`.
+fn del_member(w: &mut Writer, member: &[u8], score: f64) {
+    let ek = w.element_key(member);
+    w.batch.delete(ek);
+    w.batch
+        .delete(meta::score_index_key(&w.key, w.meta.version, score, member));
+}
+
+/// Reads the scores of `members` in `w` (one batched read).
+fn read_scores(shared: &Shared, w: &Writer, members: &[&[u8]]) -> Result<Vec<Option<f64>>, Reply> {
+    w.read(shared, members)?
+        .into_iter()
+        .map(|v| v.as_deref().map(decode_score).transpose())
+        .collect()
+}
+
+/// ZADD's options.
+#[derive(Default, Clone, Copy)]
+struct AddFlags {
+    nx: bool,
+    xx: bool,
+    gt: bool,
+    lt: bool,
+    ch: bool,
+    incr: bool,
+}
+
+/// Parses ZADD's options; returns them and the index of the first score.
+fn parse_add_flags(a: &[Bytes]) -> (AddFlags, usize) {
+    let mut f = AddFlags::default();
+    let mut i = 1;
+    while let Some(arg) = a.get(i) {
+        let flag = match arg.to_ascii_lowercase().as_slice() {
+            b"nx" => &mut f.nx,
+            b"xx" => &mut f.xx,
+            b"gt" => &mut f.gt,
+            b"lt" => &mut f.lt,
+            b"ch" => &mut f.ch,
+            b"incr" => &mut f.incr,
+            _ => break,
+        };
+        *flag = true;
+        i += 1;
+    }
+    (f, i)
+}
+
+/// The options' conflicts, in Redis's order of checks.
+fn check_add_flags(f: &AddFlags, pairs: usize) -> Result<(), Reply> {
+    if f.nx && f.xx {
+        return Err(Reply::err(
+            "ERR XX and NX options at the same time are not compatible",
+        ));
+    }
+    if (f.gt || f.lt) && f.nx || f.gt && f.lt {
+        return Err(Reply::err(
+            "ERR GT, LT, and/or NX options at the same time are not compatible",
+        ));
+    }
+    if f.incr && pairs > 1 {
+        return Err(Reply::err(
+            "ERR INCR option supports a single increment-element pair",
+        ));
+    }
+    Ok(())
+}
+
+pub fn zadd(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    let (flags, first) = parse_add_flags(a);
+    let rest = &a[first..];
+    if rest.is_empty() || !rest.len().is_multiple_of(2) {
+        return syntax_error();
+    }
+    tri!(check_add_flags(&flags, rest.len() / 2));
+    let mut pairs = Vec::with_capacity(rest.len() / 2);
+    for p in rest.chunks(2) {
+        let Some(score) = parse_score(&p[0]) else {
+            return not_a_float();
+        };
+        pairs.push((score, &p[1][..]));
+    }
+    add(shared, conn, &a[0], flags, &pairs)
+}
+
+pub fn zincrby(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    let Some(by) = parse_score(&a[1]) else {
+        return not_a_float();
+    };
+    let flags = AddFlags {
+        incr: true,
+        ..AddFlags::default()
+    };
+    add(shared, conn, &a[0], flags, &[(by, &a[2])])
+}
+
+/// What ZADD's pairs did, applied one after the other as Redis does.
+struct Applied<'a> {
+    /// Each distinct member's score before and after.
+    scores: HashMap<&'a [u8], (Option<f64>, Option<f64>)>,
+    added: i64,
+    updated: i64,
+    /// INCR: the last pair's resulting score, `None` if it did nothing.
+    last: Option<f64>,
+}
+
+/// Applies ZADD's `pairs` to the members' current scores `before`.
+fn apply_pairs<'a>(
+    f: AddFlags,
+    pairs: &[(f64, &'a [u8])],
+    before: HashMap<&'a [u8], Option<f64>>,
+) -> Result<Applied<'a>, Reply> {
+    let mut out = Applied {
+        scores: before.into_iter().map(|(m, s)| (m, (s, s))).collect(),
+        added: 0,
+        updated: 0,
+        last: None,
+    };
+    for &(score, member) in pairs {
+        out.last = None;
+        let Some(entry) = out.scores.get_mut(member) else {
+            continue;
+        };
+        match entry.1 {
+            Some(cur) => {
+                if f.nx {
+                    continue;
+                }
+                let new = if f.incr { score + cur } else { score };
+                if new.is_nan() {
+                    return Err(Reply::err("ERR resulting score is not a number (NaN)"));
+                }
+                if f.lt && new >= cur || f.gt && new <= cur {
+                    continue;
+                }
+                if new != cur {
+                    entry.1 = Some(new);
+                    out.updated += 1;
+                }
+                out.last = Some(new);
+            }
+            None if f.xx => {}
+            None => {
+                entry.1 = Some(score);
+                out.added += 1;
+                out.last = Some(score);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// ZADD and ZINCRBY once the arguments are parsed.
+fn add(
+    shared: &Shared,
+    conn: &ConnState,
+    key: &[u8],
+    f: AddFlags,
+    pairs: &[(f64, &[u8])],
+) -> Reply {
+    let key = db_key(conn.db, key);
+    let _g = shared.lock_keys(&[&key]);
+    let mut w = tri!(coll::open(shared, key, Kind::ZSet));
+    let none = if f.incr { Reply::Nil } else { Reply::Int(0) };
+    if f.xx && !w.existed {
+        return none;
+    }
+    let mut members: Vec<&[u8]> = pairs.iter().map(|p| p.1).collect();
+    members.sort_unstable();
+    members.dedup();
+    let before = tri!(read_scores(shared, &w, &members));
+    let applied = tri!(apply_pairs(
+        f,
+        pairs,
+        members.into_iter().zip(before).collect()
+    ));
+    let mut changed = false;
+    for (member, (old, new)) in &applied.scores {
+        match new {
+            Some(new) if old.map(|o| stored(o).to_bits()) != Some(stored(*new).to_bits()) => {
+                put_member(&mut w, member, *old, *new);
+                changed = true;
+            }
+            _ => {}
+        }
+    }
+    w.meta.size += applied.added as u64;
+    if changed {
+        tri!(w.commit(shared));
+    }
+    match (f.incr, applied.last) {
+        (true, Some(s)) => Reply::Double(s),
+        (true, None) => none,
+        (false, _) if f.ch => Reply::Int(applied.added + applied.updated),
+        (false, _) => Reply::Int(applied.added),
+    }
+}
+
+pub fn zscore(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    match tri!(scores_of(shared, conn, &a[0], &a[1..2]))
+        .pop()
+        .flatten()
+    {
+        Some(s) => Reply::Double(s),
+        None => Reply::Nil,
+    }
+}
+
+pub fn zmscore(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    let scores = tri!(scores_of(shared, conn, &a[0], &a[1..]));
+    Reply::Array(
+        scores
+            .into_iter()
+            .map(|s| s.map_or(Reply::Nil, Reply::Double))
+            .collect(),
+    )
+}
+
+/// The scores of `members` in the sorted set at `key` (one batched read;
+/// all `None` if the key is absent).
+fn scores_of(
+    shared: &Shared,
+    conn: &ConnState,
+    key: &[u8],
+    members: &[Bytes],
+) -> Result<Vec<Option<f64>>, Reply> {
+    let Some((k, m)) = read_zset(shared, conn, key)? else {
+        return Ok(vec![None; members.len()]);
+    };
+    let subs: Vec<&[u8]> = members.iter().map(|m| &m[..]).collect();
+    coll::read_elements(shared, &k, &m, &subs)?
+        .into_iter()
+        .map(|v| v.as_deref().map(decode_score).transpose())
+        .collect()
+}
+
+pub fn zcard(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    Reply::Int(tri!(read_zset(shared, conn, &a[0])).map_or(0, |(_, m)| m.size as i64))
+}
+
+pub fn zrem(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    let key = db_key(conn.db, &a[0]);
+    let _g = shared.lock_keys(&[&key]);
+    let Some(mut w) = tri!(coll::open_existing(shared, key, Kind::ZSet)) else {
+        return Reply::Int(0);
+    };
+    let mut members: Vec<&[u8]> = a[1..].iter().map(|m| &m[..]).collect();
+    members.sort_unstable();
+    members.dedup();
+    let scores = tri!(read_scores(shared, &w, &members));
+    let mut n = 0;
+    for (member, score) in members.iter().zip(scores) {
+        if let Some(s) = score {
+            del_member(&mut w, member, s);
+            n += 1;
+        }
+    }
+    if n > 0 {
+        w.meta.size = w.meta.size.saturating_sub(n);
+        tri!(w.commit(shared));
+    }
+    Reply::Int(n as i64)
+}
+
+/// ZRANK and ZREVRANK: the number of index entries before (after, `rev`)
+/// the member's, O(rank).
+pub fn zrank(shared: &Shared, conn: &ConnState, a: &[Bytes], rev: bool) -> Reply {
+    let Some((k, m)) = tri!(read_zset(shared, conn, &a[0])) else {
+        return Reply::Nil;
+    };
+    let Some(v) = tri!(coll::read_elements(shared, &k, &m, &[&a[1]]))
+        .pop()
+        .flatten()
+    else {
+        return Reply::Nil;
+    };
+    let own = meta::score_index_key(&k, m.version, tri!(decode_score(&v)), &a[1]);
+    let p = meta::score_prefix(&k, m.version);
+    let (lo, hi) = if rev {
+        // The smallest key above the member's own.
+        ([&own[..], &[0]].concat(), meta::prefix_end(&p))
+    } else {
+        (p, own)
+    };
+    let mut n = 0i64;
+    tri!(shared.scan(&lo, &hi, false, true, |_, _| {
+        n += 1;
+        true
+    }));
+    Reply::Int(n)
+}
+
+/// A member and its score, as replied by ZRANGE WITHSCORES and others.
+type Scored = (Vec<u8>, f64);
+
+/// Replies with members (and their scores, `with_scores`): RESP3 pairs.
+fn scored_reply(items: Vec<Scored>, with_scores: bool) -> Reply {
+    if with_scores {
+        Reply::Pairs(
+            items
+                .into_iter()
+                .map(|(m, s)| (Reply::bulk(m), Reply::Double(s)))
+                .collect(),
+        )
+    } else {
+        Reply::Array(items.into_iter().map(|(m, _)| Reply::bulk(m)).collect())
+    }
+}
+
+/// ZPOPMIN and ZPOPMAX (`max`).
+pub fn zpop(shared: &Shared, conn: &ConnState, a: &[Bytes], max: bool) -> Reply {
+    if a.len() > 2 {
+        return syntax_error();
+    }
+    let count = match a.get(1).map(|c| parse_int(c)) {
+        None => None,
+        Some(Some(n)) if n >= 0 => Some(n),
+        Some(_) => return Reply::err("ERR value is out of range, must be positive"),
+    };
+    if count == Some(0) {
+        return Reply::Array(Vec::new());
+    }
+    let key = db_key(conn.db, &a[0]);
+    let _g = shared.lock_keys(&[&key]);
+    let Some(mut w) = tri!(coll::open_existing(shared, key, Kind::ZSet)) else {
+        return Reply::Array(Vec::new());
+    };
+    let want = count.unwrap_or(1).min(w.meta.size as i64) as usize;
+    let mut popped: Vec<Scored> = Vec::with_capacity(want);
+    tri!(scan_all(shared, &w.key, &w.meta, max, |m, s| {
+        popped.push((m.to_vec(), s));
+        popped.len() < want
+    }));
+    for (m, s) in &popped {
+        del_member(&mut w, m, *s);
+    }
+    w.meta.size = w.meta.size.saturating_sub(popped.len() as u64);
+    tri!(w.commit(shared));
+    match count {
+        Some(_) => scored_reply(popped, true),
+        // Without a count: one flat [member, score] in RESP3 too.
+        None => Reply::Array(
+            popped
+                .into_iter()
+                .flat_map(|(m, s)| [Reply::bulk(m), Reply::Double(s)])
+                .collect(),
+        ),
+    }
+}
+
+/// The most members ZRANDMEMBER returns for a negative count (repeats
+/// allowed): the reply is built in memory, so a count of 2^62 would abort
+/// the server. Redis has no such limit (it streams the reply).
+const RAND_REPEAT_MAX: i64 = 1 << 24;
+
+/// ZRANDMEMBER's count: Redis's range checks (`-LONG_MAX..=LONG_MAX`, and
+/// half of that with WITHSCORES), and [`RAND_REPEAT_MAX`].
+fn parse_zrand_count(b: &[u8], with_scores: bool) -> Result<i64, Reply> {
+    let n = parse_int(b).ok_or_else(not_integer)?;
+    if n < -RAND_REPEAT_MAX && n != i64::MIN {
+        return Err(Reply::err("ERR value is out of range"));
+    }
+    if n == i64::MIN {
+        return Err(Reply::err(
+            "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
+        ));
+    }
+    if with_scores && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&n) {
+        return Err(Reply::err("ERR value is out of range"));
+    }
+    Ok(n)
+}
+
+pub fn zrandmember(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    let with_scores = a.len() == 3 && a[2].eq_ignore_ascii_case(b"withscores");
+    let count = match a.get(1) {
+        None => None,
+        Some(c) => Some(tri!(parse_zrand_count(c, false))),
+    };
+    if a.len() > 3 || a.len() == 3 && !with_scores {
+        return syntax_error();
+    }
+    if let (Some(c), true) = (a.get(1), with_scores) {
+        tri!(parse_zrand_count(c, true));
+    }
+    let Some((k, m)) = tri!(read_zset(shared, conn, &a[0])) else {
+        return match count {
+            None => Reply::Nil,
+            Some(_) => Reply::Array(Vec::new()),
+        };
+    };
+    let mut all = Vec::with_capacity(m.size.min(1 << 20) as usize);
+    tri!(scan_all(shared, &k, &m, false, |mem, s| {
+        all.push((mem.to_vec(), s));
+        true
+    }));
+    match count {
+        None => match coll::pick_random(&all, 1).pop() {
+            Some((mem, _)) => Reply::bulk(mem),
+            None => Reply::Nil,
+        },
+        Some(n) => scored_reply(coll::pick_random(&all, n), with_scores),
+    }
+}
+
+pub fn zscan(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    let cursor = tri!(coll::parse_cursor(&a[1]));
+    let args = tri!(coll::parse_scan_args(&a[2..]));
+    let Some((k, m)) = tri!(read_zset(shared, conn, &a[0])) else {
+        return super::scan_reply(0, Vec::new());
+    };
+    let (next, items) = if m.size <= coll::SCAN_ALL_BELOW {
+        // Small sets come whole in score order, whatever the cursor, as
+        // Redis's listpacks do.
+        let mut items = Vec::new();
+        tri!(scan_all(shared, &k, &m, false, |mem, s| {
+            items.push((mem.to_vec(), s));
+            true
+        }));
+        (0, items)
+    } else {
+        let (next, page) = tri!(coll::scan_page(shared, conn.db, &k, &m, cursor, args.count));
+        let mut items = Vec::with_capacity(page.len());
+        for (mem, v) in page {
+            items.push((mem, tri!(decode_score(&v))));
+        }
+        (next, items)
+    };
+    let mut out = Vec::new();
+    for (mem, s) in items {
+        if args.pattern.is_none_or(|p| glob_match(p, &mem)) {
+            out.push(Reply::bulk(mem));
+            // A bulk string in RESP3 too, as Redis replies.
+            out.push(Reply::bulk(crate::resp::format_score(s)));
+        }
+    }
+    super::scan_reply(next, out)
+}

@@ -1,0 +1,351 @@
+//! Range commands: ZRANGE and its older forms (ZRANGEBYSCORE,
+//! ZREVRANGE, ...), ZCOUNT, ZLEXCOUNT and ZREMRANGEBY{RANK,SCORE,LEX}.
+//!
+//! Ranges by score and by rank iterate the score index (Redis's order);
+//! ranges by lex iterate the elements, whose keys sort by member. Redis
+//! defines lex ranges only for sets whose scores are all equal, where the
+//! two orders agree; for mixed scores (undefined in Redis, and different
+//! between its two encodings) the members come in member order here.
+
+use bytes::Bytes;
+
+use super::parse::{LexRange, ScoreRange};
+use super::{decode_score, del_member, read_zset, scan_all, scan_index, scored_reply, Scored};
+use crate::commands::coll;
+use crate::commands::strings::tri;
+use crate::commands::{not_integer, parse_int, syntax_error, ConnState};
+use crate::keyspace::db_key;
+use crate::meta::{self, Kind, Meta};
+use crate::resp::Reply;
+use crate::shared::Shared;
+
+/// Which command of the ZRANGE family: what its options may change.
+#[derive(Clone, Copy)]
+pub enum Form {
+    /// ZRANGE: BYSCORE, BYLEX and REV allowed.
+    Range,
+    /// ZREVRANGE.
+    RevRank,
+    /// Z[REV]RANGEBYSCORE.
+    ByScore { rev: bool },
+    /// Z[REV]RANGEBYLEX.
+    ByLex { rev: bool },
+}
+
+/// What ZREMRANGEBY* removes by.
+#[derive(Clone, Copy)]
+pub enum RemBy {
+    Rank,
+    Score,
+    Lex,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum By {
+    Rank,
+    Score,
+    Lex,
+}
+
+/// A parsed range.
+enum Spec {
+    /// Start and stop ranks as given (negative: from the end).
+    Rank(i64, i64),
+    Score(ScoreRange),
+    Lex(LexRange),
+}
+
+/// A range query: the range, its direction, and LIMIT's offset and count
+/// (a negative count: no limit).
+struct Query {
+    spec: Spec,
+    rev: bool,
+    offset: i64,
+    limit: i64,
+}
+
+fn score_error() -> Reply {
+    Reply::err("ERR min or max is not a float")
+}
+
+fn lex_error() -> Reply {
+    Reply::err("ERR min or max not valid string range item")
+}
+
+fn parse_spec(by: By, min: &[u8], max: &[u8]) -> Result<Spec, Reply> {
+    Ok(match by {
+        By::Rank => Spec::Rank(
+            parse_int(min).ok_or_else(not_integer)?,
+            parse_int(max).ok_or_else(not_integer)?,
+        ),
+        By::Score => Spec::Score(ScoreRange::parse(min, max).ok_or_else(score_error)?),
+        By::Lex => Spec::Lex(LexRange::parse(min, max).ok_or_else(lex_error)?),
+    })
+}
+
+/// Parses the arguments of a ZRANGE-family command (after the name) as
+/// Redis's `zrangeGenericCommand`: options, their conflicts, then the
+/// range. Returns the query and whether WITHSCORES was given.
+fn parse_query(a: &[Bytes], form: Form) -> Result<(Query, bool), Reply> {
+    let (mut by, mut rev) = match form {
+        Form::Range => (None, None),
+        Form::RevRank => (Some(By::Rank), Some(true)),
+        Form::ByScore { rev } => (Some(By::Score), Some(rev)),
+        Form::ByLex { rev } => (Some(By::Lex), Some(rev)),
+    };
+    let (mut with_scores, mut offset, mut limit) = (false, 0, -1);
+    let mut j = 3;
+    while let Some(arg) = a.get(j) {
+        let is = |w: &str| arg.eq_ignore_ascii_case(w.as_bytes());
+        if is("withscores") {
+            with_scores = true;
+        } else if is("limit") && a.len() - j > 2 {
+            offset = parse_int(&a[j + 1]).ok_or_else(not_integer)?;
+            limit = parse_int(&a[j + 2]).ok_or_else(not_integer)?;
+            j += 2;
+        } else if rev.is_none() && is("rev") {
+            rev = Some(true);
+        } else if by.is_none() && is("bylex") {
+            by = Some(By::Lex);
+        } else if by.is_none() && is("byscore") {
+            by = Some(By::Score);
+        } else {
+            return Err(syntax_error());
+        }
+        j += 1;
+    }
+    let (by, rev) = (by.unwrap_or(By::Rank), rev.unwrap_or(false));
+    if limit != -1 && by == By::Rank {
+        return Err(Reply::err(
+            "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
+        ));
+    }
+    if with_scores && by == By::Lex {
+        return Err(Reply::err(
+            "ERR syntax error, WITHSCORES not supported in combination with BYLEX",
+        ));
+    }
+    // Reversed score and lex ranges are given as max, min.
+    let (min, max) = if rev && by != By::Rank {
+        (&a[2], &a[1])
+    } else {
+        (&a[1], &a[2])
+    };
+    let spec = parse_spec(by, min, max)?;
+    Ok((
+        Query {
+            spec,
+            rev,
+            offset,
+            limit,
+        },
+        with_scores,
+    ))
+}
+
+/// ZRANGE, ZREVRANGE, Z[REV]RANGEBYSCORE, Z[REV]RANGEBYLEX.
+pub fn zrange(shared: &Shared, conn: &ConnState, a: &[Bytes], form: Form) -> Reply {
+    let (q, with_scores) = tri!(parse_query(a, form));
+    let Some((k, m)) = tri!(read_zset(shared, conn, &a[0])) else {
+        return Reply::Array(Vec::new());
+    };
+    scored_reply(tri!(collect(shared, &k, &m, &q)), with_scores)
+}
+
+/// Ranks `start..=stop` as Redis sanitizes them for a set of `n`
+/// members; `None` if empty.
+fn rank_bounds(start: i64, stop: i64, n: u64) -> Option<(u64, u64)> {
+    let n = n as i64;
+    let start = if start < 0 { n + start } else { start }.max(0);
+    let stop = if stop < 0 { n + stop } else { stop };
+    if start > stop || start >= n {
+        return None;
+    }
+    Some((start as u64, stop.min(n - 1) as u64))
+}
+
+/// The members at ascending ranks `first..=last` of the sorted set `m`
+/// at `key`, read from the nearer end of the index.
+fn rank_slice(
+    shared: &Shared,
+    key: &[u8],
+    m: &Meta,
+    first: u64,
+    last: u64,
+) -> Result<Vec<Scored>, Reply> {
+    let from_end = m.size.saturating_sub(1).saturating_sub(last);
+    let reverse = from_end < first;
+    let skip = if reverse { from_end } else { first };
+    let len = (last - first + 1) as usize;
+    let mut out = Vec::with_capacity(len.min(1 << 16));
+    let mut seen = 0u64;
+    scan_all(shared, key, m, reverse, |mem, s| {
+        if seen >= skip {
+            out.push((mem.to_vec(), s));
+        }
+        seen += 1;
+        out.len() < len
+    })?;
+    if reverse {
+        out.reverse();
+    }
+    Ok(out)
+}
+
+/// LIMIT applied to a walk: skips `skip` entries, then keeps up to `left`
+/// (`None`: all).
+struct Window {
+    skip: i64,
+    left: Option<u64>,
+}
+
+impl Window {
+    /// Whether to keep the next entry, and whether to walk on after it.
+    fn take(&mut self) -> (bool, bool) {
+        if self.skip > 0 {
+            self.skip -= 1;
+            return (false, true);
+        }
+        match &mut self.left {
+            None => (true, true),
+            Some(0) => (false, false),
+            Some(n) => {
+                *n -= 1;
+                (true, *n != 0)
+            }
+        }
+    }
+}
+
+/// The members (with scores) the query selects, in reply order.
+fn collect(shared: &Shared, key: &[u8], m: &Meta, q: &Query) -> Result<Vec<Scored>, Reply> {
+    let mut out = Vec::new();
+    // Redis: a negative offset selects nothing.
+    if q.offset < 0 {
+        return Ok(out);
+    }
+    let mut w = Window {
+        skip: q.offset,
+        left: u64::try_from(q.limit).ok(),
+    };
+    match &q.spec {
+        Spec::Rank(start, stop) => {
+            let Some((s, e)) = rank_bounds(*start, *stop, m.size) else {
+                return Ok(out);
+            };
+            if q.rev {
+                let last = m.size - 1;
+                out = rank_slice(shared, key, m, last - e, last - s)?;
+                out.reverse();
+            } else {
+                out = rank_slice(shared, key, m, s, e)?;
+            }
+        }
+        Spec::Score(r) => {
+            let Some((lo, hi)) = r.index_bounds(&meta::score_prefix(key, m.version)) else {
+                return Ok(out);
+            };
+            scan_index(shared, key, m, &lo, &hi, q.rev, |mem, s| {
+                let (keep, more) = w.take();
+                if keep {
+                    out.push((mem.to_vec(), s));
+                }
+                more
+            })?;
+        }
+        Spec::Lex(r) => {
+            let p = meta::element_prefix(key, m.version);
+            let Some((lo, hi)) = r.element_bounds(&p) else {
+                return Ok(out);
+            };
+            let mut bad = None;
+            shared.scan(&lo, &hi, q.rev, true, |k, v| {
+                let (keep, more) = w.take();
+                if keep {
+                    match decode_score(v) {
+                        Ok(s) => out.push((k[p.len()..].to_vec(), s)),
+                        Err(e) => {
+                            bad = Some(e);
+                            return false;
+                        }
+                    }
+                }
+                more
+            })?;
+            if let Some(e) = bad {
+                return Err(e);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Counts the engine keys in `[lo, hi)`.
+fn count(shared: &Shared, lo: &[u8], hi: &[u8]) -> Result<i64, Reply> {
+    let mut n = 0;
+    shared.scan(lo, hi, false, true, |_, _| {
+        n += 1;
+        true
+    })?;
+    Ok(n)
+}
+
+/// ZCOUNT: O(members in range).
+pub fn zcount(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    let Some(r) = ScoreRange::parse(&a[1], &a[2]) else {
+        return score_error();
+    };
+    let Some((k, m)) = tri!(read_zset(shared, conn, &a[0])) else {
+        return Reply::Int(0);
+    };
+    match r.index_bounds(&meta::score_prefix(&k, m.version)) {
+        Some((lo, hi)) => Reply::Int(tri!(count(shared, &lo, &hi))),
+        None => Reply::Int(0),
+    }
+}
+
+/// ZLEXCOUNT: O(members in range).
+pub fn zlexcount(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    let Some(r) = LexRange::parse(&a[1], &a[2]) else {
+        return lex_error();
+    };
+    let Some((k, m)) = tri!(read_zset(shared, conn, &a[0])) else {
+        return Reply::Int(0);
+    };
+    match r.element_bounds(&meta::element_prefix(&k, m.version)) {
+        Some((lo, hi)) => Reply::Int(tri!(count(shared, &lo, &hi))),
+        None => Reply::Int(0),
+    }
+}
+
+/// ZREMRANGEBYRANK, ZREMRANGEBYSCORE, ZREMRANGEBYLEX: removes the range
+/// in one batch; replies with the number removed.
+pub fn zremrange(shared: &Shared, conn: &ConnState, a: &[Bytes], by: RemBy) -> Reply {
+    let by = match by {
+        RemBy::Rank => By::Rank,
+        RemBy::Score => By::Score,
+        RemBy::Lex => By::Lex,
+    };
+    let spec = tri!(parse_spec(by, &a[1], &a[2]));
+    let key = db_key(conn.db, &a[0]);
+    let _g = shared.lock_keys(&[&key]);
+    let Some(mut w) = tri!(coll::open_existing(shared, key, Kind::ZSet)) else {
+        return Reply::Int(0);
+    };
+    let q = Query {
+        spec,
+        rev: false,
+        offset: 0,
+        limit: -1,
+    };
+    let gone = tri!(collect(shared, &w.key, &w.meta, &q));
+    if gone.is_empty() {
+        return Reply::Int(0);
+    }
+    for (mem, s) in &gone {
+        del_member(&mut w, mem, *s);
+    }
+    w.meta.size = w.meta.size.saturating_sub(gone.len() as u64);
+    tri!(w.commit(shared));
+    Reply::Int(gone.len() as i64)
+}

@@ -9,7 +9,7 @@
 //! Files: `resp.rs` (protocol), `keyspace.rs` (key and value encoding,
 //! globs), `server.rs` (shared state, accept loop, WAL sync, shutdown),
 //! `conn.rs` (one connection), `batcher.rs` (batched reads), `expiry.rs`
-//! (active expiry),
+//! (active expiry), `ldouble.rs` (80-bit `long double` for INCRBYFLOAT),
 //! `commands/` (the commands).
 
 mod batcher;
@@ -18,6 +18,7 @@ mod config;
 mod conn;
 mod expiry;
 mod keyspace;
+mod ldouble;
 mod meta;
 mod resp;
 mod server;

@@ -10,8 +10,8 @@
 //! globs), `server.rs` (shared state, accept loop, WAL sync, shutdown),
 //! `conn.rs` (one connection), `batcher.rs` (batched reads), `expiry.rs`
 //! (active expiry), `blocking.rs` (clients blocked in BLPOP and friends),
-//! `tx.rs` (the mechanism of MULTI/EXEC and WATCH), `commands/` (the
-//! commands).
+//! `tx.rs` (the mechanism of MULTI/EXEC and WATCH), `ldouble.rs` (80-bit
+//! `long double` for INCRBYFLOAT), `commands/` (the commands).
 
 mod batcher;
 mod blocking;
@@ -20,6 +20,7 @@ mod config;
 mod conn;
 mod expiry;
 mod keyspace;
+mod ldouble;
 mod meta;
 mod resp;
 mod server;

@@ -513,18 +513,6 @@ fn write_len_header(hdr: &mut [u8; 24], tag: u8, mut len: usize) -> usize {
     d + 3
 }
 
-/// Formats a float as Redis does for INCRBYFLOAT (`%.17Lg` without
-/// trailing zeros): the shortest text that reads back as the same value.
-pub fn format_double(d: f64) -> String {
-    if d.is_infinite() {
-        return if d > 0.0 { "inf".into() } else { "-inf".into() };
-    }
-    if d == d.trunc() && d.abs() < 1e17 {
-        return format!("{}", d as i64);
-    }
-    format!("{d}")
-}
-
 /// Formats a score as Redis 7.0 replies with it (C's `%.17g`; `inf`,
 /// `-inf`; zeros as `0` and `-0`): `0.1` prints as `0.10000000000000001`.
 pub fn format_score(d: f64) -> String {
@@ -831,13 +819,5 @@ mod tests {
         Reply::Nil.encode(3, &mut o);
         Reply::NilArray.encode(2, &mut o);
         assert_eq!(&o[..], b"$-1\r\n_\r\n*-1\r\n");
-    }
-
-    #[test]
-    fn doubles_format_like_redis() {
-        assert_eq!(format_double(10.5), "10.5");
-        assert_eq!(format_double(3.0), "3");
-        assert_eq!(format_double(5.0e3), "5000");
-        assert_eq!(format_double(0.1 + 0.2), "0.30000000000000004");
     }
 }

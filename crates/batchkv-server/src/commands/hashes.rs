@@ -6,9 +6,10 @@
 use bytes::{Bytes, BytesMut};
 
 use super::coll::{self, parse_rand_count, pick_random, Writer};
-use super::strings::{parse_float, tri};
+use super::strings::tri;
 use super::{not_integer, parse_int, spec, CommandSpec, ConnState, KEY1, R, RS, W, WM};
 use crate::keyspace::{db_key, glob_match};
+use crate::ldouble::LDouble;
 use crate::meta::Kind;
 use crate::resp::{self, Reply};
 use crate::shared::Shared;
@@ -230,25 +231,30 @@ pub fn hincrby(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     Reply::Int(n)
 }
 
+/// HINCRBYFLOAT as Redis 7.0: the increment is checked first (not a
+/// float, then NaN or infinite), then the key's type and the field's
+/// value; the sum is kept in Redis's `%.17Lf`-based form.
 pub fn hincrbyfloat(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
-    let Some(by) = parse_float(&a[2]) else {
+    let Some(by) = LDouble::parse(&a[2]) else {
         return Reply::err("ERR value is not a valid float");
     };
+    if matches!(by, LDouble::Infinite { .. }) {
+        return Reply::err("ERR value is NaN or Infinity");
+    }
     let key = db_key(conn.db, &a[0]);
     let _g = shared.lock_keys(&[&key]);
     let mut w = tri!(coll::open(shared, key, Kind::Hash));
     let cur = match tri!(w.read(shared, &[&a[1]])).pop().flatten() {
-        None => 0.0,
-        Some(v) => match parse_float(&v) {
+        None => LDouble::zero(false),
+        Some(v) => match LDouble::parse(&v) {
             Some(n) => n,
             None => return Reply::err("ERR hash value is not a float"),
         },
     };
-    let n = cur + by;
-    if !n.is_finite() {
+    let Some(n) = cur.checked_add(by) else {
         return Reply::err("ERR increment would produce NaN or Infinity");
-    }
-    let text = crate::resp::format_double(n);
+    };
+    let text = n.to_human();
     tri!(set_fields(shared, &mut w, &[(&a[1], text.as_bytes())]));
     tri!(w.commit(shared));
     Reply::bulk(Bytes::from(text))

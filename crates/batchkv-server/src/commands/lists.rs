@@ -27,7 +27,7 @@ use batchkv::WriteBatch;
 use bytes::Bytes;
 
 use super::coll::{self, Writer};
-use super::strings::{parse_float, tri};
+use super::strings::tri;
 use super::{
     not_integer, parse_int, spec, syntax_error, CommandSpec, ConnState, KEY1, NO_KEYS, R, RS, W, WM,
 };
@@ -879,6 +879,17 @@ pub(crate) fn block_request(db: u8, args: &[Bytes]) -> Option<(Vec<Vec<u8>>, Opt
     };
     let timeout = parse_timeout(timeout).ok()?;
     Some((keys.iter().map(|k| db_key(db, k)).collect(), timeout))
+}
+
+/// A float argument (the timeout of the blocking commands): decimal text
+/// with no surrounding spaces, not NaN.
+fn parse_float(b: &[u8]) -> Option<f64> {
+    let s = std::str::from_utf8(b).ok()?;
+    if s.is_empty() || s.trim() != s {
+        return None;
+    }
+    let v: f64 = s.parse().ok()?;
+    (!v.is_nan()).then_some(v)
 }
 
 #[cfg(test)]

@@ -7,7 +7,8 @@ use bytes::Bytes;
 
 use super::{not_integer, parse_int, spec, syntax_error, CommandSpec, ConnState, KEY1, R, W, WM};
 use crate::keyspace::{db_key, encode_value, now_ms};
-use crate::resp::{format_double, Reply};
+use crate::ldouble::LDouble;
+use crate::resp::Reply;
 use crate::shared::{Live, Shared, Value};
 
 /// Largest string SETRANGE/APPEND may build (Redis's default
@@ -389,33 +390,26 @@ pub fn incr_by(shared: &Shared, conn: &ConnState, key: &[u8], by: Option<i64>) -
     Reply::Int(n)
 }
 
-pub(super) fn parse_float(b: &[u8]) -> Option<f64> {
-    let s = std::str::from_utf8(b).ok()?;
-    if s.is_empty() || s.trim() != s {
-        return None;
-    }
-    let v: f64 = s.parse().ok()?;
-    (!v.is_nan()).then_some(v)
-}
-
+/// INCRBYFLOAT as Redis 7.0: WRONGTYPE first, then the stored value and
+/// then the increment must be `long double` text, and the sum is stored
+/// and replied in Redis's `%.17Lf`-based form; the TTL is kept.
 pub fn incr_by_float(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
-    let Some(by) = parse_float(&a[1]) else {
-        return Reply::err("ERR value is not a valid float");
-    };
     let key = db_key(conn.db, &a[0]);
     let _g = shared.lock_keys(&[&key]);
     let (exp, cur) = match tri!(shared.read(&key)) {
-        None => (None, 0.0),
-        Some((exp, d)) => match parse_float(&d) {
+        None => (None, LDouble::zero(false)),
+        Some((exp, d)) => match LDouble::parse(&d) {
             Some(n) => (exp, n),
             None => return Reply::err("ERR value is not a valid float"),
         },
     };
-    let n = cur + by;
-    if !n.is_finite() {
+    let Some(by) = LDouble::parse(&a[1]) else {
+        return Reply::err("ERR value is not a valid float");
+    };
+    let Some(n) = cur.checked_add(by) else {
         return Reply::err("ERR increment would produce NaN or Infinity");
-    }
-    let text = format_double(n);
+    };
+    let text = n.to_human();
     tri!(shared.put(&key, text.as_bytes(), exp));
     Reply::bulk(Bytes::from(text))
 }

@@ -226,6 +226,10 @@ pub fn hincrbyfloat(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let Some(by) = parse_float(&a[2]) else {
         return Reply::err("ERR value is not a valid float");
     };
+    // Redis rejects an infinite increment before looking at the key.
+    if by.is_infinite() {
+        return Reply::err("ERR value is NaN or Infinity");
+    }
     let key = db_key(conn.db, &a[0]);
     let _g = shared.lock_keys(&[&key]);
     let mut w = tri!(coll::open(shared, key, Kind::Hash));
@@ -246,15 +250,35 @@ pub fn hincrbyfloat(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     Reply::bulk(Bytes::from(text))
 }
 
-pub fn hrandfield(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
-    let (count, with_values) = match a.len() {
-        1 => (None, false),
-        2 => (Some(tri!(parse_rand_count(&a[1]))), false),
-        3 if a[2].eq_ignore_ascii_case(b"withvalues") => {
-            (Some(tri!(parse_rand_count(&a[1]))), true)
-        }
-        _ => return super::syntax_error(),
+/// HRANDFIELD's count (`None` without one) and WITHVALUES, checked in
+/// Redis's order: the count as a number in ±`i64::MAX`, then the syntax,
+/// then (with WITHVALUES only) the count's range of
+/// [`parse_rand_count`].
+fn hrandfield_args(a: &[Bytes]) -> Result<(Option<i64>, bool), Reply> {
+    let Some(c) = a.get(1) else {
+        return Ok((None, false));
     };
+    match parse_int(c) {
+        None => return Err(not_integer()),
+        Some(i64::MIN) => {
+            return Err(Reply::err(
+                "ERR value is out of range, value must between -9223372036854775807 and \
+                 9223372036854775807",
+            ))
+        }
+        Some(_) => {}
+    }
+    match a.get(2) {
+        None if a.len() == 2 => Ok((parse_int(c), false)),
+        Some(w) if a.len() == 3 && w.eq_ignore_ascii_case(b"withvalues") => {
+            Ok((Some(parse_rand_count(c)?), true))
+        }
+        _ => Err(super::syntax_error()),
+    }
+}
+
+pub fn hrandfield(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    let (count, with_values) = tri!(hrandfield_args(a));
     let Some((k, m)) = tri!(read_hash(shared, conn, &a[0])) else {
         return match count {
             None => Reply::Nil,
@@ -279,10 +303,12 @@ pub fn hrandfield(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
 
 pub fn hscan(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let cursor = tri!(coll::parse_cursor(&a[1]));
-    let args = tri!(coll::parse_scan_args(&a[2..]));
+    // As in Redis, a missing key is an empty page and another type
+    // WRONGTYPE whatever the options.
     let Some((k, m)) = tri!(read_hash(shared, conn, &a[0])) else {
         return super::scan_reply(0, Vec::new());
     };
+    let args = tri!(coll::parse_scan_args(&a[2..]));
     let (next, items) = tri!(coll::scan_page(shared, conn.db, &k, &m, cursor, args.count));
     let mut out = Vec::new();
     for (f, v) in items {

@@ -173,7 +173,13 @@ pub fn ttl(shared: &Shared, conn: &ConnState, a: &[Bytes], unit: i64, absolute: 
             } else {
                 (at as i64 - now_ms() as i64).max(0)
             };
-            Reply::Int(if unit == 1 { ms } else { (ms + 500) / 1000 })
+            // Seconds rounded to nearest; `ms + 500` could overflow for a
+            // PXAT near i64::MAX.
+            Reply::Int(if unit == 1 {
+                ms
+            } else {
+                ms / 1000 + i64::from(ms % 1000 >= 500)
+            })
         }
     }
 }

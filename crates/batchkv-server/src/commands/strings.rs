@@ -111,32 +111,87 @@ enum Ttl {
     At(u64),
 }
 
-pub fn set(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
-    let (mut nx, mut xx, mut get) = (false, false, false);
-    let mut ttl = Ttl::Clear;
-    let mut ttl_given = false;
-    let mut i = 2;
-    while i < a.len() {
-        let opt = a[i].to_ascii_uppercase();
-        let next = a.get(i + 1);
-        match (opt.as_slice(), next) {
-            (b"NX", _) if !xx => nx = true,
-            (b"XX", _) if !nx => xx = true,
-            (b"GET", _) => get = true,
-            (b"KEEPTTL", _) if !ttl_given => {
-                ttl = Ttl::Keep;
-                ttl_given = true;
-            }
-            (b"EX" | b"PX" | b"EXAT" | b"PXAT", Some(v)) if !ttl_given => {
-                let unit = if opt[0] == b'E' { 1000 } else { 1 };
-                ttl = Ttl::At(tri!(expire_at(v, unit, opt.len() == 4, "set")));
-                ttl_given = true;
+/// Which expiry option: EX, PX, EXAT or PXAT.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ExpiryOpt {
+    Ex,
+    Px,
+    ExAt,
+    PxAt,
+}
+
+/// The options of SET or GETEX, before the expiry's value is checked.
+#[derive(Default)]
+struct StringOpts<'a> {
+    nx: bool,
+    xx: bool,
+    get: bool,
+    keep_ttl: bool,
+    persist: bool,
+    /// The last EX/PX/EXAT/PXAT and its unchecked value.
+    expiry: Option<(ExpiryOpt, &'a [u8])>,
+}
+
+/// Parses SET's (`set`) or GETEX's options as Redis does: an option may
+/// repeat (the last expiry value wins), NX with XX or two different expiry
+/// options (or one with KEEPTTL/PERSIST) are a syntax error, and the
+/// expiry's value is not looked at here ([`StringOpts::expire_at`]), so a
+/// syntax error anywhere comes first.
+fn parse_string_opts(opts: &[Bytes], set: bool) -> Result<StringOpts<'_>, Reply> {
+    let mut o = StringOpts::default();
+    let mut i = 0;
+    while i < opts.len() {
+        let opt = opts[i].to_ascii_uppercase();
+        let kind = match opt.as_slice() {
+            b"EX" => Some(ExpiryOpt::Ex),
+            b"PX" => Some(ExpiryOpt::Px),
+            b"EXAT" => Some(ExpiryOpt::ExAt),
+            b"PXAT" => Some(ExpiryOpt::PxAt),
+            _ => None,
+        };
+        let other_expiry = |k: ExpiryOpt| o.expiry.is_some_and(|(e, _)| e != k);
+        match (opt.as_slice(), kind, opts.get(i + 1)) {
+            (b"NX", ..) if set && !o.xx => o.nx = true,
+            (b"XX", ..) if set && !o.nx => o.xx = true,
+            (b"GET", ..) if set => o.get = true,
+            (b"KEEPTTL", ..) if set && o.expiry.is_none() => o.keep_ttl = true,
+            (b"PERSIST", ..) if !set && o.expiry.is_none() => o.persist = true,
+            (_, Some(k), Some(v)) if !o.keep_ttl && !o.persist && !other_expiry(k) => {
+                o.expiry = Some((k, v));
                 i += 1;
             }
-            _ => return syntax_error(),
+            _ => return Err(syntax_error()),
         }
         i += 1;
     }
+    Ok(o)
+}
+
+impl StringOpts<'_> {
+    /// The expiry option's absolute time in ms (`None` without one), or
+    /// the error for an invalid value.
+    fn expire_at(&self, cmd: &str) -> Result<Option<u64>, Reply> {
+        let Some((kind, v)) = self.expiry else {
+            return Ok(None);
+        };
+        let (unit, absolute) = match kind {
+            ExpiryOpt::Ex => (1000, false),
+            ExpiryOpt::Px => (1, false),
+            ExpiryOpt::ExAt => (1000, true),
+            ExpiryOpt::PxAt => (1, true),
+        };
+        expire_at(v, unit, absolute, cmd).map(Some)
+    }
+}
+
+pub fn set(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    let opts = tri!(parse_string_opts(&a[2..], true));
+    let ttl = match tri!(opts.expire_at("set")) {
+        Some(at) => Ttl::At(at),
+        None if opts.keep_ttl => Ttl::Keep,
+        None => Ttl::Clear,
+    };
+    let (nx, xx, get) = (opts.nx, opts.xx, opts.get);
     let key = db_key(conn.db, &a[0]);
     let _g = shared.lock_keys(&[&key]);
     // Any type counts for NX/XX and KEEPTTL; GET needs a string.
@@ -204,26 +259,22 @@ pub fn getset(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     bulk_or_nil(old)
 }
 
+/// GETEX. As in Redis, the expiry's value is checked only when the key
+/// holds a string: a missing key answers nil, another type WRONGTYPE.
 pub fn getex(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
-    let mut change: Option<Option<u64>> = None;
-    let mut i = 1;
-    while i < a.len() {
-        let opt = a[i].to_ascii_uppercase();
-        match (opt.as_slice(), a.get(i + 1)) {
-            (b"PERSIST", _) if change.is_none() => change = Some(None),
-            (b"EX" | b"PX" | b"EXAT" | b"PXAT", Some(v)) if change.is_none() => {
-                let unit = if opt[0] == b'E' { 1000 } else { 1 };
-                change = Some(Some(tri!(expire_at(v, unit, opt.len() == 4, "getex"))));
-                i += 1;
-            }
-            _ => return syntax_error(),
-        }
-        i += 1;
-    }
+    let opts = tri!(parse_string_opts(&a[1..], false));
     let key = db_key(conn.db, &a[0]);
     let _g = shared.lock_keys(&[&key]);
     let old = tri!(shared.read(&key));
-    if let (Some((exp, data)), Some(new_exp)) = (&old, change) {
+    let Some((exp, data)) = &old else {
+        return Reply::Nil;
+    };
+    let new_exp = match tri!(opts.expire_at("getex")) {
+        Some(at) => Some(Some(at)),
+        None if opts.persist => Some(None),
+        None => None,
+    };
+    if let Some(new_exp) = new_exp {
         if *exp != new_exp {
             tri!(shared.put(&key, data, new_exp));
         }
@@ -353,18 +404,21 @@ pub(super) fn parse_float(b: &[u8]) -> Option<f64> {
     (!v.is_nan()).then_some(v)
 }
 
+/// INCRBYFLOAT. As in Redis, the key's type and current value are checked
+/// before the increment.
 pub fn incr_by_float(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
-    let Some(by) = parse_float(&a[1]) else {
-        return Reply::err("ERR value is not a valid float");
-    };
+    let not_float = || Reply::err("ERR value is not a valid float");
     let key = db_key(conn.db, &a[0]);
     let _g = shared.lock_keys(&[&key]);
     let (exp, cur) = match tri!(shared.read(&key)) {
         None => (None, 0.0),
         Some((exp, d)) => match parse_float(&d) {
             Some(n) => (exp, n),
-            None => return Reply::err("ERR value is not a valid float"),
+            None => return not_float(),
         },
+    };
+    let Some(by) = parse_float(&a[1]) else {
+        return not_float();
     };
     let n = cur + by;
     if !n.is_finite() {

@@ -116,7 +116,7 @@ pub fn all_elements(shared: &Shared, key: &[u8], m: &Meta) -> Result<Elements, R
 /// Redis's range check on the absolute value.
 pub fn parse_rand_count(b: &[u8]) -> Result<i64, Reply> {
     match super::parse_int(b) {
-        Some(n) if n > -(i64::MAX / 2) && n < i64::MAX / 2 => Ok(n),
+        Some(n) if (-(i64::MAX / 2)..=i64::MAX / 2).contains(&n) => Ok(n),
         Some(_) => Err(Reply::err("ERR value is out of range")),
         None => Err(super::not_integer()),
     }

@@ -30,7 +30,11 @@ fn hrandfield(g: &mut Gen, with_values: bool) -> Args {
         "-9223372036854775808",
     ];
     if with_values {
-        counts.extend(["4611686018427387904", "-4611686018427387904"]);
+        counts.extend([
+            "4611686018427387903",
+            "4611686018427387904",
+            "-4611686018427387904",
+        ]);
     }
     let mut c = cmd("HRANDFIELD", [g.key(), g.pick(&counts)]);
     if with_values {

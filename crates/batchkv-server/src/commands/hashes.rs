@@ -260,15 +260,33 @@ pub fn hincrbyfloat(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     Reply::bulk(Bytes::from(text))
 }
 
-pub fn hrandfield(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
-    let (count, with_values) = match a.len() {
-        1 => (None, false),
-        2 => (Some(tri!(parse_rand_count(&a[1]))), false),
-        3 if a[2].eq_ignore_ascii_case(b"withvalues") => {
-            (Some(tri!(parse_rand_count(&a[1]))), true)
-        }
-        _ => return super::syntax_error(),
+/// HRANDFIELD's count (`None` without one) and WITHVALUES, checked in
+/// Redis's order: the count as a number in ±`i64::MAX`, then the syntax,
+/// then (with WITHVALUES only) the count's range of
+/// [`parse_rand_count`].
+fn hrandfield_args(a: &[Bytes]) -> Result<(Option<i64>, bool), Reply> {
+    let Some(c) = a.get(1) else {
+        return Ok((None, false));
     };
+    // In Redis's order: the count is an integer, the syntax, WITHVALUES's
+    // halved range; then our bound on repeated picks (`parse_rand_count`).
+    let n = parse_int(c).ok_or_else(not_integer)?;
+    if n == i64::MIN {
+        return Err(parse_rand_count(c).err().unwrap_or_else(not_integer));
+    }
+    let with_values = match a.get(2) {
+        None => false,
+        Some(w) if a.len() == 3 && w.eq_ignore_ascii_case(b"withvalues") => true,
+        _ => return Err(super::syntax_error()),
+    };
+    if with_values && n.unsigned_abs() > (i64::MAX / 2) as u64 {
+        return Err(Reply::err("ERR value is out of range"));
+    }
+    Ok((Some(parse_rand_count(c)?), with_values))
+}
+
+pub fn hrandfield(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    let (count, with_values) = tri!(hrandfield_args(a));
     let Some((k, m)) = tri!(read_hash(shared, conn, &a[0])) else {
         return match count {
             None => Reply::Nil,
@@ -293,10 +311,12 @@ pub fn hrandfield(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
 
 pub fn hscan(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let cursor = tri!(coll::parse_cursor(&a[1]));
-    let args = tri!(coll::parse_scan_args(&a[2..]));
+    // As in Redis, a missing key is an empty page and another type
+    // WRONGTYPE whatever the options.
     let Some((k, m)) = tri!(read_hash(shared, conn, &a[0])) else {
         return super::scan_reply(0, Vec::new());
     };
+    let args = tri!(coll::parse_scan_args(&a[2..]));
     let (next, items) = tri!(coll::scan_page(shared, conn.db, &k, &m, cursor, args.count));
     let mut out = Vec::new();
     for (f, v) in items {

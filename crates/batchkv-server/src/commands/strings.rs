@@ -103,62 +103,6 @@ pub fn mget(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     )
 }
 
-/// The expiry option of SET (`KEEPTTL`) or GETEX (`PERSIST`) as parsed:
-/// one kind at most, a repeated kind's last value winning (Redis 7.0).
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum ExpiryArg<'a> {
-    None,
-    /// KEEPTTL (SET) or PERSIST (GETEX).
-    Keep,
-    /// EX, PX, EXAT or PXAT (`kind`) with its unparsed value.
-    At {
-        kind: u8,
-        value: &'a [u8],
-    },
-}
-
-impl<'a> ExpiryArg<'a> {
-    /// Takes option `opt` (upper case) with the argument after it, if any;
-    /// `keep` names the valueless option (KEEPTTL or PERSIST). Returns how
-    /// many extra arguments it used.
-    fn parse(&mut self, opt: &[u8], next: Option<&'a Bytes>, keep: &[u8]) -> Result<usize, Reply> {
-        let kind = match opt {
-            b"EX" => 1,
-            b"PX" => 2,
-            b"EXAT" => 3,
-            b"PXAT" => 4,
-            _ if opt == keep && matches!(self, ExpiryArg::None | ExpiryArg::Keep) => {
-                *self = ExpiryArg::Keep;
-                return Ok(0);
-            }
-            _ => return Err(syntax_error()),
-        };
-        match (*self, next) {
-            (ExpiryArg::None, Some(_)) => {}
-            (ExpiryArg::At { kind: k, .. }, Some(_)) if k == kind => {}
-            _ => return Err(syntax_error()),
-        }
-        *self = ExpiryArg::At {
-            kind,
-            value: next.map_or(&[][..], |v| &v[..]),
-        };
-        Ok(1)
-    }
-
-    /// The new expiry: `None` for no change, `Some(None)` to remove it
-    /// (GETEX PERSIST), `Some(Some(t))` for time `t` (ms).
-    fn resolve(self, cmd: &str) -> Result<Option<Option<u64>>, Reply> {
-        match self {
-            ExpiryArg::None => Ok(None),
-            ExpiryArg::Keep => Ok(Some(None)),
-            ExpiryArg::At { kind, value } => {
-                let unit = if kind % 2 == 1 { 1000 } else { 1 };
-                Ok(Some(Some(expire_at(value, unit, kind >= 3, cmd)?)))
-            }
-        }
-    }
-}
-
 /// The expiry part of SET/GETEX.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Ttl {
@@ -168,25 +112,87 @@ enum Ttl {
     At(u64),
 }
 
-pub fn set(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
-    let (mut nx, mut xx, mut get) = (false, false, false);
-    let mut arg = ExpiryArg::None;
-    let mut i = 2;
-    while i < a.len() {
-        let opt = a[i].to_ascii_uppercase();
-        match opt.as_slice() {
-            b"NX" if !xx => nx = true,
-            b"XX" if !nx => xx = true,
-            b"GET" => get = true,
-            _ => i += tri!(arg.parse(&opt, a.get(i + 1), b"KEEPTTL")),
+/// Which expiry option: EX, PX, EXAT or PXAT.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ExpiryOpt {
+    Ex,
+    Px,
+    ExAt,
+    PxAt,
+}
+
+/// The options of SET or GETEX, before the expiry's value is checked.
+#[derive(Default)]
+struct StringOpts<'a> {
+    nx: bool,
+    xx: bool,
+    get: bool,
+    keep_ttl: bool,
+    persist: bool,
+    /// The last EX/PX/EXAT/PXAT and its unchecked value.
+    expiry: Option<(ExpiryOpt, &'a [u8])>,
+}
+
+/// Parses SET's (`set`) or GETEX's options as Redis does: an option may
+/// repeat (the last expiry value wins), NX with XX or two different expiry
+/// options (or one with KEEPTTL/PERSIST) are a syntax error, and the
+/// expiry's value is not looked at here ([`StringOpts::expire_at`]), so a
+/// syntax error anywhere comes first.
+fn parse_string_opts(opts: &[Bytes], set: bool) -> Result<StringOpts<'_>, Reply> {
+    let mut o = StringOpts::default();
+    let mut i = 0;
+    while i < opts.len() {
+        let opt = opts[i].to_ascii_uppercase();
+        let kind = match opt.as_slice() {
+            b"EX" => Some(ExpiryOpt::Ex),
+            b"PX" => Some(ExpiryOpt::Px),
+            b"EXAT" => Some(ExpiryOpt::ExAt),
+            b"PXAT" => Some(ExpiryOpt::PxAt),
+            _ => None,
+        };
+        let other_expiry = |k: ExpiryOpt| o.expiry.is_some_and(|(e, _)| e != k);
+        match (opt.as_slice(), kind, opts.get(i + 1)) {
+            (b"NX", ..) if set && !o.xx => o.nx = true,
+            (b"XX", ..) if set && !o.nx => o.xx = true,
+            (b"GET", ..) if set => o.get = true,
+            (b"KEEPTTL", ..) if set && o.expiry.is_none() => o.keep_ttl = true,
+            (b"PERSIST", ..) if !set && o.expiry.is_none() => o.persist = true,
+            (_, Some(k), Some(v)) if !o.keep_ttl && !o.persist && !other_expiry(k) => {
+                o.expiry = Some((k, v));
+                i += 1;
+            }
+            _ => return Err(syntax_error()),
         }
         i += 1;
     }
-    let ttl = match arg {
-        ExpiryArg::None => Ttl::Clear,
-        ExpiryArg::Keep => Ttl::Keep,
-        at => Ttl::At(tri!(at.resolve("set")).flatten().unwrap_or(0)),
+    Ok(o)
+}
+
+impl StringOpts<'_> {
+    /// The expiry option's absolute time in ms (`None` without one), or
+    /// the error for an invalid value.
+    fn expire_at(&self, cmd: &str) -> Result<Option<u64>, Reply> {
+        let Some((kind, v)) = self.expiry else {
+            return Ok(None);
+        };
+        let (unit, absolute) = match kind {
+            ExpiryOpt::Ex => (1000, false),
+            ExpiryOpt::Px => (1, false),
+            ExpiryOpt::ExAt => (1000, true),
+            ExpiryOpt::PxAt => (1, true),
+        };
+        expire_at(v, unit, absolute, cmd).map(Some)
+    }
+}
+
+pub fn set(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    let opts = tri!(parse_string_opts(&a[2..], true));
+    let ttl = match tri!(opts.expire_at("set")) {
+        Some(at) => Ttl::At(at),
+        None if opts.keep_ttl => Ttl::Keep,
+        None => Ttl::Clear,
     };
+    let (nx, xx, get) = (opts.nx, opts.xx, opts.get);
     let key = db_key(conn.db, &a[0]);
     let _g = shared.lock_keys(&[&key]);
     // Any type counts for NX/XX and KEEPTTL; GET needs a string.
@@ -254,22 +260,22 @@ pub fn getset(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     bulk_or_nil(old)
 }
 
+/// GETEX. As in Redis, the expiry's value is checked only when the key
+/// holds a string: a missing key answers nil, another type WRONGTYPE.
 pub fn getex(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
-    let mut arg = ExpiryArg::None;
-    let mut i = 1;
-    while i < a.len() {
-        let opt = a[i].to_ascii_uppercase();
-        i += tri!(arg.parse(&opt, a.get(i + 1), b"PERSIST")) + 1;
-    }
+    let opts = tri!(parse_string_opts(&a[1..], false));
     let key = db_key(conn.db, &a[0]);
     let _g = shared.lock_keys(&[&key]);
     let old = tri!(shared.read(&key));
-    // Like Redis, the time is checked only once the key is found.
-    if old.is_none() {
+    let Some((exp, data)) = &old else {
         return Reply::Nil;
-    }
-    let change = tri!(arg.resolve("getex"));
-    if let (Some((exp, data)), Some(new_exp)) = (&old, change) {
+    };
+    let new_exp = match tri!(opts.expire_at("getex")) {
+        Some(at) => Some(Some(at)),
+        None if opts.persist => Some(None),
+        None => None,
+    };
+    if let Some(new_exp) = new_exp {
         if *exp != new_exp {
             tri!(shared.put(&key, data, new_exp));
         }

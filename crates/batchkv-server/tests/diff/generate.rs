@@ -1,0 +1,269 @@
+//! What the command tables are made of: a generator of random arguments
+//! over a small shared pool of keys, fields and values (so that commands
+//! collide, types included), and a table row type.
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use super::compare::Cmp;
+
+/// A command: its name, then its arguments.
+pub type Args = Vec<Vec<u8>>;
+
+/// One row of a command table: how to make a random instance of a
+/// command, how often, and how its replies are compared.
+pub struct CmdGen {
+    /// The command's name (for the summary and the allow-list).
+    pub name: &'static str,
+    /// Relative frequency (most commands use 2-10; rare ones such as
+    /// FLUSHDB use 1).
+    pub weight: u32,
+    pub cmp: Cmp,
+    pub make: fn(&mut Gen) -> Args,
+    /// Whether the test may drop or add an argument (to check arity and
+    /// syntax errors); off where a shorter form has a random reply
+    /// (HRANDFIELD without a count).
+    pub mutate: bool,
+}
+
+impl CmdGen {
+    pub const fn new(
+        name: &'static str,
+        weight: u32,
+        cmp: Cmp,
+        make: fn(&mut Gen) -> Args,
+    ) -> CmdGen {
+        CmdGen {
+            name,
+            weight,
+            cmp,
+            make,
+            mutate: true,
+        }
+    }
+
+    /// This row without the argument-count mutation.
+    pub const fn keep_arity(self) -> CmdGen {
+        CmdGen {
+            mutate: false,
+            ..self
+        }
+    }
+}
+
+/// The keys every command draws from: few, so that every type meets every
+/// other on the same key.
+pub const KEYS: [&str; 5] = ["a", "b", "c", "ab", "x:1"];
+/// Hash fields (and, for later types, members).
+pub const FIELDS: [&str; 4] = ["f1", "f2", "f3", "ab"];
+/// Values: integers, floats that are exact in binary, text, binary bytes.
+/// No integer needs more than 53 bits, so INCRBYFLOAT on them is exact in
+/// both Redis's long double and batchkv's f64. No exponent form either:
+/// APPEND would make `1e3100`, finite in a long double, infinite in f64.
+const VALUES: [&str; 16] = [
+    "",
+    "0",
+    "1",
+    "-1",
+    "7",
+    "-12",
+    "100",
+    "3.5",
+    "-0.25",
+    "0.5",
+    "abc",
+    "hello world",
+    "01",
+    " 2",
+    "a\0\r\nb\u{ff}",
+    "4503599627370496",
+];
+
+/// The random source of one run, and the time the run's absolute expiry
+/// times are based on.
+pub struct Gen {
+    rng: StdRng,
+    /// Unix time (s) when the run started.
+    now_s: u64,
+    /// The key the current command prefers (its table's "home" key, set by
+    /// the test before each command): each type mostly works on its own
+    /// key, so that its commands mostly meet their own type, and sometimes
+    /// on any key. `None`: any key.
+    pub home: Option<&'static str>,
+}
+
+/// `s` as bytes.
+pub fn b(s: &str) -> Vec<u8> {
+    s.as_bytes().to_vec()
+}
+
+/// A command from its name and arguments.
+pub fn cmd(name: &str, args: impl IntoIterator<Item = Vec<u8>>) -> Args {
+    let mut v = vec![b(name)];
+    v.extend(args);
+    v
+}
+
+impl Gen {
+    pub fn new(seed: u64) -> Gen {
+        let now_s = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        Gen {
+            rng: StdRng::seed_from_u64(seed),
+            now_s,
+            home: None,
+        }
+    }
+
+    /// True with probability `p`.
+    pub fn chance(&mut self, p: f64) -> bool {
+        self.rng.random_bool(p)
+    }
+
+    /// A number in `lo..=hi`.
+    pub fn range(&mut self, lo: i64, hi: i64) -> i64 {
+        self.rng.random_range(lo..=hi)
+    }
+
+    /// An index below `n` (`n` > 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        self.rng.random_range(0..n)
+    }
+
+    /// One of `xs`, as bytes.
+    pub fn pick(&mut self, xs: &[&str]) -> Vec<u8> {
+        b(xs[self.below(xs.len())])
+    }
+
+    /// Usually one of the valid `good`, with probability `p_bad` one of
+    /// `bad`.
+    pub fn good_or_bad(&mut self, good: &[&str], bad: &[&str], p_bad: f64) -> Vec<u8> {
+        if self.chance(p_bad) {
+            self.pick(bad)
+        } else {
+            self.pick(good)
+        }
+    }
+
+    /// A key: the home key ([`Gen::home`]) with probability 0.9, else any.
+    pub fn key(&mut self) -> Vec<u8> {
+        match self.home.filter(|_| self.rng.random_bool(0.9)) {
+            Some(home) => b(home),
+            _ => self.pick(&KEYS),
+        }
+    }
+
+    /// `lo..=hi` keys (repeats allowed).
+    pub fn keys(&mut self, lo: i64, hi: i64) -> Vec<Vec<u8>> {
+        (0..self.range(lo, hi)).map(|_| self.key()).collect()
+    }
+
+    pub fn field(&mut self) -> Vec<u8> {
+        self.pick(&FIELDS)
+    }
+
+    /// `lo..=hi` fields (repeats allowed).
+    pub fn fields(&mut self, lo: i64, hi: i64) -> Vec<Vec<u8>> {
+        (0..self.range(lo, hi)).map(|_| self.field()).collect()
+    }
+
+    /// A value to store: usually from the shared pool, sometimes a longer
+    /// string.
+    pub fn value(&mut self) -> Vec<u8> {
+        if self.chance(0.05) {
+            let n = self.range(0, 200) as usize;
+            return vec![b'v'; n];
+        }
+        self.pick(&VALUES)
+    }
+
+    /// An integer argument (increment, count): small, extreme (to reach
+    /// overflow), or not an integer as Redis parses it.
+    pub fn int_arg(&mut self) -> Vec<u8> {
+        if self.chance(0.05) {
+            return self.pick(&["9223372036854775807", "-9223372036854775808"]);
+        }
+        self.good_or_bad(
+            &["0", "1", "-1", "5", "-7", "100"],
+            &[
+                "abc",
+                "1.5",
+                "",
+                "+1",
+                "01",
+                " 1",
+                "99999999999999999999",
+                "-0",
+            ],
+            0.08,
+        )
+    }
+
+    /// A float increment: exact in binary (so Redis's long double and
+    /// batchkv's f64 agree), or invalid.
+    pub fn float_arg(&mut self) -> Vec<u8> {
+        self.good_or_bad(
+            &[
+                "1", "-1", "0.5", "-1.25", "2.5", "10", "1e2", "0", "-0", "3",
+            ],
+            &["abc", "", "1.2.3", " 1", "inf", "-inf", "nan"],
+            0.08,
+        )
+    }
+
+    /// A string index (GETRANGE and the like).
+    pub fn index(&mut self) -> Vec<u8> {
+        if self.chance(0.05) {
+            return self.pick(&["9223372036854775807", "-9223372036854775808", "x", "1.0"]);
+        }
+        b(&self.range(-12, 12).to_string())
+    }
+
+    /// A relative expiry in seconds: days, never reached during a run; all
+    /// below [`Gen::at_s`]'s times, and far apart from each other so that
+    /// when two servers set them a few ms apart their order stays the same.
+    pub fn ttl_s(&mut self) -> Vec<u8> {
+        b(&(self.range(1, 4) * 100_000).to_string())
+    }
+
+    pub fn ttl_ms(&mut self) -> Vec<u8> {
+        b(&(self.range(1, 4) * 100_000_000 + 7).to_string())
+    }
+
+    /// An absolute expiry (Unix s), beyond every [`Gen::ttl_s`].
+    pub fn at_s(&mut self) -> Vec<u8> {
+        b(&(self.now_s + 1_000_000 + self.range(0, 2) as u64 * 100_000).to_string())
+    }
+
+    pub fn at_ms(&mut self) -> Vec<u8> {
+        b(&((self.now_s + 1_000_000 + self.range(0, 2) as u64 * 100_000) * 1000).to_string())
+    }
+
+    /// An invalid or immediate expiry: zero and negative times (delete the
+    /// key, or an error for SET), overflow, not a number.
+    pub fn bad_ttl(&mut self) -> Vec<u8> {
+        self.pick(&[
+            "0",
+            "-1",
+            "-100",
+            "abc",
+            "9223372036854775807",
+            "9223372036854775",
+        ])
+    }
+
+    /// `s` with its letters' case changed at random (command names and
+    /// options are case-insensitive).
+    pub fn mixed_case(&mut self, s: &[u8]) -> Vec<u8> {
+        s.iter()
+            .map(|&c| {
+                if self.chance(0.5) {
+                    c.to_ascii_lowercase()
+                } else {
+                    c.to_ascii_uppercase()
+                }
+            })
+            .collect()
+    }
+}

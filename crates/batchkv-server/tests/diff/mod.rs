@@ -1,0 +1,12 @@
+//! The parts of the differential test against redis-server: the RESP
+//! client, the redis-server process, comparison modes, and the command
+//! tables (one module per data type).
+
+pub mod compare;
+pub mod generate;
+pub mod redis_process;
+pub mod resp;
+
+pub mod hashes;
+pub mod keys;
+pub mod strings;

@@ -149,8 +149,17 @@ impl Broker {
     /// Queues `payload` for every subscriber of `channel` and every
     /// matching pattern subscription; returns how many were reached (as
     /// PUBLISH does, counting subscribers whose queue overflowed).
-    pub fn publish(&self, channel: &Bytes, payload: &Bytes) -> usize {
+    pub fn publish(&self, channel: &[u8], payload: &[u8]) -> usize {
         let maps = self.lock();
+        if !maps[Kind::Channel as usize].contains_key(channel)
+            && maps[Kind::Pattern as usize].is_empty()
+        {
+            return 0;
+        }
+        // Copied once, shared by every receiver's message: a slice of the
+        // request would keep the publisher's whole read buffer alive.
+        let channel = &Bytes::copy_from_slice(channel);
+        let payload = &Bytes::copy_from_slice(payload);
         let mut n = 0;
         for sub in maps[Kind::Channel as usize]
             .get(channel)
@@ -278,9 +287,12 @@ impl Session {
         let mut out = Vec::with_capacity(names.len());
         for name in names {
             if !self.names[kind as usize].contains_key(name) {
+                // A copy: a slice of the request would keep the
+                // connection's whole read buffer alive.
+                let name = Bytes::copy_from_slice(name);
                 self.next_seq += 1;
                 self.names[kind as usize].insert(name.clone(), self.next_seq);
-                broker.add(kind, name, id, &sub);
+                broker.add(kind, &name, id, &sub);
             }
             out.push(self.confirm(kind.subscribed(), Some(name)));
         }
@@ -397,5 +409,79 @@ impl Drop for Session {
     /// Removes the connection's subscriptions from the broker.
     fn drop(&mut self) {
         self.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn subscriber(capacity: usize) -> (Arc<Subscriber>, mpsc::Receiver<Message>) {
+        let (tx, rx) = mpsc::channel(capacity);
+        let sub = Arc::new(Subscriber {
+            tx,
+            queued_bytes: AtomicUsize::new(0),
+            overflowed: AtomicBool::new(false),
+            overflow: Notify::new(),
+        });
+        (sub, rx)
+    }
+
+    fn msg(payload: Bytes) -> Message {
+        Message {
+            pattern: None,
+            channel: Bytes::from_static(b"c"),
+            payload,
+        }
+    }
+
+    #[test]
+    fn a_full_queue_overflows_instead_of_growing() {
+        let (sub, mut rx) = subscriber(2);
+        for _ in 0..3 {
+            sub.deliver(msg(Bytes::from_static(b"p")));
+        }
+        assert!(sub.overflowed.load(Relaxed));
+        assert_eq!(sub.queued_bytes.load(Relaxed), 4, "two messages queued");
+        assert!(rx.try_recv().is_ok() && rx.try_recv().is_ok());
+        assert!(rx.try_recv().is_err());
+        // Nothing more is queued once overflowed.
+        sub.deliver(msg(Bytes::from_static(b"p")));
+        assert!(rx.try_recv().is_err());
+    }
+
+    #[test]
+    fn too_many_queued_bytes_overflow() {
+        let (sub, mut rx) = subscriber(16);
+        sub.deliver(msg(Bytes::from(vec![0; MAX_QUEUED_BYTES / 2])));
+        assert!(!sub.overflowed.load(Relaxed));
+        sub.deliver(msg(Bytes::from(vec![0; MAX_QUEUED_BYTES / 2])));
+        assert!(sub.overflowed.load(Relaxed));
+        assert!(rx.try_recv().is_ok());
+        assert!(rx.try_recv().is_err(), "the second message was dropped");
+    }
+
+    #[test]
+    fn dropping_a_session_removes_its_subscriptions() {
+        let broker = Arc::new(Broker::default());
+        let names = [Bytes::from_static(b"a"), Bytes::from_static(b"b")];
+        let mut s1 = Session::default();
+        let mut s2 = Session::default();
+        s1.subscribe(&broker, 1, Kind::Channel, &names);
+        s1.subscribe(&broker, 1, Kind::Pattern, &names[..1]);
+        s2.subscribe(&broker, 2, Kind::Channel, &names[..1]);
+        assert_eq!((broker.numsub(b"a"), broker.numsub(b"b")), (2, 1));
+        assert_eq!(broker.publish(b"a", b"x"), 3);
+        drop(s1);
+        assert_eq!((broker.numsub(b"a"), broker.numsub(b"b")), (1, 0));
+        assert_eq!(broker.numpat(), 0);
+        assert_eq!(broker.channels(None), vec![Bytes::from_static(b"a")]);
+        assert_eq!(broker.publish(b"a", b"x"), 1);
+        let mut out = BytesMut::new();
+        s2.drain(2, &mut out);
+        assert_eq!(
+            &out[..],
+            b"*3\r\n$7\r\nmessage\r\n$1\r\na\r\n$1\r\nx\r\n".repeat(2)
+        );
     }
 }

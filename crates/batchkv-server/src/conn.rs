@@ -7,7 +7,7 @@
 //! `--batch off`, one `get` per key.
 //!
 //! Pub/Sub messages queued for the connection (`pubsub.rs`) are written
-//! while it waits for requests, and before each command's reply.
+//! while it waits for requests, and before each command runs.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -204,9 +204,9 @@ async fn run_pipeline(
                 continue;
             }
         }
-        let (reply, after) = commands::execute(shared, st, &reqs[i]);
-        // Messages queued before the reply (pubsub.rs) precede it.
+        // Messages queued before this command (pubsub.rs) precede its reply.
         st.pubsub.drain(st.proto, out);
+        let (reply, after) = commands::execute(shared, st, &reqs[i]);
         if after == After::Block {
             reqs.drain(..i);
             return after;

@@ -11,11 +11,13 @@
 //! messages in one global order; in particular each publisher's messages
 //! arrive in the order it published them.
 //!
-//! A connection writes its queued messages when it is otherwise idle
-//! (`conn.rs`) and before each command's reply, so a message queued before
-//! a reply (a RESP3 client publishing to a channel it is subscribed to; a
-//! message that arrived before an UNSUBSCRIBE) is written before it, as in
-//! Redis.
+//! A connection writes its queued messages while it waits for requests or
+//! is blocked (`conn.rs`, `blocking.rs`), and before it runs each command,
+//! so a message queued before a command (an UNSUBSCRIBE, say) is written
+//! before the command's reply, as in Redis. The messages for a RESP3
+//! connection publishing to its own subscriptions are not queued: PUBLISH
+//! returns them ahead of its count, so they also land inside EXEC's reply
+//! where Redis writes them.
 //!
 //! # Slow subscribers
 //! A publisher never waits for a subscriber. Each connection's queue is
@@ -76,6 +78,19 @@ impl Message {
     /// Bytes counted against [`MAX_QUEUED_BYTES`].
     fn size(&self) -> usize {
         self.pattern.as_ref().map_or(0, Bytes::len) + self.channel.len() + self.payload.len()
+    }
+
+    /// The message as a push reply (see [`Message::encode`]).
+    pub fn to_reply(&self) -> Reply {
+        let mut items = vec![Reply::bulk(Bytes::from_static(if self.pattern.is_some() {
+            b"pmessage"
+        } else {
+            b"message"
+        }))];
+        items.extend(self.pattern.iter().cloned().map(Reply::Bulk));
+        items.push(Reply::Bulk(self.channel.clone()));
+        items.push(Reply::Bulk(self.payload.clone()));
+        Reply::Push(items)
     }
 
     /// Appends the message as Redis writes it: `message channel payload`
@@ -147,46 +162,50 @@ impl Broker {
     }
 
     /// Queues `payload` for every subscriber of `channel` and every
-    /// matching pattern subscription; returns how many were reached (as
-    /// PUBLISH does, counting subscribers whose queue overflowed).
-    pub fn publish(&self, channel: &[u8], payload: &[u8]) -> usize {
+    /// matching pattern subscription, except that the messages for the
+    /// publishing connection `publisher` itself are returned (they go
+    /// before PUBLISH's reply, inside EXEC's array too, as in Redis).
+    /// Returns how many were reached (counting subscribers whose queue
+    /// overflowed, as Redis counts clients it then disconnects).
+    pub fn publish(&self, publisher: u64, channel: &[u8], payload: &[u8]) -> (usize, Vec<Message>) {
         let maps = self.lock();
+        let mut own = Vec::new();
         if !maps[Kind::Channel as usize].contains_key(channel)
             && maps[Kind::Pattern as usize].is_empty()
         {
-            return 0;
+            return (0, own);
         }
         // Copied once, shared by every receiver's message: a slice of the
         // request would keep the publisher's whole read buffer alive.
-        let channel = &Bytes::copy_from_slice(channel);
-        let payload = &Bytes::copy_from_slice(payload);
+        let channel = Bytes::copy_from_slice(channel);
+        let payload = Bytes::copy_from_slice(payload);
         let mut n = 0;
-        for sub in maps[Kind::Channel as usize]
-            .get(channel)
-            .into_iter()
-            .flat_map(|s| s.values())
-        {
-            sub.deliver(Message {
-                pattern: None,
+        let mut send = |id: u64, sub: &Subscriber, pattern: Option<&Bytes>| {
+            let m = Message {
+                pattern: pattern.cloned(),
                 channel: channel.clone(),
                 payload: payload.clone(),
-            });
+            };
+            if id == publisher {
+                own.push(m);
+            } else {
+                sub.deliver(m);
+            }
             n += 1;
+        };
+        if let Some(subs) = maps[Kind::Channel as usize].get(&channel) {
+            for (&id, sub) in subs {
+                send(id, sub, None);
+            }
         }
         for (pat, subs) in &maps[Kind::Pattern as usize] {
-            if !crate::keyspace::glob_match(pat, channel) {
-                continue;
-            }
-            for sub in subs.values() {
-                sub.deliver(Message {
-                    pattern: Some(pat.clone()),
-                    channel: channel.clone(),
-                    payload: payload.clone(),
-                });
-                n += 1;
+            if crate::keyspace::glob_match(pat, &channel) {
+                for (&id, sub) in subs {
+                    send(id, sub, Some(pat));
+                }
             }
         }
-        n
+        (n, own)
     }
 
     /// The channels with at least one subscriber that match `pattern`
@@ -471,12 +490,14 @@ mod tests {
         s1.subscribe(&broker, 1, Kind::Pattern, &names[..1]);
         s2.subscribe(&broker, 2, Kind::Channel, &names[..1]);
         assert_eq!((broker.numsub(b"a"), broker.numsub(b"b")), (2, 1));
-        assert_eq!(broker.publish(b"a", b"x"), 3);
+        // Publisher 1 gets its own two messages back, not queued.
+        let (n, own) = broker.publish(1, b"a", b"x");
+        assert_eq!((n, own.len()), (3, 2));
         drop(s1);
         assert_eq!((broker.numsub(b"a"), broker.numsub(b"b")), (1, 0));
         assert_eq!(broker.numpat(), 0);
         assert_eq!(broker.channels(None), vec![Bytes::from_static(b"a")]);
-        assert_eq!(broker.publish(b"a", b"x"), 1);
+        assert_eq!(broker.publish(3, b"a", b"x").0, 1);
         let mut out = BytesMut::new();
         s2.drain(2, &mut out);
         assert_eq!(

@@ -369,6 +369,75 @@ fn subscriptions_are_removed_when_the_connection_closes() {
     stays.expect(b"", b"*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$1\r\nx\r\n");
 }
 
+#[test]
+fn transactions_and_reset_with_subscriptions() {
+    let h = Harness::start();
+    let mut c = h.raw();
+    let mut other = h.conn();
+    // SUBSCRIBE queued in MULTI: EXEC's array holds its two confirmations
+    // (Redis writes them so), and the PING after it answers as subscribed.
+    let mut reqs = cmd(&["MULTI"]);
+    reqs.extend(cmd(&["SUBSCRIBE", "x", "y"]));
+    reqs.extend(cmd(&["PING"]));
+    reqs.extend(cmd(&["EXEC"]));
+    c.expect(
+        &reqs,
+        b"+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n\
+          *3\r\n$9\r\nsubscribe\r\n$1\r\nx\r\n:1\r\n\
+          *3\r\n$9\r\nsubscribe\r\n$1\r\ny\r\n:2\r\n\
+          *2\r\n$4\r\npong\r\n$0\r\n\r\n",
+    );
+    let want = format!("-ERR Can't execute 'multi': {CONTEXT_ERR}\r\n");
+    c.expect(&cmd(&["MULTI"]), want.as_bytes());
+    // RESET: no subscriptions, no context.
+    c.expect(&cmd(&["RESET"]), b"+RESET\r\n");
+    let n: Vec<redis::Value> = q(&mut other, &["PUBSUB", "NUMSUB", "x", "y"]);
+    assert_eq!(n[1], redis::Value::Int(0));
+    assert_eq!(n[3], redis::Value::Int(0));
+    assert_eq!(q::<i64>(&mut other, &["PUBLISH", "x", "m"]), 0);
+    c.expect(&cmd(&["GET", "k"]), b"$-1\r\n");
+    // RESP3: a message to itself from inside EXEC comes inside its array.
+    c.send(&cmd(&["HELLO", "3"]));
+    c.read_until(b"modules\r\n*0\r\n");
+    c.expect(
+        &cmd(&["SUBSCRIBE", "s"]),
+        b">3\r\n$9\r\nsubscribe\r\n$1\r\ns\r\n:1\r\n",
+    );
+    let mut reqs = cmd(&["MULTI"]);
+    reqs.extend(cmd(&["PUBLISH", "s", "1"]));
+    reqs.extend(cmd(&["EXEC"]));
+    c.expect(
+        &reqs,
+        b"+OK\r\n+QUEUED\r\n*1\r\n>3\r\n$7\r\nmessage\r\n$1\r\ns\r\n$1\r\n1\r\n:1\r\n",
+    );
+}
+
+#[test]
+fn a_resp3_subscriber_blocked_in_blpop_still_gets_its_messages() {
+    let h = Harness::start();
+    let mut sub = h.raw();
+    let mut other = h.raw();
+    sub.send(&cmd(&["HELLO", "3"]));
+    sub.read_until(b"modules\r\n*0\r\n");
+    sub.expect(
+        &cmd(&["SUBSCRIBE", "bc"]),
+        b">3\r\n$9\r\nsubscribe\r\n$2\r\nbc\r\n:1\r\n",
+    );
+    sub.send(&cmd(&["BLPOP", "blist", "0"]));
+    eventually("BLPOP to block", || {
+        let mut c = h.conn();
+        let info: String = q(&mut c, &["INFO", "clients"]);
+        info.contains("blocked_clients:1")
+    });
+    other.expect(&cmd(&["PUBLISH", "bc", "while-blocked"]), b":1\r\n");
+    sub.expect(
+        b"",
+        b">3\r\n$7\r\nmessage\r\n$2\r\nbc\r\n$13\r\nwhile-blocked\r\n",
+    );
+    other.expect(&cmd(&["LPUSH", "blist", "v"]), b":1\r\n");
+    sub.expect(b"", b"*2\r\n$5\r\nblist\r\n$1\r\nv\r\n");
+}
+
 /// One RESP frame, as the tests read them.
 #[derive(Debug, PartialEq)]
 enum Frame {
@@ -571,6 +640,7 @@ fn same_bytes_as_redis_server() {
         return;
     };
     let h = Harness::start();
+    const CONNS: usize = 6;
     // (connection, request, compare the replies)
     let steps: Vec<(usize, Vec<u8>, bool)> = vec![
         (0, cmd(&["UNSUBSCRIBE"]), true),
@@ -634,16 +704,54 @@ fn same_bytes_as_redis_server() {
             true,
         ),
         (3, cmd(&["QUIT"]), true),
+        // SUBSCRIBE inside MULTI: its confirmations inside EXEC's array
+        // (more replies than the array announces, as Redis writes them);
+        // PING after it in the transaction already answers as subscribed.
+        (
+            4,
+            [
+                cmd(&["MULTI"]),
+                cmd(&["SUBSCRIBE", "x", "y"]),
+                cmd(&["PING"]),
+                cmd(&["EXEC"]),
+            ]
+            .concat(),
+            true,
+        ),
+        (4, cmd(&["MULTI"]), true),
+        (1, cmd(&["PUBLISH", "y", "to-4"]), true),
+        // RESET leaves the subscribed context and drops the subscriptions.
+        (4, cmd(&["RESET"]), true),
+        (1, cmd(&["PUBSUB", "NUMSUB", "x", "y"]), true),
+        (4, cmd(&["GET", "k"]), true),
+        // RESP3, publishing to itself inside a transaction: the message
+        // inside EXEC's array, before PUBLISH's count.
+        (5, cmd(&["HELLO", "3"]), false),
+        (5, cmd(&["SUBSCRIBE", "s"]), true),
+        (
+            5,
+            [
+                cmd(&["MULTI"]),
+                cmd(&["PUBLISH", "s", "1"]),
+                cmd(&["PING"]),
+                cmd(&["EXEC"]),
+            ]
+            .concat(),
+            true,
+        ),
+        (5, cmd(&["RESET"]), true),
+        (1, cmd(&["PUBLISH", "s", "gone"]), true),
+        (5, cmd(&["PING"]), true),
     ];
     let connect = |addr: std::net::SocketAddr| -> Vec<Option<TcpStream>> {
-        (0..4)
+        (0..CONNS)
             .map(|_| Some(TcpStream::connect(addr).unwrap()))
             .collect()
     };
     let mut theirs = connect(([127, 0, 0, 1], redis.port).into());
     let mut ours = connect(h.server.addr());
     for (i, (conn, req, compare)) in steps.iter().enumerate() {
-        for c in 0..4 {
+        for c in 0..CONNS {
             let marker = format!("end-{i}-{c}");
             let req: &[u8] = if c == *conn { req } else { b"" };
             let (Some(t), Some(o)) = (&mut theirs[c], &mut ours[c]) else {

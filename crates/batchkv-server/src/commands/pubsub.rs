@@ -29,11 +29,21 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     spec("punsubscribe", -1, SUB, NO_KEYS, |_, c, a| {
         c.pubsub.unsubscribe(Kind::Pattern, a)
     }),
-    spec("publish", 3, PUB, NO_KEYS, |s, _, a| {
-        Reply::Int(s.pubsub.publish(&a[0], &a[1]) as i64)
-    }),
+    spec("publish", 3, PUB, NO_KEYS, publish),
     spec("pubsub", -2, &[], NO_KEYS, |s, _, a| pubsub(s, a)),
 ];
+
+/// PUBLISH: the receiver count, after the messages for this connection
+/// itself (a RESP3 subscriber publishing to its own channel).
+fn publish(shared: &Shared, conn: &mut ConnState, a: &[Bytes]) -> Reply {
+    let (n, own) = shared.pubsub.publish(conn.id, &a[0], &a[1]);
+    if own.is_empty() {
+        return Reply::Int(n as i64);
+    }
+    let mut frames: Vec<Reply> = own.iter().map(|m| m.to_reply()).collect();
+    frames.push(Reply::Int(n as i64));
+    Reply::Frames(frames)
+}
 
 /// Commands a RESP2 connection with subscriptions may run (Redis's list;
 /// the sharded ones are not implemented, so they are unknown commands).

@@ -176,7 +176,8 @@ async fn until(deadline: Option<Instant>) {
 ///
 /// While it waits, further requests from the client are read into `rbuf`
 /// (as Redis buffers a blocked client's input), up to the query buffer
-/// limit; they run after the reply.
+/// limit; they run after the reply. Pub/Sub messages for the connection
+/// (a RESP3 subscriber) are written meanwhile, as Redis does.
 pub async fn wait(
     shared: &Shared,
     st: &mut ConnState,
@@ -193,6 +194,7 @@ pub async fn wait(
     let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
     let reg = shared.blocking.register(keys);
     let limit = shared.cfg.client_query_buffer_limit;
+    let mut pushes = BytesMut::new();
     loop {
         let reply = handler(shared, st, &args[1..]);
         if !matches!(reply, Reply::Nil | Reply::NilArray) {
@@ -210,6 +212,11 @@ pub async fn wait(
                     Ok(0) | Err(_) => return None,
                     Ok(_) => {}
                 },
+                ok = st.pubsub.recv_into(st.proto, &mut pushes) => {
+                    if !ok || !crate::conn::write_pushes(sock, st, &mut pushes).await {
+                        return None;
+                    }
+                }
             }
         }
     }

@@ -5,6 +5,9 @@
 //! together: with batching on, as one job of the [`Batcher`](crate::batcher)
 //! (one `multi_get`, possibly shared with other connections); with
 //! `--batch off`, one `get` per key.
+//!
+//! Pub/Sub messages queued for the connection (`pubsub.rs`) are written
+//! while it waits for requests, and before each command runs.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -41,6 +44,7 @@ pub async fn serve_conn(shared: Arc<Shared>, mut sock: TcpStream, mut stop: watc
         authenticated: shared.cfg.requirepass.is_none(),
         name: None,
         tx: Default::default(),
+        pubsub: Default::default(),
     };
     let mut rbuf = BytesMut::with_capacity(16 * 1024);
     let mut wbuf = BytesMut::with_capacity(16 * 1024);
@@ -118,8 +122,25 @@ pub async fn serve_conn(shared: Arc<Shared>, mut sock: TcpStream, mut stop: watc
                 Ok(_) => {}
             },
             _ = stop.changed() => return,
+            ok = st.pubsub.recv_into(st.proto, &mut wbuf) => {
+                if !ok || !write_pushes(&mut sock, &st, &mut wbuf).await {
+                    return;
+                }
+            }
         }
     }
+}
+
+/// Writes the Pub/Sub messages `recv_into` put in `out`; false if the
+/// connection must close: the write failed, or the subscriber's queue
+/// overflowed while the client was not reading (`pubsub.rs`).
+pub(crate) async fn write_pushes(sock: &mut TcpStream, st: &ConnState, out: &mut BytesMut) -> bool {
+    let ok = tokio::select! {
+        r = sock.write_all(out) => r.is_ok(),
+        () = st.pubsub.overflowed() => false,
+    };
+    out.clear();
+    ok
 }
 
 struct ClientCount<'a>(&'a Shared);
@@ -131,9 +152,10 @@ impl Drop for ClientCount<'_> {
 }
 
 /// Whether `args` is a GET or MGET that can join a batched run (never
-/// inside MULTI: there it is queued).
+/// inside MULTI: there it is queued; never in RESP2 with subscriptions:
+/// there it is refused).
 fn batchable(st: &ConnState, args: &[Bytes]) -> Option<Shape> {
-    if !st.authenticated || st.tx.in_multi() {
+    if !st.authenticated || st.tx.in_multi() || (st.proto == 2 && st.pubsub.is_subscribed()) {
         return None;
     }
     let name = &args[0];
@@ -182,6 +204,8 @@ async fn run_pipeline(
                 continue;
             }
         }
+        // Messages queued before this command (pubsub.rs) precede its reply.
+        st.pubsub.drain(st.proto, out);
         let (reply, after) = commands::execute(shared, st, &reqs[i]);
         if after == After::Block {
             reqs.drain(..i);

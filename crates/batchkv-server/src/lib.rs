@@ -11,7 +11,8 @@
 //! `conn.rs` (one connection), `batcher.rs` (batched reads), `expiry.rs`
 //! (active expiry), `blocking.rs` (clients blocked in BLPOP and friends),
 //! `tx.rs` (the mechanism of MULTI/EXEC and WATCH), `ldouble.rs` (80-bit
-//! `long double` for INCRBYFLOAT), `commands/` (the commands).
+//! `long double` for INCRBYFLOAT), `pubsub.rs` (Pub/Sub subscriptions and
+//! delivery), `commands/` (the commands).
 
 mod batcher;
 mod blocking;
@@ -22,6 +23,7 @@ mod expiry;
 mod keyspace;
 mod ldouble;
 mod meta;
+mod pubsub;
 mod resp;
 mod server;
 mod shared;

@@ -357,6 +357,12 @@ pub enum Reply {
     /// RESP3 `,` (ZSCORE, ...); RESP2 a bulk string. Both print the value
     /// as Redis 7.0 does ([`format_score`]).
     Double(f64),
+    /// RESP3 `>` (Pub/Sub confirmations and messages); RESP2 an array.
+    Push(Vec<Reply>),
+    /// Several top-level replies written one after another, for commands
+    /// that answer with one reply per argument (SUBSCRIBE a b: two
+    /// confirmations).
+    Frames(Vec<Reply>),
 }
 
 impl Reply {
@@ -432,6 +438,18 @@ impl Reply {
                 }
             }
             Reply::Encoded(b) => out.put_slice(b),
+            Reply::Push(items) => {
+                let tag = if proto >= 3 { b'>' } else { b'*' };
+                line(out, tag, itoa(items.len() as i64).as_bytes());
+                for it in items {
+                    it.encode(proto, out);
+                }
+            }
+            Reply::Frames(replies) => {
+                for r in replies {
+                    r.encode(proto, out);
+                }
+            }
             Reply::Double(d) => {
                 let text = format_score(*d);
                 if proto >= 3 {

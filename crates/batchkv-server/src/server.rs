@@ -165,6 +165,7 @@ async fn serve(
         cursors: Mutex::new(Cursors::default()),
         shutdown: shutdown_tx,
         blocking: crate::blocking::Blocking::new(),
+        pubsub: Default::default(),
         cfg,
     });
     if shared.cfg.appendfsync == AppendFsync::EverySec {

@@ -130,6 +130,8 @@ pub struct Shared {
     pub(crate) shutdown: watch::Sender<bool>,
     /// Clients blocked in BLPOP and friends (`blocking.rs`).
     pub blocking: crate::blocking::Blocking,
+    /// Pub/Sub subscriptions (not persisted).
+    pub(crate) pubsub: Arc<crate::pubsub::Broker>,
 }
 
 #[derive(Default)]

@@ -40,6 +40,9 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
 fn run(shared: &Shared, conn: &mut ConnState, name: &str, a: &[Bytes]) -> Reply {
     match name {
         "ping" => match a {
+            [] | [_] if conn.proto == 2 && conn.pubsub.is_subscribed() => {
+                super::pubsub::subscribed_pong(a.first())
+            }
             [] => Reply::Simple("PONG"),
             [m] => Reply::Bulk(m.clone()),
             _ => super::wrong_arity("ping"),

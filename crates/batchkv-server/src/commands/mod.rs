@@ -13,6 +13,7 @@ mod hashes;
 mod keys;
 pub(crate) mod lists;
 mod object;
+mod pubsub;
 mod sets;
 mod strings;
 mod tx;
@@ -89,6 +90,7 @@ static TABLES: &[&[CommandSpec]] = &[
     tx::COMMANDS,
     lists::COMMANDS,
     zsets::COMMANDS,
+    pubsub::COMMANDS,
 ];
 
 /// Every command the server knows, in table order.
@@ -127,6 +129,8 @@ pub struct ConnState {
     pub name: Option<Bytes>,
     /// MULTI/EXEC and WATCH state (`tx.rs`).
     pub tx: tx::TxState,
+    /// Pub/Sub subscriptions and queued messages.
+    pub pubsub: crate::pubsub::Session,
 }
 
 /// What the connection does after writing a command's reply.
@@ -217,6 +221,9 @@ pub fn execute(shared: &Shared, conn: &mut ConnState, args: &[Bytes]) -> (Reply,
     }
     if !arity_ok(spec, args.len()) {
         let e = wrong_arity(spec.name);
+        return (tx::rejected(conn, Some(spec), e), After::Continue);
+    }
+    if let Some(e) = pubsub::subscribed_context(conn, spec.name, args) {
         return (tx::rejected(conn, Some(spec), e), After::Continue);
     }
     if let Some(queued) = tx::queue(conn, spec, args) {

@@ -145,10 +145,11 @@ fn discard(conn: &mut ConnState) -> Reply {
 }
 
 /// RESET: ends any transaction, forgets watched keys, and returns the
-/// connection to its initial state (database 0, RESP2, no name,
-/// authenticated only if no password is required).
+/// connection to its initial state (no subscriptions, database 0, RESP2,
+/// no name, authenticated only if no password is required).
 fn reset(shared: &Shared, conn: &mut ConnState) -> Reply {
     conn.tx.discard();
+    conn.pubsub.clear();
     conn.db = 0;
     conn.proto = 2;
     conn.name = None;

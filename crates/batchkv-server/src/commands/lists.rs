@@ -196,13 +196,32 @@ fn read_span(
     to: u64,
     reverse: bool,
 ) -> Result<Vec<Vec<u8>>, Reply> {
-    let mut out = Vec::with_capacity(to.saturating_sub(from).min(1 << 16) as usize);
+    let n = to.saturating_sub(from);
+    if n <= POINT_READ_MAX {
+        // Few elements at known indexes (the invariant): one batched point
+        // read instead of an iterator.
+        let mut idx: Vec<u64> = (from..to).map(|p| m.head + p).collect();
+        if reverse {
+            idx.reverse();
+        }
+        let keys: Vec<Vec<u8>> = idx.iter().map(|&i| ekey(key, m, i)).collect();
+        let vals = shared.get_many(&batchkv::ReadOptions::default(), &keys)?;
+        return vals
+            .into_iter()
+            .map(|v| v.ok_or_else(|| Reply::err("ERR corrupt list: an element is missing")))
+            .collect();
+    }
+    let mut out = Vec::with_capacity(n.min(1 << 16) as usize);
     visit(shared, key, m, from, to, reverse, |_, v| {
         out.push(v.to_vec());
         true
     })?;
     Ok(out)
 }
+
+/// Spans up to this many elements are read with point reads (pops, small
+/// LRANGEs); longer ones with a range scan.
+const POINT_READ_MAX: u64 = 16;
 
 /// Adds to `b` the deletion of the elements at absolute indexes
 /// `[lo, hi)`: point deletes, or one range deletion for many.

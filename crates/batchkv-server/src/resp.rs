@@ -543,6 +543,11 @@ pub fn format_score(d: f64) -> String {
     if d == 0.0 {
         return if d.is_sign_negative() { "-0" } else { "0" }.into();
     }
+    // An integer below 1e17 prints as its digits under %.17g (the common
+    // case, and far cheaper than the general path).
+    if d.fract() == 0.0 && d.abs() < 1e17 {
+        return (d as i64).to_string();
+    }
     // 17 significant digits in scientific form: d.dddddddddddddddde±x.
     let sci = format!("{d:.16e}");
     let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
@@ -589,6 +594,9 @@ mod tests {
             (3.0, "3"),
             (-2.0, "-2"),
             (123456789.0, "123456789"),
+            (-42.0, "-42"),
+            (99999999999999984.0, "99999999999999984"),
+            (1e17 - 16.0, "99999999999999984"),
             (1e17, "1e+17"),
             (1e16, "10000000000000000"),
             (0.0001, "0.0001"),

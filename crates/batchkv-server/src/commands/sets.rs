@@ -319,13 +319,13 @@ fn smismember(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
         return Reply::Array(vec![Reply::Int(0); a.len() - 1]);
     };
     let subs: Vec<&[u8]> = a[1..].iter().map(|m| &m[..]).collect();
-    let found = tri!(coll::read_elements(shared, &k, &m, &subs));
-    Reply::Array(
-        found
-            .into_iter()
-            .map(|f| Reply::Int(i64::from(f.is_some())))
-            .collect(),
-    )
+    // Encoded straight from the batched read.
+    let mut out = bytes::BytesMut::with_capacity(4 * subs.len() + 8);
+    crate::resp::encode_array_header(&mut out, subs.len());
+    tri!(coll::visit_elements(shared, &k, &m, &subs, |_, v| {
+        out.extend_from_slice(if v.is_some() { b":1\r\n" } else { b":0\r\n" })
+    }));
+    Reply::Encoded(out)
 }
 
 fn smembers(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {

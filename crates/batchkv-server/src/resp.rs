@@ -450,14 +450,7 @@ impl Reply {
                     r.encode(proto, out);
                 }
             }
-            Reply::Double(d) => {
-                let text = format_score(*d);
-                if proto >= 3 {
-                    line(out, b',', text.as_bytes());
-                } else {
-                    encode_bulk(out, text.as_bytes());
-                }
-            }
+            Reply::Double(d) => encode_double(proto, out, *d),
             Reply::Map(pairs) => {
                 if proto >= 3 {
                     line(out, b'%', itoa(pairs.len() as i64).as_bytes());
@@ -529,6 +522,16 @@ fn write_len_header(hdr: &mut [u8; 24], tag: u8, mut len: usize) -> usize {
     hdr[1 + d] = b'\r';
     hdr[2 + d] = b'\n';
     d + 3
+}
+
+/// Appends a double as [`Reply::Double`] does.
+pub fn encode_double(proto: u8, out: &mut BytesMut, d: f64) {
+    let text = format_score(d);
+    if proto >= 3 {
+        line(out, b',', text.as_bytes());
+    } else {
+        encode_bulk(out, text.as_bytes());
+    }
 }
 
 /// Formats a score as Redis 7.0 replies with it (C's `%.17g`; `inf`,

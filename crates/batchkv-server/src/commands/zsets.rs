@@ -384,13 +384,31 @@ pub fn zscore(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
 }
 
 pub fn zmscore(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
-    let scores = tri!(scores_of(shared, conn, &a[0], &a[1..]));
-    Reply::Array(
-        scores
-            .into_iter()
-            .map(|s| s.map_or(Reply::Nil, Reply::Double))
-            .collect(),
-    )
+    let Some((k, m)) = tri!(read_zset(shared, conn, &a[0])) else {
+        return Reply::Array(vec![Reply::Nil; a.len() - 1]);
+    };
+    let subs: Vec<&[u8]> = a[1..].iter().map(|m| &m[..]).collect();
+    // Encoded straight from the batched read.
+    let mut out = bytes::BytesMut::with_capacity(24 * subs.len() + 8);
+    crate::resp::encode_array_header(&mut out, subs.len());
+    let mut bad = None;
+    tri!(coll::visit_elements(
+        shared,
+        &k,
+        &m,
+        &subs,
+        |_, v| match v {
+            None => crate::resp::encode_nil(conn.proto, &mut out),
+            Some(v) => match decode_score(v) {
+                Ok(d) => crate::resp::encode_double(conn.proto, &mut out, d),
+                Err(e) => bad = Some(e),
+            },
+        }
+    ));
+    match bad {
+        Some(e) => e,
+        None => Reply::Encoded(out),
+    }
 }
 
 /// The scores of `members` in the sorted set at `key` (one batched read;

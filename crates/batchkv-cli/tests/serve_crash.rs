@@ -1,12 +1,15 @@
 //! Crashes of `batchkv serve` under writing clients. Four clients send
 //! random SET (some with an expiry), DEL, INCR, APPEND and MSET over their
-//! own string keys, and HSET (several fields), HDEL, HINCRBY and DEL over
-//! their own hashes, until the server crashes at a random moment; tiny
-//! write buffers make flushes and compactions run meanwhile. After a
-//! restart each client's keys must hold the state after a prefix of its
-//! commands (its acknowledged ones, then the one in flight, whole: an MSET
-//! or a many-field HSET all or nothing), so recovery neither invents nor
-//! reorders writes, and:
+//! own string keys, HSET (several fields), HDEL, HINCRBY and DEL over their
+//! own hashes, SADD (several members) and SREM over their sets, ZADD
+//! (several members), ZINCRBY and ZREM over their sorted sets, RPUSH
+//! (several elements) and LPOP (with a count) over their lists, and
+//! MULTI/EXEC transactions of 2 to 6 of these commands, until the server
+//! crashes at a random moment; tiny write buffers make flushes and
+//! compactions run meanwhile. After a restart each client's keys must hold
+//! the state after a prefix of its commands (its acknowledged ones, then
+//! the one in flight, whole: an MSET, a many-field HSET or a transaction
+//! all or nothing), so recovery neither invents nor reorders writes, and:
 //! - after `kill -9` of the process, under every `--appendfsync` policy,
 //!   that prefix includes every acknowledged command (a process crash
 //!   keeps the page cache, so a write is safe once it is in the WAL, and
@@ -17,7 +20,7 @@
 
 mod common;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -39,8 +42,8 @@ const CYCLES_PER_POLICY: usize = 3;
 const SMALL_BUFFERS: &str =
     "write_buffer_size=65536;max_bytes_for_level_base=262144;target_file_size_base=65536";
 
-/// What one client's keys hold (`None`: absent); a hash as its
-/// [`encode_hash`] form.
+/// What one client's keys hold (`None`: absent); a collection as its
+/// [`encode`]d form.
 type State = HashMap<String, Option<Vec<u8>>>;
 
 /// Hashes per client.
@@ -48,49 +51,129 @@ const HASHES_PER_CLIENT: usize = 6;
 /// Fields a hash's commands choose from.
 const FIELDS: usize = 12;
 
-type Hash = std::collections::BTreeMap<Vec<u8>, Vec<u8>>;
+/// Sets, sorted sets and lists per client.
+const SETS_PER_CLIENT: usize = 4;
+/// Members a set's or a sorted set's commands choose from.
+const MEMBERS: usize = 10;
+/// Scores (and ZINCRBY increments): binary fractions, so that sums are
+/// exact and never -0.
+const SCORES: [&str; 5] = ["0", "1.5", "-2", "0.25", "3"];
 
-/// A hash's state as bytes (fields in order, each field and value
-/// length-prefixed); `None` for an empty (deleted) hash.
-fn encode_hash(h: &Hash) -> Option<Vec<u8>> {
-    if h.is_empty() {
-        return None;
-    }
+type Hash = BTreeMap<Vec<u8>, Vec<u8>>;
+type Set = BTreeSet<Vec<u8>>;
+/// Member → score.
+type ZSet = BTreeMap<Vec<u8>, f64>;
+type List = VecDeque<Vec<u8>>;
+
+/// A collection's state as bytes: its parts, each length-prefixed;
+/// `None` for an empty (deleted) collection.
+fn encode<'a>(parts: impl IntoIterator<Item = &'a [u8]>) -> Option<Vec<u8>> {
     let mut out = Vec::new();
-    for (f, v) in h {
-        for part in [f, v] {
-            out.extend_from_slice(&(part.len() as u32).to_le_bytes());
-            out.extend_from_slice(part);
-        }
+    for part in parts {
+        out.extend_from_slice(&(part.len() as u32).to_le_bytes());
+        out.extend_from_slice(part);
     }
-    Some(out)
+    (!out.is_empty()).then_some(out)
+}
+
+/// The parts [`encode`] wrote (none for an absent collection).
+fn decode(b: Option<&[u8]>) -> Vec<Vec<u8>> {
+    let mut b = b.unwrap_or_default();
+    let mut parts = Vec::new();
+    while !b.is_empty() {
+        let n = u32::from_le_bytes(b[..4].try_into().unwrap()) as usize;
+        parts.push(b[4..4 + n].to_vec());
+        b = &b[4 + n..];
+    }
+    parts
+}
+
+/// A hash as its fields and values in field order.
+fn encode_hash(h: &Hash) -> Option<Vec<u8>> {
+    encode(h.iter().flat_map(|(f, v)| [&f[..], &v[..]]))
 }
 
 fn decode_hash(b: Option<&[u8]>) -> Hash {
-    let mut h = Hash::new();
-    let mut b = b.unwrap_or_default();
-    let take = |b: &mut &[u8]| {
-        let n = u32::from_le_bytes(b[..4].try_into().unwrap()) as usize;
-        let part = b[4..4 + n].to_vec();
-        *b = &b[4 + n..];
-        part
-    };
-    while !b.is_empty() {
-        let f = take(&mut b);
-        let v = take(&mut b);
-        h.insert(f, v);
-    }
-    h
+    let parts = decode(b);
+    parts
+        .chunks(2)
+        .map(|fv| (fv[0].clone(), fv[1].clone()))
+        .collect()
+}
+
+/// A set as its members in order.
+fn encode_set(s: &Set) -> Option<Vec<u8>> {
+    encode(s.iter().map(|m| &m[..]))
+}
+
+fn decode_set(b: Option<&[u8]>) -> Set {
+    decode(b).into_iter().collect()
+}
+
+/// A sorted set as its members in member order, each followed by its
+/// score's bits (8 bytes, little-endian).
+fn encode_zset(z: &ZSet) -> Option<Vec<u8>> {
+    let bits: Vec<[u8; 8]> = z.values().map(|s| s.to_bits().to_le_bytes()).collect();
+    encode(z.keys().zip(&bits).flat_map(|(m, s)| [&m[..], &s[..]]))
+}
+
+fn decode_zset(b: Option<&[u8]>) -> ZSet {
+    let parts = decode(b);
+    parts
+        .chunks(2)
+        .map(|ms| {
+            let bits = u64::from_le_bytes(ms[1][..].try_into().unwrap());
+            (ms[0].clone(), f64::from_bits(bits))
+        })
+        .collect()
+}
+
+/// A list as its elements in order.
+fn encode_list(l: &List) -> Option<Vec<u8>> {
+    encode(l.iter().map(|e| &e[..]))
+}
+
+fn decode_list(b: Option<&[u8]>) -> List {
+    decode(b).into()
 }
 
 fn hash_key(client: usize, k: usize) -> String {
     format!("c{client}:h{k}")
 }
 
-/// One command: its arguments and the values it leaves its keys with.
+fn set_key(client: usize, k: usize) -> String {
+    format!("c{client}:s{k}")
+}
+
+fn zset_key(client: usize, k: usize) -> String {
+    format!("c{client}:z{k}")
+}
+
+fn list_key(client: usize, k: usize) -> String {
+    format!("c{client}:l{k}")
+}
+
+/// One command's arguments.
+type Args = Vec<Vec<u8>>;
+
+/// One command, or a MULTI/EXEC transaction of several (`cmds`), and the
+/// values it leaves its keys with.
 struct Op {
-    args: Vec<Vec<u8>>,
+    cmds: Vec<Args>,
     effect: Vec<(String, Option<Vec<u8>>)>,
+}
+
+impl Op {
+    fn one(args: Args, effect: Vec<(String, Option<Vec<u8>>)>) -> Op {
+        Op {
+            cmds: vec![args],
+            effect,
+        }
+    }
+
+    fn is_transaction(&self) -> bool {
+        self.cmds.len() > 1
+    }
 }
 
 fn key(client: usize, k: usize) -> String {
@@ -142,10 +225,118 @@ fn next_hash_op(rng: &mut StdRng, client: usize, seq: u64, now: &State) -> Op {
             args.extend([bytes("DEL"), bytes(&k)]);
         }
     }
-    Op {
-        args,
-        effect: vec![(k, encode_hash(&h))],
+    Op::one(args, vec![(k, encode_hash(&h))])
+}
+
+fn member(rng: &mut StdRng) -> Vec<u8> {
+    format!("m{}", rng.random_range(0..MEMBERS)).into_bytes()
+}
+
+/// A random set command over `client`'s sets: SADD of 1 to 4 members,
+/// SREM of 1 or 2, DEL.
+fn next_set_op(rng: &mut StdRng, client: usize, now: &State) -> Op {
+    let k = set_key(client, rng.random_range(0..SETS_PER_CLIENT));
+    let mut s = decode_set(held(now, &k));
+    let mut args = Vec::new();
+    match rng.random_range(0..100) {
+        0..60 => {
+            args.extend([bytes("SADD"), bytes(&k)]);
+            for _ in 0..rng.random_range(1..5) {
+                let m = member(rng);
+                s.insert(m.clone());
+                args.push(m);
+            }
+        }
+        60..95 => {
+            args.extend([bytes("SREM"), bytes(&k)]);
+            for _ in 0..rng.random_range(1..3) {
+                let m = member(rng);
+                s.remove(&m);
+                args.push(m);
+            }
+        }
+        _ => {
+            s.clear();
+            args.extend([bytes("DEL"), bytes(&k)]);
+        }
     }
+    Op::one(args, vec![(k, encode_set(&s))])
+}
+
+/// A random sorted-set command over `client`'s sorted sets: ZADD of 1 to
+/// 3 members, ZINCRBY, ZREM.
+fn next_zset_op(rng: &mut StdRng, client: usize, now: &State) -> Op {
+    let k = zset_key(client, rng.random_range(0..SETS_PER_CLIENT));
+    let mut z = decode_zset(held(now, &k));
+    let score = |rng: &mut StdRng| SCORES[rng.random_range(0..SCORES.len())];
+    let mut args = Vec::new();
+    match rng.random_range(0..100) {
+        0..50 => {
+            args.extend([bytes("ZADD"), bytes(&k)]);
+            for _ in 0..rng.random_range(1..4) {
+                let (s, m) = (score(rng), member(rng));
+                z.insert(m.clone(), s.parse().unwrap());
+                args.extend([bytes(s), m]);
+            }
+        }
+        50..75 => {
+            let (by, m) = (score(rng), member(rng));
+            let old = z.get(&m).copied().unwrap_or(0.0);
+            z.insert(m.clone(), old + by.parse::<f64>().unwrap());
+            args.extend([bytes("ZINCRBY"), bytes(&k), bytes(by), m]);
+        }
+        _ => {
+            let m = member(rng);
+            z.remove(&m);
+            args.extend([bytes("ZREM"), bytes(&k), m]);
+        }
+    }
+    Op::one(args, vec![(k, encode_zset(&z))])
+}
+
+/// A random list command over `client`'s lists: RPUSH of 1 to 3
+/// elements, LPOP with or without a count.
+fn next_list_op(rng: &mut StdRng, client: usize, seq: u64, now: &State) -> Op {
+    let k = list_key(client, rng.random_range(0..SETS_PER_CLIENT));
+    let mut l = decode_list(held(now, &k));
+    let mut args = Vec::new();
+    if rng.random_bool(0.5) {
+        args.extend([bytes("RPUSH"), bytes(&k)]);
+        for i in 0..rng.random_range(1..4) {
+            let mut e = value(rng, client, seq);
+            e.extend(format!("/{i}").into_bytes());
+            l.push_back(e.clone());
+            args.push(e);
+        }
+    } else {
+        args.extend([bytes("LPOP"), bytes(&k)]);
+        let n = rng.random_range(0..4);
+        if n > 0 {
+            args.push(n.to_string().into_bytes());
+        }
+        for _ in 0..n.max(1) {
+            l.pop_front();
+        }
+    }
+    Op::one(args, vec![(k, encode_list(&l))])
+}
+
+/// A MULTI/EXEC of 2 to 6 random commands (no transaction inside): one
+/// op whose effect is each key's value after the last of them.
+fn next_transaction(rng: &mut StdRng, client: usize, seq: u64, now: &State) -> Op {
+    let mut state = now.clone();
+    let mut cmds = Vec::new();
+    let mut effect: Vec<(String, Option<Vec<u8>>)> = Vec::new();
+    for _ in 0..rng.random_range(2..=6) {
+        let op = next_command(rng, client, seq, &state);
+        for (k, v) in op.effect {
+            state.insert(k.clone(), v.clone());
+            effect.retain(|(e, _)| *e != k);
+            effect.push((k, v));
+        }
+        cmds.extend(op.cmds);
+    }
+    Op { cmds, effect }
 }
 
 fn value(rng: &mut StdRng, client: usize, seq: u64) -> Vec<u8> {
@@ -163,55 +354,63 @@ fn held<'a>(state: &'a State, k: &str) -> Option<&'a [u8]> {
     state.get(k).and_then(|v| v.as_deref())
 }
 
-/// A random command over `client`'s keys, given what they hold now.
+/// A random command or transaction over `client`'s keys, given what they
+/// hold now.
 fn next_op(rng: &mut StdRng, client: usize, seq: u64, now: &State) -> Op {
-    if rng.random_bool(0.3) {
-        return next_hash_op(rng, client, seq, now);
+    if rng.random_bool(0.1) {
+        return next_transaction(rng, client, seq, now);
     }
+    next_command(rng, client, seq, now)
+}
+
+/// A random command over `client`'s keys of any type.
+fn next_command(rng: &mut StdRng, client: usize, seq: u64, now: &State) -> Op {
+    match rng.random_range(0..100) {
+        0..25 => next_hash_op(rng, client, seq, now),
+        25..40 => next_set_op(rng, client, now),
+        40..55 => next_zset_op(rng, client, now),
+        55..70 => next_list_op(rng, client, seq, now),
+        _ => next_string_op(rng, client, seq, now),
+    }
+}
+
+/// A random command over `client`'s string keys.
+fn next_string_op(rng: &mut StdRng, client: usize, seq: u64, now: &State) -> Op {
     let k = key(client, rng.random_range(0..KEYS_PER_CLIENT));
     match rng.random_range(0..100) {
         0..40 => {
             let v = value(rng, client, seq);
-            Op {
-                args: vec![bytes("SET"), bytes(&k), v.clone()],
-                effect: vec![(k, Some(v))],
-            }
+            Op::one(vec![bytes("SET"), bytes(&k), v.clone()], vec![(k, Some(v))])
         }
         40..50 => {
             // An expiry far in the future: the value must survive too.
             let v = value(rng, client, seq);
-            Op {
-                args: vec![
+            Op::one(
+                vec![
                     bytes("SET"),
                     bytes(&k),
                     v.clone(),
                     bytes("EX"),
                     bytes("86400"),
                 ],
-                effect: vec![(k, Some(v))],
-            }
+                vec![(k, Some(v))],
+            )
         }
-        50..60 => Op {
-            args: vec![bytes("DEL"), bytes(&k)],
-            effect: vec![(k, None)],
-        },
+        50..60 => Op::one(vec![bytes("DEL"), bytes(&k)], vec![(k, None)]),
         60..75 => {
             let c = counter(client);
             let n: i64 =
                 held(now, &c).map_or(0, |v| std::str::from_utf8(v).unwrap().parse().unwrap());
-            Op {
-                args: vec![bytes("INCR"), bytes(&c)],
-                effect: vec![(c, Some((n + 1).to_string().into_bytes()))],
-            }
+            Op::one(
+                vec![bytes("INCR"), bytes(&c)],
+                vec![(c, Some((n + 1).to_string().into_bytes()))],
+            )
         }
         75..88 => {
             let suffix = format!("+{seq}").into_bytes();
             let mut v = held(now, &k).unwrap_or_default().to_vec();
             v.extend_from_slice(&suffix);
-            Op {
-                args: vec![bytes("APPEND"), bytes(&k), suffix],
-                effect: vec![(k, Some(v))],
-            }
+            Op::one(vec![bytes("APPEND"), bytes(&k), suffix], vec![(k, Some(v))])
         }
         _ => {
             let mut args = vec![bytes("MSET")];
@@ -225,7 +424,7 @@ fn next_op(rng: &mut StdRng, client: usize, seq: u64, now: &State) -> Op {
                 effect.retain(|(e, _): &(String, _)| *e != k);
                 effect.push((k, Some(v)));
             }
-            Op { args, effect }
+            Op::one(args, effect)
         }
     }
 }
@@ -247,6 +446,22 @@ struct Signals {
     errors_expected: AtomicBool,
 }
 
+/// Sends `op` (a transaction as MULTI, its commands, EXEC, in one write)
+/// and reads its reply (a transaction's: EXEC's).
+fn send(con: &mut redis::Connection, op: &Op) -> redis::RedisResult<redis::Value> {
+    let mut pipe = redis::pipe();
+    if op.is_transaction() {
+        pipe.atomic();
+    }
+    for args in &op.cmds {
+        let c = pipe.cmd(std::str::from_utf8(&args[0]).unwrap());
+        for a in &args[1..] {
+            c.arg(a.as_slice());
+        }
+    }
+    pipe.query::<redis::Value>(con)
+}
+
 /// Sends random commands until the connection fails or, once expected,
 /// an error reply comes.
 fn run_client(port: u16, client: usize, seed: u64, start: State, sig: &Signals) -> ClientRun {
@@ -260,11 +475,7 @@ fn run_client(port: u16, client: usize, seed: u64, start: State, sig: &Signals) 
     let mut acked = Vec::new();
     for seq in 0.. {
         let op = next_op(&mut rng, client, seq, &now);
-        let mut cmd = redis::cmd(std::str::from_utf8(&op.args[0]).unwrap());
-        for a in &op.args[1..] {
-            cmd.arg(a.as_slice());
-        }
-        match cmd.query::<redis::Value>(&mut con) {
+        match send(&mut con, &op) {
             Ok(_) => {
                 for (k, v) in &op.effect {
                     now.insert(k.clone(), v.clone());
@@ -275,7 +486,7 @@ fn run_client(port: u16, client: usize, seed: u64, start: State, sig: &Signals) 
             Err(e) => {
                 let lost_server = e.is_io_error() || e.is_connection_dropped();
                 if !lost_server && !sig.errors_expected.load(Ordering::Relaxed) {
-                    panic!("client {client}: {:?}: {e}", op.args[0]);
+                    panic!("client {client}: {:?}: {e}", op.cmds);
                 }
                 return ClientRun {
                     start,
@@ -316,6 +527,30 @@ fn read_keys(con: &mut redis::Connection, client: usize) -> State {
     for k in (0..HASHES_PER_CLIENT).map(|k| hash_key(client, k)) {
         let pairs: Vec<(Vec<u8>, Vec<u8>)> = redis::cmd("HGETALL").arg(&k).query(con).unwrap();
         state.insert(k, encode_hash(&pairs.into_iter().collect()));
+    }
+    for k in 0..SETS_PER_CLIENT {
+        let (s, z, l) = (set_key(client, k), zset_key(client, k), list_key(client, k));
+        let members: Vec<Vec<u8>> = redis::cmd("SMEMBERS").arg(&s).query(con).unwrap();
+        state.insert(s, encode_set(&members.into_iter().collect()));
+        let scored: Vec<(Vec<u8>, String)> = redis::cmd("ZRANGE")
+            .arg(&z)
+            .arg(0)
+            .arg(-1)
+            .arg("WITHSCORES")
+            .query(con)
+            .unwrap();
+        let scored: ZSet = scored
+            .into_iter()
+            .map(|(m, s)| (m, s.parse().unwrap()))
+            .collect();
+        state.insert(z, encode_zset(&scored));
+        let elems: Vec<Vec<u8>> = redis::cmd("LRANGE")
+            .arg(&l)
+            .arg(0)
+            .arg(-1)
+            .query(con)
+            .unwrap();
+        state.insert(l, encode_list(&elems.into_iter().collect()));
     }
     state
 }
@@ -405,7 +640,7 @@ fn crash_cycles<S: Crashable>(
     mut start: impl FnMut() -> S,
 ) {
     let mut states: Vec<State> = vec![State::new(); CLIENTS];
-    let (mut acked_total, mut lost_total) = (0, 0);
+    let (mut acked_total, mut lost_total, mut tx_total) = (0, 0, 0);
     for cycle in 0..cycles() {
         let ctx = format!("{ctx}, cycle {cycle}");
         let server = start();
@@ -451,13 +686,17 @@ fn crash_cycles<S: Crashable>(
                 run.acked.len()
             );
             acked_total += run.acked.len();
+            tx_total += run.acked.iter().filter(|op| op.is_transaction()).count();
             lost_total += run.acked.len().saturating_sub(n);
             states[c] = got;
         }
         drop(con);
         server.stop();
     }
-    eprintln!("{ctx}: {acked_total} commands acknowledged, {lost_total} of them lost");
+    eprintln!(
+        "{ctx}: {acked_total} commands acknowledged ({tx_total} of them transactions), \
+         {lost_total} of them lost"
+    );
 }
 
 #[test]

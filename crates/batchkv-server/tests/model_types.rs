@@ -1,17 +1,35 @@
 //! Random pipelines over every data type, every reply compared with a model
-//! of Redis's semantics: the commands of each type, the keyspace commands
-//! on every type, and WRONGTYPE across every pair of types (a few keys, so
-//! that types collide). Batching on and off; the server restarts every 25
-//! pipelines and tiny write buffers push elements through flushes and
-//! compactions. `BATCHKV_SEED` replays a run; `BATCHKV_MODEL_PIPELINES`
-//! sets its length.
+//! of Redis's semantics: the commands of strings, hashes, sets, sorted sets
+//! and lists, the keyspace commands on every type, WRONGTYPE across every
+//! pair of types (a few keys, so that types collide), and MULTI/EXEC blocks
+//! (EXEC answers each queued command's reply; a command rejected while
+//! queuing makes EXEC abort, and DISCARD drops the queue). Batching on and
+//! off; the server restarts every 25 pipelines and tiny write buffers push
+//! elements through flushes and compactions.
 //!
-//! To add a type: a `Val` variant, its `type_name`, and a generator in
-//! `Model::next` (a `match` arm calling a `fn <type>_command`).
+//! `BATCHKV_SEED` replays a run; `BATCHKV_MODEL_PIPELINES` sets its length.
+//! `BATCHKV_MODEL_REDIS=redis://127.0.0.1:PORT/` runs the model against
+//! that server instead (a real redis-server, to check the model itself:
+//! run one test, it FLUSHALLs; set replies are compared sorted there, as
+//! Redis answers them in its hash table's order, and without restarts).
+//!
+//! To add a type: a `Val` variant, its `type_name`, a [`Typed`] impl, and a
+//! generator in `Model::command` (a `match` arm calling the `fn
+//! <type>_command` of its module).
 
 mod common;
+#[path = "model_types/hashes.rs"]
+mod hashes;
+#[path = "model_types/lists.rs"]
+mod lists;
+#[path = "model_types/sets.rs"]
+mod sets;
+#[path = "model_types/strings.rs"]
+mod strings;
+#[path = "model_types/zsets.rs"]
+mod zsets;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use common::Harness;
 use rand::rngs::StdRng;
@@ -26,6 +44,12 @@ enum R {
     Bulk(Vec<u8>),
     Status(String),
     Arr(Vec<R>),
+    /// A set's members or a hash's fields, in member order: the server's
+    /// order (Redis's is its hash table's or insertion order, see
+    /// [`observed`]).
+    Members(Vec<Vec<u8>>),
+    /// A hash's fields and values (flat), in field order (as `Members`).
+    FieldValues(Vec<Vec<u8>>),
     Err(String),
     /// A TTL reply: -2 (no key), -1 (no expiry) or 1 (some time left).
     Ttl(i64),
@@ -33,12 +57,28 @@ enum R {
 
 const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 
+fn wrongtype() -> R {
+    R::Err(WRONGTYPE.into())
+}
+
+fn err(text: &str) -> R {
+    R::Err(text.into())
+}
+
 type Hash = BTreeMap<Vec<u8>, Vec<u8>>;
+type Set = BTreeSet<Vec<u8>>;
+/// A sorted set: member → score (never NaN; -0 stored as 0, as Redis's
+/// small sorted sets store it).
+type ZSet = BTreeMap<Vec<u8>, f64>;
+type List = VecDeque<Vec<u8>>;
 
 #[derive(Clone, Debug)]
 enum Val {
     Str(Vec<u8>),
-    Hash(BTreeMap<Vec<u8>, Vec<u8>>),
+    Hash(Hash),
+    Set(Set),
+    ZSet(ZSet),
+    List(List),
 }
 
 impl Val {
@@ -46,9 +86,51 @@ impl Val {
         match self {
             Val::Str(_) => "string",
             Val::Hash(_) => "hash",
+            Val::Set(_) => "set",
+            Val::ZSet(_) => "zset",
+            Val::List(_) => "list",
+        }
+    }
+
+    /// An empty collection does not exist (Redis deletes the key).
+    fn is_empty(&self) -> bool {
+        match self {
+            Val::Str(_) => false,
+            Val::Hash(h) => h.is_empty(),
+            Val::Set(s) => s.is_empty(),
+            Val::ZSet(z) => z.is_empty(),
+            Val::List(l) => l.is_empty(),
         }
     }
 }
+
+/// A model type stored in a [`Val`] variant.
+trait Typed: Clone + Default {
+    /// The value if `v` is of this type.
+    fn view(v: &Val) -> Option<&Self>;
+    fn wrap(self) -> Val;
+}
+
+macro_rules! typed {
+    ($t:ty, $variant:ident) => {
+        impl Typed for $t {
+            fn view(v: &Val) -> Option<&Self> {
+                match v {
+                    Val::$variant(x) => Some(x),
+                    _ => None,
+                }
+            }
+            fn wrap(self) -> Val {
+                Val::$variant(self)
+            }
+        }
+    };
+}
+typed!(Vec<u8>, Str);
+typed!(Hash, Hash);
+typed!(Set, Set);
+typed!(ZSet, ZSet);
+typed!(List, List);
 
 #[derive(Clone, Debug)]
 struct Entry {
@@ -57,15 +139,21 @@ struct Entry {
     ttl: bool,
 }
 
+type Db = HashMap<Vec<u8>, Entry>;
+
+/// One command and the reply it must get.
+type Step = (Vec<Vec<u8>>, R);
+
 #[derive(Default)]
 struct Model {
-    dbs: [HashMap<Vec<u8>, Entry>; 2],
+    dbs: [Db; 2],
     db: usize,
+    /// (command's type, key's type) pairs answered WRONGTYPE so far.
+    wrongtype_pairs: BTreeSet<(&'static str, &'static str)>,
 }
 
 const KEYS: [&str; 5] = ["a", "b", "c", "k:1", "k:22"];
-const FIELDS: [&str; 6] = ["f", "g", "h", "field:long", "", "1"];
-const VALUES: [&str; 7] = ["", "1", "-5", "12", "abc", "3.5", "9223372036854775807"];
+const TYPES: [&str; 5] = ["string", "hash", "set", "zset", "list"];
 
 fn b(s: &str) -> Vec<u8> {
     s.as_bytes().to_vec()
@@ -75,8 +163,31 @@ fn pick<'a>(rng: &mut StdRng, xs: &[&'a str]) -> &'a str {
     xs[rng.random_range(0..xs.len())]
 }
 
+fn key(rng: &mut StdRng) -> Vec<u8> {
+    b(pick(rng, &KEYS))
+}
+
+/// 1 to `max` random picks from `xs` (repeats possible).
+fn some_of(rng: &mut StdRng, xs: &[&str], max: usize) -> Vec<Vec<u8>> {
+    (0..rng.random_range(1..=max))
+        .map(|_| b(pick(rng, xs)))
+        .collect()
+}
+
 fn cmd(parts: &[&[u8]]) -> Vec<Vec<u8>> {
     parts.iter().map(|p| p.to_vec()).collect()
+}
+
+/// `name`, then `rest` (a command with a variable number of arguments).
+fn cmd_with(name: &str, first: &[&[u8]], rest: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    let mut args = vec![b(name)];
+    args.extend(first.iter().map(|p| p.to_vec()));
+    args.extend(rest.iter().cloned());
+    args
+}
+
+fn int_arg(n: i64) -> Vec<u8> {
+    n.to_string().into_bytes()
 }
 
 fn as_int(v: &[u8]) -> Option<i64> {
@@ -92,258 +203,139 @@ fn as_int(v: &[u8]) -> Option<i64> {
     s.parse().ok()
 }
 
+/// Redis's index range `start..=stop` over `len` items (negative counts
+/// from the end) as a half-open range; empty if nothing is selected.
+fn rank_range(start: i64, stop: i64, len: usize) -> std::ops::Range<usize> {
+    let n = len as i64;
+    let start = if start < 0 { n + start } else { start }.max(0);
+    let stop = if stop < 0 { n + stop } else { stop };
+    if start > stop || start >= n {
+        return 0..0;
+    }
+    start as usize..(stop.min(n - 1) + 1) as usize
+}
+
 impl Model {
-    fn db(&mut self) -> &mut HashMap<Vec<u8>, Entry> {
+    fn db(&mut self) -> &mut Db {
         &mut self.dbs[self.db]
     }
 
-    /// A random command, the reply it must get; applies its effect.
-    fn next(&mut self, rng: &mut StdRng) -> (Vec<Vec<u8>>, R) {
-        let k = b(pick(rng, &KEYS));
-        match rng.random_range(0..10) {
-            0..=1 => self.string_command(rng, k),
-            2..=5 => self.hash_command(rng, k),
-            _ => self.keyspace_command(rng, k),
-        }
+    fn entry(&self, k: &[u8]) -> Option<&Entry> {
+        self.dbs[self.db].get(k)
     }
 
-    fn string_command(&mut self, rng: &mut StdRng, k: Vec<u8>) -> (Vec<Vec<u8>>, R) {
-        let v = b(pick(rng, &VALUES));
-        let cur = self.db().get(&k).cloned();
-        match rng.random_range(0..4) {
-            0 => {
-                let want = match &cur {
-                    None => R::Nil,
-                    Some(Entry {
-                        val: Val::Str(s), ..
-                    }) => R::Bulk(s.clone()),
-                    Some(_) => R::Err(WRONGTYPE.into()),
-                };
-                (cmd(&[b"GET", &k]), want)
-            }
-            1 => {
-                // SET replaces any type and clears the TTL.
-                self.db().insert(
-                    k.clone(),
-                    Entry {
-                        val: Val::Str(v.clone()),
-                        ttl: false,
-                    },
-                );
-                (cmd(&[b"SET", &k, &v]), R::Ok)
-            }
-            2 => match cur {
-                Some(Entry {
-                    val: Val::Str(mut s),
-                    ttl,
-                }) => {
-                    s.extend_from_slice(&v);
-                    let n = s.len() as i64;
-                    self.db().insert(
-                        k.clone(),
-                        Entry {
-                            val: Val::Str(s),
-                            ttl,
-                        },
-                    );
-                    (cmd(&[b"APPEND", &k, &v]), R::Int(n))
-                }
-                None => {
-                    self.db().insert(
-                        k.clone(),
-                        Entry {
-                            val: Val::Str(v.clone()),
-                            ttl: false,
-                        },
-                    );
-                    (cmd(&[b"APPEND", &k, &v]), R::Int(v.len() as i64))
-                }
-                Some(_) => (cmd(&[b"APPEND", &k, &v]), R::Err(WRONGTYPE.into())),
-            },
-            _ => {
-                // MGET answers nil for keys of other types.
-                let k2 = b(pick(rng, &KEYS));
-                let one = |e: Option<&Entry>| match e {
-                    Some(Entry {
-                        val: Val::Str(s), ..
-                    }) => R::Bulk(s.clone()),
-                    _ => R::Nil,
-                };
-                let want = R::Arr(vec![one(self.db().get(&k)), one(self.db().get(&k2))]);
-                (cmd(&[b"MGET", &k, &k2]), want)
-            }
-        }
+    fn type_of(&self, k: &[u8]) -> Option<&'static str> {
+        self.entry(k).map(|e| e.val.type_name())
     }
 
-    /// The hash at `k`: `Ok(None)` if absent, `Err` if another type.
-    fn hash(&mut self, k: &[u8]) -> Result<Option<Hash>, R> {
-        match self.db().get(k) {
+    /// The value at `k` as a `T`: `Ok(None)` if absent, WRONGTYPE if of
+    /// another type.
+    fn get<T: Typed>(&self, k: &[u8]) -> Result<Option<T>, R> {
+        match self.entry(k) {
             None => Ok(None),
-            Some(Entry {
-                val: Val::Hash(h), ..
-            }) => Ok(Some(h.clone())),
-            Some(_) => Err(R::Err(WRONGTYPE.into())),
+            Some(e) => T::view(&e.val).cloned().map(Some).ok_or_else(wrongtype),
         }
     }
 
-    /// Stores hash `h` at `k` (deleting the key when empty), keeping the
-    /// TTL of the hash it replaces.
-    fn store_hash(&mut self, k: &[u8], h: BTreeMap<Vec<u8>, Vec<u8>>) {
-        let ttl = self.db().get(k).is_some_and(|e| e.ttl);
-        if h.is_empty() {
+    /// Runs `f` on the value at `k` as a `T` (`None` if absent), or
+    /// answers WRONGTYPE.
+    fn with<T: Typed>(&mut self, k: &[u8], f: impl FnOnce(&mut Self, Option<T>) -> R) -> R {
+        match self.get::<T>(k) {
+            Err(e) => e,
+            Ok(v) => f(self, v),
+        }
+    }
+
+    /// Stores `v` at `k`, keeping the TTL of the value it updates; an
+    /// empty collection deletes the key.
+    fn put<T: Typed>(&mut self, k: &[u8], v: T) {
+        let ttl = self.entry(k).is_some_and(|e| e.ttl);
+        self.set_entry(k, v.wrap(), ttl);
+    }
+
+    /// Replaces whatever `k` holds with `v`, a new key (no TTL); an empty
+    /// collection deletes the key.
+    fn replace<T: Typed>(&mut self, k: &[u8], v: T) {
+        self.set_entry(k, v.wrap(), false);
+    }
+
+    fn set_entry(&mut self, k: &[u8], val: Val, ttl: bool) {
+        if val.is_empty() {
             self.db().remove(k);
         } else {
-            self.db().insert(
-                k.to_vec(),
-                Entry {
-                    val: Val::Hash(h),
-                    ttl,
-                },
-            );
+            self.db().insert(k.to_vec(), Entry { val, ttl });
         }
     }
 
-    fn hash_command(&mut self, rng: &mut StdRng, k: Vec<u8>) -> (Vec<Vec<u8>>, R) {
-        let f = b(pick(rng, &FIELDS));
-        let v = b(pick(rng, &VALUES));
-        let cur = self.hash(&k);
-        let fields = |rng: &mut StdRng| -> Vec<Vec<u8>> {
-            (0..rng.random_range(1..5))
-                .map(|_| b(pick(rng, &FIELDS)))
-                .collect()
+    /// A random command (or MULTI/EXEC block) and the replies it must get;
+    /// applies its effect.
+    fn next(&mut self, rng: &mut StdRng) -> Vec<Step> {
+        if rng.random_range(0..16) == 0 {
+            return self.transaction(rng);
+        }
+        vec![self.command(rng)]
+    }
+
+    /// A random command other than MULTI/EXEC, the reply it must get;
+    /// applies its effect.
+    fn command(&mut self, rng: &mut StdRng) -> Step {
+        let k = key(rng);
+        let key_type = self.type_of(&k);
+        let (ty, step) = match rng.random_range(0..15) {
+            0..=1 => ("string", self.string_command(rng, k)),
+            2..=3 => ("hash", self.hash_command(rng, k)),
+            4..=6 => ("set", self.set_command(rng, k)),
+            7..=9 => ("zset", self.zset_command(rng, k)),
+            10..=12 => ("list", self.list_command(rng, k)),
+            _ => return self.keyspace_command(rng, k),
         };
-        match rng.random_range(0..10) {
-            0 | 1 => {
-                let pairs: Vec<(Vec<u8>, Vec<u8>)> = fields(rng)
-                    .into_iter()
-                    .map(|f| (f, b(pick(rng, &VALUES))))
-                    .collect();
-                let mut args = vec![b("HSET"), k.clone()];
-                for (f, v) in &pairs {
-                    args.push(f.clone());
-                    args.push(v.clone());
-                }
-                let want = match cur {
-                    Err(e) => e,
-                    Ok(h) => {
-                        let mut h = h.unwrap_or_default();
-                        let mut added = 0;
-                        for (f, v) in pairs {
-                            added += i64::from(h.insert(f, v).is_none());
-                        }
-                        self.store_hash(&k, h);
-                        R::Int(added)
-                    }
-                };
-                (args, want)
-            }
-            2 => {
-                let want = match cur {
-                    Err(e) => e,
-                    Ok(h) => h.and_then(|h| h.get(&f).cloned()).map_or(R::Nil, R::Bulk),
-                };
-                (cmd(&[b"HGET", &k, &f]), want)
-            }
-            3 => {
-                let fs = fields(rng);
-                let mut args = vec![b("HMGET"), k.clone()];
-                args.extend(fs.iter().cloned());
-                let want = match cur {
-                    Err(e) => e,
-                    Ok(h) => {
-                        let h = h.unwrap_or_default();
-                        R::Arr(
-                            fs.iter()
-                                .map(|f| h.get(f).cloned().map_or(R::Nil, R::Bulk))
-                                .collect(),
-                        )
-                    }
-                };
-                (args, want)
-            }
-            4 => {
-                let want = match cur {
-                    Err(e) => e,
-                    Ok(h) => R::Arr(
-                        h.unwrap_or_default()
-                            .into_iter()
-                            .flat_map(|(f, v)| [R::Bulk(f), R::Bulk(v)])
-                            .collect(),
-                    ),
-                };
-                (cmd(&[b"HGETALL", &k]), want)
-            }
-            5 => {
-                let fs = fields(rng);
-                let mut args = vec![b("HDEL"), k.clone()];
-                args.extend(fs.iter().cloned());
-                let want = match cur {
-                    Err(e) => e,
-                    Ok(None) => R::Int(0),
-                    Ok(Some(mut h)) => {
-                        let n = fs.iter().filter(|f| h.remove(*f).is_some()).count();
-                        self.store_hash(&k, h);
-                        R::Int(n as i64)
-                    }
-                };
-                (args, want)
-            }
-            6 => {
-                let want = match cur {
-                    Err(e) => e,
-                    Ok(h) => R::Int(h.map_or(0, |h| h.len() as i64)),
-                };
-                (cmd(&[b"HLEN", &k]), want)
-            }
-            7 => {
-                let want = match cur {
-                    Err(e) => e,
-                    Ok(h) => {
-                        let mut h = h.unwrap_or_default();
-                        match h.get(&f).map(|v| as_int(v)) {
-                            Some(None) => R::Err("ERR hash value is not an integer".into()),
-                            old => match old.flatten().unwrap_or(0).checked_add(3) {
-                                None => R::Err("ERR increment or decrement would overflow".into()),
-                                Some(n) => {
-                                    h.insert(f.clone(), n.to_string().into_bytes());
-                                    self.store_hash(&k, h);
-                                    R::Int(n)
-                                }
-                            },
-                        }
-                    }
-                };
-                (cmd(&[b"HINCRBY", &k, &f, b"3"]), want)
-            }
-            8 => {
-                let want = match cur {
-                    Err(e) => e,
-                    Ok(h) => {
-                        let mut h = h.unwrap_or_default();
-                        if h.contains_key(&f) {
-                            R::Int(0)
-                        } else {
-                            h.insert(f.clone(), v.clone());
-                            self.store_hash(&k, h);
-                            R::Int(1)
-                        }
-                    }
-                };
-                (cmd(&[b"HSETNX", &k, &f, &v]), want)
-            }
-            _ => {
-                let want = match cur {
-                    Err(e) => e,
-                    Ok(h) => R::Arr(h.unwrap_or_default().into_keys().map(R::Bulk).collect()),
-                };
-                (cmd(&[b"HKEYS", &k]), want)
+        if let (R::Err(e), Some(kt)) = (&step.1, key_type) {
+            if e == WRONGTYPE && kt != ty {
+                self.wrongtype_pairs.insert((ty, kt));
             }
         }
+        step
     }
 
-    fn keyspace_command(&mut self, rng: &mut StdRng, k: Vec<u8>) -> (Vec<Vec<u8>>, R) {
-        let k2 = b(pick(rng, &KEYS));
-        let cur = self.db().get(&k).cloned();
+    /// MULTI, 1 to 5 queued commands, then EXEC (their replies, applied in
+    /// order); or DISCARD, or a command rejected while queuing (wrong
+    /// arity) so that EXEC aborts: then none of them applies.
+    fn transaction(&mut self, rng: &mut StdRng) -> Vec<Step> {
+        let saved = (self.dbs.clone(), self.db, self.wrongtype_pairs.clone());
+        let n = rng.random_range(1..=5);
+        let (discard, reject) = match rng.random_range(0..10) {
+            0 => (true, None),
+            1 => (false, Some(rng.random_range(0..n))),
+            _ => (false, None),
+        };
+        let mut steps = vec![(cmd(&[b"MULTI"]), R::Ok)];
+        let mut replies = Vec::new();
+        for i in 0..n {
+            if reject == Some(i) {
+                let arity = "ERR wrong number of arguments for 'sadd' command";
+                steps.push((cmd(&[b"SADD", &key(rng)]), err(arity)));
+            }
+            let (args, reply) = self.command(rng);
+            steps.push((args, R::Status("QUEUED".into())));
+            replies.push(reply);
+        }
+        if discard || reject.is_some() {
+            (self.dbs, self.db, self.wrongtype_pairs) = saved;
+        }
+        steps.push(if discard {
+            (cmd(&[b"DISCARD"]), R::Ok)
+        } else if reject.is_some() {
+            let abort = "EXECABORT Transaction discarded because of previous errors.";
+            (cmd(&[b"EXEC"]), err(abort))
+        } else {
+            (cmd(&[b"EXEC"]), R::Arr(replies))
+        });
+        steps
+    }
+
+    fn keyspace_command(&mut self, rng: &mut StdRng, k: Vec<u8>) -> Step {
+        let k2 = key(rng);
+        let cur = self.entry(&k).cloned();
         match rng.random_range(0..10) {
             0 => {
                 let n = i64::from(self.db().remove(&k).is_some());
@@ -390,8 +382,9 @@ impl Model {
                 (cmd(&[b"PERSIST", &k]), R::Int(i64::from(had)))
             }
             6 => {
+                // The value moves with its TTL.
                 let want = match cur {
-                    None => R::Err("ERR no such key".into()),
+                    None => err("ERR no such key"),
                     Some(e) => {
                         self.db().remove(&k);
                         self.db().insert(k2.clone(), e);
@@ -402,9 +395,7 @@ impl Model {
             }
             7 => {
                 let want = match cur {
-                    _ if k == k2 => {
-                        R::Err("ERR source and destination objects are the same".into())
-                    }
+                    _ if k == k2 => err("ERR source and destination objects are the same"),
                     None => R::Int(0),
                     Some(_) if self.db().contains_key(&k2) => R::Int(0),
                     Some(e) => {
@@ -423,8 +414,10 @@ impl Model {
     }
 }
 
-/// The server's reply in the model's terms (`ttl`: it answers TTL).
-fn observed(reply: redis::RedisResult<redis::Value>, ttl: bool) -> R {
+/// The server's reply in the model's terms, shaped by the reply `want`
+/// expected (a TTL, a set's members; `exact_order`: the members must come
+/// in member order, else they are sorted first).
+fn observed(reply: redis::RedisResult<redis::Value>, want: &R, exact_order: bool) -> R {
     use redis::Value as V;
     let v = match reply {
         Ok(v) => v,
@@ -435,32 +428,71 @@ fn observed(reply: redis::RedisResult<redis::Value>, ttl: bool) -> R {
             })
         }
     };
-    match v {
-        V::Okay => R::Ok,
-        V::Nil => R::Nil,
-        V::Int(n) if ttl => R::Ttl(if n > 0 { 1 } else { n }),
-        V::Int(n) => R::Int(n),
-        V::BulkString(b) => R::Bulk(b),
-        V::SimpleString(s) if s == "OK" => R::Ok,
-        V::SimpleString(s) => R::Status(s),
-        V::Array(items) => R::Arr(items.into_iter().map(|i| observed(Ok(i), false)).collect()),
-        V::ServerError(e) => R::Err(match e.details() {
+    match (v, want) {
+        (V::Array(items), R::Members(_) | R::FieldValues(_)) => {
+            let mut got = Vec::new();
+            for i in items {
+                match i {
+                    V::BulkString(m) => got.push(m),
+                    other => return R::Arr(vec![observed(Ok(other), &R::Nil, exact_order)]),
+                }
+            }
+            if let R::FieldValues(_) = want {
+                let mut pairs: Vec<&[Vec<u8>]> = got.chunks(2).collect();
+                if !exact_order {
+                    pairs.sort();
+                }
+                return R::FieldValues(pairs.concat());
+            }
+            if !exact_order {
+                got.sort();
+            }
+            R::Members(got)
+        }
+        (V::Okay, _) => R::Ok,
+        (V::Nil, _) => R::Nil,
+        (V::Int(n), R::Ttl(_)) => R::Ttl(if n > 0 { 1 } else { n }),
+        (V::Int(n), _) => R::Int(n),
+        (V::BulkString(b), _) => R::Bulk(b),
+        (V::SimpleString(s), _) if s == "OK" => R::Ok,
+        (V::SimpleString(s), _) => R::Status(s),
+        (V::Array(items), want) => {
+            let wants: &[R] = match want {
+                R::Arr(w) => w,
+                _ => &[],
+            };
+            R::Arr(
+                items
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, item)| {
+                        observed(Ok(item), wants.get(i).unwrap_or(&R::Nil), exact_order)
+                    })
+                    .collect(),
+            )
+        }
+        (V::ServerError(e), _) => R::Err(match e.details() {
             Some(d) => format!("{} {d}", e.code()),
             None => e.code().to_string(),
         }),
-        other => panic!("unexpected reply {other:?}"),
+        (other, _) => panic!("unexpected reply {other:?}"),
     }
 }
 
+/// Where the model runs: an in-process server it restarts, or (to check
+/// the model) an outside server such as a real redis-server.
+enum Target {
+    Own(Harness),
+    Outside(redis::Client),
+}
+
+fn env_num(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|s| s.parse().ok())
+}
+
 fn run_model(batch: bool) {
-    let seed: u64 = std::env::var("BATCHKV_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(rand::random);
-    let pipelines: usize = std::env::var("BATCHKV_MODEL_PIPELINES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1000);
+    let seed = env_num("BATCHKV_SEED").unwrap_or_else(rand::random);
+    let pipelines = env_num("BATCHKV_MODEL_PIPELINES").unwrap_or(4000) as usize;
     eprintln!("seed {seed} (BATCHKV_SEED), batch {batch}");
     let mut rng = StdRng::seed_from_u64(seed);
     let config = |c: &mut batchkv_server::Config| {
@@ -469,50 +501,85 @@ fn run_model(batch: bool) {
             .apply_option_string("write_buffer_size=16384;target_file_size_base=16384")
             .unwrap();
     };
-    let mut h = Harness::start_with(config);
-    let mut con = h.conn();
+    let mut target = match std::env::var("BATCHKV_MODEL_REDIS") {
+        Ok(url) => Target::Outside(redis::Client::open(url).unwrap()),
+        Err(_) => Target::Own(Harness::start_with(config)),
+    };
+    let exact_order = matches!(target, Target::Own(_));
+    let mut con = match &target {
+        Target::Own(h) => h.conn(),
+        Target::Outside(c) => {
+            let mut con = c.get_connection().unwrap();
+            redis::cmd("FLUSHALL").exec(&mut con).unwrap();
+            con
+        }
+    };
     let mut model = Model::default();
-    let mut commands = 0;
-    let mut history: Vec<String> = Vec::new();
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    let mut history: VecDeque<String> = VecDeque::new();
     for p in 0..pipelines {
         if p % 25 == 24 {
-            drop(con);
-            h = h.restart(config);
-            con = h.conn();
+            if let Target::Own(h) = target {
+                drop(con);
+                let h = h.restart(config);
+                con = h.conn();
+                target = Target::Own(h);
+            } else {
+                redis::cmd("SELECT").arg(0).exec(&mut con).unwrap();
+            }
             model.db = 0;
-            history.push("-- restart --".into());
+            history.push_back("-- restart --".into());
         }
-        let n = rng.random_range(1..20);
         let mut pipe = redis::pipe();
         let mut want = Vec::new();
-        for _ in 0..n {
-            let (args, reply) = model.next(&mut rng);
-            let c = pipe.cmd(std::str::from_utf8(&args[0]).unwrap());
-            for a in &args[1..] {
-                c.arg(a.as_slice());
+        for _ in 0..rng.random_range(1..20) {
+            for (args, reply) in model.next(&mut rng) {
+                let c = pipe.cmd(std::str::from_utf8(&args[0]).unwrap());
+                for a in &args[1..] {
+                    c.arg(a.as_slice());
+                }
+                want.push((args, reply));
             }
-            want.push((args, reply));
         }
         con.send_packed_command(&pipe.get_packed_pipeline())
             .unwrap();
         for (i, (args, reply)) in want.into_iter().enumerate() {
-            let got = observed(con.recv_response(), matches!(reply, R::Ttl(_)));
+            let got = observed(con.recv_response(), &reply, exact_order);
             let shown: Vec<String> = args
                 .iter()
                 .map(|a| String::from_utf8_lossy(a).into_owned())
                 .collect();
-            history.push(format!("{shown:?}"));
-            let from = history.len().saturating_sub(15);
+            history.push_back(format!("{shown:?}"));
+            if history.len() > 20 {
+                history.pop_front();
+            }
             assert_eq!(
                 got,
                 reply,
                 "seed {seed}, batch {batch}, pipeline {p}, command {i}: {shown:?}\nlast commands:\n{}",
-                history[from..].join("\n")
+                Vec::from(history.clone()).join("\n")
             );
+            *counts.entry(shown[0].to_ascii_uppercase()).or_default() += 1;
         }
-        commands += n;
     }
-    eprintln!("batch {batch}: {commands} commands matched the model");
+    let total: usize = counts.values().sum();
+    eprintln!("batch {batch}: {total} commands matched the model: {counts:?}");
+    eprintln!(
+        "WRONGTYPE pairs (command type, key type): {:?}",
+        model.wrongtype_pairs
+    );
+    if pipelines >= 1000 {
+        // The generators reach every pair of types (a guard against a
+        // generator that stopped colliding types).
+        for ty in TYPES {
+            for kt in TYPES {
+                assert!(
+                    ty == kt || model.wrongtype_pairs.contains(&(ty, kt)),
+                    "no {ty} command met a {kt} key"
+                );
+            }
+        }
+    }
 }
 
 #[test]

@@ -512,14 +512,16 @@ pub fn zpop(shared: &Shared, conn: &ConnState, a: &[Bytes], max: bool) -> Reply 
         Some(Some(n)) if n >= 0 => Some(n),
         Some(_) => return Reply::err("ERR value is out of range, must be positive"),
     };
-    if count == Some(0) {
-        return Reply::Array(Vec::new());
-    }
     let key = db_key(conn.db, &a[0]);
     let _g = shared.lock_keys(&[&key]);
     let Some(mut w) = tri!(coll::open_existing(shared, key, Kind::ZSet)) else {
         return Reply::Array(Vec::new());
     };
+    // After the type check: a count of 0 on another type is WRONGTYPE, as
+    // in Redis 7.0.
+    if count == Some(0) {
+        return Reply::Array(Vec::new());
+    }
     let want = count.unwrap_or(1).min(w.meta.size as i64) as usize;
     let mut popped: Vec<Scored> = Vec::with_capacity(want);
     tri!(scan_all(shared, &w.key, &w.meta, max, |m, s| {

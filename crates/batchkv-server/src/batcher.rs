@@ -660,7 +660,8 @@ mod tests {
 
     /// Many connections submitting in loops on a two-worker runtime: every
     /// submitter gets exactly its replies, in order, the batcher ends idle,
-    /// and jobs were combined (fewer batches than jobs).
+    /// and jobs were combined (fewer batches than jobs; how many fewer is
+    /// measured by `scripts/redis-bench.sh`, not asserted here).
     #[test]
     fn concurrent_submitters_get_their_own_replies_in_order() {
         const CONNS: usize = 16;
@@ -699,7 +700,10 @@ mod tests {
         use std::sync::atomic::Ordering::Relaxed;
         let batches = stats.batches.load(Relaxed);
         let jobs = (CONNS * ROUNDS) as u64;
-        assert!(batches < jobs / 2, "{batches} batches for {jobs} jobs");
+        // How much is combined depends on scheduling (a busy machine
+        // combines less: 1,671 batches for 3,200 jobs was seen); that some
+        // jobs were combined does not.
+        assert!(batches < jobs, "{batches} batches for {jobs} jobs");
     }
 
     /// A gathering leader cancelled during its yield (a connection aborted

@@ -16,7 +16,7 @@ mod object;
 mod sets;
 mod strings;
 mod tx;
-mod zsets;
+pub(crate) mod zsets;
 
 use std::collections::HashMap;
 

@@ -284,11 +284,13 @@ fn zmpop_pops_from_the_first_non_empty_sorted_set() {
     }
 }
 
+/// Blocking waits that a write must end use a 10 s timeout: a missed
+/// wake-up then fails the test (a null reply) instead of hanging it.
 #[test]
 fn bzpopmin_is_woken_by_a_zadd_from_another_client() {
     let h = Harness::start();
     let mut c = h.conn();
-    let waiter = spawn::<Option<(String, String, f64)>>(&h, "BZPOPMIN none k 0");
+    let waiter = spawn::<Option<(String, String, f64)>>(&h, "BZPOPMIN none k 10");
     wait_blocked(&mut c, 1);
     assert_eq!(qs::<i64>(&mut c, "ZADD k 5 m 6 n"), 2);
     assert_eq!(waiter.join().unwrap(), Some(("k".into(), "m".into(), 5.0)));
@@ -297,10 +299,10 @@ fn bzpopmin_is_woken_by_a_zadd_from_another_client() {
 
     // ZINCRBY, a *STORE destination, ZRANGESTORE and RENAME wake too.
     for (wait, write, want) in [
-        ("BZPOPMAX w1 0", "ZINCRBY w1 2 x", ("w1", "x", 2.0)),
-        ("BZPOPMIN w2 0", "ZUNIONSTORE w2 1 k", ("w2", "n", 6.0)),
-        ("BZPOPMIN w3 0", "ZRANGESTORE w3 k 0 0", ("w3", "n", 6.0)),
-        ("BZPOPMAX w4 0", "RENAME k w4", ("w4", "n", 6.0)),
+        ("BZPOPMAX w1 10", "ZINCRBY w1 2 x", ("w1", "x", 2.0)),
+        ("BZPOPMIN w2 10", "ZUNIONSTORE w2 1 k", ("w2", "n", 6.0)),
+        ("BZPOPMIN w3 10", "ZRANGESTORE w3 k 0 0", ("w3", "n", 6.0)),
+        ("BZPOPMAX w4 10", "RENAME k w4", ("w4", "n", 6.0)),
     ] {
         let waiter = spawn::<Option<(String, String, f64)>>(&h, wait);
         wait_blocked(&mut c, 1);
@@ -311,7 +313,7 @@ fn bzpopmin_is_woken_by_a_zadd_from_another_client() {
     }
 
     // BZMPOP takes up to COUNT from the first non-empty set.
-    let popper = spawn::<Option<(String, Vec<(String, f64)>)>>(&h, "BZMPOP 0 2 p1 p2 MAX COUNT 2");
+    let popper = spawn::<Option<(String, Vec<(String, f64)>)>>(&h, "BZMPOP 10 2 p1 p2 MAX COUNT 2");
     wait_blocked(&mut c, 1);
     let _: i64 = qs(&mut c, "ZADD p2 1 a 2 b 3 c");
     assert_eq!(
@@ -320,7 +322,7 @@ fn bzpopmin_is_woken_by_a_zadd_from_another_client() {
     );
 
     // A ZADD inside EXEC wakes a client once the transaction is written.
-    let waiter = spawn::<Option<(String, String, f64)>>(&h, "BZPOPMIN tx 0");
+    let waiter = spawn::<Option<(String, String, f64)>>(&h, "BZPOPMIN tx 10");
     wait_blocked(&mut c, 1);
     let (n,): (i64,) = redis::pipe()
         .atomic()
@@ -344,7 +346,7 @@ fn blocked_zset_clients_are_served_in_order_and_only_by_sorted_sets() {
     wait_blocked(&mut c, 1);
     let mut zs = Vec::new();
     for i in 0..3 {
-        zs.push(spawn::<Option<(String, String, f64)>>(&h, "BZPOPMIN k 0"));
+        zs.push(spawn::<Option<(String, String, f64)>>(&h, "BZPOPMIN k 10"));
         wait_blocked(&mut c, i + 2);
     }
     let _: i64 = qs(&mut c, "ZADD k 1 a 2 b 3 c");
@@ -359,7 +361,7 @@ fn blocked_zset_clients_are_served_in_order_and_only_by_sorted_sets() {
 
     // A key that becomes a list is passed over: the client is served by
     // its other key, or stays blocked until its timeout.
-    let both = spawn::<Option<(String, String, f64)>>(&h, "BZPOPMIN a b 0");
+    let both = spawn::<Option<(String, String, f64)>>(&h, "BZPOPMIN a b 10");
     let only = spawn::<Option<(String, String, f64)>>(&h, "BZPOPMIN a 0.5");
     wait_blocked(&mut c, 2);
     let _: i64 = qs(&mut c, "RPUSH a x");
@@ -535,16 +537,24 @@ fn random_program(seed: u64) -> Vec<String> {
     const WEIGHTS: &[&str] = &["1", "0", "-1", "2", "0.5", "inf", "-inf", "1e-3"];
     const KEYS: &[&str] = &["k0", "k1", "k2", "k3", "s0", "nokey"];
     let mut g = Lcg(seed);
-    let mut out = vec!["FLUSHALL".to_string()];
-    for k in &KEYS[..4] {
+    let zadd = |g: &mut Lcg, k: &str| {
         let mut line = format!("ZADD {k}");
         for _ in 0..1 + g.below(12) {
             line += &format!(" {} m{}", g.pick(SCORES), g.below(16));
         }
-        out.push(line);
+        line
+    };
+    let mut out = vec!["FLUSHALL".to_string()];
+    for k in &KEYS[..4] {
+        out.push(zadd(&mut g, k));
     }
     out.push("SADD s0 m1 m2 m3 m5 m8 m13".into());
-    for _ in 0..150 {
+    for i in 0..200 {
+        // Pops and stores empty the sources: refill one now and then.
+        if i % 5 == 0 {
+            let k = g.pick(&KEYS[..4]);
+            out.push(zadd(&mut g, k));
+        }
         let n = 1 + g.below(4);
         let keys: Vec<&str> = (0..n).map(|_| g.pick(KEYS)).collect();
         let keys = format!("{n} {}", keys.join(" "));

@@ -342,7 +342,7 @@ fn blocked_zset_clients_are_served_in_order_and_only_by_sorted_sets() {
     let mut c = h.conn();
     // A list client first in the queue is not woken by a ZADD (it times
     // out); the sorted-set clients behind it are served in order.
-    let list = spawn::<Option<(String, String)>>(&h, "BLPOP k 1");
+    let list = spawn::<Option<(String, String)>>(&h, "BLPOP k 3");
     wait_blocked(&mut c, 1);
     let mut zs = Vec::new();
     for i in 0..3 {
@@ -362,7 +362,7 @@ fn blocked_zset_clients_are_served_in_order_and_only_by_sorted_sets() {
     // A key that becomes a list is passed over: the client is served by
     // its other key, or stays blocked until its timeout.
     let both = spawn::<Option<(String, String, f64)>>(&h, "BZPOPMIN a b 10");
-    let only = spawn::<Option<(String, String, f64)>>(&h, "BZPOPMIN a 0.5");
+    let only = spawn::<Option<(String, String, f64)>>(&h, "BZPOPMIN a 2");
     wait_blocked(&mut c, 2);
     let _: i64 = qs(&mut c, "RPUSH a x");
     let _: i64 = qs(&mut c, "ZADD b 1 q");

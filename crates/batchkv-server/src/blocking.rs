@@ -1,4 +1,5 @@
-//! Clients blocked in BLPOP, BRPOP, BLMOVE, BRPOPLPUSH and BLMPOP.
+//! Clients blocked in BLPOP, BRPOP, BLMOVE, BRPOPLPUSH and BLMPOP (on
+//! lists) and in BZPOPMIN, BZPOPMAX and BZMPOP (on sorted sets).
 //!
 //! A blocking command's handler is its non-blocking form: when every key
 //! it waits on is empty it answers nil, exactly what the command answers
@@ -12,16 +13,28 @@
 //!
 //! Every write that can make a list non-empty calls [`Blocking::signal`]
 //! for its key after its batch is committed: the list pushes, LMOVE's and
-//! BLMOVE's destination, RENAME's and COPY's destination.
+//! BLMOVE's destination, RENAME's and COPY's destination. A write that
+//! can make a sorted set non-empty (ZADD, ZINCRBY, the Z*STORE
+//! destinations) calls [`Blocking::signal_kind`] with [`WaitFor::ZSet`].
+//!
+//! A client waits for one type of value ([`WaitFor`]). As in Redis, a
+//! client is not served by a key holding another type: a sorted-set
+//! client's retry passes over such keys (`commands::zsets`), and a
+//! sorted-set write does not wake list clients (a RENAME or COPY does, and
+//! a list client's retry then answers WRONGTYPE where Redis keeps it
+//! blocked).
 //!
 //! # Invariants
 //! 1. Each stored key has a FIFO queue of the clients waiting on it; a
-//!    signal wakes the first of them only.
+//!    signal wakes the first of them of each type it names (`signal`:
+//!    every type), no other.
 //! 2. A client that leaves the queues — served, timed out, disconnected —
 //!    wakes the new first client of every queue it was in, so a wake-up it
-//!    consumed, or one that reached it too late, is passed on (at worst
-//!    one spurious retry). A woken client that finds its lists empty
-//!    (another client popped first) keeps its place.
+//!    consumed, or one that reached it too late, is passed on to the new
+//!    first client of its type (at worst one spurious retry): a wake-up
+//!    it took was meant for a client of its type. A woken client that
+//!    finds nothing to pop (another client popped first, or the key holds
+//!    another type) keeps its place.
 //! 3. No lost wake-up: a client joins its queues before it retries, and a
 //!    writer signals after its commit. The SeqCst fences in
 //!    [`Blocking::register`] and [`Blocking::signal`] order the registry
@@ -36,6 +49,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{fence, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use tokio::io::AsyncReadExt;
@@ -47,6 +61,13 @@ use crate::commands::{self, ConnState};
 use crate::resp::Reply;
 use crate::shared::Shared;
 
+/// The type of value a blocked client waits for: what can serve it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitFor {
+    List,
+    ZSet,
+}
+
 /// The queues of blocked clients, by stored key.
 pub struct Blocking {
     /// Registered clients; [`Blocking::signal`] takes no lock while 0.
@@ -57,7 +78,26 @@ pub struct Blocking {
 #[derive(Default)]
 struct Queues {
     next_id: u64,
-    by_key: HashMap<Vec<u8>, VecDeque<(u64, Arc<Notify>)>>,
+    by_key: HashMap<Vec<u8>, VecDeque<Waiter>>,
+}
+
+/// A client in a key's queue.
+struct Waiter {
+    id: u64,
+    kind: WaitFor,
+    notify: Arc<Notify>,
+}
+
+/// Wakes the first client in `queue` waiting for `kind`, or, with `None`,
+/// the first one of each type.
+fn wake_first(queue: &VecDeque<Waiter>, kind: Option<WaitFor>) {
+    for k in [WaitFor::List, WaitFor::ZSet] {
+        if kind.is_none_or(|want| want == k) {
+            if let Some(w) = queue.iter().find(|w| w.kind == k) {
+                w.notify.notify_one();
+            }
+        }
+    }
 }
 
 fn lock(m: &Mutex<Queues>) -> MutexGuard<'_, Queues> {
@@ -86,24 +126,35 @@ impl Blocking {
         self.waiting.load(Ordering::Relaxed)
     }
 
-    /// Wakes the first client waiting on stored key `key`, if any. Call
-    /// after committing a write that may have made the list at `key`
-    /// non-empty.
+    /// Wakes the first client of each type waiting on stored key `key`,
+    /// if any. Call after committing a write that may have made the list
+    /// (or whatever value) at `key` non-empty.
     pub fn signal(&self, key: &[u8]) {
+        self.wake(key, None);
+    }
+
+    /// Wakes the first client waiting on stored key `key` for a value of
+    /// type `kind`, if any. Call after committing a write that may have
+    /// made the value of that type at `key` non-empty.
+    pub fn signal_kind(&self, key: &[u8], kind: WaitFor) {
+        self.wake(key, Some(kind));
+    }
+
+    fn wake(&self, key: &[u8], kind: Option<WaitFor>) {
         // Pairs with the fence in `register` (invariant 3).
         fence(Ordering::SeqCst);
         if self.waiting.load(Ordering::Relaxed) == 0 {
             return;
         }
         let q = lock(&self.queues);
-        if let Some((_, n)) = q.by_key.get(key).and_then(VecDeque::front) {
-            n.notify_one();
+        if let Some(queue) = q.by_key.get(key) {
+            wake_first(queue, kind);
         }
     }
 
-    /// Queues a client on stored keys `keys` (duplicates allowed) until
-    /// the returned registration is dropped.
-    fn register(&self, mut keys: Vec<Vec<u8>>) -> Registration<'_> {
+    /// Queues a client waiting for `kind` on stored keys `keys`
+    /// (duplicates allowed) until the returned registration is dropped.
+    fn register(&self, mut keys: Vec<Vec<u8>>, kind: WaitFor) -> Registration<'_> {
         keys.sort_unstable();
         keys.dedup();
         let notify = Arc::new(Notify::new());
@@ -112,10 +163,11 @@ impl Blocking {
             q.next_id += 1;
             let id = q.next_id;
             for k in &keys {
-                q.by_key
-                    .entry(k.clone())
-                    .or_default()
-                    .push_back((id, notify.clone()));
+                q.by_key.entry(k.clone()).or_default().push_back(Waiter {
+                    id,
+                    kind,
+                    notify: notify.clone(),
+                });
             }
             id
         };
@@ -126,6 +178,7 @@ impl Blocking {
         Registration {
             blocking: self,
             id,
+            kind,
             keys,
             notify,
         }
@@ -136,6 +189,7 @@ impl Blocking {
 struct Registration<'a> {
     blocking: &'a Blocking,
     id: u64,
+    kind: WaitFor,
     keys: Vec<Vec<u8>>,
     notify: Arc<Notify>,
 }
@@ -147,17 +201,47 @@ impl Drop for Registration<'_> {
             let Some(d) = q.by_key.get_mut(k) else {
                 continue;
             };
-            d.retain(|(id, _)| *id != self.id);
-            match d.front() {
+            d.retain(|w| w.id != self.id);
+            if d.is_empty() {
+                q.by_key.remove(k);
+            } else {
                 // Invariant 2: pass a possibly consumed wake-up on.
-                Some((_, n)) => n.notify_one(),
-                None => {
-                    q.by_key.remove(k);
-                }
+                wake_first(d, Some(self.kind));
             }
         }
         self.blocking.waiting.fetch_sub(1, Ordering::SeqCst);
     }
+}
+
+/// What a blocked client waits for.
+struct Request {
+    /// Stored keys.
+    keys: Vec<Vec<u8>>,
+    /// `None`: forever.
+    timeout: Option<Duration>,
+    kind: WaitFor,
+    /// What runs each time the client is woken.
+    retry: commands::Handler,
+}
+
+/// What the blocking command `args` (name included, run by `handler`)
+/// waits for; `None` if `args` is not a valid blocking command.
+fn request(db: u8, args: &[Bytes], handler: commands::Handler) -> Option<Request> {
+    if let Some((keys, timeout)) = commands::lists::block_request(db, args) {
+        return Some(Request {
+            keys,
+            timeout,
+            kind: WaitFor::List,
+            retry: handler,
+        });
+    }
+    let (keys, timeout, retry) = commands::zsets::block_request(db, args)?;
+    Some(Request {
+        keys,
+        timeout,
+        kind: WaitFor::ZSet,
+        retry,
+    })
 }
 
 /// Sleeps until `deadline`, forever if `None`.
@@ -187,12 +271,13 @@ pub async fn wait(
     stop: &mut watch::Receiver<bool>,
 ) -> Option<Reply> {
     let handler = commands::lookup(&args[0])?.handler;
-    let Some((keys, timeout)) = commands::lists::block_request(st.db, args) else {
+    let Some(req) = request(st.db, args, handler) else {
         // Not a blocking command after all: answer as it does.
         return Some(handler(shared, st, &args[1..]));
     };
-    let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
-    let reg = shared.blocking.register(keys);
+    let handler = req.retry;
+    let deadline = req.timeout.and_then(|t| Instant::now().checked_add(t));
+    let reg = shared.blocking.register(req.keys, req.kind);
     let limit = shared.cfg.client_query_buffer_limit;
     let mut pushes = BytesMut::new();
     loop {
@@ -229,8 +314,8 @@ mod tests {
     #[tokio::test]
     async fn a_signal_wakes_the_first_client_and_leaving_passes_it_on() {
         let b = Blocking::new();
-        let first = b.register(vec![b"k".to_vec()]);
-        let second = b.register(vec![b"k".to_vec(), b"j".to_vec()]);
+        let first = b.register(vec![b"k".to_vec()], WaitFor::List);
+        let second = b.register(vec![b"k".to_vec(), b"j".to_vec()], WaitFor::List);
         assert_eq!(b.blocked_clients(), 2);
         b.signal(b"k");
         // The first client has a wake-up stored; the second has none.
@@ -247,5 +332,31 @@ mod tests {
         drop(second);
         assert_eq!(b.blocked_clients(), 0);
         assert!(lock(&b.queues).by_key.is_empty());
+    }
+
+    /// Whether `reg` has a wake-up stored (waits briefly for one).
+    async fn woken(reg: &Registration<'_>) -> bool {
+        tokio::time::timeout(Duration::from_millis(20), reg.notify.notified())
+            .await
+            .is_ok()
+    }
+
+    #[tokio::test]
+    async fn a_typed_signal_wakes_the_first_client_of_its_type_only() {
+        let b = Blocking::new();
+        let list = b.register(vec![b"k".to_vec()], WaitFor::List);
+        let zset = b.register(vec![b"k".to_vec()], WaitFor::ZSet);
+        let zset2 = b.register(vec![b"k".to_vec()], WaitFor::ZSet);
+        b.signal_kind(b"k", WaitFor::ZSet);
+        assert!(woken(&zset).await);
+        assert!(!woken(&list).await && !woken(&zset2).await);
+        // An untyped signal wakes the first client of each type.
+        b.signal(b"k");
+        assert!(woken(&list).await && woken(&zset).await);
+        assert!(!woken(&zset2).await);
+        // A leaving client passes a wake-up to the new first of its type.
+        drop(zset);
+        assert!(woken(&zset2).await);
+        assert!(!woken(&list).await);
     }
 }

@@ -819,7 +819,7 @@ fn lmpop(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
 /// rounded up to whole milliseconds; `None` (0) waits forever. Values whose
 /// milliseconds do not fit an i64 are "negative", as in Redis (its
 /// conversion yields i64::MIN).
-fn parse_timeout(b: &[u8]) -> Result<Option<Duration>, Reply> {
+pub(crate) fn parse_timeout(b: &[u8]) -> Result<Option<Duration>, Reply> {
     let Some(secs) = parse_float(b) else {
         return Err(Reply::err("ERR timeout is not a float or out of range"));
     };

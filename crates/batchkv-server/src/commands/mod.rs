@@ -17,7 +17,7 @@ mod pubsub;
 mod sets;
 mod strings;
 mod tx;
-mod zsets;
+pub(crate) mod zsets;
 
 use std::collections::HashMap;
 

@@ -6,30 +6,43 @@
 //!
 //! Reads by member (ZSCORE, ZMSCORE, and the existence checks of ZADD and
 //! ZREM) are one batched engine read; ranges by score or rank iterate the
-//! score index, ranges by lex the elements (`range.rs`); the *STORE
-//! commands are in `store.rs`. ZRANK and rank ranges cost O(rank) (the
-//! index has no counts; a rank range is read from the nearer end).
+//! score index, ranges by lex the elements (`range.rs`, ZRANGESTORE
+//! too); ZUNION, ZINTER, ZDIFF, their *STORE forms and ZINTERCARD are in
+//! `combine.rs`; ZMPOP and the blocking pops in `pop.rs`. ZRANK and rank
+//! ranges cost O(rank) (the index has no counts; a rank range is read
+//! from the nearer end).
+//!
+//! Every write that can make a sorted set non-empty (ZADD, ZINCRBY, the
+//! *STORE destinations) wakes a client blocked on its key in BZPOPMIN,
+//! BZPOPMAX or BZMPOP (`blocking.rs`).
 //!
 //! Scores are stored with -0 as +0 (as Redis's compact encoding does for
 //! sets up to 128 members), so ZSCORE never answers `-0`.
 
+mod combine;
 mod parse;
+mod pop;
 mod range;
-mod store;
 
+use std::cmp::Ordering;
 use std::collections::HashMap;
 
 use bytes::Bytes;
 
 use super::coll::{self, Writer};
 use super::strings::tri;
-use super::{not_integer, parse_int, spec, syntax_error, CommandSpec, ConnState, KEY1, R, RS, W};
+use super::{
+    not_integer, parse_int, spec, syntax_error, CommandSpec, ConnState, KEY1, NO_KEYS, R, RS, W, WM,
+};
+use crate::blocking::WaitFor;
 use crate::keyspace::{db_key, glob_match};
 use crate::meta::{self, Kind, Meta};
 use crate::resp::Reply;
 use crate::shared::Shared;
 
+use combine::Op;
 use parse::parse_score;
+pub(crate) use pop::block_request;
 
 /// Flags of Redis's fast writes (ZREM, ZPOPMIN, ...).
 const WF: &[&str] = &["write", "fast"];
@@ -79,14 +92,41 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     spec("zremrangebylex", 4, W, KEY1, |s, c, a| {
         range::zremrange(s, c, a, range::RemBy::Lex)
     }),
-    spec("zunionstore", -4, store::FLAGS, KEY1, |s, c, a| {
-        store::zstore(s, c, a, store::Op::Union)
+    spec("zrangestore", -5, WM, (1, 2, 1), |s, c, a| {
+        range::zrangestore(s, c, a)
     }),
-    spec("zinterstore", -4, store::FLAGS, KEY1, |s, c, a| {
-        store::zstore(s, c, a, store::Op::Inter)
+    spec("zunionstore", -4, combine::STORE_FLAGS, KEY1, |s, c, a| {
+        combine::zstore(s, c, a, Op::Union)
     }),
-    spec("zdiffstore", -4, store::FLAGS, KEY1, |s, c, a| {
-        store::zstore(s, c, a, store::Op::Diff)
+    spec("zinterstore", -4, combine::STORE_FLAGS, KEY1, |s, c, a| {
+        combine::zstore(s, c, a, Op::Inter)
+    }),
+    spec("zdiffstore", -4, combine::STORE_FLAGS, KEY1, |s, c, a| {
+        combine::zstore(s, c, a, Op::Diff)
+    }),
+    spec("zunion", -3, combine::READ_FLAGS, NO_KEYS, |s, c, a| {
+        combine::zcombine(s, c, a, Op::Union)
+    }),
+    spec("zinter", -3, combine::READ_FLAGS, NO_KEYS, |s, c, a| {
+        combine::zcombine(s, c, a, Op::Inter)
+    }),
+    spec("zdiff", -3, combine::READ_FLAGS, NO_KEYS, |s, c, a| {
+        combine::zcombine(s, c, a, Op::Diff)
+    }),
+    spec("zintercard", -3, combine::READ_FLAGS, NO_KEYS, |s, c, a| {
+        combine::zintercard(s, c, a)
+    }),
+    spec("zmpop", -4, pop::MPOP, NO_KEYS, |s, c, a| {
+        pop::zmpop(s, c, a)
+    }),
+    spec("bzpopmin", -3, pop::BPOP, (1, -2, 1), |s, c, a| {
+        pop::bzpop(s, c, a, false)
+    }),
+    spec("bzpopmax", -3, pop::BPOP, (1, -2, 1), |s, c, a| {
+        pop::bzpop(s, c, a, true)
+    }),
+    spec("bzmpop", -5, pop::BMPOP, NO_KEYS, |s, c, a| {
+        pop::bzmpop(s, c, a)
     }),
 ];
 
@@ -363,7 +403,9 @@ fn add(
     }
     w.meta.size += applied.added as u64;
     if changed {
+        let key = w.key.clone();
         tri!(w.commit(shared));
+        shared.blocking.signal_kind(&key, WaitFor::ZSet);
     }
     match (f.incr, applied.last) {
         (true, Some(s)) => Reply::Double(s),
@@ -488,6 +530,14 @@ pub fn zrank(shared: &Shared, conn: &ConnState, a: &[Bytes], rev: bool) -> Reply
 /// A member and its score, as replied by ZRANGE WITHSCORES and others.
 type Scored = (Vec<u8>, f64);
 
+/// Redis's order of a sorted set's members: by score (-0 equal to +0),
+/// then bytewise by member. Scores are never NaN.
+fn redis_order(a: &Scored, b: &Scored) -> Ordering {
+    a.1.partial_cmp(&b.1)
+        .unwrap_or(Ordering::Equal)
+        .then_with(|| a.0.cmp(&b.0))
+}
+
 /// Replies with members (and their scores, `with_scores`): RESP3 pairs.
 fn scored_reply(items: Vec<Scored>, with_scores: bool) -> Reply {
     if with_scores {
@@ -522,16 +572,7 @@ pub fn zpop(shared: &Shared, conn: &ConnState, a: &[Bytes], max: bool) -> Reply 
     if count == Some(0) {
         return Reply::Array(Vec::new());
     }
-    let want = count.unwrap_or(1).min(w.meta.size as i64) as usize;
-    let mut popped: Vec<Scored> = Vec::with_capacity(want);
-    tri!(scan_all(shared, &w.key, &w.meta, max, |m, s| {
-        popped.push((m.to_vec(), s));
-        popped.len() < want
-    }));
-    for (m, s) in &popped {
-        del_member(&mut w, m, *s);
-    }
-    w.meta.size = w.meta.size.saturating_sub(popped.len() as u64);
+    let popped = tri!(pop_from(shared, &mut w, max, count.unwrap_or(1) as u64));
     tri!(w.commit(shared));
     match count {
         Some(_) => scored_reply(popped, true),
@@ -543,6 +584,25 @@ pub fn zpop(shared: &Shared, conn: &ConnState, a: &[Bytes], max: bool) -> Reply 
                 .collect(),
         ),
     }
+}
+
+/// Removes up to `n` members from the low end (the high end, `max`) of
+/// the sorted set in `w`: their deletion is added to its batch and
+/// `w.meta.size` updated. Returns them in the order popped.
+fn pop_from(shared: &Shared, w: &mut Writer, max: bool, n: u64) -> Result<Vec<Scored>, Reply> {
+    let want = n.min(w.meta.size) as usize;
+    let mut popped: Vec<Scored> = Vec::with_capacity(want.min(1 << 16));
+    if want > 0 {
+        scan_all(shared, &w.key, &w.meta, max, |m, s| {
+            popped.push((m.to_vec(), s));
+            popped.len() < want
+        })?;
+    }
+    for (m, s) in &popped {
+        del_member(w, m, *s);
+    }
+    w.meta.size = w.meta.size.saturating_sub(popped.len() as u64);
+    Ok(popped)
 }
 
 /// The most members ZRANDMEMBER returns for a negative count (repeats

@@ -1,6 +1,8 @@
 //! Starting a server on an ephemeral port and talking to it.
 #![allow(dead_code, reason = "each test binary uses a different subset")]
 
+pub mod reference;
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;

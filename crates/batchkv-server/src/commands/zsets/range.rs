@@ -1,5 +1,6 @@
 //! Range commands: ZRANGE and its older forms (ZRANGEBYSCORE,
-//! ZREVRANGE, ...), ZCOUNT, ZLEXCOUNT and ZREMRANGEBY{RANK,SCORE,LEX}.
+//! ZREVRANGE, ...), ZRANGESTORE, ZCOUNT, ZLEXCOUNT and
+//! ZREMRANGEBY{RANK,SCORE,LEX}.
 //!
 //! Ranges by score and by rank iterate the score index (Redis's order);
 //! ranges by lex iterate the elements, whose keys sort by member. Redis
@@ -9,6 +10,7 @@
 
 use bytes::Bytes;
 
+use super::combine::replace;
 use super::parse::{LexRange, ScoreRange};
 use super::{decode_score, del_member, read_zset, scan_all, scan_index, scored_reply, Scored};
 use crate::commands::coll;
@@ -24,6 +26,8 @@ use crate::shared::Shared;
 pub enum Form {
     /// ZRANGE: BYSCORE, BYLEX and REV allowed.
     Range,
+    /// ZRANGESTORE: as ZRANGE, without WITHSCORES.
+    Store,
     /// ZREVRANGE.
     RevRank,
     /// Z[REV]RANGEBYSCORE.
@@ -88,7 +92,7 @@ fn parse_spec(by: By, min: &[u8], max: &[u8]) -> Result<Spec, Reply> {
 /// range. Returns the query and whether WITHSCORES was given.
 fn parse_query(a: &[Bytes], form: Form) -> Result<(Query, bool), Reply> {
     let (mut by, mut rev) = match form {
-        Form::Range => (None, None),
+        Form::Range | Form::Store => (None, None),
         Form::RevRank => (Some(By::Rank), Some(true)),
         Form::ByScore { rev } => (Some(By::Score), Some(rev)),
         Form::ByLex { rev } => (Some(By::Lex), Some(rev)),
@@ -97,7 +101,7 @@ fn parse_query(a: &[Bytes], form: Form) -> Result<(Query, bool), Reply> {
     let mut j = 3;
     while let Some(arg) = a.get(j) {
         let is = |w: &str| arg.eq_ignore_ascii_case(w.as_bytes());
-        if is("withscores") {
+        if is("withscores") && !matches!(form, Form::Store) {
             with_scores = true;
         } else if is("limit") && a.len() - j > 2 {
             offset = parse_int(&a[j + 1]).ok_or_else(not_integer)?;
@@ -150,6 +154,23 @@ pub fn zrange(shared: &Shared, conn: &ConnState, a: &[Bytes], form: Form) -> Rep
         return Reply::Array(Vec::new());
     };
     scored_reply(tri!(collect(shared, &k, &m, &q)), with_scores)
+}
+
+/// ZRANGESTORE: `dst src min max [options]` stores what ZRANGE would
+/// reply with (an empty range deletes `dst`), whatever `dst` held, under
+/// both keys' locks; replies with the number stored.
+pub fn zrangestore(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    let (q, _) = tri!(parse_query(&a[1..], Form::Store));
+    let dst = db_key(conn.db, &a[0]);
+    let src = db_key(conn.db, &a[1]);
+    let _g = shared.lock_keys(&[&dst, &src]);
+    let items = match tri!(shared.read_meta(&src, Kind::ZSet)) {
+        Some(m) => tri!(collect(shared, &src, &m, &q)),
+        None => Vec::new(),
+    };
+    let n = items.len() as i64;
+    tri!(replace(shared, &dst, items));
+    Reply::Int(n)
 }
 
 /// Ranks `start..=stop` as Redis sanitizes them for a set of `n`

@@ -1,0 +1,121 @@
+//! Comparing replies byte for byte with a real redis-server: a raw
+//! connection that reads whole replies, and a redis-server child process.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+/// A raw connection reading whole replies as the bytes the server sent.
+pub struct Resp {
+    r: BufReader<TcpStream>,
+}
+
+impl Resp {
+    /// Connects and, for `proto` 3, switches to RESP3 (HELLO 3).
+    pub fn connect(addr: SocketAddr, proto: u8) -> std::io::Result<Resp> {
+        let s = TcpStream::connect(addr)?;
+        s.set_read_timeout(Some(Duration::from_secs(10)))?;
+        let mut r = Resp {
+            r: BufReader::new(s),
+        };
+        if proto == 3 {
+            r.call(&["HELLO", "3"]);
+        }
+        Ok(r)
+    }
+
+    /// Sends one command and returns its whole reply.
+    pub fn call<A: AsRef<[u8]>>(&mut self, args: &[A]) -> String {
+        let mut req = format!("*{}\r\n", args.len()).into_bytes();
+        for a in args {
+            let a = a.as_ref();
+            req.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            req.extend_from_slice(a);
+            req.extend_from_slice(b"\r\n");
+        }
+        self.r.get_mut().write_all(&req).unwrap();
+        let mut out = Vec::new();
+        self.read_reply(&mut out);
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    /// Appends one whole reply (nested ones included) to `out`.
+    fn read_reply(&mut self, out: &mut Vec<u8>) {
+        let mut line = Vec::new();
+        self.r.read_until(b'\n', &mut line).unwrap();
+        assert!(line.ends_with(b"\r\n"), "truncated reply {line:?}");
+        let n: i64 = std::str::from_utf8(&line[1..line.len() - 2])
+            .unwrap_or("0")
+            .parse()
+            .unwrap_or(0);
+        let kind = line[0];
+        out.extend_from_slice(&line);
+        match kind {
+            b'$' | b'=' | b'!' if n >= 0 => {
+                let mut body = vec![0; n as usize + 2];
+                self.r.read_exact(&mut body).unwrap();
+                out.extend_from_slice(&body);
+            }
+            b'*' | b'~' | b'>' | b'%' | b'|' => {
+                let items = if matches!(kind, b'%' | b'|') {
+                    2 * n
+                } else {
+                    n
+                };
+                for _ in 0..items.max(0) {
+                    self.read_reply(out);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A redis-server child on a free port, killed when dropped.
+pub struct RedisServer {
+    child: std::process::Child,
+    pub addr: SocketAddr,
+}
+
+impl RedisServer {
+    /// Starts `redis-server` (no persistence); the error says why not
+    /// (not on PATH, did not start).
+    pub fn start() -> Result<RedisServer, String> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(|e| e.to_string())?
+            .port();
+        let child = std::process::Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .args(["--bind", "127.0.0.1"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .map_err(|e| format!("redis-server is not runnable: {e}"))?;
+        let server = RedisServer {
+            child,
+            addr: ([127, 0, 0, 1], port).into(),
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Resp::connect(server.addr, 2).is_err() {
+            if Instant::now() > deadline {
+                return Err("redis-server did not start".into());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(server)
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -192,7 +192,7 @@ pub async fn wait(
     };
     let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
     let reg = shared.blocking.register(keys);
-    let limit = shared.cfg.client_query_buffer_limit;
+    let limit = shared.settings.client_query_buffer_limit();
     loop {
         let reply = handler(shared, st, &args[1..]);
         if !matches!(reply, Reply::Nil | Reply::NilArray) {

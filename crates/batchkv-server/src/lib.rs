@@ -11,10 +11,14 @@
 //! `conn.rs` (one connection), `batcher.rs` (batched reads), `expiry.rs`
 //! (active expiry), `blocking.rs` (clients blocked in BLPOP and friends),
 //! `tx.rs` (the mechanism of MULTI/EXEC and WATCH), `ldouble.rs` (80-bit
-//! `long double` for INCRBYFLOAT), `commands/` (the commands).
+//! `long double` for INCRBYFLOAT), `clients.rs` (the connection registry
+//! and idle timeout), `slowlog.rs`, `cmdstats.rs` (INFO commandstats),
+//! `config/runtime.rs` (CONFIG SET), `commands/` (the commands).
 
 mod batcher;
 mod blocking;
+mod clients;
+mod cmdstats;
 mod commands;
 mod config;
 mod conn;
@@ -25,6 +29,7 @@ mod meta;
 mod resp;
 mod server;
 mod shared;
+mod slowlog;
 mod tx;
 
 pub use config::{AppendFsync, Config, ServeArgs};

@@ -357,6 +357,9 @@ pub enum Reply {
     /// RESP3 `,` (ZSCORE, ...); RESP2 a bulk string. Both print the value
     /// as Redis 7.0 does ([`format_score`]).
     Double(f64),
+    /// Text for humans (INFO, CLIENT LIST, CLIENT INFO): RESP3 a verbatim
+    /// string of format `txt`; RESP2 a bulk string.
+    Verbatim(Bytes),
 }
 
 impl Reply {
@@ -432,6 +435,16 @@ impl Reply {
                 }
             }
             Reply::Encoded(b) => out.put_slice(b),
+            Reply::Verbatim(b) => {
+                if proto >= 3 {
+                    line(out, b'=', itoa(b.len() as i64 + 4).as_bytes());
+                    out.put_slice(b"txt:");
+                    out.put_slice(b);
+                    out.put_slice(b"\r\n");
+                } else {
+                    encode_bulk(out, b);
+                }
+            }
             Reply::Double(d) => {
                 let text = format_score(*d);
                 if proto >= 3 {

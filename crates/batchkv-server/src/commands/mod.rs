@@ -7,20 +7,31 @@
 
 mod admin;
 mod bits;
+mod client;
 mod coll;
+mod command;
+mod config_cmd;
 mod dbs;
+mod docs;
 mod hashes;
+mod info;
 mod keys;
 pub(crate) mod lists;
 mod object;
 mod sets;
+mod slowlog;
 mod strings;
+mod subcommands;
 mod tx;
 mod zsets;
 
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+
+use crate::clients::{ClientHandle, BLOCKED};
 
 use crate::resp::Reply;
 use crate::shared::Shared;
@@ -70,7 +81,6 @@ pub(crate) const R: &[&str] = &["readonly", "fast"];
 /// A read whose cost grows with the data (Redis: no `fast`).
 pub(crate) const RS: &[&str] = &["readonly"];
 pub(crate) const F: &[&str] = &["fast"];
-pub(crate) const A: &[&str] = &["admin"];
 /// Key positions: none; the first argument; all arguments from the first.
 pub(crate) const NO_KEYS: (i32, i32, i32) = (0, 0, 0);
 pub(crate) const KEY1: (i32, i32, i32) = (1, 1, 1);
@@ -89,6 +99,11 @@ static TABLES: &[&[CommandSpec]] = &[
     tx::COMMANDS,
     lists::COMMANDS,
     zsets::COMMANDS,
+    client::COMMANDS,
+    command::COMMANDS,
+    config_cmd::COMMANDS,
+    info::COMMANDS,
+    slowlog::COMMANDS,
 ];
 
 /// Every command the server knows, in table order.
@@ -96,24 +111,79 @@ pub fn all_commands() -> impl Iterator<Item = &'static CommandSpec> {
     TABLES.iter().flat_map(|t| t.iter())
 }
 
-/// Finds a command by its (case-insensitive) name.
-pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
-    static BY_NAME: std::sync::OnceLock<HashMap<&'static [u8], &'static CommandSpec>> =
-        std::sync::OnceLock::new();
-    let map = BY_NAME.get_or_init(|| all_commands().map(|c| (c.name.as_bytes(), c)).collect());
+/// The command table in table order, with what `execute` needs to find a
+/// command and its statistics slot.
+struct Table {
+    specs: Vec<&'static CommandSpec>,
+    by_name: HashMap<&'static [u8], usize>,
+    /// By command index: a container's subcommands and the statistics
+    /// slot of the first one.
+    subs: Vec<Option<(&'static [subcommands::SubSpec], usize)>>,
+    /// Statistics slot names: every command, then every subcommand.
+    slot_names: Vec<String>,
+}
+
+fn table() -> &'static Table {
+    static TABLE: std::sync::OnceLock<Table> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let specs: Vec<_> = all_commands().collect();
+        let by_name = specs
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.name.as_bytes(), i))
+            .collect();
+        let mut slot_names: Vec<String> = specs.iter().map(|c| c.name.to_string()).collect();
+        let subs = specs
+            .iter()
+            .map(|c| {
+                let list = subcommands::of(c.name)?;
+                let first = slot_names.len();
+                slot_names.extend(list.iter().map(|s| format!("{}|{}", c.name, s.name)));
+                Some((list, first))
+            })
+            .collect();
+        Table {
+            specs,
+            by_name,
+            subs,
+            slot_names,
+        }
+    })
+}
+
+/// The index in [`all_commands`] of a command by its (case-insensitive)
+/// name.
+fn lookup_index(name: &[u8]) -> Option<usize> {
     let mut buf = [0u8; 32];
     let lower = buf.get_mut(..name.len())?;
     lower.copy_from_slice(name);
     lower.make_ascii_lowercase();
-    map.get(&*lower).copied()
+    table().by_name.get(&*lower).copied()
+}
+
+/// Finds a command by its (case-insensitive) name.
+pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
+    lookup_index(name).map(|i| table().specs[i])
+}
+
+/// The names of the statistics slots (INFO commandstats): every command,
+/// then every subcommand as `container|sub`.
+pub fn stat_names() -> Vec<String> {
+    table().slot_names.clone()
 }
 
 /// Whether `argc` (name included) satisfies `spec`'s arity.
 pub fn arity_ok(spec: &CommandSpec, argc: usize) -> bool {
-    if spec.arity >= 0 {
-        argc == spec.arity as usize
+    arity_ok_n(spec.arity, argc)
+}
+
+/// Whether `argc` satisfies `arity` (positive: exactly; negative: at
+/// least its absolute value).
+pub(super) fn arity_ok_n(arity: i32, argc: usize) -> bool {
+    if arity >= 0 {
+        argc == arity as usize
     } else {
-        argc >= (-spec.arity) as usize
+        argc >= arity.unsigned_abs() as usize
     }
 }
 
@@ -127,6 +197,8 @@ pub struct ConnState {
     pub name: Option<Bytes>,
     /// MULTI/EXEC and WATCH state (`tx.rs`).
     pub tx: tx::TxState,
+    /// What CLIENT LIST shows of this connection (`clients.rs`).
+    pub client: Arc<ClientHandle>,
 }
 
 /// What the connection does after writing a command's reply.
@@ -178,6 +250,11 @@ pub fn scan_reply(next: u64, items: Vec<Reply>) -> Reply {
     ])
 }
 
+/// A HELP subcommand's reply: one simple string per line, as Redis's.
+pub(crate) fn help_reply(lines: &[&str]) -> Reply {
+    Reply::Array(lines.iter().map(|l| Reply::Status((*l).into())).collect())
+}
+
 pub fn syntax_error() -> Reply {
     Reply::err("ERR syntax error")
 }
@@ -202,41 +279,192 @@ pub fn parse_int(b: &[u8]) -> Option<i64> {
     s.parse().ok()
 }
 
-/// Checks authentication and arity, then runs the command (or queues it
-/// inside MULTI, `tx.rs`).
+/// Checks the name (and subcommand), arity and authentication, in Redis's
+/// order, then runs the command (or queues it inside MULTI, `tx.rs`).
 pub fn execute(shared: &Shared, conn: &mut ConnState, args: &[Bytes]) -> (Reply, After) {
-    let Some(spec) = lookup(&args[0]) else {
-        return (
-            tx::rejected(conn, None, unknown_command(args)),
-            After::Continue,
-        );
+    let Some(index) = lookup_index(&args[0]) else {
+        return reject(shared, conn, None, None, unknown_command(args));
     };
+    let t = table();
+    let spec = t.specs[index];
+    if conn.client.flags() & BLOCKED != 0 {
+        conn.client.set_flag(BLOCKED, false);
+    }
+    let (slot, sub) = match subcommand(index, args) {
+        Ok(found) => found,
+        Err(e) => return reject(shared, conn, None, Some(spec), e),
+    };
+    let arity_fits = match sub {
+        Some(s) => arity_ok_n(s.arity, args.len()),
+        None => arity_ok(spec, args.len()),
+    };
+    if !arity_fits {
+        return reject(
+            shared,
+            conn,
+            Some(slot),
+            Some(spec),
+            wrong_arity(&t.slot_names[slot]),
+        );
+    }
     if !conn.authenticated && !matches!(spec.name, "auth" | "hello" | "quit" | "reset") {
         let e = Reply::err("NOAUTH Authentication required.");
-        return (tx::rejected(conn, Some(spec), e), After::Continue);
-    }
-    if !arity_ok(spec, args.len()) {
-        let e = wrong_arity(spec.name);
-        return (tx::rejected(conn, Some(spec), e), After::Continue);
+        return reject(shared, conn, Some(slot), Some(spec), e);
     }
     if let Some(queued) = tx::queue(conn, spec, args) {
         return (queued, After::Continue);
     }
-    shared
-        .stats
-        .commands
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let reply = (spec.handler)(shared, conn, &args[1..]);
+    let reply = call_slot(shared, conn, spec, slot, args, false);
     let after = match spec.name {
         "quit" => After::Close,
         "shutdown" => After::Shutdown,
         // A blocking command answers nil exactly when it would block.
         _ if spec.flags.contains(&"blocking") && matches!(reply, Reply::Nil | Reply::NilArray) => {
+            conn.client.set_flag(BLOCKED, true);
             After::Block
         }
+        // Killed (CLIENT KILL ... SKIPME no): the reply, then close.
+        _ if conn.client.is_killed() => After::Close,
         _ => After::Continue,
     };
     (reply, after)
+}
+
+/// The reply to a command refused before it ran, counted in its
+/// statistics slot (if known) and the error statistics.
+fn reject(
+    shared: &Shared,
+    conn: &mut ConnState,
+    slot: Option<usize>,
+    spec: Option<&CommandSpec>,
+    e: Reply,
+) -> (Reply, After) {
+    if let Some(slot) = slot {
+        shared.cmdstats.reject(slot);
+    }
+    if let Reply::Error(text) = &e {
+        shared.cmdstats.count_error(text);
+    }
+    (tx::rejected(conn, spec, e), After::Continue)
+}
+
+/// The statistics slot of `args` for the command at `index` and, for a
+/// container command (CONFIG, CLIENT, ...) given a subcommand, the
+/// subcommand; an unknown subcommand is Redis's error.
+fn subcommand(
+    index: usize,
+    args: &[Bytes],
+) -> Result<(usize, Option<&'static subcommands::SubSpec>), Reply> {
+    let (Some((subs, first)), Some(name)) = (table().subs[index], args.get(1)) else {
+        return Ok((index, None));
+    };
+    match subs
+        .iter()
+        .position(|s| s.name.as_bytes().eq_ignore_ascii_case(name))
+    {
+        Some(j) => Ok((first + j, Some(&subs[j]))),
+        None => Err(Reply::Error(format!(
+            "ERR unknown subcommand '{}'. Try {} HELP.",
+            lossy(name, 128),
+            String::from_utf8_lossy(&args[0]).to_ascii_uppercase()
+        ))),
+    }
+}
+
+/// Runs a command queued in a transaction (EXEC): counted as
+/// [`execute`] counts a command, without changing what CLIENT LIST shows.
+pub fn call(
+    shared: &Shared,
+    conn: &mut ConnState,
+    spec: &'static CommandSpec,
+    args: &[Bytes],
+) -> Reply {
+    let index = lookup_index(spec.name.as_bytes()).unwrap_or(0);
+    let slot = subcommand(index, args).map_or(index, |(slot, _)| slot);
+    call_slot(shared, conn, spec, slot, args, true)
+}
+
+/// Runs `spec`'s handler on `args` (name included), timing it for INFO
+/// commandstats and SLOWLOG; unless `nested` (inside EXEC), publishes the
+/// connection's state to its [`ClientHandle`].
+fn call_slot(
+    shared: &Shared,
+    conn: &mut ConnState,
+    spec: &'static CommandSpec,
+    slot: usize,
+    args: &[Bytes],
+    nested: bool,
+) -> Reply {
+    shared
+        .stats
+        .commands
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let start = Instant::now();
+    if !nested {
+        conn.client.touch(start, slot);
+    }
+    let reply = (spec.handler)(shared, conn, &args[1..]);
+    let took = start.elapsed();
+    let failed = if let Reply::Error(text) = &reply {
+        shared.cmdstats.count_error(text);
+        true
+    } else {
+        false
+    };
+    shared.cmdstats.record(slot, 1, took, failed);
+    if !spec.flags.contains(&"skip_slowlog") {
+        log_if_slow(shared, conn, args, took);
+    }
+    if !nested {
+        let c = &conn.client;
+        c.publish(
+            conn.db,
+            conn.proto,
+            conn.tx.queued(),
+            conn.tx.watched_count(),
+        );
+        if matches!(spec.name, "client" | "hello" | "reset" | "exec") {
+            c.set_name(conn.name.clone());
+        }
+    }
+    reply
+}
+
+/// Adds `args` to the slow log if they took `slowlog-log-slower-than` or
+/// longer.
+fn log_if_slow(shared: &Shared, conn: &ConnState, args: &[Bytes], took: Duration) {
+    let threshold = shared.settings.slowlog_log_slower_than();
+    let micros = took.as_micros() as u64;
+    if threshold < 0 || micros < threshold as u64 {
+        return;
+    }
+    let max_len = shared.settings.slowlog_max_len();
+    let name = conn.name.as_ref();
+    shared
+        .slowlog
+        .push(args, micros, &conn.client.addr, name, max_len);
+}
+
+/// Records a run of GET/MGET commands `reqs` that the batcher answered
+/// (`conn.rs`), started at `began`: counted as [`execute`] counts
+/// commands, each taking an equal share of the run's time.
+pub fn record_batched(shared: &Shared, conn: &ConnState, reqs: &[Vec<Bytes>], began: Instant) {
+    let Some(last) = reqs.last() else {
+        return;
+    };
+    let n = reqs.len() as u32;
+    shared
+        .stats
+        .commands
+        .fetch_add(u64::from(n), std::sync::atomic::Ordering::Relaxed);
+    let each = began.elapsed() / n;
+    for args in reqs {
+        let slot = lookup_index(&args[0]).unwrap_or(0);
+        shared.cmdstats.record(slot, 1, each, false);
+        log_if_slow(shared, conn, args, each);
+    }
+    conn.client
+        .touch(began, lookup_index(&last[0]).unwrap_or(0));
 }
 
 #[cfg(test)]

@@ -260,8 +260,8 @@ pub struct KillFilter {
 
 impl KillFilter {
     fn matches(&self, c: &ClientHandle, me: u64) -> bool {
-        !self.nobody
-            && !(self.skip_me && c.id == me)
+        let spared = self.nobody || (self.skip_me && c.id == me);
+        !spared
             && self.id.is_none_or(|id| id == c.id)
             && self.addr.as_ref().is_none_or(|a| *a == c.addr)
             && self.laddr.as_ref().is_none_or(|a| *a == c.laddr)

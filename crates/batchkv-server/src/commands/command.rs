@@ -8,7 +8,7 @@
 //! for write commands and `RO` otherwise (Redis's finer access flags —
 //! `access`, `update`, `insert`, `delete` — are not given; GETKEYSANDFLAGS
 //! reports the same two); COMMAND DOCS has no argument descriptions; tips
-//! are empty.
+//! come from Redis's table too.
 
 use bytes::Bytes;
 
@@ -118,61 +118,63 @@ fn statuses(items: impl Iterator<Item = String>) -> Reply {
     Reply::Set(items.map(Reply::Status).collect())
 }
 
+/// What one COMMAND INFO entry shows.
+struct Entry<'a> {
+    name: String,
+    arity: i32,
+    flags: &'a [&'a str],
+    keys: (i32, i32, i32),
+    acl: &'a [&'a str],
+    tips: &'a [&'a str],
+    /// The subcommands' entries (an empty set when there are none, as
+    /// Redis answers).
+    subs: Reply,
+}
+
 /// One COMMAND INFO entry: name, arity, flags, first key, last key, step,
 /// ACL categories, tips, key specs, subcommands.
 fn info(c: &'static CommandSpec) -> Reply {
-    let acl = docs::find(c.name).map_or(&[][..], |d| d.acl);
+    let (acl, tips) = docs::find(c.name).map_or((&[][..], &[][..]), |d| (d.acl, d.tips));
     let subs = match subcommands::of(c.name) {
         Some(list) => Reply::Array(list.iter().map(|s| sub_info(c, s)).collect()),
-        // Redis answers an empty set when there are none.
         None => Reply::Set(vec![]),
     };
-    let write = c.flags.contains(&"write");
-    entry(
-        c.name.to_string(),
-        c.arity,
-        c.flags,
-        (c.first_key, c.last_key, c.step),
+    entry(Entry {
+        name: c.name.to_string(),
+        arity: c.arity,
+        flags: c.flags,
+        keys: (c.first_key, c.last_key, c.step),
         acl,
-        write,
+        tips,
         subs,
-    )
+    })
 }
 
 fn sub_info(c: &CommandSpec, s: &SubSpec) -> Reply {
-    let write = s.flags.contains(&"write");
-    let name = format!("{}|{}", c.name, s.name);
-    entry(
-        name,
-        s.arity,
-        s.flags,
-        s.keys,
-        s.acl,
-        write,
-        Reply::Set(vec![]),
-    )
+    entry(Entry {
+        name: format!("{}|{}", c.name, s.name),
+        arity: s.arity,
+        flags: s.flags,
+        keys: s.keys,
+        acl: s.acl,
+        tips: s.tips,
+        subs: Reply::Set(vec![]),
+    })
 }
 
-fn entry(
-    name: String,
-    arity: i32,
-    flags: &[&str],
-    keys: (i32, i32, i32),
-    acl: &[&str],
-    write: bool,
-    subs: Reply,
-) -> Reply {
+fn entry(e: Entry<'_>) -> Reply {
+    let write = e.flags.contains(&"write");
     Reply::Array(vec![
-        Reply::bulk(Bytes::from(name)),
-        Reply::Int(i64::from(arity)),
-        statuses(flags.iter().map(|f| f.to_string())),
-        Reply::Int(i64::from(keys.0)),
-        Reply::Int(i64::from(keys.1)),
-        Reply::Int(i64::from(keys.2)),
-        statuses(acl.iter().map(|a| format!("@{a}"))),
-        Reply::Set(vec![]),
-        key_specs(keys, write),
-        subs,
+        Reply::bulk(Bytes::from(e.name)),
+        Reply::Int(i64::from(e.arity)),
+        statuses(e.flags.iter().map(|f| f.to_string())),
+        Reply::Int(i64::from(e.keys.0)),
+        Reply::Int(i64::from(e.keys.1)),
+        Reply::Int(i64::from(e.keys.2)),
+        statuses(e.acl.iter().map(|a| format!("@{a}"))),
+        Reply::Set(e.tips.iter().map(|t| Reply::bulk_str(t)).collect()),
+        key_specs(e.keys, write),
+        e.subs,
     ])
 }
 
@@ -229,18 +231,25 @@ fn list(a: &[Bytes]) -> Reply {
             names.push((format!("{}|{}", c.name, s.name), s.acl));
         }
     }
-    let keep: Box<dyn Fn(&str, &[&str]) -> bool> = match a {
-        [] => Box::new(|_, _| true),
+    // `None`: keep all; `Some((true, v))`: ACL category v; `Some((false,
+    // v))`: names matching glob v (a module: nothing).
+    let filter = match a {
+        [] => None,
         [f, kind, v] if f.eq_ignore_ascii_case(b"filterby") => {
             let v = String::from_utf8_lossy(v).to_ascii_lowercase();
             match kind.to_ascii_lowercase().as_slice() {
-                b"module" => Box::new(|_, _| false),
-                b"aclcat" => Box::new(move |_, acl| acl.contains(&v.as_str())),
-                b"pattern" => Box::new(move |n, _| glob_match(v.as_bytes(), n.as_bytes())),
+                b"module" => return Reply::Array(vec![]),
+                b"aclcat" => Some((true, v)),
+                b"pattern" => Some((false, v)),
                 _ => return syntax_error(),
             }
         }
         _ => return syntax_error(),
+    };
+    let keep = |name: &str, acl: &[&str]| match &filter {
+        None => true,
+        Some((true, cat)) => acl.contains(&cat.as_str()),
+        Some((false, glob)) => glob_match(glob.as_bytes(), name.as_bytes()),
     };
     Reply::Array(
         names

@@ -1,6 +1,6 @@
 //! COMMAND DOCS data: for every command its summary, the Redis version
-//! that introduced it, its group, its time complexity and its ACL
-//! categories (COMMAND INFO). The texts are those redis-server 7.0.15
+//! that introduced it, its group, its time complexity, and its ACL
+//! categories and tips (COMMAND INFO). The texts are those redis-server 7.0.15
 //! reports (its command reference, BSD-3-Clause): clients show them as the
 //! command's documentation. The complexities describe Redis's in-memory
 //! structures; batchkv's costs follow its LSM layout (reads of element
@@ -19,6 +19,8 @@ pub struct Doc {
     pub complexity: &'static str,
     /// ACL categories without the `@`.
     pub acl: &'static [&'static str],
+    /// COMMAND INFO's tips (`nondeterministic_output`, ...).
+    pub tips: &'static [&'static str],
 }
 
 const fn doc(
@@ -28,6 +30,7 @@ const fn doc(
     group: &'static str,
     complexity: &'static str,
     acl: &'static [&'static str],
+    tips: &'static [&'static str],
 ) -> Doc {
     Doc {
         name,
@@ -36,6 +39,7 @@ const fn doc(
         group,
         complexity,
         acl,
+        tips,
     }
 }
 
@@ -55,6 +59,7 @@ static DOCS: &[Doc] = &[
         "string",
         "O(1). The amortized time complexity is O(1) assuming the appended value is small and the already present value is of any size, since the dynamic string library used by Redis will double the free space available on every reallocation.",
         &["write", "string", "fast"],
+        &[],
     ),
     doc(
         "auth",
@@ -63,6 +68,7 @@ static DOCS: &[Doc] = &[
         "connection",
         "O(N) where N is the number of passwords defined for the user",
         &["fast", "connection"],
+        &[],
     ),
     doc(
         "bitcount",
@@ -71,6 +77,7 @@ static DOCS: &[Doc] = &[
         "bitmap",
         "O(N)",
         &["read", "bitmap", "slow"],
+        &[],
     ),
     doc(
         "bitop",
@@ -79,6 +86,7 @@ static DOCS: &[Doc] = &[
         "bitmap",
         "O(N)",
         &["write", "bitmap", "slow"],
+        &[],
     ),
     doc(
         "bitpos",
@@ -87,6 +95,7 @@ static DOCS: &[Doc] = &[
         "bitmap",
         "O(N)",
         &["read", "bitmap", "slow"],
+        &[],
     ),
     doc(
         "blmove",
@@ -95,6 +104,7 @@ static DOCS: &[Doc] = &[
         "list",
         "O(1)",
         &["write", "list", "slow", "blocking"],
+        &[],
     ),
     doc(
         "blmpop",
@@ -103,6 +113,7 @@ static DOCS: &[Doc] = &[
         "list",
         "O(N+M) where N is the number of provided keys and M is the number of elements returned.",
         &["write", "list", "slow", "blocking"],
+        &[],
     ),
     doc(
         "blpop",
@@ -111,6 +122,7 @@ static DOCS: &[Doc] = &[
         "list",
         "O(N) where N is the number of provided keys.",
         &["write", "list", "slow", "blocking"],
+        &[],
     ),
     doc(
         "brpop",
@@ -119,6 +131,7 @@ static DOCS: &[Doc] = &[
         "list",
         "O(N) where N is the number of provided keys.",
         &["write", "list", "slow", "blocking"],
+        &[],
     ),
     doc(
         "brpoplpush",
@@ -127,6 +140,7 @@ static DOCS: &[Doc] = &[
         "list",
         "O(1)",
         &["write", "list", "slow", "blocking"],
+        &[],
     ),
     doc(
         "client",
@@ -135,6 +149,7 @@ static DOCS: &[Doc] = &[
         "connection",
         "Depends on subcommand.",
         &["slow"],
+        &[],
     ),
     doc(
         "command",
@@ -143,6 +158,7 @@ static DOCS: &[Doc] = &[
         "server",
         "O(N) where N is the total number of Redis commands",
         &["slow", "connection"],
+        &["nondeterministic_output_order"],
     ),
     doc(
         "config",
@@ -151,6 +167,7 @@ static DOCS: &[Doc] = &[
         "server",
         "Depends on subcommand.",
         &["slow"],
+        &[],
     ),
     doc(
         "copy",
@@ -159,6 +176,7 @@ static DOCS: &[Doc] = &[
         "generic",
         "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.",
         &["keyspace", "write", "slow"],
+        &[],
     ),
     doc(
         "dbsize",
@@ -167,6 +185,7 @@ static DOCS: &[Doc] = &[
         "server",
         "O(1)",
         &["keyspace", "read", "fast"],
+        &["request_policy:all_shards", "response_policy:agg_sum"],
     ),
     doc(
         "decr",
@@ -175,6 +194,7 @@ static DOCS: &[Doc] = &[
         "string",
         "O(1)",
         &["write", "string", "fast"],
+        &[],
     ),
     doc(
         "decrby",
@@ -183,6 +203,7 @@ static DOCS: &[Doc] = &[
         "string",
         "O(1)",
         &["write", "string", "fast"],
+        &[],
     ),
     doc(
         "del",
@@ -191,6 +212,7 @@ static DOCS: &[Doc] = &[
         "generic",
         "O(N) where N is the number of keys that will be removed. When a key to remove holds a value other than a string, the individual complexity for this key is O(M) where M is the number of elements in the list, set, sorted set or hash. Removing a single key that holds a string value is O(1).",
         &["keyspace", "write", "slow"],
+        &["request_policy:multi_shard", "response_policy:agg_sum"],
     ),
     doc(
         "discard",
@@ -199,6 +221,7 @@ static DOCS: &[Doc] = &[
         "transactions",
         "O(N), when N is the number of queued commands",
         &["fast", "transaction"],
+        &[],
     ),
     doc(
         "echo",
@@ -207,6 +230,7 @@ static DOCS: &[Doc] = &[
         "connection",
         "O(1)",
         &["fast", "connection"],
+        &[],
     ),
     doc(
         "exec",
@@ -215,6 +239,7 @@ static DOCS: &[Doc] = &[
         "transactions",
         "Depends on commands in the transaction",
         &["slow", "transaction"],
+        &[],
     ),
     doc(
         "exists",
@@ -223,6 +248,7 @@ static DOCS: &[Doc] = &[
         "generic",
         "O(N) where N is the number of keys to check.",
         &["keyspace", "read", "fast"],
+        &["request_policy:multi_shard", "response_policy:agg_sum"],
     ),
     doc(
         "expire",
@@ -231,6 +257,7 @@ static DOCS: &[Doc] = &[
         "generic",
         "O(1)",
         &["keyspace", "write", "fast"],
+        &[],
     ),
     doc(
         "expireat",
@@ -239,6 +266,7 @@ static DOCS: &[Doc] = &[
         "generic",
         "O(1)",
         &["keyspace", "write", "fast"],
+        &[],
     ),
     doc(
         "expiretime",
@@ -247,6 +275,7 @@ static DOCS: &[Doc] = &[
         "generic",
         "O(1)",
         &["keyspace", "read", "fast"],
+        &[],
     ),
     doc(
         "flushall",
@@ -255,6 +284,7 @@ static DOCS: &[Doc] = &[
         "server",
         "O(N) where N is the total number of keys in all databases",
         &["keyspace", "write", "slow", "dangerous"],
+        &["request_policy:all_shards", "response_policy:all_succeeded"],
     ),
     doc(
         "flushdb",
@@ -263,6 +293,7 @@ static DOCS: &[Doc] = &[
         "server",
         "O(N) where N is the number of keys in the selected database",
         &["keyspace", "write", "slow", "dangerous"],
+        &["request_policy:all_shards", "response_policy:all_succeeded"],
     ),
     doc(
         "get",
@@ -271,6 +302,7 @@ static DOCS: &[Doc] = &[
         "string",
         "O(1)",
         &["read", "string", "fast"],
+        &[],
     ),
     doc(
         "getbit",
@@ -279,6 +311,7 @@ static DOCS: &[Doc] = &[
         "bitmap",
         "O(1)",
         &["read", "bitmap", "fast"],
+        &[],
     ),
     doc(
         "getdel",
@@ -287,6 +320,7 @@ static DOCS: &[Doc] = &[
         "string",
         "O(1)",
         &["write", "string", "fast"],
+        &[],
     ),
     doc(
         "getex",
@@ -295,6 +329,7 @@ static DOCS: &[Doc] = &[
         "string",
         "O(1)",
         &["write", "string", "fast"],
+        &[],
     ),
     doc(
         "getrange",
@@ -303,6 +338,7 @@ static DOCS: &[Doc] = &[
         "string",
         "O(N) where N is the length of the returned string. The complexity is ultimately determined by the returned length, but because creating a substring from an existing string is very cheap, it can be considered O(1) for small strings.",
         &["read", "string", "slow"],
+        &[],
     ),
     doc(
         "getset",
@@ -311,6 +347,7 @@ static DOCS: &[Doc] = &[
         "string",
         "O(1)",
         &["write", "string", "fast"],
+        &[],
     ),
     doc(
         "hdel",
@@ -319,6 +356,7 @@ static DOCS: &[Doc] = &[
         "hash",
         "O(N) where N is the number of fields to be removed.",
         &["write", "hash", "fast"],
+        &[],
     ),
     doc(
         "hello",
@@ -327,6 +365,7 @@ static DOCS: &[Doc] = &[
         "connection",
         "O(1)",
         &["fast", "connection"],
+        &[],
     ),
     doc(
         "hexists",
@@ -335,6 +374,7 @@ static DOCS: &[Doc] = &[
         "hash",
         "O(1)",
         &["read", "hash", "fast"],
+        &[],
     ),
     doc(
         "hget",
@@ -343,6 +383,7 @@ static DOCS: &[Doc] = &[
         "hash",
         "O(1)",
         &["read", "hash", "fast"],
+        &[],
     ),
     doc(
         "hgetall",
@@ -351,6 +392,7 @@ static DOCS: &[Doc] = &[
         "hash",
         "O(N) where N is the size of the hash.",
         &["read", "hash", "slow"],
+        &["nondeterministic_output_order"],
     ),
     doc(
         "hincrby",
@@ -359,6 +401,7 @@ static DOCS: &[Doc] = &[
         "hash",
         "O(1)",
         &["write", "hash", "fast"],
+        &[],
     ),
     doc(
         "hincrbyfloat",
@@ -367,6 +410,7 @@ static DOCS: &[Doc] = &[
         "hash",
         "O(1)",
         &["write", "hash", "fast"],
+        &[],
     ),
     doc(
         "hkeys",
@@ -375,6 +419,7 @@ static DOCS: &[Doc] = &[
         "hash",
         "O(N) where N is the size of the hash.",
         &["read", "hash", "slow"],
+        &["nondeterministic_output_order"],
     ),
     doc(
         "hlen",
@@ -383,6 +428,7 @@ static DOCS: &[Doc] = &[
         "hash",
         "O(1)",
         &["read", "hash", "fast"],
+        &[],
     ),
     doc(
         "hmget",
@@ -391,6 +437,7 @@ static DOCS: &[Doc] = &[
         "hash",
         "O(N) where N is the number of fields being requested.",
         &["read", "hash", "fast"],
+        &[],
     ),
     doc(
         "hmset",
@@ -399,6 +446,7 @@ static DOCS: &[Doc] = &[
         "hash",
         "O(N) where N is the number of fields being set.",
         &["write", "hash", "fast"],
+        &[],
     ),
     doc(
         "hrandfield",
@@ -407,6 +455,7 @@ static DOCS: &[Doc] = &[
         "hash",
         "O(N) where N is the number of fields returned",
         &["read", "hash", "slow"],
+        &["nondeterministic_output"],
     ),
     doc(
         "hscan",
@@ -415,6 +464,7 @@ static DOCS: &[Doc] = &[
         "hash",
         "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection..",
         &["read", "hash", "slow"],
+        &["nondeterministic_output"],
     ),
     doc(
         "hset",
@@ -423,6 +473,7 @@ static DOCS: &[Doc] = &[
         "hash",
         "O(1) for each field/value pair added, so O(N) to add N field/value pairs when the command is called with multiple field/value pairs.",
         &["write", "hash", "fast"],
+        &[],
     ),
     doc(
         "hsetnx",
@@ -431,6 +482,7 @@ static DOCS: &[Doc] = &[
         "hash",
         "O(1)",
         &["write", "hash", "fast"],
+        &[],
     ),
     doc(
         "hstrlen",
@@ -439,6 +491,7 @@ static DOCS: &[Doc] = &[
         "hash",
         "O(1)",
         &["read", "hash", "fast"],
+        &[],
     ),
     doc(
         "hvals",
@@ -447,6 +500,7 @@ static DOCS: &[Doc] = &[
         "hash",
         "O(N) where N is the size of the hash.",
         &["read", "hash", "slow"],
+        &["nondeterministic_output_order"],
     ),
     doc(
         "incr",
@@ -455,6 +509,7 @@ static DOCS: &[Doc] = &[
         "string",
         "O(1)",
         &["write", "string", "fast"],
+        &[],
     ),
     doc(
         "incrby",
@@ -463,6 +518,7 @@ static DOCS: &[Doc] = &[
         "string",
         "O(1)",
         &["write", "string", "fast"],
+        &[],
     ),
     doc(
         "incrbyfloat",
@@ -471,6 +527,7 @@ static DOCS: &[Doc] = &[
         "string",
         "O(1)",
         &["write", "string", "fast"],
+        &[],
     ),
     doc(
         "info",
@@ -479,6 +536,7 @@ static DOCS: &[Doc] = &[
         "server",
         "O(1)",
         &["slow", "dangerous"],
+        &["nondeterministic_output", "request_policy:all_shards", "response_policy:special"],
     ),
     doc(
         "keys",
@@ -487,6 +545,7 @@ static DOCS: &[Doc] = &[
         "generic",
         "O(N) with N being the number of keys in the database, under the assumption that the key names in the database and the given pattern have limited length.",
         &["keyspace", "read", "slow", "dangerous"],
+        &["request_policy:all_shards", "nondeterministic_output_order"],
     ),
     doc(
         "lcs",
@@ -495,6 +554,7 @@ static DOCS: &[Doc] = &[
         "string",
         "O(N*M) where N and M are the lengths of s1 and s2, respectively",
         &["read", "string", "slow"],
+        &[],
     ),
     doc(
         "lindex",
@@ -503,6 +563,7 @@ static DOCS: &[Doc] = &[
         "list",
         "O(N) where N is the number of elements to traverse to get to the element at index. This makes asking for the first or the last element of the list O(1).",
         &["read", "list", "slow"],
+        &[],
     ),
     doc(
         "linsert",
@@ -511,6 +572,7 @@ static DOCS: &[Doc] = &[
         "list",
         "O(N) where N is the number of elements to traverse before seeing the value pivot. This means that inserting somewhere on the left end on the list (head) can be considered O(1) and inserting somewhere on the right end (tail) is O(N).",
         &["write", "list", "slow"],
+        &[],
     ),
     doc(
         "llen",
@@ -519,6 +581,7 @@ static DOCS: &[Doc] = &[
         "list",
         "O(1)",
         &["read", "list", "fast"],
+        &[],
     ),
     doc(
         "lmove",
@@ -527,6 +590,7 @@ static DOCS: &[Doc] = &[
         "list",
         "O(1)",
         &["write", "list", "slow"],
+        &[],
     ),
     doc(
         "lmpop",
@@ -535,6 +599,7 @@ static DOCS: &[Doc] = &[
         "list",
         "O(N+M) where N is the number of provided keys and M is the number of elements returned.",
         &["write", "list", "slow"],
+        &[],
     ),
     doc(
         "lpop",
@@ -543,6 +608,7 @@ static DOCS: &[Doc] = &[
         "list",
         "O(N) where N is the number of elements returned",
         &["write", "list", "fast"],
+        &[],
     ),
     doc(
         "lpos",
@@ -551,6 +617,7 @@ static DOCS: &[Doc] = &[
         "list",
         "O(N) where N is the number of elements in the list, for the average case. When searching for elements near the head or the tail of the list, or when the MAXLEN option is provided, the command may run in constant time.",
         &["read", "list", "slow"],
+        &[],
     ),
     doc(
         "lpush",
@@ -559,6 +626,7 @@ static DOCS: &[Doc] = &[
         "list",
         "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.",
         &["write", "list", "fast"],
+        &[],
     ),
     doc(
         "lpushx",
@@ -567,6 +635,7 @@ static DOCS: &[Doc] = &[
         "list",
         "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.",
         &["write", "list", "fast"],
+        &[],
     ),
     doc(
         "lrange",
@@ -575,6 +644,7 @@ static DOCS: &[Doc] = &[
         "list",
         "O(S+N) where S is the distance of start offset from HEAD for small lists, from nearest end (HEAD or TAIL) for large lists; and N is the number of elements in the specified range.",
         &["read", "list", "slow"],
+        &[],
     ),
     doc(
         "lrem",
@@ -583,6 +653,7 @@ static DOCS: &[Doc] = &[
         "list",
         "O(N+M) where N is the length of the list and M is the number of elements removed.",
         &["write", "list", "slow"],
+        &[],
     ),
     doc(
         "lset",
@@ -591,6 +662,7 @@ static DOCS: &[Doc] = &[
         "list",
         "O(N) where N is the length of the list. Setting either the first or the last element of the list is O(1).",
         &["write", "list", "slow"],
+        &[],
     ),
     doc(
         "ltrim",
@@ -599,6 +671,7 @@ static DOCS: &[Doc] = &[
         "list",
         "O(N) where N is the number of elements to be removed by the operation.",
         &["write", "list", "slow"],
+        &[],
     ),
     doc(
         "mget",
@@ -607,6 +680,7 @@ static DOCS: &[Doc] = &[
         "string",
         "O(N) where N is the number of keys to retrieve.",
         &["read", "string", "fast"],
+        &["request_policy:multi_shard"],
     ),
     doc(
         "move",
@@ -615,6 +689,7 @@ static DOCS: &[Doc] = &[
         "generic",
         "O(1)",
         &["keyspace", "write", "fast"],
+        &[],
     ),
     doc(
         "mset",
@@ -623,6 +698,7 @@ static DOCS: &[Doc] = &[
         "string",
         "O(N) where N is the number of keys to set.",
         &["write", "string", "slow"],
+        &["request_policy:multi_shard", "response_policy:all_succeeded"],
     ),
     doc(
         "msetnx",
@@ -631,6 +707,7 @@ static DOCS: &[Doc] = &[
         "string",
         "O(N) where N is the number of keys to set.",
         &["write", "string", "slow"],
+        &["request_policy:multi_shard", "response_policy:agg_min"],
     ),
     doc(
         "multi",
@@ -639,6 +716,7 @@ static DOCS: &[Doc] = &[
         "transactions",
         "O(1)",
         &["fast", "transaction"],
+        &[],
     ),
     doc(
         "object",
@@ -647,6 +725,7 @@ static DOCS: &[Doc] = &[
         "generic",
         "Depends on subcommand.",
         &["slow"],
+        &[],
     ),
     doc(
         "persist",
@@ -655,6 +734,7 @@ static DOCS: &[Doc] = &[
         "generic",
         "O(1)",
         &["keyspace", "write", "fast"],
+        &[],
     ),
     doc(
         "pexpire",
@@ -663,6 +743,7 @@ static DOCS: &[Doc] = &[
         "generic",
         "O(1)",
         &["keyspace", "write", "fast"],
+        &[],
     ),
     doc(
         "pexpireat",
@@ -671,6 +752,7 @@ static DOCS: &[Doc] = &[
         "generic",
         "O(1)",
         &["keyspace", "write", "fast"],
+        &[],
     ),
     doc(
         "pexpiretime",
@@ -679,6 +761,7 @@ static DOCS: &[Doc] = &[
         "generic",
         "O(1)",
         &["keyspace", "read", "fast"],
+        &[],
     ),
     doc(
         "ping",
@@ -687,6 +770,7 @@ static DOCS: &[Doc] = &[
         "connection",
         "O(1)",
         &["fast", "connection"],
+        &["request_policy:all_shards", "response_policy:all_succeeded"],
     ),
     doc(
         "psetex",
@@ -695,6 +779,7 @@ static DOCS: &[Doc] = &[
         "string",
         "O(1)",
         &["write", "string", "slow"],
+        &[],
     ),
     doc(
         "pttl",
@@ -703,6 +788,7 @@ static DOCS: &[Doc] = &[
         "generic",
         "O(1)",
         &["keyspace", "read", "fast"],
+        &["nondeterministic_output"],
     ),
     doc(
         "quit",
@@ -711,6 +797,7 @@ static DOCS: &[Doc] = &[
         "connection",
         "O(1)",
         &["fast", "connection"],
+        &[],
     ),
     doc(
         "randomkey",
@@ -719,6 +806,7 @@ static DOCS: &[Doc] = &[
         "generic",
         "O(1)",
         &["keyspace", "read", "slow"],
+        &["request_policy:all_shards", "nondeterministic_output"],
     ),
     doc(
         "rename",
@@ -727,6 +815,7 @@ static DOCS: &[Doc] = &[
         "generic",
         "O(1)",
         &["keyspace", "write", "slow"],
+        &[],
     ),
     doc(
         "renamenx",
@@ -735,6 +824,7 @@ static DOCS: &[Doc] = &[
         "generic",
         "O(1)",
         &["keyspace", "write", "fast"],
+        &[],
     ),
     doc(
         "reset",
@@ -743,6 +833,7 @@ static DOCS: &[Doc] = &[
         "connection",
         "O(1)",
         &["fast", "connection"],
+        &[],
     ),
     doc(
         "rpop",
@@ -751,6 +842,7 @@ static DOCS: &[Doc] = &[
         "list",
         "O(N) where N is the number of elements returned",
         &["write", "list", "fast"],
+        &[],
     ),
     doc(
         "rpoplpush",
@@ -759,6 +851,7 @@ static DOCS: &[Doc] = &[
         "list",
         "O(1)",
         &["write", "list", "slow"],
+        &[],
     ),
     doc(
         "rpush",
@@ -767,6 +860,7 @@ static DOCS: &[Doc] = &[
         "list",
         "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.",
         &["write", "list", "fast"],
+        &[],
     ),
     doc(
         "rpushx",
@@ -775,6 +869,7 @@ static DOCS: &[Doc] = &[
         "list",
         "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.",
         &["write", "list", "fast"],
+        &[],
     ),
     doc(
         "sadd",
@@ -783,6 +878,7 @@ static DOCS: &[Doc] = &[
         "set",
         "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.",
         &["write", "set", "fast"],
+        &[],
     ),
     doc(
         "scan",
@@ -791,6 +887,7 @@ static DOCS: &[Doc] = &[
         "generic",
         "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.",
         &["keyspace", "read", "slow"],
+        &["nondeterministic_output", "request_policy:special"],
     ),
     doc(
         "scard",
@@ -799,6 +896,7 @@ static DOCS: &[Doc] = &[
         "set",
         "O(1)",
         &["read", "set", "fast"],
+        &[],
     ),
     doc(
         "sdiff",
@@ -807,6 +905,7 @@ static DOCS: &[Doc] = &[
         "set",
         "O(N) where N is the total number of elements in all given sets.",
         &["read", "set", "slow"],
+        &["nondeterministic_output_order"],
     ),
     doc(
         "sdiffstore",
@@ -815,6 +914,7 @@ static DOCS: &[Doc] = &[
         "set",
         "O(N) where N is the total number of elements in all given sets.",
         &["write", "set", "slow"],
+        &[],
     ),
     doc(
         "select",
@@ -823,6 +923,7 @@ static DOCS: &[Doc] = &[
         "connection",
         "O(1)",
         &["fast", "connection"],
+        &[],
     ),
     doc(
         "set",
@@ -831,6 +932,7 @@ static DOCS: &[Doc] = &[
         "string",
         "O(1)",
         &["write", "string", "slow"],
+        &[],
     ),
     doc(
         "setbit",
@@ -839,6 +941,7 @@ static DOCS: &[Doc] = &[
         "bitmap",
         "O(1)",
         &["write", "bitmap", "slow"],
+        &[],
     ),
     doc(
         "setex",
@@ -847,6 +950,7 @@ static DOCS: &[Doc] = &[
         "string",
         "O(1)",
         &["write", "string", "slow"],
+        &[],
     ),
     doc(
         "setnx",
@@ -855,6 +959,7 @@ static DOCS: &[Doc] = &[
         "string",
         "O(1)",
         &["write", "string", "fast"],
+        &[],
     ),
     doc(
         "setrange",
@@ -863,6 +968,7 @@ static DOCS: &[Doc] = &[
         "string",
         "O(1), not counting the time taken to copy the new string in place. Usually, this string is very small so the amortized complexity is O(1). Otherwise, complexity is O(M) with M being the length of the value argument.",
         &["write", "string", "slow"],
+        &[],
     ),
     doc(
         "shutdown",
@@ -871,6 +977,7 @@ static DOCS: &[Doc] = &[
         "server",
         "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)",
         &["admin", "slow", "dangerous"],
+        &[],
     ),
     doc(
         "sinter",
@@ -879,6 +986,7 @@ static DOCS: &[Doc] = &[
         "set",
         "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.",
         &["read", "set", "slow"],
+        &["nondeterministic_output_order"],
     ),
     doc(
         "sintercard",
@@ -887,6 +995,7 @@ static DOCS: &[Doc] = &[
         "set",
         "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.",
         &["read", "set", "slow"],
+        &[],
     ),
     doc(
         "sinterstore",
@@ -895,6 +1004,7 @@ static DOCS: &[Doc] = &[
         "set",
         "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.",
         &["write", "set", "slow"],
+        &[],
     ),
     doc(
         "sismember",
@@ -903,6 +1013,7 @@ static DOCS: &[Doc] = &[
         "set",
         "O(1)",
         &["read", "set", "fast"],
+        &[],
     ),
     doc(
         "slowlog",
@@ -911,6 +1022,7 @@ static DOCS: &[Doc] = &[
         "server",
         "Depends on subcommand.",
         &["slow"],
+        &[],
     ),
     doc(
         "smembers",
@@ -919,6 +1031,7 @@ static DOCS: &[Doc] = &[
         "set",
         "O(N) where N is the set cardinality.",
         &["read", "set", "slow"],
+        &["nondeterministic_output_order"],
     ),
     doc(
         "smismember",
@@ -927,6 +1040,7 @@ static DOCS: &[Doc] = &[
         "set",
         "O(N) where N is the number of elements being checked for membership",
         &["read", "set", "fast"],
+        &[],
     ),
     doc(
         "smove",
@@ -935,6 +1049,7 @@ static DOCS: &[Doc] = &[
         "set",
         "O(1)",
         &["write", "set", "fast"],
+        &[],
     ),
     doc(
         "spop",
@@ -943,6 +1058,7 @@ static DOCS: &[Doc] = &[
         "set",
         "Without the count argument O(1), otherwise O(N) where N is the value of the passed count.",
         &["write", "set", "fast"],
+        &["nondeterministic_output"],
     ),
     doc(
         "srandmember",
@@ -951,6 +1067,7 @@ static DOCS: &[Doc] = &[
         "set",
         "Without the count argument O(1), otherwise O(N) where N is the absolute value of the passed count.",
         &["read", "set", "slow"],
+        &["nondeterministic_output"],
     ),
     doc(
         "srem",
@@ -959,6 +1076,7 @@ static DOCS: &[Doc] = &[
         "set",
         "O(N) where N is the number of members to be removed.",
         &["write", "set", "fast"],
+        &[],
     ),
     doc(
         "sscan",
@@ -967,6 +1085,7 @@ static DOCS: &[Doc] = &[
         "set",
         "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection..",
         &["read", "set", "slow"],
+        &["nondeterministic_output"],
     ),
     doc(
         "strlen",
@@ -975,6 +1094,7 @@ static DOCS: &[Doc] = &[
         "string",
         "O(1)",
         &["read", "string", "fast"],
+        &[],
     ),
     doc(
         "substr",
@@ -983,6 +1103,7 @@ static DOCS: &[Doc] = &[
         "string",
         "O(N) where N is the length of the returned string. The complexity is ultimately determined by the returned length, but because creating a substring from an existing string is very cheap, it can be considered O(1) for small strings.",
         &["read", "string", "slow"],
+        &[],
     ),
     doc(
         "sunion",
@@ -991,6 +1112,7 @@ static DOCS: &[Doc] = &[
         "set",
         "O(N) where N is the total number of elements in all given sets.",
         &["read", "set", "slow"],
+        &["nondeterministic_output_order"],
     ),
     doc(
         "sunionstore",
@@ -999,6 +1121,7 @@ static DOCS: &[Doc] = &[
         "set",
         "O(N) where N is the total number of elements in all given sets.",
         &["write", "set", "slow"],
+        &[],
     ),
     doc(
         "swapdb",
@@ -1007,6 +1130,7 @@ static DOCS: &[Doc] = &[
         "server",
         "O(N) where N is the count of clients watching or blocking on keys from both databases.",
         &["keyspace", "write", "fast", "dangerous"],
+        &[],
     ),
     doc(
         "time",
@@ -1015,6 +1139,7 @@ static DOCS: &[Doc] = &[
         "server",
         "O(1)",
         &["fast"],
+        &["nondeterministic_output"],
     ),
     doc(
         "touch",
@@ -1023,6 +1148,7 @@ static DOCS: &[Doc] = &[
         "generic",
         "O(N) where N is the number of keys that will be touched.",
         &["keyspace", "read", "fast"],
+        &["request_policy:multi_shard", "response_policy:agg_sum"],
     ),
     doc(
         "ttl",
@@ -1031,6 +1157,7 @@ static DOCS: &[Doc] = &[
         "generic",
         "O(1)",
         &["keyspace", "read", "fast"],
+        &["nondeterministic_output"],
     ),
     doc(
         "type",
@@ -1039,6 +1166,7 @@ static DOCS: &[Doc] = &[
         "generic",
         "O(1)",
         &["keyspace", "read", "fast"],
+        &[],
     ),
     doc(
         "unlink",
@@ -1047,6 +1175,7 @@ static DOCS: &[Doc] = &[
         "generic",
         "O(1) for each key removed regardless of its size. Then the command does O(N) work in a different thread in order to reclaim memory, where N is the number of allocations the deleted objects where composed of.",
         &["keyspace", "write", "fast"],
+        &["request_policy:multi_shard", "response_policy:agg_sum"],
     ),
     doc(
         "unwatch",
@@ -1055,6 +1184,7 @@ static DOCS: &[Doc] = &[
         "transactions",
         "O(1)",
         &["fast", "transaction"],
+        &[],
     ),
     doc(
         "watch",
@@ -1063,6 +1193,7 @@ static DOCS: &[Doc] = &[
         "transactions",
         "O(1) for every key.",
         &["fast", "transaction"],
+        &[],
     ),
     doc(
         "zadd",
@@ -1071,6 +1202,7 @@ static DOCS: &[Doc] = &[
         "sorted-set",
         "O(log(N)) for each item added, where N is the number of elements in the sorted set.",
         &["write", "sortedset", "fast"],
+        &[],
     ),
     doc(
         "zcard",
@@ -1079,6 +1211,7 @@ static DOCS: &[Doc] = &[
         "sorted-set",
         "O(1)",
         &["read", "sortedset", "fast"],
+        &[],
     ),
     doc(
         "zcount",
@@ -1087,6 +1220,7 @@ static DOCS: &[Doc] = &[
         "sorted-set",
         "O(log(N)) with N being the number of elements in the sorted set.",
         &["read", "sortedset", "fast"],
+        &[],
     ),
     doc(
         "zdiffstore",
@@ -1095,6 +1229,7 @@ static DOCS: &[Doc] = &[
         "sorted-set",
         "O(L + (N-K)log(N)) worst case where L is the total number of elements in all the sets, N is the size of the first set, and K is the size of the result set.",
         &["write", "sortedset", "slow"],
+        &[],
     ),
     doc(
         "zincrby",
@@ -1103,6 +1238,7 @@ static DOCS: &[Doc] = &[
         "sorted-set",
         "O(log(N)) where N is the number of elements in the sorted set.",
         &["write", "sortedset", "fast"],
+        &[],
     ),
     doc(
         "zinterstore",
@@ -1111,6 +1247,7 @@ static DOCS: &[Doc] = &[
         "sorted-set",
         "O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, K being the number of input sorted sets and M being the number of elements in the resulting sorted set.",
         &["write", "sortedset", "slow"],
+        &[],
     ),
     doc(
         "zlexcount",
@@ -1119,6 +1256,7 @@ static DOCS: &[Doc] = &[
         "sorted-set",
         "O(log(N)) with N being the number of elements in the sorted set.",
         &["read", "sortedset", "fast"],
+        &[],
     ),
     doc(
         "zmscore",
@@ -1127,6 +1265,7 @@ static DOCS: &[Doc] = &[
         "sorted-set",
         "O(N) where N is the number of members being requested.",
         &["read", "sortedset", "fast"],
+        &[],
     ),
     doc(
         "zpopmax",
@@ -1135,6 +1274,7 @@ static DOCS: &[Doc] = &[
         "sorted-set",
         "O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped.",
         &["write", "sortedset", "fast"],
+        &[],
     ),
     doc(
         "zpopmin",
@@ -1143,6 +1283,7 @@ static DOCS: &[Doc] = &[
         "sorted-set",
         "O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped.",
         &["write", "sortedset", "fast"],
+        &[],
     ),
     doc(
         "zrandmember",
@@ -1151,6 +1292,7 @@ static DOCS: &[Doc] = &[
         "sorted-set",
         "O(N) where N is the number of elements returned",
         &["read", "sortedset", "slow"],
+        &["nondeterministic_output"],
     ),
     doc(
         "zrange",
@@ -1159,6 +1301,7 @@ static DOCS: &[Doc] = &[
         "sorted-set",
         "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements returned.",
         &["read", "sortedset", "slow"],
+        &[],
     ),
     doc(
         "zrangebylex",
@@ -1167,6 +1310,7 @@ static DOCS: &[Doc] = &[
         "sorted-set",
         "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements being returned. If M is constant (e.g. always asking for the first 10 elements with LIMIT), you can consider it O(log(N)).",
         &["read", "sortedset", "slow"],
+        &[],
     ),
     doc(
         "zrangebyscore",
@@ -1175,6 +1319,7 @@ static DOCS: &[Doc] = &[
         "sorted-set",
         "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements being returned. If M is constant (e.g. always asking for the first 10 elements with LIMIT), you can consider it O(log(N)).",
         &["read", "sortedset", "slow"],
+        &[],
     ),
     doc(
         "zrank",
@@ -1183,6 +1328,7 @@ static DOCS: &[Doc] = &[
         "sorted-set",
         "O(log(N))",
         &["read", "sortedset", "fast"],
+        &[],
     ),
     doc(
         "zrem",
@@ -1191,6 +1337,7 @@ static DOCS: &[Doc] = &[
         "sorted-set",
         "O(M*log(N)) with N being the number of elements in the sorted set and M the number of elements to be removed.",
         &["write", "sortedset", "fast"],
+        &[],
     ),
     doc(
         "zremrangebylex",
@@ -1199,6 +1346,7 @@ static DOCS: &[Doc] = &[
         "sorted-set",
         "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements removed by the operation.",
         &["write", "sortedset", "slow"],
+        &[],
     ),
     doc(
         "zremrangebyrank",
@@ -1207,6 +1355,7 @@ static DOCS: &[Doc] = &[
         "sorted-set",
         "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements removed by the operation.",
         &["write", "sortedset", "slow"],
+        &[],
     ),
     doc(
         "zremrangebyscore",
@@ -1215,6 +1364,7 @@ static DOCS: &[Doc] = &[
         "sorted-set",
         "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements removed by the operation.",
         &["write", "sortedset", "slow"],
+        &[],
     ),
     doc(
         "zrevrange",
@@ -1223,6 +1373,7 @@ static DOCS: &[Doc] = &[
         "sorted-set",
         "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements returned.",
         &["read", "sortedset", "slow"],
+        &[],
     ),
     doc(
         "zrevrangebylex",
@@ -1231,6 +1382,7 @@ static DOCS: &[Doc] = &[
         "sorted-set",
         "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements being returned. If M is constant (e.g. always asking for the first 10 elements with LIMIT), you can consider it O(log(N)).",
         &["read", "sortedset", "slow"],
+        &[],
     ),
     doc(
         "zrevrangebyscore",
@@ -1239,6 +1391,7 @@ static DOCS: &[Doc] = &[
         "sorted-set",
         "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements being returned. If M is constant (e.g. always asking for the first 10 elements with LIMIT), you can consider it O(log(N)).",
         &["read", "sortedset", "slow"],
+        &[],
     ),
     doc(
         "zrevrank",
@@ -1247,6 +1400,7 @@ static DOCS: &[Doc] = &[
         "sorted-set",
         "O(log(N))",
         &["read", "sortedset", "fast"],
+        &[],
     ),
     doc(
         "zscan",
@@ -1255,6 +1409,7 @@ static DOCS: &[Doc] = &[
         "sorted-set",
         "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection..",
         &["read", "sortedset", "slow"],
+        &["nondeterministic_output"],
     ),
     doc(
         "zscore",
@@ -1263,6 +1418,7 @@ static DOCS: &[Doc] = &[
         "sorted-set",
         "O(1)",
         &["read", "sortedset", "fast"],
+        &[],
     ),
     doc(
         "zunionstore",
@@ -1271,6 +1427,7 @@ static DOCS: &[Doc] = &[
         "sorted-set",
         "O(N)+O(M log(M)) with N being the sum of the sizes of the input sorted sets, and M being the number of elements in the resulting sorted set.",
         &["write", "sortedset", "slow"],
+        &[],
     ),
 ];
 

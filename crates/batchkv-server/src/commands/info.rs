@@ -321,27 +321,34 @@ fn replication(shared: &Shared) -> String {
     ])
 }
 
-/// CPU seconds of the process and its waited-for children, from
-/// /proc/self/stat (in clock ticks of 1/100 s, Linux's USER_HZ).
-fn cpu() -> String {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // The fields after the command name, which is in parentheses.
+/// The utime, stime, cutime, cstime fields of a /proc `stat` file, in
+/// clock ticks.
+fn cpu_ticks(path: &str) -> [u64; 4] {
+    let stat = std::fs::read_to_string(path).unwrap_or_default();
+    // The fields after the command name (in parentheses) start with the
+    // state, field 3; utime..cstime are fields 14..=17.
     let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let fields: Vec<u64> = rest
+    let mut f = rest
         .split_ascii_whitespace()
-        .skip(1)
-        .map(|f| f.parse().unwrap_or(0))
-        .collect();
-    // utime, stime, cutime, cstime are fields 14..=17 (1-based).
-    let tick = |i: usize| {
-        let t = fields.get(i).copied().unwrap_or(0);
-        format!("{}.{:06}", t / 100, (t % 100) * 10_000)
-    };
+        .skip(11)
+        .map(|v| v.parse().unwrap_or(0));
+    [(); 4].map(|()| f.next().unwrap_or(0))
+}
+
+/// CPU seconds of the process, its waited-for children and its main
+/// thread, from /proc (ticks of 1/100 s, Linux's USER_HZ).
+fn cpu() -> String {
+    let secs = |t: u64| format!("{}.{:06}", t / 100, (t % 100) * 10_000);
+    let [user, sys, cuser, csys] = cpu_ticks("/proc/self/stat");
+    let main = format!("/proc/self/task/{}/stat", std::process::id());
+    let [main_user, main_sys, ..] = cpu_ticks(&main);
     lines(&[
-        ("used_cpu_sys", tick(11)),
-        ("used_cpu_user", tick(10)),
-        ("used_cpu_sys_children", tick(13)),
-        ("used_cpu_user_children", tick(12)),
+        ("used_cpu_sys", secs(sys)),
+        ("used_cpu_user", secs(user)),
+        ("used_cpu_sys_children", secs(csys)),
+        ("used_cpu_user_children", secs(cuser)),
+        ("used_cpu_sys_main_thread", secs(main_sys)),
+        ("used_cpu_user_main_thread", secs(main_user)),
     ])
 }
 
@@ -400,6 +407,7 @@ fn batchkv(shared: &Shared) -> String {
         ("block_cache_hits", engine.block_cache_hits.to_string()),
         ("block_cache_misses", engine.block_cache_misses.to_string()),
         ("estimate_num_keys", prop("batchkv.estimate-num-keys")),
+        ("engine_wal_syncs", engine.wal_syncs.to_string()),
     ])
 }
 

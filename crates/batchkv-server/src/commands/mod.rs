@@ -121,6 +121,9 @@ struct Table {
     subs: Vec<Option<(&'static [subcommands::SubSpec], usize)>>,
     /// Statistics slot names: every command, then every subcommand.
     slot_names: Vec<String>,
+    /// The slots of GET and MGET (the batched commands).
+    get_slot: usize,
+    mget_slot: usize,
 }
 
 fn table() -> &'static Table {
@@ -142,11 +145,15 @@ fn table() -> &'static Table {
                 Some((list, first))
             })
             .collect();
+        let slot = |name: &str| slot_names.iter().position(|n| n == name).unwrap_or(0);
+        let (get_slot, mget_slot) = (slot("get"), slot("mget"));
         Table {
             specs,
             by_name,
             subs,
             slot_names,
+            get_slot,
+            mget_slot,
         }
     })
 }
@@ -311,10 +318,17 @@ pub fn execute(shared: &Shared, conn: &mut ConnState, args: &[Bytes]) -> (Reply,
         let e = Reply::err("NOAUTH Authentication required.");
         return reject(shared, conn, Some(slot), Some(spec), e);
     }
+    let start = Instant::now();
+    conn.client.touch(start, slot);
     if let Some(queued) = tx::queue(conn, spec, args) {
+        publish(conn);
         return (queued, After::Continue);
     }
-    let reply = call_slot(shared, conn, spec, slot, args, false);
+    let reply = call_slot(shared, conn, spec, slot, args, start);
+    publish(conn);
+    if matches!(spec.name, "client" | "hello" | "reset" | "exec") {
+        conn.client.set_name(conn.name.clone());
+    }
     let after = match spec.name {
         "quit" => After::Close,
         "shutdown" => After::Shutdown,
@@ -371,8 +385,14 @@ fn subcommand(
     }
 }
 
+/// Publishes what CLIENT LIST shows of the connection.
+fn publish(conn: &ConnState) {
+    let (queued, watched) = (conn.tx.queued(), conn.tx.watched_count());
+    conn.client.publish(conn.db, conn.proto, queued, watched);
+}
+
 /// Runs a command queued in a transaction (EXEC): counted as
-/// [`execute`] counts a command, without changing what CLIENT LIST shows.
+/// [`execute`] counts a command.
 pub fn call(
     shared: &Shared,
     conn: &mut ConnState,
@@ -381,30 +401,26 @@ pub fn call(
 ) -> Reply {
     let index = lookup_index(spec.name.as_bytes()).unwrap_or(0);
     let slot = subcommand(index, args).map_or(index, |(slot, _)| slot);
-    call_slot(shared, conn, spec, slot, args, true)
+    call_slot(shared, conn, spec, slot, args, Instant::now())
 }
 
-/// Runs `spec`'s handler on `args` (name included), timing it for INFO
-/// commandstats and SLOWLOG; unless `nested` (inside EXEC), publishes the
-/// connection's state to its [`ClientHandle`].
+/// Runs `spec`'s handler on `args` (name included), started at `start`;
+/// counts it and its time (INFO stats, commandstats, errorstats) and logs
+/// it in SLOWLOG if it was slow.
 fn call_slot(
     shared: &Shared,
     conn: &mut ConnState,
     spec: &'static CommandSpec,
     slot: usize,
     args: &[Bytes],
-    nested: bool,
+    start: Instant,
 ) -> Reply {
+    let reply = (spec.handler)(shared, conn, &args[1..]);
+    let took = start.elapsed();
     shared
         .stats
         .commands
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let start = Instant::now();
-    if !nested {
-        conn.client.touch(start, slot);
-    }
-    let reply = (spec.handler)(shared, conn, &args[1..]);
-    let took = start.elapsed();
     let failed = if let Reply::Error(text) = &reply {
         shared.cmdstats.count_error(text);
         true
@@ -412,33 +428,23 @@ fn call_slot(
         false
     };
     shared.cmdstats.record(slot, 1, took, failed);
-    if !spec.flags.contains(&"skip_slowlog") {
-        log_if_slow(shared, conn, args, took);
-    }
-    if !nested {
-        let c = &conn.client;
-        c.publish(
-            conn.db,
-            conn.proto,
-            conn.tx.queued(),
-            conn.tx.watched_count(),
-        );
-        if matches!(spec.name, "client" | "hello" | "reset" | "exec") {
-            c.set_name(conn.name.clone());
-        }
+    if is_slow(shared, took) && !spec.flags.contains(&"skip_slowlog") {
+        log_slow(shared, conn, args, took);
     }
     reply
 }
 
-/// Adds `args` to the slow log if they took `slowlog-log-slower-than` or
-/// longer.
-fn log_if_slow(shared: &Shared, conn: &ConnState, args: &[Bytes], took: Duration) {
+/// Whether a command that took `took` goes to the slow log
+/// (`slowlog-log-slower-than`; negative: none does).
+fn is_slow(shared: &Shared, took: Duration) -> bool {
     let threshold = shared.settings.slowlog_log_slower_than();
-    let micros = took.as_micros() as u64;
-    if threshold < 0 || micros < threshold as u64 {
-        return;
-    }
+    threshold >= 0 && took.as_micros() >= threshold as u128
+}
+
+/// Adds `args` (name included), which took `took`, to the slow log.
+fn log_slow(shared: &Shared, conn: &ConnState, args: &[Bytes], took: Duration) {
     let max_len = shared.settings.slowlog_max_len();
+    let micros = took.as_micros() as u64;
     let name = conn.name.as_ref();
     shared
         .slowlog
@@ -452,19 +458,34 @@ pub fn record_batched(shared: &Shared, conn: &ConnState, reqs: &[Vec<Bytes>], be
     let Some(last) = reqs.last() else {
         return;
     };
+    let t = table();
+    let slot_of = |args: &Vec<Bytes>| {
+        if args[0].eq_ignore_ascii_case(b"get") {
+            t.get_slot
+        } else {
+            t.mget_slot
+        }
+    };
     let n = reqs.len() as u32;
     shared
         .stats
         .commands
         .fetch_add(u64::from(n), std::sync::atomic::Ordering::Relaxed);
     let each = began.elapsed() / n;
-    for args in reqs {
-        let slot = lookup_index(&args[0]).unwrap_or(0);
-        shared.cmdstats.record(slot, 1, each, false);
-        log_if_slow(shared, conn, args, each);
+    let gets = reqs.iter().filter(|a| slot_of(a) == t.get_slot).count() as u32;
+    for (slot, calls) in [(t.get_slot, gets), (t.mget_slot, n - gets)] {
+        if calls > 0 {
+            shared
+                .cmdstats
+                .record(slot, u64::from(calls), each * calls, false);
+        }
     }
-    conn.client
-        .touch(began, lookup_index(&last[0]).unwrap_or(0));
+    if is_slow(shared, each) {
+        for args in reqs {
+            log_slow(shared, conn, args, each);
+        }
+    }
+    conn.client.touch(began, slot_of(last));
 }
 
 #[cfg(test)]

@@ -367,7 +367,7 @@ impl Settings {
     /// CONFIG SET of `pairs` (parameter, value, ...; an even count): all
     /// or nothing. The error is Redis's text, without the `ERR ` prefix.
     pub fn set(&self, pairs: &[&[u8]]) -> Result<(), String> {
-        if pairs.len() % 2 != 0 {
+        if !pairs.len().is_multiple_of(2) {
             return Err("syntax error".into());
         }
         // First every name (unknown, read-only, repeated), then every value.
@@ -534,19 +534,21 @@ fn parse_memory(v: &[u8]) -> Option<u64> {
     Some(n.saturating_mul(mul))
 }
 
-/// `save`: "" (no snapshots) or pairs "seconds changes" with seconds ≥ 1
-/// and changes ≥ 0; shown as the pairs joined by single spaces.
+/// `save`: "" (no snapshots) or pairs "seconds changes" separated by
+/// single spaces (as Redis splits it: two spaces make an empty item, which
+/// counts as 0), seconds ≥ 1 and changes ≥ 0; shown with the numbers as
+/// parsed.
 fn parse_save(v: &str) -> Option<String> {
     if v.is_empty() {
         return Some(String::new());
     }
-    let parts: Vec<&str> = v.split_ascii_whitespace().collect();
-    if parts.is_empty() || parts.len() % 2 != 0 {
+    let parts: Vec<&str> = v.split(' ').collect();
+    if !parts.len().is_multiple_of(2) {
         return None;
     }
     let mut nums = Vec::with_capacity(parts.len());
     for (i, p) in parts.iter().enumerate() {
-        let n: i64 = p.parse().ok()?;
+        let n: i64 = if p.is_empty() { 0 } else { p.parse().ok()? };
         if n < i64::from(i % 2 == 0) {
             return None;
         }
@@ -700,7 +702,9 @@ mod tests {
         .unwrap();
         assert_eq!(get(&s, "save"), "3600 1 300 100");
         assert_eq!(get(&s, "notify-keyspace-events"), "AKE");
-        assert!(set(&s, &["save", "0 1"]).is_err() && set(&s, &["save", "  "]).is_err());
+        for bad in ["0 1", "  ", "3600 1  300 100", "3600"] {
+            assert!(set(&s, &["save", bad]).is_err(), "{bad:?}");
+        }
         set(
             &s,
             &["appendfsync", "ALWAYS", "maxmemory-policy", "AllKeys-LRU"],

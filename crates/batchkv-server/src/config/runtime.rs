@@ -697,7 +697,7 @@ mod tests {
             .ends_with("between 1048576 and 67108864 inclusive"));
         set(
             &s,
-            &["save", "3600 1  300 100", "notify-keyspace-events", "KEA"],
+            &["save", "3600 1 300 100", "notify-keyspace-events", "KEA"],
         )
         .unwrap();
         assert_eq!(get(&s, "save"), "3600 1 300 100");

@@ -9,6 +9,11 @@
 //! whether it was killed. A killed connection closes when it next waits
 //! for input (or while blocked in BLPOP and friends): `conn.rs` selects on
 //! [`ClientHandle::killed`].
+//!
+//! A client's idle time (CLIENT LIST `idle`, `timeout`) counts from the
+//! start of its last command; Redis counts from its last read or write,
+//! so a request whose bytes trickle in for longer than `timeout` is cut
+//! here and not in Redis.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

@@ -278,7 +278,7 @@ pub async fn wait(
     let handler = req.retry;
     let deadline = req.timeout.and_then(|t| Instant::now().checked_add(t));
     let reg = shared.blocking.register(req.keys, req.kind);
-    let limit = shared.cfg.client_query_buffer_limit;
+    let limit = shared.settings.client_query_buffer_limit();
     let mut pushes = BytesMut::new();
     loop {
         let reply = handler(shared, st, &args[1..]);

@@ -1,9 +1,13 @@
-//! `batchkv serve` flags and the server's configuration.
+//! `batchkv serve` flags and the server's configuration: [`Config`] at
+//! start; what CONFIG SET changes at runtime is in `config/runtime.rs`.
 
 use std::path::PathBuf;
 use std::str::FromStr;
 
 use batchkv::{MemTableKind, Options, MAX_VALUE_SIZE};
+
+mod runtime;
+pub use runtime::Settings;
 
 /// WAL durability policy (Redis's `appendfsync`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

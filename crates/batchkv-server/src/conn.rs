@@ -27,7 +27,7 @@ use crate::shared::Shared;
 pub async fn serve_conn(shared: Arc<Shared>, mut sock: TcpStream, mut stop: watch::Receiver<bool>) {
     let n = shared.clients.fetch_add(1, Ordering::Relaxed) + 1;
     let _count = ClientCount(&shared);
-    if n > shared.cfg.maxclients {
+    if n > shared.settings.maxclients() {
         shared
             .stats
             .rejected_connections
@@ -37,14 +37,25 @@ pub async fn serve_conn(shared: Arc<Shared>, mut sock: TcpStream, mut stop: watc
             .await;
         return;
     }
+    let id = shared.next_client_id();
+    let client = Arc::new(crate::clients::ClientHandle::new(
+        id,
+        sock.peer_addr()
+            .map_or_else(|_| "?:0".into(), |a| a.to_string()),
+        sock.local_addr()
+            .map_or_else(|_| "?:0".into(), |a| a.to_string()),
+        std::os::fd::AsRawFd::as_raw_fd(&sock).into(),
+    ));
+    let _registered = shared.clients_reg.register(client.clone());
     let mut st = ConnState {
-        id: shared.next_client_id(),
+        id,
         db: 0,
         proto: 2,
-        authenticated: shared.cfg.requirepass.is_none(),
+        authenticated: !shared.settings.auth_required(),
         name: None,
         tx: Default::default(),
         pubsub: Default::default(),
+        client,
     };
     let mut rbuf = BytesMut::with_capacity(16 * 1024);
     let mut wbuf = BytesMut::with_capacity(16 * 1024);
@@ -53,7 +64,7 @@ pub async fn serve_conn(shared: Arc<Shared>, mut sock: TcpStream, mut stop: watc
         let mut reqs: Vec<Vec<Bytes>> = Vec::new();
         let mut proto_err = None;
         loop {
-            match parser.parse(&mut rbuf, shared.cfg.proto_max_bulk_len) {
+            match parser.parse(&mut rbuf, shared.settings.proto_max_bulk_len()) {
                 Ok(Some(args)) => {
                     if !args.is_empty() {
                         reqs.push(args);
@@ -66,11 +77,10 @@ pub async fn serve_conn(shared: Arc<Shared>, mut sock: TcpStream, mut stop: watc
                 }
             }
         }
-        if proto_err.is_none() && rbuf.len() > shared.cfg.client_query_buffer_limit {
+        let limit = shared.settings.client_query_buffer_limit();
+        if proto_err.is_none() && rbuf.len() > limit {
             // What is left is an incomplete request, already too large.
-            proto_err = Some(resp::ProtocolError::query_buffer_limit(
-                shared.cfg.client_query_buffer_limit,
-            ));
+            proto_err = Some(resp::ProtocolError::query_buffer_limit(limit));
         }
         let mut after = run_pipeline(&shared, &mut st, &mut reqs, &mut wbuf).await;
         let blocked = after == After::Block;
@@ -83,9 +93,14 @@ pub async fn serve_conn(shared: Arc<Shared>, mut sock: TcpStream, mut stop: watc
                 }
                 wbuf.clear();
             }
+            let client = st.client.clone();
             let waited =
                 crate::blocking::wait(&shared, &mut st, &reqs[0], &mut sock, &mut rbuf, &mut stop);
-            let Some(reply) = waited.await else {
+            let reply = tokio::select! {
+                r = waited => r,
+                _ = client.killed() => None,
+            };
+            let Some(reply) = reply else {
                 return;
             };
             reply.encode(st.proto, &mut wbuf);
@@ -127,6 +142,8 @@ pub async fn serve_conn(shared: Arc<Shared>, mut sock: TcpStream, mut stop: watc
                     return;
                 }
             }
+            // CLIENT KILL, or idle past `timeout` (`clients.rs`).
+            _ = st.client.killed() => return,
         }
     }
 }
@@ -181,6 +198,7 @@ async fn run_pipeline(
     while i < reqs.len() {
         if let Some(batcher) = &shared.batcher {
             // Gather the run of GET/MGET starting here.
+            let first = i;
             let mut keys = Keys::default();
             let mut shapes = Vec::new();
             while i < reqs.len() {
@@ -194,13 +212,11 @@ async fn run_pipeline(
                 i += 1;
             }
             if !shapes.is_empty() {
-                shared
-                    .stats
-                    .commands
-                    .fetch_add(shapes.len() as u64, Ordering::Relaxed);
+                let began = std::time::Instant::now();
                 // Combining is worth a yield only if other clients exist.
                 let combine = shared.clients.load(Ordering::Relaxed) > 1;
                 batcher.submit(keys, shapes, st.proto, combine, out).await;
+                commands::record_batched(shared, st, &reqs[first..i], began);
                 continue;
             }
         }

@@ -12,10 +12,14 @@
 //! (active expiry), `blocking.rs` (clients blocked in BLPOP and friends),
 //! `tx.rs` (the mechanism of MULTI/EXEC and WATCH), `ldouble.rs` (80-bit
 //! `long double` for INCRBYFLOAT), `pubsub.rs` (Pub/Sub subscriptions and
-//! delivery), `commands/` (the commands).
+//! delivery), `clients.rs` (the connection registry and idle timeout),
+//! `slowlog.rs`, `cmdstats.rs` (INFO commandstats), `config/runtime.rs`
+//! (CONFIG SET), `commands/` (the commands).
 
 mod batcher;
 mod blocking;
+mod clients;
+mod cmdstats;
 mod commands;
 mod config;
 mod conn;
@@ -27,6 +31,7 @@ mod pubsub;
 mod resp;
 mod server;
 mod shared;
+mod slowlog;
 mod tx;
 
 pub use config::{AppendFsync, Config, ServeArgs};

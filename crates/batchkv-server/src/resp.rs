@@ -363,6 +363,9 @@ pub enum Reply {
     /// that answer with one reply per argument (SUBSCRIBE a b: two
     /// confirmations).
     Frames(Vec<Reply>),
+    /// Text for humans (INFO, CLIENT LIST, CLIENT INFO): RESP3 a verbatim
+    /// string of format `txt`; RESP2 a bulk string.
+    Verbatim(Bytes),
 }
 
 impl Reply {
@@ -443,6 +446,16 @@ impl Reply {
                 line(out, tag, itoa(items.len() as i64).as_bytes());
                 for it in items {
                     it.encode(proto, out);
+                }
+            }
+            Reply::Verbatim(b) => {
+                if proto >= 3 {
+                    line(out, b'=', itoa(b.len() as i64 + 4).as_bytes());
+                    out.put_slice(b"txt:");
+                    out.put_slice(b);
+                    out.put_slice(b"\r\n");
+                } else {
+                    encode_bulk(out, b);
                 }
             }
             Reply::Frames(replies) => {

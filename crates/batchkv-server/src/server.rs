@@ -166,9 +166,18 @@ async fn serve(
         shutdown: shutdown_tx,
         blocking: crate::blocking::Blocking::new(),
         pubsub: Default::default(),
+        settings: crate::config::Settings::new(&cfg, port),
+        clients_reg: crate::clients::Clients::default(),
+        slowlog: crate::slowlog::SlowLog::default(),
+        cmdstats: crate::cmdstats::CommandStats::new(crate::commands::stat_names()),
+        run_id: (0..40)
+            .map(|_| char::from(b"0123456789abcdef"[rand::random_range(0..16)]))
+            .collect(),
         cfg,
     });
-    if shared.cfg.appendfsync == AppendFsync::EverySec {
+    {
+        // `appendfsync` can change at runtime (CONFIG SET): the task runs
+        // always and syncs only under `everysec`.
         let s = shared.clone();
         let mut stop = shutdown_rx.clone();
         tokio::spawn(async move {
@@ -177,6 +186,9 @@ async fn serve(
                 tokio::select! {
                     _ = tick.tick() => {}
                     _ = stop.changed() => return,
+                }
+                if s.settings.appendfsync() != AppendFsync::EverySec {
+                    continue;
                 }
                 if s.dirty.swap(false, Ordering::Relaxed) {
                     let s2 = s.clone();
@@ -189,6 +201,7 @@ async fn serve(
         });
     }
     let expiry = tokio::spawn(crate::expiry::run(shared.clone(), shutdown_rx.clone()));
+    tokio::spawn(crate::clients::cron(shared.clone(), shutdown_rx.clone()));
     let mut conns = tokio::task::JoinSet::new();
     loop {
         tokio::select! {

@@ -103,6 +103,24 @@ pub struct Stats {
     pub expiry_index_complete: AtomicBool,
 }
 
+impl Stats {
+    /// Zeroes the counters Redis's CONFIG RESETSTAT zeroes.
+    pub fn reset(&self) {
+        for c in [
+            &self.connections,
+            &self.rejected_connections,
+            &self.commands,
+            &self.hits,
+            &self.misses,
+            &self.expired_keys,
+            &self.batches,
+            &self.batched_keys,
+        ] {
+            c.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
 /// State shared by all connections.
 pub struct Shared {
     pub db: Db,
@@ -132,6 +150,16 @@ pub struct Shared {
     pub blocking: crate::blocking::Blocking,
     /// Pub/Sub subscriptions (not persisted).
     pub(crate) pubsub: Arc<crate::pubsub::Broker>,
+    /// What CONFIG SET can change (`config/runtime.rs`).
+    pub settings: crate::config::Settings,
+    /// Every connection, for CLIENT LIST/KILL (`clients.rs`).
+    pub clients_reg: crate::clients::Clients,
+    /// SLOWLOG (`slowlog.rs`).
+    pub slowlog: crate::slowlog::SlowLog,
+    /// INFO commandstats and errorstats (`cmdstats.rs`).
+    pub cmdstats: crate::cmdstats::CommandStats,
+    /// A random 40-hex-digit id of this server run (INFO `run_id`).
+    pub run_id: String,
 }
 
 #[derive(Default)]
@@ -255,7 +283,7 @@ impl Shared {
         }
         self.mark_dirty();
         let opts = WriteOptions {
-            sync: self.cfg.appendfsync == AppendFsync::Always,
+            sync: self.settings.appendfsync() == AppendFsync::Always,
             ..Default::default()
         };
         let r = if opts.sync {

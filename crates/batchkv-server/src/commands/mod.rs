@@ -7,21 +7,32 @@
 
 mod admin;
 mod bits;
+mod client;
 mod coll;
+mod command;
+mod config_cmd;
 mod dbs;
+mod docs;
 mod hashes;
+mod info;
 mod keys;
 pub(crate) mod lists;
 mod object;
 mod pubsub;
 mod sets;
+mod slowlog;
 mod strings;
+mod subcommands;
 mod tx;
 pub(crate) mod zsets;
 
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+
+use crate::clients::{ClientHandle, BLOCKED};
 
 use crate::resp::Reply;
 use crate::shared::Shared;
@@ -71,7 +82,6 @@ pub(crate) const R: &[&str] = &["readonly", "fast"];
 /// A read whose cost grows with the data (Redis: no `fast`).
 pub(crate) const RS: &[&str] = &["readonly"];
 pub(crate) const F: &[&str] = &["fast"];
-pub(crate) const A: &[&str] = &["admin"];
 /// Key positions: none; the first argument; all arguments from the first.
 pub(crate) const NO_KEYS: (i32, i32, i32) = (0, 0, 0);
 pub(crate) const KEY1: (i32, i32, i32) = (1, 1, 1);
@@ -91,6 +101,11 @@ static TABLES: &[&[CommandSpec]] = &[
     lists::COMMANDS,
     zsets::COMMANDS,
     pubsub::COMMANDS,
+    client::COMMANDS,
+    command::COMMANDS,
+    config_cmd::COMMANDS,
+    info::COMMANDS,
+    slowlog::COMMANDS,
 ];
 
 /// Every command the server knows, in table order.
@@ -98,24 +113,86 @@ pub fn all_commands() -> impl Iterator<Item = &'static CommandSpec> {
     TABLES.iter().flat_map(|t| t.iter())
 }
 
-/// Finds a command by its (case-insensitive) name.
-pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
-    static BY_NAME: std::sync::OnceLock<HashMap<&'static [u8], &'static CommandSpec>> =
-        std::sync::OnceLock::new();
-    let map = BY_NAME.get_or_init(|| all_commands().map(|c| (c.name.as_bytes(), c)).collect());
+/// The command table in table order, with what `execute` needs to find a
+/// command and its statistics slot.
+struct Table {
+    specs: Vec<&'static CommandSpec>,
+    by_name: HashMap<&'static [u8], usize>,
+    /// By command index: a container's subcommands and the statistics
+    /// slot of the first one.
+    subs: Vec<Option<(&'static [subcommands::SubSpec], usize)>>,
+    /// Statistics slot names: every command, then every subcommand.
+    slot_names: Vec<String>,
+    /// The slots of GET and MGET (the batched commands).
+    get_slot: usize,
+    mget_slot: usize,
+}
+
+fn table() -> &'static Table {
+    static TABLE: std::sync::OnceLock<Table> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let specs: Vec<_> = all_commands().collect();
+        let by_name = specs
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.name.as_bytes(), i))
+            .collect();
+        let mut slot_names: Vec<String> = specs.iter().map(|c| c.name.to_string()).collect();
+        let subs = specs
+            .iter()
+            .map(|c| {
+                let list = subcommands::of(c.name)?;
+                let first = slot_names.len();
+                slot_names.extend(list.iter().map(|s| format!("{}|{}", c.name, s.name)));
+                Some((list, first))
+            })
+            .collect();
+        let slot = |name: &str| slot_names.iter().position(|n| n == name).unwrap_or(0);
+        let (get_slot, mget_slot) = (slot("get"), slot("mget"));
+        Table {
+            specs,
+            by_name,
+            subs,
+            slot_names,
+            get_slot,
+            mget_slot,
+        }
+    })
+}
+
+/// The index in [`all_commands`] of a command by its (case-insensitive)
+/// name.
+fn lookup_index(name: &[u8]) -> Option<usize> {
     let mut buf = [0u8; 32];
     let lower = buf.get_mut(..name.len())?;
     lower.copy_from_slice(name);
     lower.make_ascii_lowercase();
-    map.get(&*lower).copied()
+    table().by_name.get(&*lower).copied()
+}
+
+/// Finds a command by its (case-insensitive) name.
+pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
+    lookup_index(name).map(|i| table().specs[i])
+}
+
+/// The names of the statistics slots (INFO commandstats): every command,
+/// then every subcommand as `container|sub`.
+pub fn stat_names() -> Vec<String> {
+    table().slot_names.clone()
 }
 
 /// Whether `argc` (name included) satisfies `spec`'s arity.
 pub fn arity_ok(spec: &CommandSpec, argc: usize) -> bool {
-    if spec.arity >= 0 {
-        argc == spec.arity as usize
+    arity_ok_n(spec.arity, argc)
+}
+
+/// Whether `argc` satisfies `arity` (positive: exactly; negative: at
+/// least its absolute value).
+pub(super) fn arity_ok_n(arity: i32, argc: usize) -> bool {
+    if arity >= 0 {
+        argc == arity as usize
     } else {
-        argc >= (-spec.arity) as usize
+        argc >= arity.unsigned_abs() as usize
     }
 }
 
@@ -131,6 +208,8 @@ pub struct ConnState {
     pub tx: tx::TxState,
     /// Pub/Sub subscriptions and queued messages.
     pub pubsub: crate::pubsub::Session,
+    /// What CLIENT LIST shows of this connection (`clients.rs`).
+    pub client: Arc<ClientHandle>,
 }
 
 /// What the connection does after writing a command's reply.
@@ -182,6 +261,11 @@ pub fn scan_reply(next: u64, items: Vec<Reply>) -> Reply {
     ])
 }
 
+/// A HELP subcommand's reply: one simple string per line, as Redis's.
+pub(crate) fn help_reply(lines: &[&str]) -> Reply {
+    Reply::Array(lines.iter().map(|l| Reply::Status((*l).into())).collect())
+}
+
 pub fn syntax_error() -> Reply {
     Reply::err("ERR syntax error")
 }
@@ -206,44 +290,209 @@ pub fn parse_int(b: &[u8]) -> Option<i64> {
     s.parse().ok()
 }
 
-/// Checks authentication and arity, then runs the command (or queues it
-/// inside MULTI, `tx.rs`).
+/// Checks the name (and subcommand), arity and authentication, in Redis's
+/// order, then runs the command (or queues it inside MULTI, `tx.rs`).
 pub fn execute(shared: &Shared, conn: &mut ConnState, args: &[Bytes]) -> (Reply, After) {
-    let Some(spec) = lookup(&args[0]) else {
-        return (
-            tx::rejected(conn, None, unknown_command(args)),
-            After::Continue,
-        );
+    let Some(index) = lookup_index(&args[0]) else {
+        return reject(shared, conn, None, None, unknown_command(args));
     };
+    let t = table();
+    let spec = t.specs[index];
+    if conn.client.flags() & BLOCKED != 0 {
+        conn.client.set_flag(BLOCKED, false);
+    }
+    let (slot, sub) = match subcommand(index, args) {
+        Ok(found) => found,
+        Err(e) => return reject(shared, conn, None, Some(spec), e),
+    };
+    let arity_fits = match sub {
+        Some(s) => arity_ok_n(s.arity, args.len()),
+        None => arity_ok(spec, args.len()),
+    };
+    if !arity_fits {
+        return reject(
+            shared,
+            conn,
+            Some(slot),
+            Some(spec),
+            wrong_arity(&t.slot_names[slot]),
+        );
+    }
     if !conn.authenticated && !matches!(spec.name, "auth" | "hello" | "quit" | "reset") {
         let e = Reply::err("NOAUTH Authentication required.");
-        return (tx::rejected(conn, Some(spec), e), After::Continue);
-    }
-    if !arity_ok(spec, args.len()) {
-        let e = wrong_arity(spec.name);
-        return (tx::rejected(conn, Some(spec), e), After::Continue);
+        return reject(shared, conn, Some(slot), Some(spec), e);
     }
     if let Some(e) = pubsub::subscribed_context(conn, spec.name, args) {
         return (tx::rejected(conn, Some(spec), e), After::Continue);
     }
+    let start = Instant::now();
+    conn.client.touch(start, slot);
     if let Some(queued) = tx::queue(conn, spec, args) {
+        publish(conn);
         return (queued, After::Continue);
     }
-    shared
-        .stats
-        .commands
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let reply = (spec.handler)(shared, conn, &args[1..]);
+    let reply = call_slot(shared, conn, spec, slot, args, start);
+    publish(conn);
+    if matches!(spec.name, "client" | "hello" | "reset" | "exec") {
+        conn.client.set_name(conn.name.clone());
+    }
     let after = match spec.name {
         "quit" => After::Close,
         "shutdown" => After::Shutdown,
         // A blocking command answers nil exactly when it would block.
         _ if spec.flags.contains(&"blocking") && matches!(reply, Reply::Nil | Reply::NilArray) => {
+            conn.client.set_flag(BLOCKED, true);
             After::Block
         }
+        // Killed (CLIENT KILL ... SKIPME no): the reply, then close.
+        _ if conn.client.is_killed() => After::Close,
         _ => After::Continue,
     };
     (reply, after)
+}
+
+/// The reply to a command refused before it ran, counted in its
+/// statistics slot (if known) and the error statistics.
+fn reject(
+    shared: &Shared,
+    conn: &mut ConnState,
+    slot: Option<usize>,
+    spec: Option<&CommandSpec>,
+    e: Reply,
+) -> (Reply, After) {
+    if let Some(slot) = slot {
+        shared.cmdstats.reject(slot);
+    }
+    if let Reply::Error(text) = &e {
+        shared.cmdstats.count_error(text);
+    }
+    (tx::rejected(conn, spec, e), After::Continue)
+}
+
+/// The statistics slot of `args` for the command at `index` and, for a
+/// container command (CONFIG, CLIENT, ...) given a subcommand, the
+/// subcommand; an unknown subcommand is Redis's error.
+fn subcommand(
+    index: usize,
+    args: &[Bytes],
+) -> Result<(usize, Option<&'static subcommands::SubSpec>), Reply> {
+    let (Some((subs, first)), Some(name)) = (table().subs[index], args.get(1)) else {
+        return Ok((index, None));
+    };
+    match subs
+        .iter()
+        .position(|s| s.name.as_bytes().eq_ignore_ascii_case(name))
+    {
+        Some(j) => Ok((first + j, Some(&subs[j]))),
+        None => Err(Reply::Error(format!(
+            "ERR unknown subcommand '{}'. Try {} HELP.",
+            lossy(name, 128),
+            String::from_utf8_lossy(&args[0]).to_ascii_uppercase()
+        ))),
+    }
+}
+
+/// Publishes what CLIENT LIST shows of the connection.
+fn publish(conn: &ConnState) {
+    let (queued, watched) = (conn.tx.queued(), conn.tx.watched_count());
+    conn.client.publish(conn.db, conn.proto, queued, watched);
+}
+
+/// Runs a command queued in a transaction (EXEC): counted as
+/// [`execute`] counts a command.
+pub fn call(
+    shared: &Shared,
+    conn: &mut ConnState,
+    spec: &'static CommandSpec,
+    args: &[Bytes],
+) -> Reply {
+    let index = lookup_index(spec.name.as_bytes()).unwrap_or(0);
+    let slot = subcommand(index, args).map_or(index, |(slot, _)| slot);
+    call_slot(shared, conn, spec, slot, args, Instant::now())
+}
+
+/// Runs `spec`'s handler on `args` (name included), started at `start`;
+/// counts it and its time (INFO stats, commandstats, errorstats) and logs
+/// it in SLOWLOG if it was slow.
+fn call_slot(
+    shared: &Shared,
+    conn: &mut ConnState,
+    spec: &'static CommandSpec,
+    slot: usize,
+    args: &[Bytes],
+    start: Instant,
+) -> Reply {
+    let reply = (spec.handler)(shared, conn, &args[1..]);
+    let took = start.elapsed();
+    shared
+        .stats
+        .commands
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let failed = if let Reply::Error(text) = &reply {
+        shared.cmdstats.count_error(text);
+        true
+    } else {
+        false
+    };
+    shared.cmdstats.record(slot, 1, took, failed);
+    if is_slow(shared, took) && !spec.flags.contains(&"skip_slowlog") {
+        log_slow(shared, conn, args, took);
+    }
+    reply
+}
+
+/// Whether a command that took `took` goes to the slow log
+/// (`slowlog-log-slower-than`; negative: none does).
+fn is_slow(shared: &Shared, took: Duration) -> bool {
+    let threshold = shared.settings.slowlog_log_slower_than();
+    threshold >= 0 && took.as_micros() >= threshold as u128
+}
+
+/// Adds `args` (name included), which took `took`, to the slow log.
+fn log_slow(shared: &Shared, conn: &ConnState, args: &[Bytes], took: Duration) {
+    let max_len = shared.settings.slowlog_max_len();
+    let micros = took.as_micros() as u64;
+    let name = conn.name.as_ref();
+    shared
+        .slowlog
+        .push(args, micros, &conn.client.addr, name, max_len);
+}
+
+/// Records a run of GET/MGET commands `reqs` that the batcher answered
+/// (`conn.rs`), started at `began`: counted as [`execute`] counts
+/// commands, each taking an equal share of the run's time.
+pub fn record_batched(shared: &Shared, conn: &ConnState, reqs: &[Vec<Bytes>], began: Instant) {
+    let Some(last) = reqs.last() else {
+        return;
+    };
+    let t = table();
+    let slot_of = |args: &Vec<Bytes>| {
+        if args[0].eq_ignore_ascii_case(b"get") {
+            t.get_slot
+        } else {
+            t.mget_slot
+        }
+    };
+    let n = reqs.len() as u32;
+    shared
+        .stats
+        .commands
+        .fetch_add(u64::from(n), std::sync::atomic::Ordering::Relaxed);
+    let each = began.elapsed() / n;
+    let gets = reqs.iter().filter(|a| slot_of(a) == t.get_slot).count() as u32;
+    for (slot, calls) in [(t.get_slot, gets), (t.mget_slot, n - gets)] {
+        if calls > 0 {
+            shared
+                .cmdstats
+                .record(slot, u64::from(calls), each * calls, false);
+        }
+    }
+    if is_slow(shared, each) {
+        for args in reqs {
+            log_slow(shared, conn, args, each);
+        }
+    }
+    conn.client.touch(began, slot_of(last));
 }
 
 #[cfg(test)]

@@ -69,6 +69,16 @@ impl TxState {
         self.queue.is_some()
     }
 
+    /// Commands queued since MULTI (`None` outside MULTI).
+    pub fn queued(&self) -> Option<usize> {
+        self.queue.as_ref().map(|q| q.cmds.len())
+    }
+
+    /// Keys WATCHed.
+    pub fn watched_count(&self) -> usize {
+        self.watched.len()
+    }
+
     /// Ends the transaction, if any, and forgets the watched keys.
     fn discard(&mut self) {
         self.queue = None;
@@ -153,7 +163,7 @@ fn reset(shared: &Shared, conn: &mut ConnState) -> Reply {
     conn.db = 0;
     conn.proto = 2;
     conn.name = None;
-    conn.authenticated = shared.cfg.requirepass.is_none();
+    conn.authenticated = !shared.settings.auth_required();
     Reply::Simple("RESET")
 }
 
@@ -284,13 +294,7 @@ fn exec(shared: &Shared, conn: &mut ConnState, _: &[Bytes]) -> Reply {
         let (replies, overlay) = tx::with_overlay(stripes.clone(), || {
             q.cmds
                 .iter()
-                .map(|(spec, args)| {
-                    shared
-                        .stats
-                        .commands
-                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    (spec.handler)(shared, conn, &args[1..])
-                })
+                .map(|(spec, args)| super::call(shared, conn, spec, args))
                 .collect::<Vec<Reply>>()
         });
         if overlay.escaped && stripes.is_some() {

@@ -1,0 +1,766 @@
+//! The settings CONFIG GET shows and CONFIG SET changes while the server
+//! runs ([`Settings`]), with Redis 7's parameter names, value syntax,
+//! ranges and error texts.
+//!
+//! Three kinds of parameters:
+//! - effective: `requirepass`, `maxclients`, `timeout`,
+//!   `slowlog-log-slower-than`, `slowlog-max-len`, `appendfsync`,
+//!   `proto-max-bulk-len`, `client-query-buffer-limit`. Hot paths read
+//!   them from atomics, never under a lock.
+//! - echoed: Redis's in-memory encoding thresholds and a few settings
+//!   clients set (`save`, `appendonly`, `maxmemory`,
+//!   `notify-keyspace-events`, ...). batchkv has no
+//!   such encodings, snapshots or eviction; the value is checked as Redis
+//!   checks it and stored, so CONFIG GET shows what was set.
+//! - read-only: `databases`, `port`, `bind`, `dir` (CONFIG SET answers
+//!   "can't set immutable config").
+
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError, RwLock};
+
+use super::{AppendFsync, Config};
+use crate::keyspace::{glob_match, NUM_DBS};
+
+/// How a parameter's value is checked and shown.
+#[derive(Clone, Copy)]
+enum Kind {
+    /// An integer (no unit) in `[min, max]`.
+    Int(i64, i64),
+    /// A memory amount (`1gb`, `64mb`, `1k`, plain bytes) in `[min, max]`,
+    /// shown in bytes.
+    Mem(u64, u64),
+    /// One of these names (case-insensitive), shown lowercase.
+    Enum(&'static [&'static str]),
+    /// `yes` or `no`.
+    Bool,
+    /// Any text.
+    Text,
+    /// `save`: pairs of seconds (≥ 1) and changes (≥ 0).
+    Save,
+    /// `notify-keyspace-events`: event class characters.
+    Events,
+    /// Shown, never set.
+    Immutable,
+}
+
+/// What a parameter's value does.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Effect {
+    /// Nothing: CONFIG GET shows it.
+    Echo,
+    RequirePass,
+    MaxClients,
+    Timeout,
+    SlowlogSlowerThan,
+    SlowlogMaxLen,
+    AppendFsync,
+    ProtoMaxBulkLen,
+    QueryBufferLimit,
+}
+
+struct Param {
+    name: &'static str,
+    alias: Option<&'static str>,
+    kind: Kind,
+    effect: Effect,
+    /// The starting value of an echoed parameter (effective and read-only
+    /// ones start from the [`Config`]).
+    default: &'static str,
+}
+
+const fn echo(
+    name: &'static str,
+    alias: Option<&'static str>,
+    kind: Kind,
+    default: &'static str,
+) -> Param {
+    Param {
+        name,
+        alias,
+        kind,
+        effect: Effect::Echo,
+        default,
+    }
+}
+
+const fn live(name: &'static str, kind: Kind, effect: Effect) -> Param {
+    Param {
+        name,
+        alias: None,
+        kind,
+        effect,
+        default: "",
+    }
+}
+
+const I64_MAX: i64 = i64::MAX;
+const I32: Kind = Kind::Int(i32::MIN as i64, i32::MAX as i64);
+const SIZE: Kind = Kind::Int(0, I64_MAX);
+/// Redis's memory-policy names, in its order (the error lists them so).
+const POLICIES: &[&str] = &[
+    "volatile-lru",
+    "volatile-lfu",
+    "volatile-random",
+    "volatile-ttl",
+    "allkeys-lru",
+    "allkeys-lfu",
+    "allkeys-random",
+    "noeviction",
+];
+const FSYNC: &[&str] = &["everysec", "always", "no"];
+/// The most a connection's bulk length may be set to: the engine's value
+/// size limit (Redis allows up to 2^63-1).
+const MAX_BULK: u64 = batchkv::MAX_VALUE_SIZE as u64;
+
+/// Every parameter, in the order CONFIG GET lists matches.
+static PARAMS: &[Param] = &[
+    live("requirepass", Kind::Text, Effect::RequirePass),
+    live(
+        "maxclients",
+        Kind::Int(1, u32::MAX as i64),
+        Effect::MaxClients,
+    ),
+    live("timeout", Kind::Int(0, i32::MAX as i64), Effect::Timeout),
+    live(
+        "slowlog-log-slower-than",
+        Kind::Int(-1, I64_MAX),
+        Effect::SlowlogSlowerThan,
+    ),
+    live(
+        "slowlog-max-len",
+        Kind::Int(0, I64_MAX),
+        Effect::SlowlogMaxLen,
+    ),
+    echo("appendonly", None, Kind::Bool, "yes"),
+    live("appendfsync", Kind::Enum(FSYNC), Effect::AppendFsync),
+    live(
+        "proto-max-bulk-len",
+        Kind::Mem(1 << 20, MAX_BULK),
+        Effect::ProtoMaxBulkLen,
+    ),
+    live(
+        "client-query-buffer-limit",
+        Kind::Mem(1 << 20, I64_MAX as u64),
+        Effect::QueryBufferLimit,
+    ),
+    echo("notify-keyspace-events", None, Kind::Events, ""),
+    echo("save", None, Kind::Save, ""),
+    echo("maxmemory", None, Kind::Mem(0, u64::MAX), "0"),
+    echo("maxmemory-policy", None, Kind::Enum(POLICIES), "noeviction"),
+    echo("maxmemory-samples", None, Kind::Int(1, 64), "5"),
+    echo(
+        "busy-reply-threshold",
+        Some("lua-time-limit"),
+        Kind::Int(0, I64_MAX),
+        "5000",
+    ),
+    echo(
+        "hash-max-listpack-entries",
+        Some("hash-max-ziplist-entries"),
+        SIZE,
+        "512",
+    ),
+    echo(
+        "hash-max-listpack-value",
+        Some("hash-max-ziplist-value"),
+        SIZE,
+        "64",
+    ),
+    echo("set-max-intset-entries", None, SIZE, "512"),
+    echo(
+        "zset-max-listpack-entries",
+        Some("zset-max-ziplist-entries"),
+        SIZE,
+        "128",
+    ),
+    echo(
+        "zset-max-listpack-value",
+        Some("zset-max-ziplist-value"),
+        SIZE,
+        "64",
+    ),
+    echo(
+        "list-max-listpack-size",
+        Some("list-max-ziplist-size"),
+        I32,
+        "-2",
+    ),
+    echo(
+        "list-compress-depth",
+        None,
+        Kind::Int(0, i32::MAX as i64),
+        "0",
+    ),
+    echo(
+        "stream-node-max-bytes",
+        None,
+        Kind::Mem(0, I64_MAX as u64),
+        "4096",
+    ),
+    echo(
+        "stream-node-max-entries",
+        None,
+        Kind::Int(0, I64_MAX),
+        "100",
+    ),
+    echo(
+        "hll-sparse-max-bytes",
+        None,
+        Kind::Mem(0, I64_MAX as u64),
+        "3000",
+    ),
+    echo("lfu-log-factor", None, Kind::Int(0, i32::MAX as i64), "10"),
+    echo("lfu-decay-time", None, Kind::Int(0, i32::MAX as i64), "1"),
+    echo("activerehashing", None, Kind::Bool, "yes"),
+    echo("lazyfree-lazy-user-del", None, Kind::Bool, "no"),
+    echo("lazyfree-lazy-user-flush", None, Kind::Bool, "no"),
+    live("databases", Kind::Immutable, Effect::Echo),
+    live("port", Kind::Immutable, Effect::Echo),
+    live("bind", Kind::Immutable, Effect::Echo),
+    live("dir", Kind::Immutable, Effect::Echo),
+];
+
+/// The runtime settings (module docs). Shared by all connections.
+pub struct Settings {
+    maxclients: AtomicUsize,
+    timeout: AtomicU64,
+    slowlog_log_slower_than: AtomicI64,
+    slowlog_max_len: AtomicUsize,
+    appendfsync: AtomicU8,
+    proto_max_bulk_len: AtomicUsize,
+    client_query_buffer_limit: AtomicUsize,
+    requirepass: RwLock<Option<String>>,
+    /// Each parameter's value as CONFIG GET shows it, by index in
+    /// [`PARAMS`]. Also serializes CONFIG SETs (all-or-nothing).
+    values: Mutex<Vec<String>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // The values are replaced whole; a panic cannot leave one half-written.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn fsync_code(a: AppendFsync) -> u8 {
+    match a {
+        AppendFsync::Always => 0,
+        AppendFsync::EverySec => 1,
+        AppendFsync::No => 2,
+    }
+}
+
+impl Settings {
+    /// The settings of a server started with `cfg`, listening on `port`.
+    pub fn new(cfg: &Config, port: u16) -> Settings {
+        let values = PARAMS
+            .iter()
+            .map(|p| match p.name {
+                "requirepass" => cfg.requirepass.clone().unwrap_or_default(),
+                "maxclients" => cfg.maxclients.to_string(),
+                "timeout" => "0".into(),
+                "slowlog-log-slower-than" => "10000".into(),
+                "slowlog-max-len" => "128".into(),
+                "appendfsync" => cfg.appendfsync.as_str().into(),
+                "proto-max-bulk-len" => cfg.proto_max_bulk_len.to_string(),
+                "client-query-buffer-limit" => cfg.client_query_buffer_limit.to_string(),
+                "databases" => NUM_DBS.to_string(),
+                "port" => port.to_string(),
+                "bind" => cfg.bind.clone(),
+                "dir" => cfg.dir.display().to_string(),
+                _ => p.default.to_string(),
+            })
+            .collect();
+        Settings {
+            maxclients: AtomicUsize::new(cfg.maxclients),
+            timeout: AtomicU64::new(0),
+            slowlog_log_slower_than: AtomicI64::new(10_000),
+            slowlog_max_len: AtomicUsize::new(128),
+            appendfsync: AtomicU8::new(fsync_code(cfg.appendfsync)),
+            proto_max_bulk_len: AtomicUsize::new(cfg.proto_max_bulk_len),
+            client_query_buffer_limit: AtomicUsize::new(cfg.client_query_buffer_limit),
+            requirepass: RwLock::new(cfg.requirepass.clone().filter(|p| !p.is_empty())),
+            values: Mutex::new(values),
+        }
+    }
+
+    pub fn maxclients(&self) -> usize {
+        self.maxclients.load(Ordering::Relaxed)
+    }
+
+    /// Seconds a client may stay idle before it is closed (0: forever).
+    pub fn timeout(&self) -> u64 {
+        self.timeout.load(Ordering::Relaxed)
+    }
+
+    /// Commands that take at least this many microseconds are logged;
+    /// negative: none.
+    pub fn slowlog_log_slower_than(&self) -> i64 {
+        self.slowlog_log_slower_than.load(Ordering::Relaxed)
+    }
+
+    pub fn slowlog_max_len(&self) -> usize {
+        self.slowlog_max_len.load(Ordering::Relaxed)
+    }
+
+    pub fn appendfsync(&self) -> AppendFsync {
+        match self.appendfsync.load(Ordering::Relaxed) {
+            0 => AppendFsync::Always,
+            1 => AppendFsync::EverySec,
+            _ => AppendFsync::No,
+        }
+    }
+
+    pub fn proto_max_bulk_len(&self) -> usize {
+        self.proto_max_bulk_len.load(Ordering::Relaxed)
+    }
+
+    pub fn client_query_buffer_limit(&self) -> usize {
+        self.client_query_buffer_limit.load(Ordering::Relaxed)
+    }
+
+    /// The password of the default user (`None`: no password needed).
+    pub fn requirepass(&self) -> Option<String> {
+        self.requirepass
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Whether a new connection must authenticate first.
+    pub fn auth_required(&self) -> bool {
+        self.requirepass
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some()
+    }
+
+    /// CONFIG GET: `(name, value)` of every parameter matching one of the
+    /// `patterns` (globs, case-insensitive; a name without glob characters
+    /// is looked up as given and answered under that spelling, as Redis
+    /// does), without repeats.
+    pub fn get(&self, patterns: &[&[u8]]) -> Vec<(String, String)> {
+        let values = lock(&self.values);
+        let mut out: Vec<(String, String)> = Vec::new();
+        let mut push = |name: String, i: usize| {
+            if !out.iter().any(|(n, _)| n.eq_ignore_ascii_case(&name)) {
+                out.push((name, values[i].clone()));
+            }
+        };
+        for pat in patterns {
+            if !pat.iter().any(|c| matches!(c, b'*' | b'?' | b'[')) {
+                if let Some((i, _)) = find(pat) {
+                    push(String::from_utf8_lossy(pat).into_owned(), i);
+                }
+                continue;
+            }
+            let pat = pat.to_ascii_lowercase();
+            for (i, p) in PARAMS.iter().enumerate() {
+                for name in std::iter::once(p.name).chain(p.alias) {
+                    if glob_match(&pat, name.as_bytes()) {
+                        push(name.to_string(), i);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// CONFIG SET of `pairs` (parameter, value, ...; an even count): all
+    /// or nothing. The error is Redis's text, without the `ERR ` prefix.
+    pub fn set(&self, pairs: &[&[u8]]) -> Result<(), String> {
+        if !pairs.len().is_multiple_of(2) {
+            return Err("syntax error".into());
+        }
+        // First every name (unknown, read-only, repeated), then every value.
+        let mut targets: Vec<(usize, bool)> = Vec::new();
+        let mut failure: Option<String> = None;
+        for pair in pairs.chunks(2) {
+            let given = String::from_utf8_lossy(pair[0]);
+            let Some(target) = find(pair[0]) else {
+                return Err(format!(
+                    "Unknown option or number of arguments for CONFIG SET - '{given}'"
+                ));
+            };
+            if failure.is_some() {
+                continue;
+            }
+            if matches!(PARAMS[target.0].kind, Kind::Immutable) {
+                failure = Some(set_failed(&given, "can't set immutable config"));
+            } else if targets.contains(&target) {
+                failure = Some(set_failed(&given, "duplicate parameter"));
+            }
+            targets.push(target);
+        }
+        if let Some(f) = failure {
+            return Err(f);
+        }
+        let mut parsed = Vec::with_capacity(targets.len());
+        for (pair, &(i, _)) in pairs.chunks(2).zip(&targets) {
+            let value = parse(PARAMS[i].kind, pair[1])
+                .map_err(|e| set_failed(&String::from_utf8_lossy(pair[0]), &e))?;
+            parsed.push((i, value));
+        }
+        let mut values = lock(&self.values);
+        for (i, value) in parsed {
+            self.apply(PARAMS[i].effect, &value);
+            values[i] = value;
+        }
+        Ok(())
+    }
+
+    /// Makes `value` (already checked) take effect.
+    fn apply(&self, effect: Effect, value: &str) {
+        let int = || value.parse::<i64>().unwrap_or(0);
+        let size = || usize::try_from(value.parse::<u64>().unwrap_or(0)).unwrap_or(usize::MAX);
+        match effect {
+            Effect::Echo => {}
+            Effect::RequirePass => {
+                *self
+                    .requirepass
+                    .write()
+                    .unwrap_or_else(PoisonError::into_inner) =
+                    (!value.is_empty()).then(|| value.to_string());
+            }
+            Effect::MaxClients => self.maxclients.store(size(), Ordering::Relaxed),
+            Effect::Timeout => self.timeout.store(int().max(0) as u64, Ordering::Relaxed),
+            Effect::SlowlogSlowerThan => {
+                self.slowlog_log_slower_than.store(int(), Ordering::Relaxed)
+            }
+            Effect::SlowlogMaxLen => self.slowlog_max_len.store(size(), Ordering::Relaxed),
+            Effect::AppendFsync => {
+                let a = value.parse().unwrap_or(AppendFsync::EverySec);
+                self.appendfsync.store(fsync_code(a), Ordering::Relaxed);
+            }
+            Effect::ProtoMaxBulkLen => self.proto_max_bulk_len.store(size(), Ordering::Relaxed),
+            Effect::QueryBufferLimit => self
+                .client_query_buffer_limit
+                .store(size(), Ordering::Relaxed),
+        }
+    }
+
+    /// Whether `param` (a CONFIG SET argument) names a parameter whose
+    /// value must not be shown in SLOWLOG (`requirepass`).
+    pub fn is_sensitive(param: &[u8]) -> bool {
+        param.eq_ignore_ascii_case(b"requirepass")
+    }
+}
+
+fn set_failed(arg: &str, why: &str) -> String {
+    format!("CONFIG SET failed (possibly related to argument '{arg}') - {why}")
+}
+
+/// The parameter named `name` (case-insensitive): its index and whether
+/// `name` is its alias.
+fn find(name: &[u8]) -> Option<(usize, bool)> {
+    PARAMS.iter().enumerate().find_map(|(i, p)| {
+        if p.name.as_bytes().eq_ignore_ascii_case(name) {
+            Some((i, false))
+        } else if p
+            .alias
+            .is_some_and(|a| a.as_bytes().eq_ignore_ascii_case(name))
+        {
+            Some((i, true))
+        } else {
+            None
+        }
+    })
+}
+
+/// Checks `value` as Redis checks a parameter of `kind`; returns what
+/// CONFIG GET will show, or Redis's reason.
+fn parse(kind: Kind, value: &[u8]) -> Result<String, String> {
+    let text = String::from_utf8_lossy(value);
+    match kind {
+        Kind::Int(min, max) => {
+            let n = crate::commands::parse_int(value)
+                .ok_or("argument couldn't be parsed into an integer")?;
+            if n < min || n > max {
+                return Err(format!(
+                    "argument must be between {min} and {max} inclusive"
+                ));
+            }
+            Ok(n.to_string())
+        }
+        Kind::Mem(min, max) => {
+            let n = parse_memory(value).ok_or("argument must be a memory value")?;
+            if n < min || n > max {
+                return Err(format!(
+                    "argument must be between {min} and {max} inclusive"
+                ));
+            }
+            Ok(n.to_string())
+        }
+        Kind::Enum(names) => names
+            .iter()
+            .find(|n| n.eq_ignore_ascii_case(&text))
+            .map(|n| n.to_string())
+            .ok_or_else(|| {
+                format!(
+                    "argument(s) must be one of the following: {}",
+                    names.join(", ")
+                )
+            }),
+        Kind::Bool => match text.to_ascii_lowercase().as_str() {
+            v @ ("yes" | "no") => Ok(v.to_string()),
+            _ => Err("argument must be 'yes' or 'no'".into()),
+        },
+        Kind::Text => Ok(text.into_owned()),
+        Kind::Save => parse_save(&text).ok_or_else(|| "Invalid save parameters".into()),
+        Kind::Events => events::parse(value)
+            .map(events::to_string)
+            .ok_or_else(|| "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".into()),
+        Kind::Immutable => Err("can't set immutable config".into()),
+    }
+}
+
+/// A memory amount as Redis's `memtoull`: digits, then an optional unit
+/// `b`, `k` (1000), `kb` (1024), `m`, `mb`, `g`, `gb` (any case). Values
+/// past 2^64-1 saturate.
+fn parse_memory(v: &[u8]) -> Option<u64> {
+    let digits = v.iter().take_while(|c| c.is_ascii_digit()).count();
+    let unit = v[digits..].to_ascii_lowercase();
+    let mul: u64 = match unit.as_slice() {
+        b"" | b"b" => 1,
+        b"k" => 1000,
+        b"kb" => 1024,
+        b"m" => 1000 * 1000,
+        b"mb" => 1 << 20,
+        b"g" => 1000 * 1000 * 1000,
+        b"gb" => 1 << 30,
+        _ => return None,
+    };
+    let n = v[..digits].iter().fold(0u64, |n, &c| {
+        n.saturating_mul(10).saturating_add(u64::from(c - b'0'))
+    });
+    Some(n.saturating_mul(mul))
+}
+
+/// `save`: "" (no snapshots) or pairs "seconds changes" separated by
+/// single spaces (as Redis splits it: two spaces make an empty item, which
+/// counts as 0), seconds ≥ 1 and changes ≥ 0; shown with the numbers as
+/// parsed.
+fn parse_save(v: &str) -> Option<String> {
+    if v.is_empty() {
+        return Some(String::new());
+    }
+    let parts: Vec<&str> = v.split(' ').collect();
+    if !parts.len().is_multiple_of(2) {
+        return None;
+    }
+    let mut nums = Vec::with_capacity(parts.len());
+    for (i, p) in parts.iter().enumerate() {
+        let n: i64 = if p.is_empty() { 0 } else { p.parse().ok()? };
+        if n < i64::from(i % 2 == 0) {
+            return None;
+        }
+        nums.push(n.to_string());
+    }
+    Some(nums.join(" "))
+}
+
+/// Keyspace notification classes (`notify-keyspace-events`), as Redis's
+/// `NOTIFY_*` flags (checked and shown as Redis shows them; batchkv
+/// publishes no keyspace notifications).
+mod events {
+    pub const KEYSPACE: u32 = 1 << 0;
+    pub const KEYEVENT: u32 = 1 << 1;
+    pub const GENERIC: u32 = 1 << 2;
+    pub const STRING: u32 = 1 << 3;
+    pub const LIST: u32 = 1 << 4;
+    pub const SET: u32 = 1 << 5;
+    pub const HASH: u32 = 1 << 6;
+    pub const ZSET: u32 = 1 << 7;
+    pub const EXPIRED: u32 = 1 << 8;
+    pub const EVICTED: u32 = 1 << 9;
+    pub const STREAM: u32 = 1 << 10;
+    pub const KEY_MISS: u32 = 1 << 11;
+    pub const MODULE: u32 = 1 << 12;
+    pub const NEW: u32 = 1 << 13;
+    /// What `A` stands for.
+    pub const ALL: u32 =
+        GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE;
+
+    /// The class characters and their flags, in the order Redis prints them.
+    const CLASSES: &[(u8, u32)] = &[
+        (b'g', GENERIC),
+        (b'$', STRING),
+        (b'l', LIST),
+        (b's', SET),
+        (b'h', HASH),
+        (b'z', ZSET),
+        (b'x', EXPIRED),
+        (b'e', EVICTED),
+        (b't', STREAM),
+        (b'd', MODULE),
+        (b'n', NEW),
+    ];
+
+    /// The flags of a class string; `None` for an unknown character.
+    pub fn parse(s: &[u8]) -> Option<u32> {
+        s.iter().try_fold(0, |flags, &c| {
+            let f = match c {
+                b'A' => ALL,
+                b'K' => KEYSPACE,
+                b'E' => KEYEVENT,
+                b'm' => KEY_MISS,
+                _ => CLASSES.iter().find(|(ch, _)| *ch == c)?.1,
+            };
+            Some(flags | f)
+        })
+    }
+
+    /// The class string Redis shows for `flags` (`A` for all classes).
+    pub fn to_string(flags: u32) -> String {
+        let mut s = String::new();
+        if flags & ALL == ALL {
+            // As Redis: `A` hides `n` (which `A` does not include).
+            s.push('A');
+        } else {
+            for &(c, f) in CLASSES {
+                if flags & f != 0 {
+                    s.push(c as char);
+                }
+            }
+        }
+        for (c, f) in [('K', KEYSPACE), ('E', KEYEVENT), ('m', KEY_MISS)] {
+            if flags & f != 0 {
+                s.push(c);
+            }
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings() -> Settings {
+        Settings::new(&Config::new("/tmp/x"), 6379)
+    }
+
+    fn set(s: &Settings, args: &[&str]) -> Result<(), String> {
+        let a: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        s.set(&a)
+    }
+
+    fn get(s: &Settings, name: &str) -> String {
+        s.get(&[name.as_bytes()])[0].1.clone()
+    }
+
+    #[test]
+    fn set_is_all_or_nothing_with_redis_errors() {
+        let s = settings();
+        assert_eq!(
+            set(&s, &["maxclients", "5", "timeout", "x"]).unwrap_err(),
+            "CONFIG SET failed (possibly related to argument 'timeout') - argument couldn't be parsed into an integer"
+        );
+        assert_eq!(s.maxclients(), 10_000);
+        assert_eq!(
+            set(&s, &["maxclients", "5", "foo", "1"]).unwrap_err(),
+            "Unknown option or number of arguments for CONFIG SET - 'foo'"
+        );
+        assert!(set(&s, &["TIMEOUT", "5", "timeout", "6"])
+            .unwrap_err()
+            .ends_with("'timeout') - duplicate parameter"));
+        assert!(set(&s, &["port", "1"])
+            .unwrap_err()
+            .ends_with("can't set immutable config"));
+        set(
+            &s,
+            &[
+                "maxclients",
+                "5",
+                "timeout",
+                "7",
+                "slowlog-log-slower-than",
+                "-1",
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            (s.maxclients(), s.timeout(), s.slowlog_log_slower_than()),
+            (5, 7, -1)
+        );
+    }
+
+    #[test]
+    fn values_are_checked_and_shown_as_redis_does() {
+        let s = settings();
+        set(&s, &["maxmemory", "1kb", "proto-max-bulk-len", "2mb"]).unwrap();
+        assert_eq!(get(&s, "maxmemory"), "1024");
+        assert_eq!(s.proto_max_bulk_len(), 2 << 20);
+        assert!(set(&s, &["maxmemory", "1.5mb"])
+            .unwrap_err()
+            .ends_with("must be a memory value"));
+        assert!(set(&s, &["proto-max-bulk-len", "100"])
+            .unwrap_err()
+            .ends_with("between 1048576 and 67108864 inclusive"));
+        set(
+            &s,
+            &["save", "3600 1 300 100", "notify-keyspace-events", "KEA"],
+        )
+        .unwrap();
+        assert_eq!(get(&s, "save"), "3600 1 300 100");
+        assert_eq!(get(&s, "notify-keyspace-events"), "AKE");
+        for bad in ["0 1", "  ", "3600 1  300 100", "3600"] {
+            assert!(set(&s, &["save", bad]).is_err(), "{bad:?}");
+        }
+        set(
+            &s,
+            &["appendfsync", "ALWAYS", "maxmemory-policy", "AllKeys-LRU"],
+        )
+        .unwrap();
+        assert_eq!(s.appendfsync(), AppendFsync::Always);
+        assert_eq!(get(&s, "maxmemory-policy"), "allkeys-lru");
+        set(&s, &["hash-max-ziplist-entries", "100"]).unwrap();
+        assert_eq!(get(&s, "hash-max-listpack-entries"), "100");
+        set(&s, &["requirepass", "pw"]).unwrap();
+        assert_eq!(s.requirepass().as_deref(), Some("pw"));
+        set(&s, &["requirepass", ""]).unwrap();
+        assert!(!s.auth_required());
+    }
+
+    #[test]
+    fn get_matches_globs_and_aliases_without_repeats() {
+        let s = settings();
+        let names: Vec<String> = s
+            .get(&[
+                b"hash-*",
+                b"hash-max-listpack-value",
+                b"HASH-MAX-ZIPLIST-VALUE",
+            ])
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "hash-max-listpack-entries",
+                "hash-max-ziplist-entries",
+                "hash-max-listpack-value",
+                "hash-max-ziplist-value"
+            ]
+        );
+        assert_eq!(
+            s.get(&[b"TIMEOUT"]),
+            [("TIMEOUT".to_string(), "0".to_string())]
+        );
+        assert!(s.get(&[b"nosuch"]).is_empty());
+    }
+
+    #[test]
+    fn event_classes_round_trip_like_redis() {
+        for (given, shown) in [
+            ("KEA", "AKE"),
+            ("Kg$", "g$K"),
+            ("", ""),
+            ("An", "A"),
+            ("nm$", "$nm"),
+            ("g$lshzxetd", "A"),
+        ] {
+            let flags = events::parse(given.as_bytes()).unwrap();
+            assert_eq!(events::to_string(flags), shown, "{given}");
+        }
+        assert_eq!(events::parse(b"Z"), None);
+    }
+}

@@ -11,7 +11,7 @@
 //! a write command locks). No WATCH is left open outside this row.
 
 use super::compare::Cmp::{Exact, Exec};
-use super::generate::{b, cmd, CmdGen, Draw, Gen, Step};
+use super::generate::{cmd, CmdGen, Draw, Gen, Step};
 use super::lists;
 
 /// A write that changes `key` whatever it holds (Redis signals it to

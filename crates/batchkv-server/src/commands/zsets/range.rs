@@ -220,8 +220,9 @@ impl Window {
 /// The members (with scores) the query selects, in reply order.
 fn collect(shared: &Shared, key: &[u8], m: &Meta, q: &Query) -> Result<Vec<Scored>, Reply> {
     let mut out = Vec::new();
-    // Redis: a negative offset selects nothing.
-    if q.offset < 0 {
+    // Redis: a negative offset selects nothing in a score or lex range;
+    // a rank range ignores `LIMIT offset -1` (any other LIMIT is refused).
+    if q.offset < 0 && !matches!(q.spec, Spec::Rank(..)) {
         return Ok(out);
     }
     let mut w = Window {

@@ -109,22 +109,42 @@ fn parse_range(a: &[Bytes], end_optional: bool) -> Result<Option<(i64, Option<i6
         return Err(syntax_error());
     }
     let start = parse_int(start).ok_or_else(not_integer)?;
+    let unit = || match a.get(2) {
+        None => Ok(false),
+        Some(u) if u.eq_ignore_ascii_case(b"bit") => Ok(true),
+        Some(u) if u.eq_ignore_ascii_case(b"byte") => Ok(false),
+        Some(_) => Err(syntax_error()),
+    };
+    // Redis 7.0's order of checks: BITPOS start, unit, end; BITCOUNT
+    // start, end, unit.
+    let early = if end_optional { Some(unit()?) } else { None };
     let end = match a.get(1) {
         Some(e) => Some(parse_int(e).ok_or_else(not_integer)?),
         None => None,
     };
-    let bits = match a.get(2) {
-        None => false,
-        Some(u) if u.eq_ignore_ascii_case(b"bit") => true,
-        Some(u) if u.eq_ignore_ascii_case(b"byte") => false,
-        Some(_) => return Err(syntax_error()),
+    let bits = match early {
+        Some(b) => b,
+        None => unit()?,
     };
     Ok(Some((start, end, bits)))
 }
 
+/// BITCOUNT: as Redis 7.0, a missing key answers 0 and another type
+/// WRONGTYPE before the range is parsed.
 pub fn bitcount(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    let Some((_, data)) = tri!(shared.read(&db_key(conn.db, &a[0]))) else {
+        return Reply::Int(0);
+    };
+    // Redis answers 0 for two negative indexes in the wrong order before
+    // it looks at the unit.
+    if let [_, start, end, ..] = a {
+        if let (Some(s), Some(e)) = (parse_int(start), parse_int(end)) {
+            if s < 0 && e < 0 && s > e && a.len() <= 4 {
+                return Reply::Int(0);
+            }
+        }
+    }
     let range = tri!(parse_range(&a[1..], false));
-    let data = tri!(shared.read(&db_key(conn.db, &a[0]))).map_or(Vec::new(), |(_, d)| d);
     let (start, end, bits) = range.unwrap_or((0, None, false));
     let Some((first, last)) = bit_range(data.len(), start, end, bits) else {
         return Reply::Int(0);
@@ -140,10 +160,11 @@ pub fn bitpos(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
         _ if parse_int(&a[1]).is_none() => return not_integer(),
         _ => return Reply::err("ERR The bit argument must be 1 or 0."),
     };
-    let range = tri!(parse_range(&a[2..], true));
+    // As Redis 7.0: the bit, then the key, then the range.
     let Some((_, data)) = tri!(shared.read(&db_key(conn.db, &a[0]))) else {
         return Reply::Int(if want == 1 { -1 } else { 0 });
     };
+    let range = tri!(parse_range(&a[2..], true));
     let (start, end, bits) = range.unwrap_or((0, None, false));
     let Some((first, last)) = bit_range(data.len(), start, end, bits) else {
         return Reply::Int(-1);
@@ -201,6 +222,17 @@ pub fn bitop(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
 }
 
 pub fn lcs(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    // As Redis 7.0: the keys' types before the options.
+    let read = |k: &Bytes| match shared.read_value(&db_key(conn.db, k)) {
+        Ok(None) => Ok(Vec::new()),
+        Ok(Some(Value::Str(_, d))) => Ok(d),
+        Ok(Some(Value::Coll(_))) => Err(Reply::err(
+            "ERR The specified keys must contain string values",
+        )),
+        Err(e) => Err(e),
+    };
+    let x = tri!(read(&a[0]));
+    let y = tri!(read(&a[1]));
     let (mut len_only, mut idx, mut with_len, mut min_len) = (false, false, false, 0i64);
     let mut i = 2;
     while i < a.len() {
@@ -222,16 +254,6 @@ pub fn lcs(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     if len_only && idx {
         return Reply::err("ERR If you want both the length and indexes, please just use IDX.");
     }
-    let read = |k: &Bytes| match shared.read_value(&db_key(conn.db, k)) {
-        Ok(None) => Ok(Vec::new()),
-        Ok(Some(Value::Str(_, d))) => Ok(d),
-        Ok(Some(Value::Coll(_))) => Err(Reply::err(
-            "ERR The specified keys must contain string values",
-        )),
-        Err(e) => Err(e),
-    };
-    let x = tri!(read(&a[0]));
-    let y = tri!(read(&a[1]));
     if (x.len() as u64 + 1) * (y.len() as u64 + 1) > LCS_MAX_CELLS {
         return Reply::err(
             "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len",

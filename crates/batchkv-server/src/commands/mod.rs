@@ -322,6 +322,12 @@ pub fn execute(shared: &Shared, conn: &mut ConnState, args: &[Bytes]) -> (Reply,
         let e = Reply::err("NOAUTH Authentication required.");
         return reject(shared, conn, Some(slot), Some(spec), e);
     }
+    // Redis checks a subcommand and its arity before queuing too.
+    if spec.name == "object" {
+        if let Some(e) = object::check_subcommand(&args[1..]) {
+            return (tx::rejected(conn, Some(spec), e), After::Continue);
+        }
+    }
     if let Some(e) = pubsub::subscribed_context(conn, spec.name, args) {
         return (tx::rejected(conn, Some(spec), e), After::Continue);
     }

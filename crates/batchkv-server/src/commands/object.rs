@@ -46,7 +46,37 @@ const HELP: &[&str] = &[
     "    Prints this help.",
 ];
 
+/// OBJECT's subcommands and their argument counts (after OBJECT).
+const SUBCOMMANDS: &[(&str, usize)] = &[
+    ("help", 1),
+    ("encoding", 2),
+    ("freq", 2),
+    ("idletime", 2),
+    ("refcount", 2),
+];
+
+/// The error Redis answers before running (or queuing, inside MULTI)
+/// OBJECT with an unknown subcommand or the wrong number of arguments for
+/// it; `a` is the arguments after OBJECT.
+pub fn check_subcommand(a: &[Bytes]) -> Option<Reply> {
+    let sub = a.first()?;
+    match SUBCOMMANDS
+        .iter()
+        .find(|(name, _)| sub.eq_ignore_ascii_case(name.as_bytes()))
+    {
+        Some((_, n)) if *n == a.len() => None,
+        Some((name, _)) => Some(super::wrong_arity(&format!("object|{name}"))),
+        None => Some(Reply::Error(format!(
+            "ERR unknown subcommand '{}'. Try OBJECT HELP.",
+            super::lossy(sub, 128)
+        ))),
+    }
+}
+
 pub fn object(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+    if let Some(e) = check_subcommand(a) {
+        return e;
+    }
     let sub = a[0].to_ascii_lowercase();
     match (sub.as_slice(), a.len()) {
         (b"help", 1) => Reply::Array(HELP.iter().map(|l| Reply::Status((*l).into())).collect()),
@@ -70,10 +100,8 @@ pub fn object(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
                 _ => Reply::Int(1),
             }
         }
-        _ => Reply::Error(format!(
-            "ERR unknown subcommand '{}'. Try OBJECT HELP.",
-            super::lossy(&a[0], 128)
-        )),
+        // Checked above.
+        _ => Reply::err("ERR syntax error"),
     }
 }
 

@@ -564,6 +564,7 @@ pub fn zpop(shared: &Shared, conn: &ConnState, a: &[Bytes], max: bool) -> Reply 
     };
     let key = db_key(conn.db, &a[0]);
     let _g = shared.lock_keys(&[&key]);
+    // The key's type is checked before a count of 0 answers empty.
     let Some(mut w) = tri!(coll::open_existing(shared, key, Kind::ZSet)) else {
         return Reply::Array(Vec::new());
     };
@@ -662,10 +663,12 @@ pub fn zrandmember(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
 
 pub fn zscan(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let cursor = tri!(coll::parse_cursor(&a[1]));
-    let args = tri!(coll::parse_scan_args(&a[2..]));
+    // As in Redis, a missing key is an empty page and another type
+    // WRONGTYPE whatever the options.
     let Some((k, m)) = tri!(read_zset(shared, conn, &a[0])) else {
         return super::scan_reply(0, Vec::new());
     };
+    let args = tri!(coll::parse_scan_args(&a[2..]));
     let (next, items) = if m.size <= coll::SCAN_ALL_BELOW {
         // Small sets come whole in score order, whatever the cursor, as
         // Redis's listpacks do.

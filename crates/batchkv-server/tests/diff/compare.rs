@@ -26,6 +26,15 @@ pub enum Cmp {
     /// the collection, so both return everything at once: the cursor byte
     /// for byte, the items unordered (as pairs when `pairs`).
     ScanPage { pairs: bool },
+    /// A SCAN-family command iterated to the end on each server on its
+    /// own (the cursors differ): its row ends the pipeline, the test
+    /// follows each server's cursor ([`merge_scan_pages`]) and compares
+    /// the union of the pages as a `ScanPage`, repeats removed (an
+    /// element may be returned more than once).
+    ScanAll { pairs: bool },
+    /// EXEC: an array whose elements are compared each by its queued
+    /// command's mode (by the test); any other reply byte for byte.
+    Exec,
 }
 
 fn is_aggregate(f: &Frame) -> bool {
@@ -85,7 +94,9 @@ pub fn canonical(cmp: Cmp, f: &Frame) -> Vec<u8> {
             };
             sorted(f, units)
         }
-        Cmp::ScanPage { pairs } if f.kind == b'*' && f.children.len() == 2 => {
+        Cmp::ScanPage { pairs } | Cmp::ScanAll { pairs }
+            if f.kind == b'*' && f.children.len() == 2 =>
+        {
             let inner = if pairs {
                 Cmp::UnorderedPairs
             } else {
@@ -96,8 +107,71 @@ pub fn canonical(cmp: Cmp, f: &Frame) -> Vec<u8> {
             out.extend(canonical(inner, &f.children[1]));
             out
         }
-        Cmp::Unordered | Cmp::UnorderedPairs | Cmp::ScanPage { .. } => f.raw.clone(),
+        Cmp::Unordered
+        | Cmp::UnorderedPairs
+        | Cmp::ScanPage { .. }
+        | Cmp::ScanAll { .. }
+        | Cmp::Exec => f.raw.clone(),
     }
+}
+
+/// The cursor of a SCAN-family page `[cursor, items]`, if `f` is one.
+pub fn scan_cursor(f: &Frame) -> Option<&[u8]> {
+    match f.children.as_slice() {
+        [c, items] if f.kind == b'*' && c.kind == b'$' && items.kind == b'*' => {
+            let raw = &c.raw;
+            raw.iter()
+                .position(|&x| x == b'\n')
+                .and_then(|i| raw.get(i + 1..raw.len() - 2))
+        }
+        _ => None,
+    }
+}
+
+fn bulk(s: &[u8]) -> Frame {
+    let mut raw = format!("${}\r\n", s.len()).into_bytes();
+    raw.extend_from_slice(s);
+    raw.extend_from_slice(b"\r\n");
+    Frame {
+        raw,
+        kind: b'$',
+        header: s.len().to_string().into_bytes(),
+        children: Vec::new(),
+    }
+}
+
+fn array(children: Vec<Frame>) -> Frame {
+    let mut raw = format!("*{}\r\n", children.len()).into_bytes();
+    for c in &children {
+        raw.extend_from_slice(&c.raw);
+    }
+    Frame {
+        raw,
+        kind: b'*',
+        header: children.len().to_string().into_bytes(),
+        children,
+    }
+}
+
+/// One page `["0", items]` holding the items of all `pages` (each a
+/// SCAN-family page), every item (or member/value pair, when `pairs`)
+/// once, in their first order.
+pub fn merge_scan_pages(pages: &[Frame], pairs: bool) -> Frame {
+    let step = if pairs { 2 } else { 1 };
+    let mut seen = std::collections::HashSet::new();
+    let mut items = Vec::new();
+    for p in pages {
+        let Some(list) = p.children.get(1) else {
+            continue;
+        };
+        for unit in list.children.chunks(step) {
+            let key: Vec<u8> = unit.iter().flat_map(|c| c.raw.clone()).collect();
+            if seen.insert(key) {
+                items.extend(unit.iter().cloned());
+            }
+        }
+    }
+    array(vec![bulk(b"0"), array(items)])
 }
 
 #[cfg(test)]
@@ -153,5 +227,21 @@ mod tests {
         let other_cursor = b"*2\r\n$1\r\n5\r\n*2\r\n$1\r\nb\r\n$1\r\na\r\n";
         assert_eq!(canon(s, a), canon(s, b_));
         assert_ne!(canon(s, a), canon(s, other_cursor));
+    }
+
+    #[test]
+    fn merged_scan_pages_keep_each_item_once() {
+        let p1 = read_frame(&mut &b"*2\r\n$2\r\n12\r\n*2\r\n$1\r\na\r\n$1\r\nb\r\n"[..]).unwrap();
+        let p2 = read_frame(&mut &b"*2\r\n$1\r\n0\r\n*2\r\n$1\r\nb\r\n$1\r\nc\r\n"[..]).unwrap();
+        assert_eq!(scan_cursor(&p1), Some(&b"12"[..]));
+        assert_eq!(scan_cursor(&p2), Some(&b"0"[..]));
+        let m = merge_scan_pages(&[p1.clone(), p2.clone()], false);
+        assert_eq!(
+            m.raw,
+            b"*2\r\n$1\r\n0\r\n*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n".to_vec()
+        );
+        // As pairs, (a, b) and (b, c) are different.
+        let m = merge_scan_pages(&[p1, p2], true);
+        assert_eq!(m.children[1].children.len(), 4);
     }
 }

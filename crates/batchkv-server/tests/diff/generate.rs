@@ -10,6 +10,47 @@ use super::compare::Cmp;
 /// A command: its name, then its arguments.
 pub type Args = Vec<Vec<u8>>;
 
+/// How a row makes its command(s).
+pub enum Make {
+    /// One command.
+    One(fn(&mut Gen) -> Args),
+    /// Several commands, each compared on its own (a setup then the
+    /// command, a transaction). The [`Draw`] makes one random command of
+    /// the `One` rows of every table (what a transaction queues).
+    Steps(fn(&mut Gen, Draw) -> Vec<Step>),
+}
+
+/// Makes one random single-command row's instance.
+pub type Draw<'a> = &'a mut dyn FnMut(&mut Gen) -> Step;
+
+/// One command to send and how to compare its reply.
+#[derive(Clone, Debug)]
+pub struct Step {
+    /// The row (or part of a row) it counts under in the summary and the
+    /// allow-list.
+    pub name: &'static str,
+    pub cmp: Cmp,
+    pub args: Args,
+    /// Sent on the other connection pair (the other protocol), e.g. a
+    /// write between WATCH and EXEC from another client.
+    pub other: bool,
+    /// For EXEC ([`Cmp::Exec`]): the queued commands, whose replies are
+    /// the elements of EXEC's array, each compared by its own mode.
+    pub queued: Vec<Step>,
+}
+
+impl Step {
+    pub fn new(name: &'static str, cmp: Cmp, args: Args) -> Step {
+        Step {
+            name,
+            cmp,
+            args,
+            other: false,
+            queued: Vec::new(),
+        }
+    }
+}
+
 /// One row of a command table: how to make a random instance of a
 /// command, how often, and how its replies are compared.
 pub struct CmdGen {
@@ -19,11 +60,13 @@ pub struct CmdGen {
     /// FLUSHDB use 1).
     pub weight: u32,
     pub cmp: Cmp,
-    pub make: fn(&mut Gen) -> Args,
+    pub make: Make,
     /// Whether the test may drop or add an argument (to check arity and
     /// syntax errors); off where a shorter form has a random reply
     /// (HRANDFIELD without a count).
     pub mutate: bool,
+    /// Whether a transaction may queue it (not EXEC, DISCARD).
+    pub in_multi: bool,
 }
 
 impl CmdGen {
@@ -37,8 +80,34 @@ impl CmdGen {
             name,
             weight,
             cmp,
-            make,
+            make: Make::One(make),
             mutate: true,
+            in_multi: true,
+        }
+    }
+
+    /// A row of several commands ([`Make::Steps`]); each step names its
+    /// comparison mode.
+    pub const fn steps(
+        name: &'static str,
+        weight: u32,
+        make: fn(&mut Gen, Draw) -> Vec<Step>,
+    ) -> CmdGen {
+        CmdGen {
+            name,
+            weight,
+            cmp: Cmp::Exact,
+            make: Make::Steps(make),
+            mutate: false,
+            in_multi: false,
+        }
+    }
+
+    /// This row, never queued in a transaction.
+    pub const fn not_in_multi(self) -> CmdGen {
+        CmdGen {
+            in_multi: false,
+            ..self
         }
     }
 
@@ -53,14 +122,44 @@ impl CmdGen {
 
 /// The keys every command draws from: few, so that every type meets every
 /// other on the same key.
-pub const KEYS: [&str; 5] = ["a", "b", "c", "ab", "x:1"];
-/// Hash fields (and, for later types, members).
+pub const KEYS: [&str; 8] = ["a", "b", "c", "ab", "x:1", "s:2", "z:2", "l:2"];
+/// Hash fields.
 pub const FIELDS: [&str; 4] = ["f1", "f2", "f3", "ab"];
-/// Values: integers, floats that are exact in binary, text, binary bytes.
-/// No integer needs more than 53 bits, so INCRBYFLOAT on them is exact in
-/// both Redis's long double and batchkv's f64. No exponent form either:
-/// APPEND would make `1e3100`, finite in a long double, infinite in f64.
-const VALUES: [&str; 16] = [
+/// Set and sorted-set members: text (`ab` is also a key and a field) and
+/// integers (Redis keeps a set of integers as an intset), the empty one.
+pub const MEMBERS: [&str; 9] = ["m1", "m2", "m3", "ab", "1", "2", "-3", "10", ""];
+/// List elements: a small pool, so that LPOS, LREM and LINSERT find them.
+const LIST_VALUES: [&str; 6] = ["a", "b", "c", "1", "-1", ""];
+/// Scores (ZADD, ZINCRBY): integers, decimals, exponents, infinities,
+/// both zeros.
+const SCORES: [&str; 16] = [
+    "0",
+    "1",
+    "-1",
+    "2.5",
+    "-0",
+    "0.1",
+    "1e3",
+    "inf",
+    "-inf",
+    "+inf",
+    "3",
+    "-2.75",
+    "1.5e-3",
+    "100",
+    "10",
+    "0.30000000000000004",
+];
+/// Score range bounds (ZCOUNT, ZRANGEBYSCORE, ...), exclusive ones too.
+const SCORE_BOUNDS: [&str; 14] = [
+    "-inf", "+inf", "inf", "0", "(0", "-0", "1", "(1", "2.5", "(2.5", "-1", "100", "(-inf", "(3",
+];
+/// Lex range bounds (ZLEXCOUNT, ZRANGEBYLEX, ...).
+const LEX_BOUNDS: [&str; 10] = ["-", "+", "[m1", "(m1", "[m2", "(ab", "[", "(", "[1", "[m3"];
+/// Values: integers, decimals (exact in binary or not), exponents, text,
+/// binary bytes. INCRBYFLOAT and HINCRBYFLOAT compute in an emulated long
+/// double, so `1e400` (finite there, not in a double) must match too.
+const VALUES: [&str; 20] = [
     "",
     "0",
     "1",
@@ -77,6 +176,10 @@ const VALUES: [&str; 16] = [
     " 2",
     "a\0\r\nb\u{ff}",
     "4503599627370496",
+    "0.1",
+    "-2e3",
+    "1e400",
+    "18446744073709551616",
 ];
 
 /// The random source of one run, and the time the run's absolute expiry
@@ -90,6 +193,9 @@ pub struct Gen {
     /// key, so that its commands mostly meet their own type, and sometimes
     /// on any key. `None`: any key.
     pub home: Option<&'static str>,
+    /// The table's second key (for its multi-key commands and its bulk
+    /// rows), if it has one.
+    pub second: Option<&'static str>,
 }
 
 /// `s` as bytes.
@@ -113,6 +219,7 @@ impl Gen {
             rng: StdRng::seed_from_u64(seed),
             now_s,
             home: None,
+            second: None,
         }
     }
 
@@ -146,11 +253,25 @@ impl Gen {
         }
     }
 
-    /// A key: the home key ([`Gen::home`]) with probability 0.9, else any.
+    /// A key: the home key ([`Gen::home`]) with probability 0.9 (0.75 when
+    /// the table has a second key, which takes 0.15), else any.
     pub fn key(&mut self) -> Vec<u8> {
-        match self.home.filter(|_| self.rng.random_bool(0.9)) {
-            Some(home) => b(home),
+        let Some(home) = self.home else {
+            return self.pick(&KEYS);
+        };
+        let x: f64 = self.rng.random();
+        match self.second {
+            Some(second) if (0.75..0.9).contains(&x) => b(second),
+            _ if x < 0.9 => b(home),
             _ => self.pick(&KEYS),
+        }
+    }
+
+    /// The table's second key (its home key if it has none).
+    pub fn second_key(&mut self) -> Vec<u8> {
+        match self.second.or(self.home) {
+            Some(k) => b(k),
+            None => self.pick(&KEYS),
         }
     }
 
@@ -166,6 +287,38 @@ impl Gen {
     /// `lo..=hi` fields (repeats allowed).
     pub fn fields(&mut self, lo: i64, hi: i64) -> Vec<Vec<u8>> {
         (0..self.range(lo, hi)).map(|_| self.field()).collect()
+    }
+
+    pub fn member(&mut self) -> Vec<u8> {
+        self.pick(&MEMBERS)
+    }
+
+    /// `lo..=hi` members (repeats allowed).
+    pub fn members(&mut self, lo: i64, hi: i64) -> Vec<Vec<u8>> {
+        (0..self.range(lo, hi)).map(|_| self.member()).collect()
+    }
+
+    /// A list element: mostly from a small pool, sometimes any value.
+    pub fn list_value(&mut self) -> Vec<u8> {
+        if self.chance(0.2) {
+            return self.value();
+        }
+        self.pick(&LIST_VALUES)
+    }
+
+    /// A score, sometimes not a valid one.
+    pub fn score(&mut self) -> Vec<u8> {
+        self.good_or_bad(&SCORES, &["nan", "abc", "", "1x", "(1", "1e400"], 0.04)
+    }
+
+    /// A score range bound, sometimes not a valid one.
+    pub fn score_bound(&mut self) -> Vec<u8> {
+        self.good_or_bad(&SCORE_BOUNDS, &["abc", "(", "nan", "[1", ""], 0.04)
+    }
+
+    /// A lex range bound, sometimes not a valid one.
+    pub fn lex_bound(&mut self) -> Vec<u8> {
+        self.good_or_bad(&LEX_BOUNDS, &["m1", "", "+x", "-a"], 0.04)
     }
 
     /// A value to store: usually from the shared pool, sometimes a longer
@@ -200,14 +353,44 @@ impl Gen {
         )
     }
 
-    /// A float increment: exact in binary (so Redis's long double and
-    /// batchkv's f64 agree), or invalid.
+    /// A float increment: exact in binary or not, with exponents, near
+    /// the ends of a double's range; or invalid.
     pub fn float_arg(&mut self) -> Vec<u8> {
+        if self.chance(0.03) {
+            return self.pick(&[
+                "1e308",
+                "-1e308",
+                "1.7976931348623157e308",
+                "5e-324",
+                "1e-320",
+            ]);
+        }
         self.good_or_bad(
             &[
-                "1", "-1", "0.5", "-1.25", "2.5", "10", "1e2", "0", "-0", "3",
+                "1",
+                "-1",
+                "0.5",
+                "-1.25",
+                "2.5",
+                "10",
+                "1e2",
+                "0",
+                "-0",
+                "3",
+                "0.1",
+                "-0.3",
+                "1.1",
+                "3.14159",
+                "1e-5",
+                "-2.5e-3",
+                "123456789.123",
+                "5e20",
+                "0.7",
+                "-1E3",
             ],
-            &["abc", "", "1.2.3", " 1", "inf", "-inf", "nan"],
+            &[
+                "abc", "", "1.2.3", " 1", "inf", "-inf", "nan", "0x10", "1e400",
+            ],
             0.08,
         )
     }

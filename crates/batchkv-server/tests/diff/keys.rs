@@ -37,7 +37,7 @@ fn copy(g: &mut Gen) -> Args {
         c.push(b("REPLACE"));
     }
     if g.chance(0.1) {
-        c.extend([b("DB"), g.pick(&["0", "x", "-1", "99"])]);
+        c.extend([b("DB"), g.pick(&["0", "1", "x", "-1", "99"])]);
     }
     c
 }
@@ -48,9 +48,24 @@ fn scan(g: &mut Gen) -> Args {
         c.extend([b("MATCH"), g.pick(&["*", "a*", "?", "x:*", "[ab]*"])]);
     }
     if g.chance(0.3) {
-        c.extend([b("TYPE"), g.pick(&["string", "hash", "none"])]);
+        c.extend([
+            b("TYPE"),
+            g.pick(&["string", "hash", "set", "zset", "list", "none"]),
+        ]);
     }
     c
+}
+
+/// OBJECT ENCODING mostly; HELP, FREQ (an error without an LFU policy)
+/// and bad subcommands. IDLETIME and REFCOUNT are left out: Redis's
+/// answers depend on time and on its shared integer objects.
+fn object(g: &mut Gen) -> Args {
+    match g.below(10) {
+        0 => cmd("OBJECT", [g.pick(&["HELP", "help"])]),
+        1 => cmd("OBJECT", [b("FREQ"), g.key()]),
+        2 => cmd("OBJECT", [g.pick(&["bogus", "ENCODING"])]),
+        _ => cmd("OBJECT", [b("ENCODING"), g.key()]),
+    }
 }
 
 /// The keyspace commands.
@@ -92,6 +107,20 @@ pub static COMMANDS: &[CmdGen] = &[
         }
         c
     }),
+    CmdGen::new("move", 3, Exact, |g| {
+        let db = g.good_or_bad(&["1", "1", "0"], &["x", "16", "-1"], 0.1);
+        cmd("MOVE", [g.key(), db])
+    }),
+    CmdGen::new("swapdb", 1, Exact, |g| {
+        let (x, y) = if g.chance(0.8) {
+            (b("0"), b("1"))
+        } else {
+            (g.pick(&["0", "1", "x"]), g.pick(&["0", "16", "-1"]))
+        };
+        cmd("SWAPDB", [x, y])
+    }),
+    CmdGen::new("object", 4, Exact, object),
+    CmdGen::new("touch", 3, Exact, |g| cmd("TOUCH", g.keys(1, 3))),
     CmdGen::new("(unknown command)", 1, Exact, |g| {
         cmd("NOSUCHCOMMAND", g.keys(0, 2))
     }),

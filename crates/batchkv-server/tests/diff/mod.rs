@@ -9,4 +9,8 @@ pub mod resp;
 
 pub mod hashes;
 pub mod keys;
+pub mod lists;
+pub mod sets;
 pub mod strings;
+pub mod tx;
+pub mod zsets;

@@ -69,6 +69,68 @@ fn setrange(g: &mut Gen) -> Args {
     cmd("SETRANGE", [g.key(), offset, value])
 }
 
+/// A bit offset: small (the strings here are short), sometimes invalid
+/// (past the 512 MiB limit). Not the last valid offset: Redis would make a
+/// 512 MiB string, batchkv's engine refuses values over 64 MiB.
+fn bit_offset(g: &mut Gen) -> Vec<u8> {
+    if g.chance(0.04) {
+        return g.pick(&["-1", "x", "4294967296"]);
+    }
+    b(&g.range(0, 40).to_string())
+}
+
+/// `[start end [BYTE|BIT]]` of BITCOUNT, or BITPOS's `[start [end
+/// [BYTE|BIT]]]` when `bitpos`.
+fn bit_range(g: &mut Gen, bitpos: bool) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    // BITCOUNT with a start and no end is a syntax error.
+    let n = if bitpos {
+        g.range(0, 3)
+    } else {
+        [0, 2, 3, 1][g.below(4)]
+    };
+    for i in 0..n {
+        if i == 2 {
+            out.push(g.good_or_bad(&["BYTE", "BIT", "bit"], &["WORD"], 0.05));
+        } else {
+            out.push(g.index());
+        }
+    }
+    out
+}
+
+/// BITOP op dest key... (NOT takes one key; more is an error).
+fn bitop(g: &mut Gen) -> Args {
+    let op = g.good_or_bad(&["AND", "OR", "XOR", "NOT", "and"], &["NAND"], 0.05);
+    let mut c = cmd("BITOP", [op.clone(), g.key()]);
+    let n = if op == b"NOT" && g.chance(0.9) {
+        1
+    } else {
+        g.range(1, 3)
+    };
+    for _ in 0..n {
+        c.push(g.key());
+    }
+    c
+}
+
+/// LCS k1 k2 [LEN] [IDX] [MINMATCHLEN n] [WITHMATCHLEN].
+fn lcs(g: &mut Gen) -> Args {
+    let mut c = cmd("LCS", [g.key(), g.key()]);
+    for _ in 0..g.range(0, 3) {
+        match g.below(4) {
+            0 => c.push(b("LEN")),
+            1 => c.push(b("IDX")),
+            2 => c.extend([
+                b("MINMATCHLEN"),
+                g.good_or_bad(&["0", "1", "2", "-1"], &["x"], 0.05),
+            ]),
+            _ => c.push(b("WITHMATCHLEN")),
+        }
+    }
+    c
+}
+
 /// The string commands.
 pub static COMMANDS: &[CmdGen] = &[
     CmdGen::new("get", 10, Exact, |g| cmd("GET", [g.key()])),
@@ -114,4 +176,24 @@ pub static COMMANDS: &[CmdGen] = &[
     CmdGen::new("incrbyfloat", 6, Exact, |g| {
         cmd("INCRBYFLOAT", [g.key(), g.float_arg()])
     }),
+    CmdGen::new("setbit", 6, Exact, |g| {
+        let bit = g.good_or_bad(&["0", "1"], &["2", "-1", "x"], 0.05);
+        cmd("SETBIT", [g.key(), bit_offset(g), bit])
+    }),
+    CmdGen::new("getbit", 4, Exact, |g| {
+        cmd("GETBIT", [g.key(), bit_offset(g)])
+    }),
+    CmdGen::new("bitcount", 4, Exact, |g| {
+        let mut c = cmd("BITCOUNT", [g.key()]);
+        c.extend(bit_range(g, false));
+        c
+    }),
+    CmdGen::new("bitpos", 4, Exact, |g| {
+        let bit = g.good_or_bad(&["0", "1"], &["2", "x"], 0.05);
+        let mut c = cmd("BITPOS", [g.key(), bit]);
+        c.extend(bit_range(g, true));
+        c
+    }),
+    CmdGen::new("bitop", 3, Exact, bitop),
+    CmdGen::new("lcs", 3, Exact, lcs),
 ];

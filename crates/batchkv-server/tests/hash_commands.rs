@@ -11,24 +11,6 @@ use common::{q, query_err, Harness};
 
 const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 
-/// Element keys (first byte 0x12 or 0x13) left in the database at `dir`.
-fn stored_elements(dir: &std::path::Path) -> usize {
-    let db = batchkv::Db::open(dir, batchkv::Options::default()).unwrap();
-    let opts = batchkv::ReadOptions {
-        lower_bound: Some(vec![0x12]),
-        upper_bound: Some(vec![0x14]),
-        ..Default::default()
-    };
-    let mut it = db.iter(&opts).unwrap();
-    it.seek([0x12]);
-    let mut n = 0;
-    while it.valid() {
-        n += 1;
-        it.next();
-    }
-    n
-}
-
 #[test]
 fn fields_are_set_read_counted_and_deleted() {
     let h = Harness::start();
@@ -165,7 +147,7 @@ fn replaced_hashes_leave_no_elements_small_or_large() {
     drop(c);
     let dir = h.stop();
     // Left: big2 (3 fields under its new version) and other (1).
-    assert_eq!(stored_elements(dir.path()), 4);
+    assert_eq!(common::stored_elements(dir.path()), 4);
 }
 
 #[test]

@@ -24,24 +24,6 @@ fn lrange(c: &mut redis::Connection, key: &str) -> Vec<String> {
     q(c, &["LRANGE", key, "0", "-1"])
 }
 
-/// Element keys (first byte 0x12) stored in the database at `dir`.
-fn stored_elements(dir: &std::path::Path) -> usize {
-    let db = batchkv::Db::open(dir, batchkv::Options::default()).unwrap();
-    let opts = batchkv::ReadOptions {
-        lower_bound: Some(vec![0x12]),
-        upper_bound: Some(vec![0x13]),
-        ..Default::default()
-    };
-    let mut it = db.iter(&opts).unwrap();
-    it.seek([0x12]);
-    let mut n = 0;
-    while it.valid() {
-        n += 1;
-        it.next();
-    }
-    n
-}
-
 /// Waits until the server reports `n` blocked clients (INFO clients).
 fn wait_blocked(c: &mut redis::Connection, n: usize) {
     let want = format!("blocked_clients:{n}\r\n");
@@ -264,7 +246,7 @@ fn lists_survive_restart_and_leave_no_elements_behind() {
     drop(c);
     let dir = h.stop();
     // Only the 30 + 3 live elements are stored.
-    assert_eq!(stored_elements(dir.path()), 33);
+    assert_eq!(common::stored_elements(dir.path()), 33);
     let h = Harness {
         server: common::start_in(dir.path(), |_| {}),
         dir,
@@ -476,7 +458,7 @@ fn long_lists_match_a_model_under_insert_remove_and_trim() {
     drop(c);
     let dir = h.stop();
     // Every stored element is live: trims and removals left no garbage.
-    assert_eq!(stored_elements(dir.path()), l.len() + m.len());
+    assert_eq!(common::stored_elements(dir.path()), l.len() + m.len());
     let h = Harness {
         server: common::start_in(dir.path(), |_| {}),
         dir,

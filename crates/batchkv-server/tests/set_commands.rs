@@ -33,24 +33,6 @@ fn sadd_many(c: &mut redis::Connection, key: &str, n: usize) {
     assert_eq!(q::<usize>(c, &args), n);
 }
 
-/// Element keys (first byte 0x12 or 0x13) left in the database at `dir`.
-fn stored_elements(dir: &std::path::Path) -> usize {
-    let db = batchkv::Db::open(dir, batchkv::Options::default()).unwrap();
-    let opts = batchkv::ReadOptions {
-        lower_bound: Some(vec![0x12]),
-        upper_bound: Some(vec![0x14]),
-        ..Default::default()
-    };
-    let mut it = db.iter(&opts).unwrap();
-    it.seek([0x12]);
-    let mut n = 0;
-    while it.valid() {
-        n += 1;
-        it.next();
-    }
-    n
-}
-
 #[test]
 fn members_are_added_checked_counted_and_removed() {
     let h = Harness::start();
@@ -571,7 +553,7 @@ fn sets_survive_restart_and_replacements_leave_no_elements() {
     drop(c);
     let dir = h.stop();
     // Left: s (b, c) and big (b, c).
-    assert_eq!(stored_elements(dir.path()), 4);
+    assert_eq!(common::stored_elements(dir.path()), 4);
 }
 
 /// A redis-server started for one test on a free port, killed when

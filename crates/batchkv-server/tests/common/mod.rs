@@ -158,3 +158,23 @@ impl Raw {
         matches!(self.sock.read(&mut buf), Ok(0))
     }
 }
+
+/// Element keys (first byte 0x12 or 0x13: collections' elements and
+/// sorted sets' score index) stored in the database at `dir`, which no
+/// server may have open.
+pub fn stored_elements(dir: &std::path::Path) -> usize {
+    let db = batchkv::Db::open(dir, batchkv::Options::default()).unwrap();
+    let opts = batchkv::ReadOptions {
+        lower_bound: Some(vec![0x12]),
+        upper_bound: Some(vec![0x14]),
+        ..Default::default()
+    };
+    let mut it = db.iter(&opts).unwrap();
+    it.seek([0x12]);
+    let mut n = 0;
+    while it.valid() {
+        n += 1;
+        it.next();
+    }
+    n
+}

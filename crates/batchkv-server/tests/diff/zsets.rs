@@ -1,7 +1,7 @@
 //! Generators for the sorted-set commands.
 
 use super::compare::Cmp::{Exact, ScanAll, Unordered, UnorderedPairs};
-use super::generate::{b, cmd, Args, CmdGen, Gen, Step};
+use super::generate::{b, cmd, Args, CmdGen, Gen, Step, LEX_KEY};
 
 /// Members of the bulk row: more than Redis's 128-entry listpack limit, so
 /// that the sorted set is a skiplist in Redis.
@@ -55,11 +55,11 @@ fn limit(g: &mut Gen) -> Vec<Vec<u8>> {
 
 /// A lex-range command (`make`, on the key it is given) on a sorted set
 /// whose scores are all 0: Redis defines lex ranges only for equal scores
-/// (for others its two encodings answer differently). The table's second
-/// key is first made a copy of a random key's set with every score 0
-/// (or deleted, when that key is not a set).
+/// (for others its two encodings answer differently). [`LEX_KEY`] is
+/// first made a copy of a random key's set with every score 0 (or deleted,
+/// when that key is not a set).
 fn lex_steps(g: &mut Gen, name: &'static str, make: fn(&mut Gen, Vec<u8>) -> Args) -> Vec<Step> {
-    let dest = g.second_key();
+    let dest = b(LEX_KEY);
     let src = g.key();
     vec![
         Step::new("(lex setup)", Exact, cmd("DEL", [dest.clone()])),

@@ -755,8 +755,9 @@ fn batchkv_matches_redis_server() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(rand::random);
-    // 8-17 s in a release build (15,000-34,000 commands/s checked on two
-    // cores, shared or not), about 7 s in a debug build (7,000/s).
+    // 8-16 s in a release build (15,000-32,000 commands/s checked on two
+    // cores, shared or not; about 10 s on a quiet machine), about 7 s in a
+    // debug build (7,500/s).
     let default = if cfg!(debug_assertions) {
         50_000
     } else {

@@ -11,11 +11,19 @@ const BULK: usize = 130;
 /// score/member pairs (sometimes a member missing).
 fn zadd(g: &mut Gen) -> Args {
     let mut c = cmd("ZADD", [g.key()]);
-    for _ in 0..g.range(0, 3) {
+    let mut incr = false;
+    for _ in 0..[0, 0, 1, 1, 2, 3][g.below(6)] {
         let o = g.pick(&["NX", "XX", "GT", "LT", "CH", "INCR", "CH", "INCR"]);
+        incr |= o == b"INCR";
         c.push(g.mixed_case(&o));
     }
-    for _ in 0..g.range(1, 3) {
+    // INCR takes one pair (more is an error, sometimes made).
+    let pairs = if incr && g.chance(0.8) {
+        1
+    } else {
+        g.range(1, 3)
+    };
+    for _ in 0..pairs {
         c.push(g.score());
         c.push(g.member());
     }

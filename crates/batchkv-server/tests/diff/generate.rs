@@ -122,7 +122,10 @@ impl CmdGen {
 
 /// The keys every command draws from: few, so that every type meets every
 /// other on the same key.
-pub const KEYS: [&str; 8] = ["a", "b", "c", "ab", "x:1", "s:2", "z:2", "l:2"];
+pub const KEYS: [&str; 9] = ["a", "b", "c", "ab", "x:1", "s:2", "z:2", "l:2", "z:lex"];
+/// Where the sorted-set table copies a set with all scores 0 for its lex
+/// ranges (one of [`KEYS`]).
+pub const LEX_KEY: &str = "z:lex";
 /// Hash fields.
 pub const FIELDS: [&str; 4] = ["f1", "f2", "f3", "ab"];
 /// Set and sorted-set members: text (`ab` is also a key and a field) and

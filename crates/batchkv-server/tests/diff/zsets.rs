@@ -1,7 +1,7 @@
 //! Generators for the sorted-set commands.
 
 use super::compare::Cmp::{Exact, ScanAll, Unordered, UnorderedPairs};
-use super::generate::{b, cmd, Args, CmdGen, Gen, Step};
+use super::generate::{b, cmd, Args, CmdGen, Gen, Step, LEX_KEY};
 
 /// Members of the bulk row: more than Redis's 128-entry listpack limit, so
 /// that the sorted set is a skiplist in Redis.
@@ -11,11 +11,19 @@ const BULK: usize = 130;
 /// score/member pairs (sometimes a member missing).
 fn zadd(g: &mut Gen) -> Args {
     let mut c = cmd("ZADD", [g.key()]);
-    for _ in 0..g.range(0, 3) {
+    let mut incr = false;
+    for _ in 0..[0, 0, 1, 1, 2, 3][g.below(6)] {
         let o = g.pick(&["NX", "XX", "GT", "LT", "CH", "INCR", "CH", "INCR"]);
+        incr |= o == b"INCR";
         c.push(g.mixed_case(&o));
     }
-    for _ in 0..g.range(1, 3) {
+    // INCR takes one pair (more is an error, sometimes made).
+    let pairs = if incr && g.chance(0.8) {
+        1
+    } else {
+        g.range(1, 3)
+    };
+    for _ in 0..pairs {
         c.push(g.score());
         c.push(g.member());
     }
@@ -55,11 +63,11 @@ fn limit(g: &mut Gen) -> Vec<Vec<u8>> {
 
 /// A lex-range command (`make`, on the key it is given) on a sorted set
 /// whose scores are all 0: Redis defines lex ranges only for equal scores
-/// (for others its two encodings answer differently). The table's second
-/// key is first made a copy of a random key's set with every score 0
-/// (or deleted, when that key is not a set).
+/// (for others its two encodings answer differently). [`LEX_KEY`] is
+/// first made a copy of a random key's set with every score 0 (or deleted,
+/// when that key is not a set).
 fn lex_steps(g: &mut Gen, name: &'static str, make: fn(&mut Gen, Vec<u8>) -> Args) -> Vec<Step> {
-    let dest = g.second_key();
+    let dest = b(LEX_KEY);
     let src = g.key();
     vec![
         Step::new("(lex setup)", Exact, cmd("DEL", [dest.clone()])),

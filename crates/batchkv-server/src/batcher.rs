@@ -372,48 +372,68 @@ impl Batcher {
         let (mut hits, mut misses) = (0u64, 0u64);
         // Cursor over (part, shape, key within shape) in input order.
         let (mut pi, mut si, mut ki) = (0usize, 0usize, 0usize);
-        self.db
-            .multi_get_with(&ReadOptions::default(), &keys, |_, r| {
-                while ki == 0 && si == parts[pi].0.shapes.len() {
-                    pi += 1;
-                    si = 0;
-                }
-                let (req, out) = &mut parts[pi];
-                let shape = req.shapes[si];
-                if let (Shape::Mget(n), 0) = (shape, ki) {
-                    resp::encode_array_header(out, n);
-                }
-                match r.map(|v| v.map(|v| keyspace::live_value(v, now))) {
-                    Ok(Some(Ok(Some(d)))) => {
-                        hits += 1;
-                        resp::encode_bulk(out, d.data);
-                    }
-                    Ok(None) | Ok(Some(Ok(None))) => {
-                        misses += 1;
-                        resp::encode_nil(req.proto, out);
-                    }
-                    Ok(Some(Err(NotString::WrongType))) => match shape {
-                        // MGET answers nil for a key that is not a string.
-                        Shape::Mget(_) => resp::encode_nil(req.proto, out),
-                        Shape::Get => {
-                            out.extend_from_slice(b"-");
-                            out.extend_from_slice(keyspace::WRONGTYPE.as_bytes());
-                            out.extend_from_slice(b"\r\n");
+        let starts: Vec<usize> = parts.iter().map(|(_, out)| out.len()).collect();
+        // The panic boundary (`panics.rs`): a panic must neither leave the
+        // leader count taken nor a job without its reply (invariant 4).
+        let done = crate::panics::catch(
+            || "a batched GET/MGET".into(),
+            || {
+                #[cfg(test)]
+                tests::maybe_panic();
+                self.db
+                    .multi_get_with(&ReadOptions::default(), &keys, |_, r| {
+                        while ki == 0 && si == parts[pi].0.shapes.len() {
+                            pi += 1;
+                            si = 0;
                         }
-                    },
-                    Ok(Some(Err(NotString::Corrupt))) => out.extend_from_slice(
-                        b"-ERR corrupt value (not written by batchkv serve)\r\n",
-                    ),
-                    Err(e) => {
-                        out.extend_from_slice(format!("-ERR {e}\r\n").as_bytes());
-                    }
+                        let (req, out) = &mut parts[pi];
+                        let shape = req.shapes[si];
+                        if let (Shape::Mget(n), 0) = (shape, ki) {
+                            resp::encode_array_header(out, n);
+                        }
+                        match r.map(|v| v.map(|v| keyspace::live_value(v, now))) {
+                            Ok(Some(Ok(Some(d)))) => {
+                                hits += 1;
+                                resp::encode_bulk(out, d.data);
+                            }
+                            Ok(None) | Ok(Some(Ok(None))) => {
+                                misses += 1;
+                                resp::encode_nil(req.proto, out);
+                            }
+                            Ok(Some(Err(NotString::WrongType))) => match shape {
+                                // MGET answers nil for a key that is not a string.
+                                Shape::Mget(_) => resp::encode_nil(req.proto, out),
+                                Shape::Get => {
+                                    out.extend_from_slice(b"-");
+                                    out.extend_from_slice(keyspace::WRONGTYPE.as_bytes());
+                                    out.extend_from_slice(b"\r\n");
+                                }
+                            },
+                            Ok(Some(Err(NotString::Corrupt))) => out.extend_from_slice(
+                                b"-ERR corrupt value (not written by batchkv serve)\r\n",
+                            ),
+                            Err(e) => {
+                                out.extend_from_slice(format!("-ERR {e}\r\n").as_bytes());
+                            }
+                        }
+                        ki += 1;
+                        if ki == shape.keys() {
+                            ki = 0;
+                            si += 1;
+                        }
+                    });
+            },
+        );
+        if done.is_none() {
+            // Every command of every request answers the error instead of
+            // what it had encoded so far.
+            for ((req, out), start) in parts.iter_mut().zip(starts) {
+                out.truncate(start);
+                for _ in &req.shapes {
+                    resp::Reply::err(crate::panics::INTERNAL_ERROR).encode(req.proto, out);
                 }
-                ki += 1;
-                if ki == shape.keys() {
-                    ki = 0;
-                    si += 1;
-                }
-            });
+            }
+        }
         drop(parts);
         use std::sync::atomic::Ordering::Relaxed;
         let stats = &self.stats;
@@ -446,6 +466,60 @@ fn take_jobs(queue: &mut Vec<Job>, taken: usize) -> Vec<Job> {
 mod tests {
     use super::*;
     use batchkv::Options;
+
+    thread_local! {
+        /// Makes the next `execute` on this thread panic.
+        static PANIC_NEXT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+
+    /// The test hook in `execute`: panics once if asked to.
+    pub(super) fn maybe_panic() {
+        if PANIC_NEXT.with(|p| p.replace(false)) {
+            panic!("injected batcher panic");
+        }
+    }
+
+    /// A panic in a batch answers every command of every request with the
+    /// error (nothing of what was encoded before it is sent), and the
+    /// batcher keeps working.
+    #[test]
+    fn a_panicking_batch_answers_every_command_with_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), Options::default()).unwrap();
+        db.put(
+            keyspace::db_key(0, b"a"),
+            keyspace::encode_value(b"1", None),
+        )
+        .unwrap();
+        let batcher = Arc::new(Batcher::new(db, 1, Arc::new(Stats::default())));
+        let own = Request {
+            keys: keys(0, &["a", "a", "b"]),
+            shapes: vec![Shape::Get, Shape::Mget(2)],
+            proto: 2,
+        };
+        let (tx, mut rx) = oneshot::channel();
+        let job = Job {
+            req: Request {
+                keys: keys(0, &["a"]),
+                shapes: vec![Shape::Get],
+                proto: 3,
+            },
+            tx,
+        };
+        let mut out = BytesMut::from(&b"+OK\r\n"[..]);
+        PANIC_NEXT.with(|p| p.set(true));
+        batcher.execute(Some((&own, &mut out)), vec![job]);
+        let err = b"-ERR internal error\r\n";
+        assert_eq!(&out[..], [&b"+OK\r\n"[..], err, err].concat());
+        assert_eq!(&rx.try_recv().unwrap()[..], err);
+        // The leader count was given back: a new submitter leads.
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let mut out = BytesMut::new();
+        rt.block_on(batcher.submit(keys(0, &["a"]), vec![Shape::Get], 2, false, &mut out));
+        assert_eq!(&out[..], b"$1\r\n1\r\n");
+    }
 
     fn keys(db: u8, names: &[&str]) -> Keys {
         let mut k = Keys::default();

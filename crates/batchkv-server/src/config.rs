@@ -6,6 +6,8 @@ use std::str::FromStr;
 
 use batchkv::{MemTableKind, Options, MAX_VALUE_SIZE};
 
+pub use crate::security::DebugCommand;
+
 mod runtime;
 pub use runtime::Settings;
 
@@ -89,6 +91,13 @@ pub struct ServeArgs {
     /// Runtime worker threads (default: the number of CPUs).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Protected mode (yes/no): without a password, refuse clients that
+    /// are not on the loopback interface (Redis's DENIED error).
+    #[arg(long, default_value = "yes", value_parser = parse_on_off, action = clap::ArgAction::Set)]
+    pub protected_mode: bool,
+    /// Allow the DEBUG command: no, yes, or local (loopback clients only).
+    #[arg(long, default_value = "no")]
+    pub enable_debug_command: DebugCommand,
 }
 
 /// Default [`Config::client_query_buffer_limit`]: 1 GiB, as in Redis.
@@ -142,6 +151,11 @@ pub struct Config {
     pub threads: usize,
     /// Stop on SIGTERM/SIGINT (the CLI); tests leave it off.
     pub handle_signals: bool,
+    /// Redis's `protected-mode`: with no password set, clients from other
+    /// hosts than this one are refused (`security.rs`).
+    pub protected_mode: bool,
+    /// Redis's `enable-debug-command`.
+    pub enable_debug_command: DebugCommand,
 }
 
 impl Config {
@@ -161,6 +175,8 @@ impl Config {
             client_query_buffer_limit: DEFAULT_QUERY_BUFFER_LIMIT,
             threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
             handle_signals: false,
+            protected_mode: true,
+            enable_debug_command: DebugCommand::No,
         }
     }
 
@@ -193,6 +209,8 @@ impl Config {
         cfg.maxclients = args.maxclients;
         cfg.proto_max_bulk_len = args.proto_max_bulk_len;
         cfg.client_query_buffer_limit = args.client_query_buffer_limit;
+        cfg.protected_mode = args.protected_mode;
+        cfg.enable_debug_command = args.enable_debug_command;
         if let Some(t) = args.threads {
             cfg.threads = t;
         }
@@ -276,6 +294,19 @@ mod tests {
         assert_eq!(d.appendfsync, AppendFsync::EverySec);
         assert_eq!((d.bind.as_str(), d.port), ("127.0.0.1", 6379));
         assert_eq!(d.client_query_buffer_limit, 1 << 30);
+        assert!(d.protected_mode);
+        assert_eq!(d.enable_debug_command, DebugCommand::No);
+        let e = parse(&[
+            "--dir",
+            "/tmp/x",
+            "--protected-mode",
+            "no",
+            "--enable-debug-command",
+            "local",
+        ])
+        .unwrap();
+        assert!(!e.protected_mode);
+        assert_eq!(e.enable_debug_command, DebugCommand::Local);
     }
 
     #[test]
@@ -283,6 +314,8 @@ mod tests {
         assert!(parse(&[]).unwrap_err().contains("--dir"));
         assert!(parse(&["--dir", "x", "--batch", "maybe"]).is_err());
         assert!(parse(&["--dir", "x", "--appendfsync", "sometimes"]).is_err());
+        assert!(parse(&["--dir", "x", "--protected-mode", "maybe"]).is_err());
+        assert!(parse(&["--dir", "x", "--enable-debug-command", "always"]).is_err());
         assert!(parse(&["--dir", "x", "--memtable", "btree"])
             .unwrap_err()
             .contains("--memtable"));

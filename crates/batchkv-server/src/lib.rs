@@ -13,7 +13,10 @@
 //! `tx.rs` (the mechanism of MULTI/EXEC and WATCH), `ldouble.rs` (80-bit
 //! `long double` for INCRBYFLOAT), `pubsub.rs` (Pub/Sub subscriptions and
 //! delivery), `clients.rs` (the connection registry and idle timeout),
-//! `slowlog.rs`, `cmdstats.rs` (INFO commandstats), `config/runtime.rs`
+//! `slowlog.rs`, `security.rs` (protected mode, AUTH checks),
+//! `panics.rs` (the panic boundary around commands), `limits.rs` (the
+//! descriptor budget of `maxclients`),
+//! `cmdstats.rs` (INFO commandstats), `config/runtime.rs`
 //! (CONFIG SET), `commands/` (the commands).
 
 mod batcher;
@@ -26,13 +29,16 @@ mod conn;
 mod expiry;
 mod keyspace;
 mod ldouble;
+mod limits;
 mod meta;
+mod panics;
 mod pubsub;
 mod resp;
+mod security;
 mod server;
 mod shared;
 mod slowlog;
 mod tx;
 
-pub use config::{AppendFsync, Config, ServeArgs};
+pub use config::{AppendFsync, Config, DebugCommand, ServeArgs};
 pub use server::{run, Server};

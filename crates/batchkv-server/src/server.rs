@@ -43,7 +43,12 @@ impl Server {
 
     /// [`Server::start`] with the database opened through `fs` (tests
     /// pass a [`batchkv::FaultInjectionFs`] to simulate power loss).
-    pub fn start_with_fs(cfg: Config, fs: Arc<dyn FileSystem>) -> std::io::Result<Server> {
+    pub fn start_with_fs(mut cfg: Config, fs: Arc<dyn FileSystem>) -> std::io::Result<Server> {
+        cfg.maxclients = crate::limits::adjust_open_files(
+            cfg.maxclients,
+            crate::limits::reserved_fds(cfg.options.max_open_files),
+        )?;
+        warn_if_exposed(&cfg);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(cfg.threads.max(1))
             .thread_name("batchkv-serve")
@@ -99,6 +104,83 @@ impl Drop for Server {
             let _ = t.join();
         }
     }
+}
+
+/// Warns when the server accepts clients from other hosts without a
+/// password: refused by protected mode, or, with it off, let in.
+fn warn_if_exposed(cfg: &Config) {
+    let no_password = cfg.requirepass.as_deref().is_none_or(str::is_empty);
+    if !no_password || !crate::security::binds_beyond_loopback(&cfg.bind) {
+        return;
+    }
+    if cfg.protected_mode {
+        log::warn!(
+            "batchkv serve: listening on {} without a password: protected mode refuses clients \
+             from other hosts (set --requirepass, or --protected-mode no to let them in)",
+            cfg.bind
+        );
+    } else {
+        log::warn!(
+            "batchkv serve: listening on {} without a password and with protected mode off: \
+             any host that can reach the port can read and change every key",
+            cfg.bind
+        );
+    }
+}
+
+/// Backs off the accept loop while `accept` fails (out of descriptors:
+/// EMFILE/ENFILE, or out of memory) instead of retrying at once, and logs
+/// the failures at most once a second.
+struct AcceptBackoff {
+    delay: Duration,
+    failures: u64,
+    logged: Option<Instant>,
+}
+
+impl AcceptBackoff {
+    const FIRST: Duration = Duration::from_millis(10);
+    const MAX: Duration = Duration::from_millis(100);
+
+    fn new() -> AcceptBackoff {
+        AcceptBackoff {
+            delay: Duration::ZERO,
+            failures: 0,
+            logged: None,
+        }
+    }
+
+    /// Records a failure; returns how long to wait before the next accept.
+    fn failed(&mut self, e: &std::io::Error, now: Instant) -> Duration {
+        self.failures += 1;
+        self.delay = (self.delay * 2).clamp(Self::FIRST, Self::MAX);
+        if self
+            .logged
+            .is_none_or(|t| now.duration_since(t) >= Duration::from_secs(1))
+        {
+            log::error!(
+                "batchkv serve: accepting a connection failed: {e} ({} failure(s) since the \
+                 last report; retrying in {} ms)",
+                self.failures,
+                self.delay.as_millis()
+            );
+            self.failures = 0;
+            self.logged = Some(now);
+        }
+        self.delay
+    }
+
+    /// Records a success: the next failure starts the backoff over.
+    fn succeeded(&mut self) {
+        self.delay = Duration::ZERO;
+    }
+}
+
+/// Answers a client refused by protected mode with Redis's DENIED error
+/// and closes the connection.
+async fn refuse(mut sock: tokio::net::TcpStream) {
+    use tokio::io::AsyncWriteExt;
+    let _ = sock.write_all(crate::security::DENIED.as_bytes()).await;
+    let _ = sock.shutdown().await;
 }
 
 /// Serves until SIGTERM/SIGINT or SHUTDOWN, then closes the database.
@@ -173,6 +255,7 @@ async fn serve(
         run_id: (0..40)
             .map(|_| char::from(b"0123456789abcdef"[rand::random_range(0..16)]))
             .collect(),
+        auth_failures: Default::default(),
         cfg,
     });
     {
@@ -203,18 +286,44 @@ async fn serve(
     let expiry = tokio::spawn(crate::expiry::run(shared.clone(), shutdown_rx.clone()));
     tokio::spawn(crate::clients::cron(shared.clone(), shutdown_rx.clone()));
     let mut conns = tokio::task::JoinSet::new();
+    let mut backoff = AcceptBackoff::new();
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let Ok((sock, _)) = accepted else { continue };
-                let _ = sock.set_nodelay(true);
+                let (sock, peer) = match accepted {
+                    Ok(a) => a,
+                    Err(e) => {
+                        let wait = backoff.failed(&e, Instant::now());
+                        tokio::select! {
+                            _ = tokio::time::sleep(wait) => {}
+                            _ = shutdown_rx.changed() => break,
+                        }
+                        continue;
+                    }
+                };
+                backoff.succeeded();
                 shared.stats.connections.fetch_add(1, Ordering::Relaxed);
+                let settings = &shared.settings;
+                if crate::security::denied(settings.protected_mode(), settings.auth_required(), peer) {
+                    shared.stats.rejected_connections.fetch_add(1, Ordering::Relaxed);
+                    conns.spawn(refuse(sock));
+                    continue;
+                }
+                let _ = sock.set_nodelay(true);
                 let s = shared.clone();
                 let rx = shutdown_rx.clone();
                 conns.spawn(crate::conn::serve_conn(s, sock, rx));
             }
             _ = shutdown_rx.changed() => break,
-            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            Some(done) = conns.join_next(), if !conns.is_empty() => {
+                // Commands run inside the panic boundary (`panics.rs`);
+                // anything else that panics ends its connection only.
+                if let Err(e) = done {
+                    if e.is_panic() {
+                        log::error!("batchkv serve: a connection task panicked: {e}");
+                    }
+                }
+            }
         }
     }
     drop(listener);
@@ -243,4 +352,20 @@ async fn serve(
     .map_err(std::io::Error::other)?;
     drop(db);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accept_failures_back_off_doubling_and_start_over_after_a_success() {
+        let mut b = AcceptBackoff::new();
+        let e = std::io::Error::from_raw_os_error(libc::EMFILE);
+        let t = Instant::now();
+        let waits: Vec<u128> = (0..6).map(|_| b.failed(&e, t).as_millis()).collect();
+        assert_eq!(waits, [10, 20, 40, 80, 100, 100]);
+        b.succeeded();
+        assert_eq!(b.failed(&e, t).as_millis(), 10);
+    }
 }

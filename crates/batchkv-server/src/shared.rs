@@ -160,6 +160,8 @@ pub struct Shared {
     pub cmdstats: crate::cmdstats::CommandStats,
     /// A random 40-hex-digit id of this server run (INFO `run_id`).
     pub run_id: String,
+    /// Failed AUTHs: counted for INFO, logged at a limited rate.
+    pub auth_failures: crate::security::AuthFailures,
 }
 
 #[derive(Default)]

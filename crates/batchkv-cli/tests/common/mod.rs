@@ -1,5 +1,6 @@
 //! Starting and stopping `batchkv serve` processes for the CLI's server
 //! tests.
+#![allow(dead_code, reason = "each test binary uses a different subset")]
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -22,18 +23,30 @@ impl Drop for Served {
 /// Starts `batchkv serve --port 0 --dir DIR ARGS...`; its port is read from
 /// the "listening on" line on stderr.
 pub fn serve(dir: &std::path::Path, args: &[&str]) -> Served {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_batchkv"))
-        .args(["serve", "--port", "0", "--dir"])
+    serve_with(dir, args, |_| {})
+}
+
+/// [`serve`], with the command changed by `f` before it is spawned.
+pub fn serve_with(dir: &std::path::Path, args: &[&str], f: impl FnOnce(&mut Command)) -> Served {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_batchkv"));
+    cmd.args(["serve", "--port", "0", "--dir"])
         .arg(dir)
         .args(args)
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .stderr(Stdio::piped());
+    f(&mut cmd);
+    let mut child = cmd.spawn().unwrap();
+    // Log lines (warnings at start) may come before "listening on".
+    let mut err = BufReader::new(child.stderr.take().unwrap());
     let mut line = String::new();
-    BufReader::new(child.stderr.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    while !line.contains("listening on") {
+        line.clear();
+        if err.read_line(&mut line).unwrap() == 0 {
+            panic!("serve exited before listening");
+        }
+    }
+    // Keep draining stderr so that logging never blocks the server.
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
     let port = line
         .trim()
         .rsplit(':')

@@ -1,5 +1,5 @@
 //! Connection and server commands: PING, ECHO, SELECT, AUTH, HELLO, QUIT,
-//! SHUTDOWN, TIME. (CLIENT, CONFIG, COMMAND, INFO and SLOWLOG have their
+//! SHUTDOWN, TIME, DEBUG. (CLIENT, CONFIG, COMMAND, INFO and SLOWLOG have their
 //! own modules.)
 
 use bytes::Bytes;
@@ -49,10 +49,65 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
             "allow_busy",
         ],
         NO_KEYS,
-        |_, _, _| Reply::ok(),
+        |_, _, a| shutdown(a),
     ),
     spec("time", 1, ANYTIME, NO_KEYS, |s, c, a| run(s, c, "time", a)),
+    // Refused unless `enable-debug-command` allows the client
+    // (`commands::execute`).
+    spec(
+        "debug",
+        -2,
+        &["admin", "noscript", "loading", "stale"],
+        NO_KEYS,
+        |_, _, a| debug(a),
+    ),
 ];
+
+/// SHUTDOWN's options as Redis 7 checks them: NOSAVE, SAVE, NOW, FORCE
+/// (nothing to save or wait for here: all shut down at once, the
+/// database closed cleanly) and ABORT, alone, which cancels a pending
+/// shutdown — there never is one, as Redis answers when idle. The
+/// connection runs the shutdown after an OK (`commands::execute`).
+fn shutdown(a: &[Bytes]) -> Reply {
+    let (mut save, mut nosave, mut others, mut abort) = (false, false, false, false);
+    for opt in a {
+        match opt.to_ascii_lowercase().as_slice() {
+            b"nosave" => nosave = true,
+            b"save" => save = true,
+            b"now" | b"force" => others = true,
+            b"abort" => abort = true,
+            _ => return syntax_error(),
+        }
+    }
+    if (abort && (save || nosave || others)) || (save && nosave) {
+        return syntax_error();
+    }
+    if abort {
+        return Reply::err("ERR No shutdown in progress.");
+    }
+    Reply::ok()
+}
+
+/// DEBUG: HELP and PANIC (a panic inside the command, which the panic
+/// boundary turns into `-ERR internal error`: the server's panic path,
+/// for tests; Redis's DEBUG PANIC stops the server).
+fn debug(a: &[Bytes]) -> Reply {
+    match a[0].to_ascii_lowercase().as_slice() {
+        b"help" if a.len() == 1 => super::help_reply(&[
+            "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "PANIC",
+            "    Panic inside the command (the reply is -ERR internal error; the panic",
+            "    and its backtrace are logged).",
+            "HELP",
+            "    Print this help.",
+        ]),
+        b"panic" if a.len() == 1 => panic!("DEBUG PANIC"),
+        _ => Reply::Error(format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
+            super::lossy(&a[0], 128)
+        )),
+    }
+}
 
 fn run(shared: &Shared, conn: &mut ConnState, name: &str, a: &[Bytes]) -> Reply {
     match name {
@@ -102,15 +157,36 @@ fn check_password(shared: &Shared, user: Option<&[u8]>, pass: &[u8]) -> Result<(
              Are you sure your configuration is correct?",
         )),
         (None, Some(_)) => Ok(()),
-        (Some(p), _) if p.as_bytes() == pass => Ok(()),
+        (Some(p), _) if crate::security::password_matches(pass, p.as_bytes()) => Ok(()),
         (Some(_), _) => Err(wrong()),
     }
 }
 
+/// [`check_password`], a failure counted and logged
+/// (`security::AuthFailures`) — except AUTH without any password set,
+/// a configuration mistake rather than a wrong guess (Redis counts only
+/// refused credentials).
+fn authenticate(
+    shared: &Shared,
+    conn: &ConnState,
+    user: Option<&[u8]>,
+    pass: &[u8],
+) -> Result<(), Reply> {
+    let r = check_password(shared, user, pass);
+    if let Err(Reply::Error(e)) = &r {
+        if e.starts_with("WRONGPASS") {
+            shared
+                .auth_failures
+                .record(&conn.client.addr, std::time::Instant::now());
+        }
+    }
+    r
+}
+
 fn auth(shared: &Shared, conn: &mut ConnState, a: &[Bytes]) -> Reply {
     let r = match a {
-        [pass] => check_password(shared, None, pass),
-        [user, pass] => check_password(shared, Some(user), pass),
+        [pass] => authenticate(shared, conn, None, pass),
+        [user, pass] => authenticate(shared, conn, Some(user), pass),
         _ => return syntax_error(),
     };
     match r {
@@ -138,13 +214,16 @@ fn hello(shared: &Shared, conn: &mut ConnState, a: &[Bytes]) -> Reply {
         let opt = a[i].to_ascii_uppercase();
         match opt.as_slice() {
             b"AUTH" if i + 2 < a.len() => {
-                if let Err(e) = check_password(shared, Some(&a[i + 1]), &a[i + 2]) {
+                if let Err(e) = authenticate(shared, conn, Some(&a[i + 1]), &a[i + 2]) {
                     return e;
                 }
                 conn.authenticated = true;
                 i += 3;
             }
             b"SETNAME" if i + 1 < a.len() => {
+                if !super::client::valid_name(&a[i + 1]) {
+                    return Reply::err(super::client::BAD_NAME);
+                }
                 name = Some(a[i + 1].clone());
                 i += 2;
             }
@@ -159,8 +238,9 @@ fn hello(shared: &Shared, conn: &mut ConnState, a: &[Bytes]) -> Reply {
     if !conn.authenticated {
         return Reply::err("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
     }
-    if name.is_some() {
-        conn.name = name;
+    if let Some(n) = name {
+        // An empty name clears it, as CLIENT SETNAME "" does.
+        conn.name = (!n.is_empty()).then_some(n);
     }
     conn.proto = proto;
     let s = Reply::bulk_str;

@@ -129,11 +129,18 @@ fn printable(v: &[u8]) -> bool {
     v.iter().all(|&c| (b'!'..=b'~').contains(&c))
 }
 
+/// Redis's refusal of a client name that is not [`valid_name`].
+pub(super) const BAD_NAME: &str =
+    "ERR Client names cannot contain spaces, newlines or special characters.";
+
+/// Whether `name` may name a client (CLIENT SETNAME, HELLO SETNAME).
+pub(super) fn valid_name(name: &[u8]) -> bool {
+    printable(name)
+}
+
 fn setname(conn: &mut ConnState, name: &Bytes) -> Reply {
-    if !printable(name) {
-        return Reply::err(
-            "ERR Client names cannot contain spaces, newlines or special characters.",
-        );
+    if !valid_name(name) {
+        return Reply::err(BAD_NAME);
     }
     conn.name = (!name.is_empty()).then(|| name.clone());
     Reply::ok()

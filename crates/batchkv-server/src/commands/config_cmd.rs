@@ -43,6 +43,7 @@ fn config(shared: &Shared, _: &mut ConnState, a: &[Bytes]) -> Reply {
         b"resetstat" => {
             shared.stats.reset();
             shared.cmdstats.reset();
+            shared.auth_failures.reset();
             Reply::ok()
         }
         // batchkv serve takes its configuration from the command line.

@@ -299,6 +299,10 @@ fn stats(shared: &Shared) -> String {
         ("total_reads_processed", "0".into()),
         ("total_writes_processed", "0".into()),
         (
+            "acl_access_denied_auth",
+            shared.auth_failures.total().to_string(),
+        ),
+        (
             "expiry_index_complete",
             u8::from(st.expiry_index_complete.load(Relaxed)).to_string(),
         ),

@@ -322,6 +322,12 @@ pub fn execute(shared: &Shared, conn: &mut ConnState, args: &[Bytes]) -> (Reply,
         let e = Reply::err("NOAUTH Authentication required.");
         return reject(shared, conn, Some(slot), Some(spec), e);
     }
+    // Redis's "protected" commands: DEBUG only as `enable-debug-command`
+    // allows.
+    if spec.name == "debug" && !shared.cfg.enable_debug_command.allows(&conn.client.addr) {
+        let e = Reply::err(crate::security::DEBUG_NOT_ALLOWED);
+        return reject(shared, conn, Some(slot), Some(spec), e);
+    }
     // Redis checks a subcommand and its arity before queuing too.
     if spec.name == "object" {
         if let Some(e) = object::check_subcommand(&args[1..]) {
@@ -344,7 +350,8 @@ pub fn execute(shared: &Shared, conn: &mut ConnState, args: &[Bytes]) -> (Reply,
     }
     let after = match spec.name {
         "quit" => After::Close,
-        "shutdown" => After::Shutdown,
+        // A refused SHUTDOWN (bad options, ABORT) answers and goes on.
+        "shutdown" if !matches!(reply, Reply::Error(_)) => After::Shutdown,
         // A blocking command answers nil exactly when it would block.
         _ if spec.flags.contains(&"blocking") && matches!(reply, Reply::Nil | Reply::NilArray) => {
             conn.client.set_flag(BLOCKED, true);
@@ -428,7 +435,14 @@ fn call_slot(
     args: &[Bytes],
     start: Instant,
 ) -> Reply {
-    let reply = (spec.handler)(shared, conn, &args[1..]);
+    // The panic boundary (`panics.rs`): every command runs through here,
+    // EXEC's queued ones included.
+    let client = conn.client.clone();
+    let reply = crate::panics::catch(
+        || format!("command '{}' from {}", spec.name, client.addr),
+        || (spec.handler)(shared, conn, &args[1..]),
+    )
+    .unwrap_or_else(|| Reply::err(crate::panics::INTERNAL_ERROR));
     let took = start.elapsed();
     shared
         .stats

@@ -5,17 +5,18 @@
 //! Three kinds of parameters:
 //! - effective: `requirepass`, `maxclients`, `timeout`,
 //!   `slowlog-log-slower-than`, `slowlog-max-len`, `appendfsync`,
-//!   `proto-max-bulk-len`, `client-query-buffer-limit`. Hot paths read
-//!   them from atomics, never under a lock.
+//!   `proto-max-bulk-len`, `client-query-buffer-limit`, `protected-mode`.
+//!   Hot paths read them from atomics, never under a lock.
 //! - echoed: Redis's in-memory encoding thresholds and a few settings
 //!   clients set (`save`, `appendonly`, `maxmemory`,
 //!   `notify-keyspace-events`, ...). batchkv has no
 //!   such encodings, snapshots or eviction; the value is checked as Redis
 //!   checks it and stored, so CONFIG GET shows what was set.
-//! - read-only: `databases`, `port`, `bind`, `dir` (CONFIG SET answers
-//!   "can't set immutable config").
+//! - read-only: `databases`, `port`, `bind`, `dir`,
+//!   `enable-debug-command` (CONFIG SET answers "can't set immutable
+//!   config").
 
-use std::sync::atomic::{AtomicI64, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock};
 
 use super::{AppendFsync, Config};
@@ -56,6 +57,7 @@ enum Effect {
     AppendFsync,
     ProtoMaxBulkLen,
     QueryBufferLimit,
+    ProtectedMode,
 }
 
 struct Param {
@@ -143,6 +145,8 @@ static PARAMS: &[Param] = &[
         Kind::Mem(1 << 20, I64_MAX as u64),
         Effect::QueryBufferLimit,
     ),
+    live("protected-mode", Kind::Bool, Effect::ProtectedMode),
+    live("enable-debug-command", Kind::Immutable, Effect::Echo),
     echo("notify-keyspace-events", None, Kind::Events, ""),
     echo("save", None, Kind::Save, ""),
     echo("maxmemory", None, Kind::Mem(0, u64::MAX), "0"),
@@ -229,6 +233,7 @@ pub struct Settings {
     appendfsync: AtomicU8,
     proto_max_bulk_len: AtomicUsize,
     client_query_buffer_limit: AtomicUsize,
+    protected_mode: AtomicBool,
     requirepass: RwLock<Option<String>>,
     /// Each parameter's value as CONFIG GET shows it, by index in
     /// [`PARAMS`]. Also serializes CONFIG SETs (all-or-nothing).
@@ -262,6 +267,8 @@ impl Settings {
                 "appendfsync" => cfg.appendfsync.as_str().into(),
                 "proto-max-bulk-len" => cfg.proto_max_bulk_len.to_string(),
                 "client-query-buffer-limit" => cfg.client_query_buffer_limit.to_string(),
+                "protected-mode" => yes_no(cfg.protected_mode).into(),
+                "enable-debug-command" => cfg.enable_debug_command.as_str().into(),
                 "databases" => NUM_DBS.to_string(),
                 "port" => port.to_string(),
                 "bind" => cfg.bind.clone(),
@@ -277,6 +284,7 @@ impl Settings {
             appendfsync: AtomicU8::new(fsync_code(cfg.appendfsync)),
             proto_max_bulk_len: AtomicUsize::new(cfg.proto_max_bulk_len),
             client_query_buffer_limit: AtomicUsize::new(cfg.client_query_buffer_limit),
+            protected_mode: AtomicBool::new(cfg.protected_mode),
             requirepass: RwLock::new(cfg.requirepass.clone().filter(|p| !p.is_empty())),
             values: Mutex::new(values),
         }
@@ -315,6 +323,11 @@ impl Settings {
 
     pub fn client_query_buffer_limit(&self) -> usize {
         self.client_query_buffer_limit.load(Ordering::Relaxed)
+    }
+
+    /// Redis's `protected-mode` (`security::denied`).
+    pub fn protected_mode(&self) -> bool {
+        self.protected_mode.load(Ordering::Relaxed)
     }
 
     /// The password of the default user (`None`: no password needed).
@@ -434,6 +447,7 @@ impl Settings {
             Effect::QueryBufferLimit => self
                 .client_query_buffer_limit
                 .store(size(), Ordering::Relaxed),
+            Effect::ProtectedMode => self.protected_mode.store(value == "yes", Ordering::Relaxed),
         }
     }
 
@@ -441,6 +455,14 @@ impl Settings {
     /// value must not be shown in SLOWLOG (`requirepass`).
     pub fn is_sensitive(param: &[u8]) -> bool {
         param.eq_ignore_ascii_case(b"requirepass")
+    }
+}
+
+fn yes_no(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
     }
 }
 
@@ -718,6 +740,18 @@ mod tests {
         assert_eq!(s.requirepass().as_deref(), Some("pw"));
         set(&s, &["requirepass", ""]).unwrap();
         assert!(!s.auth_required());
+        assert_eq!(get(&s, "protected-mode"), "yes");
+        assert!(s.protected_mode());
+        set(&s, &["protected-mode", "NO"]).unwrap();
+        assert!(!s.protected_mode());
+        assert_eq!(get(&s, "protected-mode"), "no");
+        assert!(set(&s, &["protected-mode", "maybe"])
+            .unwrap_err()
+            .ends_with("argument must be 'yes' or 'no'"));
+        assert_eq!(get(&s, "enable-debug-command"), "no");
+        assert!(set(&s, &["enable-debug-command", "yes"])
+            .unwrap_err()
+            .ends_with("can't set immutable config"));
     }
 
     #[test]

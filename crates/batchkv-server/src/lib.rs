@@ -14,7 +14,8 @@
 //! `long double` for INCRBYFLOAT), `pubsub.rs` (Pub/Sub subscriptions and
 //! delivery), `clients.rs` (the connection registry and idle timeout),
 //! `slowlog.rs`, `security.rs` (protected mode, AUTH checks),
-//! `panics.rs` (the panic boundary around commands), `limits.rs` (the
+//! `cursors.rs` (SCAN-family cursors), `panics.rs` (the panic boundary
+//! around commands), `limits.rs` (the
 //! descriptor budget of `maxclients`),
 //! `cmdstats.rs` (INFO commandstats), `config/runtime.rs`
 //! (CONFIG SET), `commands/` (the commands).
@@ -26,6 +27,7 @@ mod cmdstats;
 mod commands;
 mod config;
 mod conn;
+mod cursors;
 mod expiry;
 mod keyspace;
 mod ldouble;

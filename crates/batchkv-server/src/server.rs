@@ -14,7 +14,7 @@ use crate::batcher::Batcher;
 use crate::config::{AppendFsync, Config};
 use crate::keyspace;
 use crate::meta::{self, Versions};
-use crate::shared::{Cursors, Shared, Stats, STRIPES};
+use crate::shared::{Shared, Stats, STRIPES};
 
 /// Runs `f` on a runtime worker that may block, when inside a
 /// multi-threaded runtime (otherwise just runs it).
@@ -244,7 +244,7 @@ async fn serve(
         has_collections: AtomicBool::new(meta::any_elements(&db)),
         stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
         mods: crate::tx::Mods::default(),
-        cursors: Mutex::new(Cursors::default()),
+        cursors: Mutex::new(crate::cursors::Cursors::default()),
         shutdown: shutdown_tx,
         blocking: crate::blocking::Blocking::new(),
         pubsub: Default::default(),

@@ -19,7 +19,6 @@
 //! 5. A [`KeyGuard`] whose holder wrote records the change of its keys
 //!    for WATCH before it releases the stripes (`tx.rs`).
 
-use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
@@ -81,8 +80,6 @@ pub fn wrong_type() -> Reply {
 
 /// Number of key lock stripes.
 pub(crate) const STRIPES: usize = 4096;
-/// SCAN cursors remembered (oldest forgotten first).
-const MAX_CURSORS: usize = 16 * 1024;
 
 /// Counters reported by INFO. Relaxed: they are statistics only.
 #[derive(Default)]
@@ -144,7 +141,8 @@ pub struct Shared {
     pub(crate) stripes: Vec<Mutex<()>>,
     /// Modification counters read by WATCH (`tx.rs`).
     pub(crate) mods: tx::Mods,
-    pub(crate) cursors: Mutex<Cursors>,
+    /// Recent SCAN-family cursors (`cursors.rs`).
+    pub(crate) cursors: Mutex<crate::cursors::Cursors>,
     pub(crate) shutdown: watch::Sender<bool>,
     /// Clients blocked in BLPOP and friends (`blocking.rs`).
     pub blocking: crate::blocking::Blocking,
@@ -162,13 +160,6 @@ pub struct Shared {
     pub run_id: String,
     /// Failed AUTHs: counted for INFO, logged at a limited rate.
     pub auth_failures: crate::security::AuthFailures,
-}
-
-#[derive(Default)]
-pub(crate) struct Cursors {
-    next: u64,
-    map: HashMap<u64, (u8, Vec<u8>)>,
-    order: VecDeque<u64>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -615,28 +606,17 @@ impl Shared {
         }
     }
 
-    /// Remembers where a SCAN stopped; returns the cursor to hand out.
-    pub fn save_cursor(&self, db: u8, next_key: Vec<u8>) -> u64 {
-        let mut c = lock(&self.cursors);
-        c.next += 1;
-        let id = c.next;
-        c.map.insert(id, (db, next_key));
-        c.order.push_back(id);
-        while c.order.len() > MAX_CURSORS {
-            if let Some(old) = c.order.pop_front() {
-                c.map.remove(&old);
-            }
-        }
-        id
+    /// Remembers that a scan of `scope` (`[db]` for SCAN, a collection's
+    /// element prefix for HSCAN/SSCAN/ZSCAN) stopped before `position`;
+    /// returns the cursor to hand out (never 0; `cursors.rs`).
+    pub fn save_cursor(&self, scope: &[u8], position: Vec<u8>) -> u64 {
+        lock(&self.cursors).save(scope, position)
     }
 
-    /// The key a SCAN cursor resumes at (`None`: unknown cursor).
-    pub fn load_cursor(&self, db: u8, id: u64) -> Option<Vec<u8>> {
-        let c = lock(&self.cursors);
-        match c.map.get(&id) {
-            Some((d, k)) if *d == db => Some(k.clone()),
-            _ => None,
-        }
+    /// Where a scan of `scope` resumes for `cursor` (not 0): exactly where
+    /// it stopped, or a position before that (`cursors.rs`). Never fails.
+    pub fn resume_cursor(&self, scope: &[u8], cursor: u64) -> Vec<u8> {
+        lock(&self.cursors).resume(scope, cursor)
     }
 
     /// Asks the server to shut down gracefully.

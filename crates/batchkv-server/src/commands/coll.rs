@@ -250,10 +250,10 @@ pub const SCAN_ALL_BELOW: u64 = 128;
 /// One page of a SCAN-family command over the collection `m` at `key`:
 /// `(next cursor, (sub, value) pairs)`. A small collection comes whole
 /// with cursor 0; a larger one in pages of `count` elements, the cursor
-/// naming where the next page starts (`Shared::save_cursor`).
+/// naming where the next page starts (`Shared::save_cursor`; any cursor
+/// resumes at or before where its page stopped, `cursors.rs`).
 pub fn scan_page(
     shared: &Shared,
-    db: u8,
     key: &[u8],
     m: &Meta,
     cursor: u64,
@@ -262,14 +262,13 @@ pub fn scan_page(
     if cursor == 0 && m.size <= SCAN_ALL_BELOW {
         return Ok((0, all_elements(shared, key, m)?));
     }
+    // The scope of the cursor: this collection (its key and version).
+    let p = meta::element_prefix(key, m.version);
     let from = if cursor == 0 {
         Vec::new()
     } else {
-        // An unknown cursor starts over, as a Redis cursor past the end
-        // would simply end.
-        shared.load_cursor(db, cursor).unwrap_or_default()
+        shared.resume_cursor(&p, cursor)
     };
-    let p = meta::element_prefix(key, m.version);
     let mut start = p.clone();
     start.extend_from_slice(&from);
     let mut items = Vec::new();
@@ -282,6 +281,6 @@ pub fn scan_page(
         items.push((k[p.len()..].to_vec(), v.to_vec()));
         true
     })?;
-    let next = next.map_or(0, |sub| shared.save_cursor(db, sub));
+    let next = next.map_or(0, |sub| shared.save_cursor(&p, sub));
     Ok((next, items))
 }

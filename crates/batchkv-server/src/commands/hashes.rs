@@ -317,7 +317,7 @@ pub fn hscan(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
         return super::scan_reply(0, Vec::new());
     };
     let args = tri!(coll::parse_scan_args(&a[2..]));
-    let (next, items) = tri!(coll::scan_page(shared, conn.db, &k, &m, cursor, args.count));
+    let (next, items) = tri!(coll::scan_page(shared, &k, &m, cursor, args.count));
     let mut out = Vec::new();
     for (f, v) in items {
         if args.pattern.is_none_or(|p| glob_match(p, &f)) {

@@ -273,13 +273,11 @@ pub fn scan(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
         }
         i += 2;
     }
+    // Any number resumes somewhere (`cursors.rs`), as in Redis.
     let from = if cursor == 0 {
         Vec::new()
     } else {
-        match shared.load_cursor(conn.db, cursor) {
-            Some(k) => k,
-            None => return Reply::err("ERR invalid cursor"),
-        }
+        shared.resume_cursor(&[conn.db], cursor)
     };
     let mut seen = 0i64;
     let mut out = Vec::new();
@@ -293,7 +291,7 @@ pub fn scan(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
         seen < count
     }));
     let next_cursor = match next {
-        Some(k) => shared.save_cursor(conn.db, k),
+        Some(k) => shared.save_cursor(&[conn.db], k),
         None => 0,
     };
     Reply::Array(vec![

@@ -483,7 +483,7 @@ fn sscan(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
         return super::scan_reply(0, Vec::new());
     };
     let args = tri!(coll::parse_scan_args(&a[2..]));
-    let (next, items) = tri!(coll::scan_page(shared, conn.db, &k, &m, cursor, args.count));
+    let (next, items) = tri!(coll::scan_page(shared, &k, &m, cursor, args.count));
     let out = items
         .into_iter()
         .filter(|(s, _)| args.pattern.is_none_or(|p| glob_match(p, s)))

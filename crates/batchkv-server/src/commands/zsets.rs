@@ -679,7 +679,7 @@ pub fn zscan(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
         }));
         (0, items)
     } else {
-        let (next, page) = tri!(coll::scan_page(shared, conn.db, &k, &m, cursor, args.count));
+        let (next, page) = tri!(coll::scan_page(shared, &k, &m, cursor, args.count));
         let mut items = Vec::with_capacity(page.len());
         for (mem, v) in page {
             items.push((mem, tri!(decode_score(&v))));

@@ -29,6 +29,8 @@ mod config;
 mod conn;
 mod cursors;
 mod expiry;
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod fuzzing;
 mod keyspace;
 mod ldouble;
 mod limits;

@@ -29,11 +29,24 @@ use std::sync::Once;
 /// The reply to a command that panicked.
 pub const INTERNAL_ERROR: &str = "ERR internal error";
 
+/// How many panics the boundary has caught on this thread, and the
+/// description (message, location, backtrace) of the last one (the fuzz
+/// target fails on any).
+#[cfg(any(test, feature = "fuzzing"))]
+pub fn caught() -> (u64, Option<String>) {
+    CAUGHT.with(|c| {
+        let c = c.borrow();
+        (c.0, c.1.clone())
+    })
+}
+
 thread_local! {
     /// Depth of [`catch`] calls running on this thread.
     static INSIDE: Cell<u32> = const { Cell::new(0) };
     /// What the hook recorded of the last panic inside the boundary.
     static LAST: RefCell<Option<String>> = const { RefCell::new(None) };
+    /// Panics caught on this thread, and the last one's description.
+    static CAUGHT: RefCell<(u64, Option<String>)> = const { RefCell::new((0, None)) };
 }
 
 /// Installs the panic hook (once per process), keeping the previous hook
@@ -102,7 +115,13 @@ pub fn catch<R>(what: impl FnOnce() -> String, f: impl FnOnce() -> R) -> Option<
             let detail = LAST
                 .with(|l| l.borrow_mut().take())
                 .unwrap_or_else(|| payload_text(&*payload));
-            log::error!("batchkv serve: panic in {}: {detail}", what());
+            let what = what();
+            log::error!("batchkv serve: panic in {what}: {detail}");
+            CAUGHT.with(|c| {
+                let mut c = c.borrow_mut();
+                c.0 += 1;
+                c.1 = Some(format!("{what}: {detail}"));
+            });
             None
         }
     }

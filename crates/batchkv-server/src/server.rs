@@ -219,20 +219,14 @@ pub fn run(cfg: Config) -> std::io::Result<()> {
     server.join()
 }
 
-async fn serve(
-    db: Db,
-    cfg: Config,
-    listener: TcpListener,
-    shutdown_tx: watch::Sender<bool>,
-    mut shutdown_rx: watch::Receiver<bool>,
-) -> std::io::Result<()> {
-    let port = listener.local_addr()?.port();
+/// The state connections share, for a server on `db` listening on
+/// `port`; `shutdown` is what SHUTDOWN signals.
+pub(crate) fn new_shared(db: Db, cfg: Config, port: u16, shutdown: watch::Sender<bool>) -> Shared {
     let stats = Arc::new(Stats::default());
     let batcher = cfg
         .batch
         .then(|| Arc::new(Batcher::new(db.clone(), cfg.threads, stats.clone())));
-    let shared = Arc::new(Shared {
-        db: db.clone(),
+    Shared {
         stats,
         batcher,
         started: Instant::now(),
@@ -242,10 +236,11 @@ async fn serve(
         dirty: AtomicBool::new(false),
         versions: Versions::new(),
         has_collections: AtomicBool::new(meta::any_elements(&db)),
+        db,
         stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
         mods: crate::tx::Mods::default(),
         cursors: Mutex::new(crate::cursors::Cursors::default()),
-        shutdown: shutdown_tx,
+        shutdown,
         blocking: crate::blocking::Blocking::new(),
         pubsub: Default::default(),
         settings: crate::config::Settings::new(&cfg, port),
@@ -257,7 +252,18 @@ async fn serve(
             .collect(),
         auth_failures: Default::default(),
         cfg,
-    });
+    }
+}
+
+async fn serve(
+    db: Db,
+    cfg: Config,
+    listener: TcpListener,
+    shutdown_tx: watch::Sender<bool>,
+    mut shutdown_rx: watch::Receiver<bool>,
+) -> std::io::Result<()> {
+    let port = listener.local_addr()?.port();
+    let shared = Arc::new(new_shared(db.clone(), cfg, port, shutdown_tx));
     {
         // `appendfsync` can change at runtime (CONFIG SET): the task runs
         // always and syncs only under `everysec`.

@@ -186,3 +186,18 @@ fn shutdown_of_an_idle_server_is_quick() {
     eprintln!("SHUTDOWN of an idle server took {took:?}");
     assert!(took < Duration::from_secs(1), "{took:?}");
 }
+
+/// Panics the server fuzz target found (`src/fuzzing.rs`), each answered
+/// as Redis answers (checked against redis-server 7.0.15).
+#[test]
+fn fuzz_regressions() {
+    let h = Harness::start();
+    let mut c = h.conn();
+    // `offset + length` overflowed i64 and passed the size check; the
+    // string was then resized to ~2^63 bytes (capacity overflow).
+    assert_eq!(
+        query_err(&mut c, &["SETRANGE", "k", "9223372036854775807", "A"]),
+        "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
+    );
+    assert_eq!(q::<String>(&mut c, &["PING"]), "PONG");
+}

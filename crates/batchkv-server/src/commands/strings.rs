@@ -363,7 +363,7 @@ pub fn setrange(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     if piece.is_empty() {
         return Reply::Int(old.map_or(0, |(_, d)| d.len() as i64));
     }
-    if offset + piece.len() as i64 > MAX_STRING {
+    if offset.saturating_add(piece.len() as i64) > MAX_STRING {
         return Reply::err("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
     }
     let (exp, mut data) = old.unwrap_or((None, Vec::new()));

@@ -331,6 +331,9 @@ pub fn execute(shared: &Shared, conn: &mut ConnState, args: &[Bytes]) -> (Reply,
     if let Some(e) = pubsub::subscribed_context(conn, spec.name, args) {
         return (tx::rejected(conn, Some(spec), e), After::Continue);
     }
+    if let Some(e) = crate::keyspace::check_new_keys(spec, args) {
+        return reject(shared, conn, Some(slot), Some(spec), e);
+    }
     let start = Instant::now();
     conn.client.touch(start, slot);
     if let Some(queued) = tx::queue(conn, spec, args) {

@@ -43,6 +43,16 @@
 //! So a lone client — or any leader — pays no channel, no extra buffer and
 //! no copy of its replies; only followers receive theirs through a channel.
 //!
+//! # Reply size
+//! A job's reply is bounded by its [`ReplyLimits`]: once it holds
+//! `split_at` bytes, the job's remaining commands are not answered (their
+//! values are looked up by the `multi_get` but not copied) and the
+//! connection submits them again after writing what it has ([`Answered`]
+//! says how many were answered; always at least one). Past `abort_at`
+//! bytes, encoding stops even inside a command: the client went over its
+//! output hard limit and is closed. So 100 pipelined GETs of an 8 MiB
+//! value hold one value's reply at a time, not 800 MiB.
+//!
 //! # Thread safety
 //! Invariants (checked by `debug_assert!` where they change):
 //! 1. `leaders` counts the submitters from becoming leader until they
@@ -105,7 +115,7 @@ pub enum Shape {
 
 impl Shape {
     /// Keys the command reads.
-    fn keys(self) -> usize {
+    pub fn keys(self) -> usize {
         match self {
             Shape::Get => 1,
             Shape::Mget(n) => n,
@@ -143,17 +153,58 @@ impl Keys {
     }
 }
 
+/// How much of a job's reply to produce (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplyLimits {
+    /// Once the job's reply holds this many bytes, no further command is
+    /// answered (the first always is).
+    pub split_at: usize,
+    /// Once it holds more than this many, nothing more is encoded, even
+    /// inside a command, and the job is [`Answered::aborted`].
+    pub abort_at: usize,
+}
+
+#[cfg(test)]
+impl ReplyLimits {
+    /// Every command answered, however large the reply.
+    pub const NONE: ReplyLimits = ReplyLimits {
+        split_at: usize::MAX,
+        abort_at: usize::MAX,
+    };
+}
+
+/// How much of a job was answered: its first `commands` commands, which
+/// read `keys` keys, or, if `aborted`, a reply cut short past
+/// [`ReplyLimits::abort_at`] that must not be sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Answered {
+    pub commands: usize,
+    pub keys: usize,
+    pub aborted: bool,
+}
+
 /// What one submitter asks for: its keys and the shape of its replies.
 struct Request {
     keys: Keys,
     shapes: Vec<Shape>,
     proto: u8,
+    limits: ReplyLimits,
 }
 
 /// A follower's request, queued for a leader.
 struct Job {
     req: Request,
-    tx: oneshot::Sender<BytesMut>,
+    tx: oneshot::Sender<(BytesMut, Answered)>,
+}
+
+/// Where the encoding of one request's replies stands.
+#[derive(Debug, Clone, Copy, Default)]
+struct Progress {
+    /// The output's length before the request's first reply.
+    start: usize,
+    answered: Answered,
+    /// No more of the request's replies are encoded.
+    stopped: bool,
 }
 
 /// A leader yielding to gather the small jobs submitted on its thread.
@@ -233,7 +284,8 @@ impl Batcher {
         }
     }
 
-    /// Runs a job and appends its encoded replies to `out`. With `combine`
+    /// Runs a job and appends its encoded replies to `out`, as much of
+    /// them as `limits` allow; returns how much that was. With `combine`
     /// (other clients are connected), a submitter of a small job that
     /// becomes leader yields once first so that their jobs can join its
     /// `multi_get`.
@@ -243,12 +295,14 @@ impl Batcher {
         shapes: Vec<Shape>,
         proto: u8,
         combine: bool,
+        limits: ReplyLimits,
         out: &mut BytesMut,
-    ) {
+    ) -> Answered {
         let req = Request {
             keys,
             shapes,
             proto,
+            limits,
         };
         let small = req.keys.len() < GATHER_BELOW_KEYS;
         let gather = combine && small && req.keys.len() >= GATHER_FROM_KEYS;
@@ -294,9 +348,11 @@ impl Batcher {
         let (req, gatherer) = match role {
             Ok(lead) => lead,
             Err(rx) => {
-                // The sender is dropped only after sending (invariant 4).
-                out.extend_from_slice(&rx.await.unwrap_or_default());
-                return;
+                // The sender is dropped only after sending (invariant 4);
+                // were it not, nothing answered makes the caller close.
+                let (replies, answered) = rx.await.unwrap_or_default();
+                out.extend_from_slice(&replies);
+                return answered;
             }
         };
         if let Some(id) = gatherer {
@@ -319,8 +375,9 @@ impl Batcher {
             others.extend(take_jobs(&mut q.jobs, taken));
             others
         };
-        self.execute(Some((&req, out)), others);
+        let answered = self.execute(Some((&req, out)), others);
         self.lead();
+        answered.unwrap_or_default()
     }
 
     /// Serves queued jobs until the queue is empty (or hands off).
@@ -351,22 +408,31 @@ impl Batcher {
 
     /// One `multi_get` over the keys of `own` (encoded into its buffer)
     /// and of `jobs` (encoded into fresh buffers sent to their
-    /// submitters), encoding as results arrive.
-    fn execute(&self, own: Option<(&Request, &mut BytesMut)>, jobs: Vec<Job>) {
+    /// submitters), encoding as results arrive, each request within its
+    /// [`ReplyLimits`]. Returns what `own` got answered.
+    fn execute(&self, own: Option<(&Request, &mut BytesMut)>, jobs: Vec<Job>) -> Option<Answered> {
+        let has_own = own.is_some();
         let mut outs: Vec<BytesMut> = jobs
             .iter()
-            .map(|j| BytesMut::with_capacity(REPLY_BYTES_PER_KEY * j.req.keys.len()))
+            .map(|j| BytesMut::with_capacity(reserve_for(&j.req)))
             .collect();
         // Every request with its output buffer, in key order.
-        let mut parts: Vec<(&Request, &mut BytesMut)> = Vec::with_capacity(jobs.len() + 1);
-        parts.extend(own);
-        parts.extend(jobs.iter().map(|j| &j.req).zip(outs.iter_mut()));
+        let mut parts: Vec<(&Request, &mut BytesMut, Progress)> =
+            Vec::with_capacity(jobs.len() + 1);
+        parts.extend(own.map(|(r, o)| (r, o, Progress::default())));
+        parts.extend(
+            jobs.iter()
+                .map(|j| &j.req)
+                .zip(outs.iter_mut())
+                .map(|(r, o)| (r, o, Progress::default())),
+        );
         let mut keys: Vec<&[u8]> =
-            Vec::with_capacity(parts.iter().map(|(r, _)| r.keys.len()).sum());
-        for (r, out) in &mut parts {
+            Vec::with_capacity(parts.iter().map(|(r, ..)| r.keys.len()).sum());
+        for (r, out, progress) in &mut parts {
             let r: &Request = r;
             r.keys.slices(&mut keys);
-            out.reserve(REPLY_BYTES_PER_KEY * r.keys.len());
+            out.reserve(reserve_for(r));
+            progress.start = out.len();
         }
         let now = keyspace::now_ms();
         let (mut hits, mut misses) = (0u64, 0u64);
@@ -378,8 +444,20 @@ impl Batcher {
                     pi += 1;
                     si = 0;
                 }
-                let (req, out) = &mut parts[pi];
+                let (req, out, progress) = &mut parts[pi];
                 let shape = req.shapes[si];
+                if ki == 0 && si > 0 && out.len() - progress.start >= req.limits.split_at {
+                    progress.stopped = true;
+                }
+                if progress.stopped {
+                    // Not answered in this job (or aborted): skip the key.
+                    ki += 1;
+                    if ki == shape.keys() {
+                        ki = 0;
+                        si += 1;
+                    }
+                    return;
+                }
                 if let (Shape::Mget(n), 0) = (shape, ki) {
                     resp::encode_array_header(out, n);
                 }
@@ -408,12 +486,21 @@ impl Batcher {
                         out.extend_from_slice(format!("-ERR {e}\r\n").as_bytes());
                     }
                 }
+                if out.len() - progress.start > req.limits.abort_at {
+                    progress.stopped = true;
+                    progress.answered.aborted = true;
+                }
                 ki += 1;
                 if ki == shape.keys() {
                     ki = 0;
                     si += 1;
+                    if !progress.stopped {
+                        progress.answered.commands += 1;
+                        progress.answered.keys += shape.keys();
+                    }
                 }
             });
+        let answered: Vec<Answered> = parts.iter().map(|(_, _, p)| p.answered).collect();
         drop(parts);
         use std::sync::atomic::Ordering::Relaxed;
         let stats = &self.stats;
@@ -421,11 +508,23 @@ impl Batcher {
         stats.misses.fetch_add(misses, Relaxed);
         stats.batches.fetch_add(1, Relaxed);
         stats.batched_keys.fetch_add(keys.len() as u64, Relaxed);
-        for (job, out) in jobs.into_iter().zip(outs) {
+        let (own_answered, theirs) = if has_own {
+            (answered.first().copied(), &answered[1..])
+        } else {
+            (None, &answered[..])
+        };
+        for ((job, out), a) in jobs.into_iter().zip(outs).zip(theirs) {
             // A closed connection no longer wants its reply.
-            let _ = job.tx.send(out);
+            let _ = job.tx.send((out, *a));
         }
+        own_answered
     }
+}
+
+/// Output bytes reserved for a request before encoding: a guess for its
+/// keys, never past its split point.
+fn reserve_for(r: &Request) -> usize {
+    (REPLY_BYTES_PER_KEY * r.keys.len()).min(r.limits.split_at)
 }
 
 /// Takes queued jobs while the batch stays within [`MAX_BATCH_KEYS`] keys,
@@ -482,6 +581,7 @@ mod tests {
             keys: keys(0, &["c", "a", "zz", "b"]),
             shapes: vec![Shape::Get, Shape::Mget(2), Shape::Get],
             proto: 2,
+            limits: ReplyLimits::NONE,
         };
         let (tx1, mut rx1) = oneshot::channel();
         let (tx2, mut rx2) = oneshot::channel();
@@ -491,6 +591,7 @@ mod tests {
                     keys: keys(0, &["b", "old"]),
                     shapes: vec![Shape::Mget(2)],
                     proto: 3,
+                    limits: ReplyLimits::NONE,
                 },
                 tx: tx1,
             },
@@ -500,23 +601,98 @@ mod tests {
                     keys: keys(1, &["a"]),
                     shapes: vec![Shape::Get],
                     proto: 2,
+                    limits: ReplyLimits::NONE,
                 },
                 tx: tx2,
             },
         ];
         let mut out = BytesMut::from(&b"+OK\r\n"[..]);
-        batcher.execute(Some((&own, &mut out)), jobs);
+        let answered = batcher.execute(Some((&own, &mut out)), jobs);
+        assert_eq!(
+            answered,
+            Some(Answered {
+                commands: 3,
+                keys: 4,
+                aborted: false
+            })
+        );
         assert_eq!(
             &out[..],
             b"+OK\r\n$3\r\n333\r\n*2\r\n$1\r\n1\r\n$-1\r\n$2\r\n22\r\n"
         );
-        assert_eq!(&rx1.try_recv().unwrap()[..], b"*2\r\n$2\r\n22\r\n_\r\n");
-        assert_eq!(&rx2.try_recv().unwrap()[..], b"$-1\r\n");
+        assert_eq!(&rx1.try_recv().unwrap().0[..], b"*2\r\n$2\r\n22\r\n_\r\n");
+        assert_eq!(&rx2.try_recv().unwrap().0[..], b"$-1\r\n");
         use std::sync::atomic::Ordering::Relaxed;
         assert_eq!(stats.batches.load(Relaxed), 1);
         assert_eq!(stats.batched_keys.load(Relaxed), 7);
         assert_eq!(stats.hits.load(Relaxed), 4);
         assert_eq!(stats.misses.load(Relaxed), 3);
+    }
+
+    /// A job stops answering at the command where its reply reached
+    /// `split_at` (the first command always answered, even when larger),
+    /// and stops encoding altogether past `abort_at`.
+    #[test]
+    fn a_jobs_reply_is_cut_at_a_command_boundary_or_aborted() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), Options::default()).unwrap();
+        let big = vec![b'x'; 1000];
+        db.put(
+            keyspace::db_key(0, b"big"),
+            keyspace::encode_value(&big, None),
+        )
+        .unwrap();
+        db.put(
+            keyspace::db_key(0, b"s"),
+            keyspace::encode_value(b"1", None),
+        )
+        .unwrap();
+        let batcher = Batcher::new(db, 1, Arc::new(Stats::default()));
+        let bulk = format!("$1000\r\n{}\r\n", "x".repeat(1000));
+        let run = |names: &[&str], shapes: Vec<Shape>, limits: ReplyLimits| {
+            let req = Request {
+                keys: keys(0, names),
+                shapes,
+                proto: 2,
+                limits,
+            };
+            // Output already pending does not count against the limits.
+            let mut out = BytesMut::from(&b"+OK\r\n"[..]);
+            let a = batcher.execute(Some((&req, &mut out)), Vec::new()).unwrap();
+            (a, String::from_utf8(out[5..].to_vec()).unwrap())
+        };
+        let split = ReplyLimits {
+            split_at: 500,
+            abort_at: usize::MAX,
+        };
+        let gets = vec![Shape::Get; 3];
+        let (a, out) = run(&["big", "big", "s"], gets.clone(), split);
+        assert_eq!((a.commands, a.keys, a.aborted), (1, 1, false));
+        assert_eq!(out, bulk);
+        let (a, out) = run(&["s", "s", "big", "s"], vec![Shape::Get; 4], split);
+        assert_eq!((a.commands, a.keys), (3, 3));
+        assert_eq!(out, format!("$1\r\n1\r\n$1\r\n1\r\n{bulk}"));
+        // An MGET is answered whole or not at all.
+        let (a, out) = run(
+            &["s", "big", "big", "s"],
+            vec![Shape::Get, Shape::Mget(3)],
+            split,
+        );
+        assert_eq!((a.commands, a.keys), (2, 4));
+        assert!(out.starts_with("$1\r\n1\r\n*3\r\n") && out.ends_with("$1\r\n1\r\n"));
+        let abort = ReplyLimits {
+            split_at: usize::MAX,
+            abort_at: 1500,
+        };
+        let (a, out) = run(&["big", "big", "big"], vec![Shape::Mget(3)], abort);
+        assert_eq!((a.commands, a.aborted), (0, true));
+        assert_eq!(
+            out.len(),
+            4 + 2 * bulk.len(),
+            "stopped after the key that crossed"
+        );
+        let (a, _) = run(&["big", "big", "s"], gets, ReplyLimits::NONE);
+        assert_eq!((a.commands, a.keys, a.aborted), (3, 3, false));
     }
 
     #[test]
@@ -532,6 +708,7 @@ mod tests {
                     keys: k,
                     shapes: vec![Shape::Mget(n)],
                     proto: 2,
+                    limits: ReplyLimits::NONE,
                 },
                 tx,
             }
@@ -621,7 +798,8 @@ mod tests {
                             conn_job(c, 0, 10)
                         };
                         let mut out = BytesMut::new();
-                        b.submit(keys, shapes, 2, combine, &mut out).await;
+                        b.submit(keys, shapes, 2, combine, ReplyLimits::NONE, &mut out)
+                            .await;
                         assert_eq!(&out[..], &want[..], "connection {c}");
                     })
                 })
@@ -685,7 +863,8 @@ mod tests {
                         for round in 0..ROUNDS {
                             let (keys, shapes, w) = conn_job(c, round, 10);
                             want.extend(w);
-                            b.submit(keys, shapes, 2, true, &mut out).await;
+                            b.submit(keys, shapes, 2, true, ReplyLimits::NONE, &mut out)
+                                .await;
                         }
                         assert!(out[..] == want[..], "connection {c}");
                     })
@@ -718,18 +897,19 @@ mod tests {
         let batcher = Arc::new(Batcher::new(db, 2, stats.clone()));
         let mut own = BytesMut::new();
         let (keys, shapes, _) = conn_job(0, 0, 10);
-        let mut lead = Box::pin(batcher.submit(keys, shapes, 2, true, &mut own));
+        let mut lead = Box::pin(batcher.submit(keys, shapes, 2, true, ReplyLimits::NONE, &mut own));
         let mut cx = Context::from_waker(Waker::noop());
         assert!(matches!(lead.as_mut().poll(&mut cx), Poll::Pending));
         assert_eq!(lock(&batcher.queue).gatherers.len(), 1);
         // Another connection's job, queued while the leader yields.
         let (keys, shapes, want) = conn_job(1, 0, 10);
         let mut theirs = BytesMut::new();
-        let mut follow = Box::pin(batcher.submit(keys, shapes, 2, true, &mut theirs));
+        let mut follow =
+            Box::pin(batcher.submit(keys, shapes, 2, true, ReplyLimits::NONE, &mut theirs));
         assert!(matches!(follow.as_mut().poll(&mut cx), Poll::Pending));
         assert_eq!(lock(&batcher.queue).gatherers[0].jobs.len(), 1);
         drop(lead);
-        assert!(matches!(follow.as_mut().poll(&mut cx), Poll::Ready(())));
+        assert!(matches!(follow.as_mut().poll(&mut cx), Poll::Ready(a) if a.commands == 2));
         drop(follow);
         assert_eq!(&theirs[..], &want[..]);
         assert!(own.is_empty());

@@ -4,7 +4,9 @@
 use std::path::PathBuf;
 use std::str::FromStr;
 
-use batchkv::{MemTableKind, Options, MAX_VALUE_SIZE};
+use batchkv::{MemTableKind, Options};
+
+use crate::keyspace::MAX_VALUE_LEN;
 
 mod runtime;
 pub use runtime::Settings;
@@ -79,13 +81,22 @@ pub struct ServeArgs {
     /// Most clients connected at once.
     #[arg(long, default_value_t = 10_000)]
     pub maxclients: usize,
-    /// Longest bulk string accepted in a request (bytes).
-    #[arg(long, default_value_t = MAX_VALUE_SIZE)]
+    /// Longest bulk string accepted in a request (bytes; at most the
+    /// longest value stored, 64 MiB minus 9 bytes).
+    #[arg(long, default_value_t = MAX_VALUE_LEN)]
     pub proto_max_bulk_len: usize,
     /// Largest incomplete request a connection may hold (bytes; Redis's
     /// client-query-buffer-limit).
     #[arg(long, default_value_t = DEFAULT_QUERY_BUFFER_LIMIT)]
     pub client_query_buffer_limit: usize,
+    /// Most bytes of unfinished requests all connections together may
+    /// hold; the connection whose data goes past it is closed.
+    #[arg(long, default_value_t = DEFAULT_MAX_PENDING_QUERY_BYTES)]
+    pub max_pending_query_bytes: usize,
+    /// Close a client idle for this many seconds (0: never; Redis's
+    /// timeout).
+    #[arg(long, default_value_t = 0)]
+    pub timeout: u64,
     /// Runtime worker threads (default: the number of CPUs).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -93,6 +104,13 @@ pub struct ServeArgs {
 
 /// Default [`Config::client_query_buffer_limit`]: 1 GiB, as in Redis.
 pub const DEFAULT_QUERY_BUFFER_LIMIT: usize = 1 << 30;
+
+/// Default [`Config::max_pending_query_bytes`]: 1 GiB, the per-client
+/// default of `client-query-buffer-limit`. One client may still send any
+/// request Redis accepts by default, but all clients together cannot make
+/// the server hold more than that in unfinished requests (without it, the
+/// bound is 1 GiB × `maxclients`).
+pub const DEFAULT_MAX_PENDING_QUERY_BYTES: usize = 1 << 30;
 
 /// The block cache `batchkv serve` gives the engine unless `--options`
 /// sets `block_cache_size`: 1 GiB instead of the embedded library's
@@ -139,6 +157,13 @@ pub struct Config {
     /// gets a protocol error and is closed. Bounds the memory one client
     /// can make the server hold with one huge request of many arguments.
     pub client_query_buffer_limit: usize,
+    /// Most bytes of unfinished requests (received, not yet complete) all
+    /// connections together may hold; the connection whose read takes the
+    /// total past it gets a protocol error and is closed.
+    pub max_pending_query_bytes: usize,
+    /// Seconds after which an idle client is closed (0: never); CONFIG SET
+    /// `timeout` changes it.
+    pub timeout: u64,
     pub threads: usize,
     /// Stop on SIGTERM/SIGINT (the CLI); tests leave it off.
     pub handle_signals: bool,
@@ -157,8 +182,10 @@ impl Config {
             batch: true,
             requirepass: None,
             maxclients: 10_000,
-            proto_max_bulk_len: MAX_VALUE_SIZE,
+            proto_max_bulk_len: MAX_VALUE_LEN,
             client_query_buffer_limit: DEFAULT_QUERY_BUFFER_LIMIT,
+            max_pending_query_bytes: DEFAULT_MAX_PENDING_QUERY_BYTES,
+            timeout: 0,
             threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
             handle_signals: false,
         }
@@ -191,8 +218,18 @@ impl Config {
         cfg.batch = args.batch;
         cfg.requirepass = args.requirepass;
         cfg.maxclients = args.maxclients;
+        if args.proto_max_bulk_len > MAX_VALUE_LEN {
+            return Err(format!(
+                "--proto-max-bulk-len: at most {MAX_VALUE_LEN} (the longest value stored)"
+            ));
+        }
+        if args.timeout > i32::MAX as u64 {
+            return Err(format!("--timeout: at most {}", i32::MAX));
+        }
         cfg.proto_max_bulk_len = args.proto_max_bulk_len;
         cfg.client_query_buffer_limit = args.client_query_buffer_limit;
+        cfg.max_pending_query_bytes = args.max_pending_query_bytes;
+        cfg.timeout = args.timeout;
         if let Some(t) = args.threads {
             cfg.threads = t;
         }
@@ -258,8 +295,14 @@ mod tests {
             "0",
             "--client-query-buffer-limit",
             "65536",
+            "--max-pending-query-bytes",
+            "1000000",
+            "--timeout",
+            "30",
         ])
         .unwrap();
+        assert_eq!(c.max_pending_query_bytes, 1_000_000);
+        assert_eq!(c.timeout, 30);
         assert!(!c.batch);
         assert_eq!(c.client_query_buffer_limit, 65536);
         assert_eq!(c.appendfsync, AppendFsync::Always);
@@ -276,6 +319,9 @@ mod tests {
         assert_eq!(d.appendfsync, AppendFsync::EverySec);
         assert_eq!((d.bind.as_str(), d.port), ("127.0.0.1", 6379));
         assert_eq!(d.client_query_buffer_limit, 1 << 30);
+        assert_eq!(d.max_pending_query_bytes, 1 << 30);
+        assert_eq!(d.timeout, 0);
+        assert_eq!(d.proto_max_bulk_len, MAX_VALUE_LEN);
     }
 
     #[test]
@@ -286,5 +332,10 @@ mod tests {
         assert!(parse(&["--dir", "x", "--memtable", "btree"])
             .unwrap_err()
             .contains("--memtable"));
+        let too_long = (MAX_VALUE_LEN + 1).to_string();
+        assert!(parse(&["--dir", "x", "--proto-max-bulk-len", &too_long])
+            .unwrap_err()
+            .contains("--proto-max-bulk-len"));
+        assert!(parse(&["--dir", "x", "--timeout", "-1"]).is_err());
     }
 }

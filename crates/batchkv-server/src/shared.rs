@@ -101,6 +101,9 @@ pub struct Stats {
     /// `expiry_index_complete`; false while a database from before the
     /// index is being walked).
     pub expiry_index_complete: AtomicBool,
+    /// Bytes of unfinished requests all connections hold now (a gauge,
+    /// bounded by `--max-pending-query-bytes`, `conn.rs`).
+    pub pending_query_bytes: AtomicUsize,
 }
 
 impl Stats {

@@ -443,8 +443,14 @@ impl Conn {
 
     /// Whether `pending` bytes of output are within the client's output
     /// buffer limits (the soft limit's clock starts here when it is first
-    /// reached); logs why not.
+    /// reached); logs why not. A subscriber is not a normal client: its
+    /// messages are bounded by its queue (`pubsub.rs`, Redis's `pubsub`
+    /// class hard limit).
     fn output_ok(&mut self, pending: usize) -> bool {
+        if self.st.pubsub.is_subscribed() {
+            self.over_soft_since = None;
+            return true;
+        }
         let limits = self.shared.settings.output_limits();
         let used = pending.saturating_sub(REPLY_STATIC_BYTES) as u64;
         let over_hard = limits.hard > 0 && used >= limits.hard;

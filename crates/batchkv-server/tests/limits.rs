@@ -217,9 +217,7 @@ fn unfinished_requests_of_all_clients_are_capped() {
         if closed.contains(&i) {
             continue;
         }
-        raw.sock
-            .write_all(&[b'0' + i as u8; LEN - SENT])
-            .unwrap();
+        raw.sock.write_all(&[b'0' + i as u8; LEN - SENT]).unwrap();
         raw.sock.write_all(b"\r\n").unwrap();
         raw.sock
             .set_read_timeout(Some(Duration::from_secs(30)))

@@ -154,6 +154,11 @@ impl PendingQuery {
     /// all connections after the change.
     fn set(&mut self, held: usize) -> usize {
         let total = &self.stats.pending_query_bytes;
+        if held == self.mine {
+            // The usual case (nothing unfinished before or after): no
+            // write to the shared counter.
+            return total.load(Ordering::Relaxed);
+        }
         // The total includes `mine`, so it never goes below zero.
         let now = if held >= self.mine {
             let add = held - self.mine;

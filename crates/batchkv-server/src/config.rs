@@ -158,8 +158,8 @@ pub struct Config {
     /// can make the server hold with one huge request of many arguments.
     pub client_query_buffer_limit: usize,
     /// Most bytes of unfinished requests (received, not yet complete) all
-    /// connections together may hold; the connection whose read takes the
-    /// total past it gets a protocol error and is closed.
+    /// connections together may hold; a connection whose read would take
+    /// the total past it gets a protocol error and is closed.
     pub max_pending_query_bytes: usize,
     /// Seconds after which an idle client is closed (0: never); CONFIG SET
     /// `timeout` changes it.

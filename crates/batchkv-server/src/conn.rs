@@ -26,8 +26,8 @@
 //! - Requests: a connection's unfinished request is bounded by
 //!   `client-query-buffer-limit`, and the unfinished requests of all
 //!   connections together by `--max-pending-query-bytes`
-//!   ([`Stats::pending_query_bytes`]): the connection whose read takes the
-//!   total past it gets an error and is closed. (What a client blocked in
+//!   ([`Stats::pending_query_bytes`]): a connection whose read would take
+//!   the total past it gets an error and is closed. (What a client blocked in
 //!   BLPOP and friends sends meanwhile counts once it is unblocked.)
 //! - Buffers grown past [`BUF_KEEP`] bytes for a large request or reply
 //!   are given back once it is done, so an idle connection does not keep
@@ -150,31 +150,44 @@ struct PendingQuery {
 }
 
 impl PendingQuery {
-    /// Sets this connection's share to `held` bytes; returns the total of
-    /// all connections after the change.
-    fn set(&mut self, held: usize) -> usize {
+    /// Sets this connection's share to `held` bytes, unless that grows it
+    /// and would take the total of all connections past `cap`: then the
+    /// growth is not counted, the share is given back (the connection is
+    /// closing), and the total it would have reached is returned. Checked
+    /// and added in one atomic step, so of connections growing at once
+    /// only those whose growth does not fit are refused.
+    fn update(&mut self, held: usize, cap: usize) -> Result<(), usize> {
         let total = &self.stats.pending_query_bytes;
-        if held == self.mine {
-            // The usual case (nothing unfinished before or after): no
-            // write to the shared counter.
-            return total.load(Ordering::Relaxed);
+        if held <= self.mine {
+            // Shrinking (or, usually, nothing unfinished before or after:
+            // no write to the shared counter).
+            if held < self.mine {
+                total.fetch_sub(self.mine - held, Ordering::Relaxed);
+                self.mine = held;
+            }
+            return Ok(());
         }
-        // The total includes `mine`, so it never goes below zero.
-        let now = if held >= self.mine {
-            let add = held - self.mine;
-            total.fetch_add(add, Ordering::Relaxed) + add
-        } else {
-            let sub = self.mine - held;
-            total.fetch_sub(sub, Ordering::Relaxed) - sub
-        };
-        self.mine = held;
-        now
+        let add = held - self.mine;
+        let fits = |t: usize| t.checked_add(add).filter(|&n| n <= cap);
+        match total.fetch_update(Ordering::Relaxed, Ordering::Relaxed, fits) {
+            Ok(_) => {
+                self.mine = held;
+                Ok(())
+            }
+            Err(t) => {
+                total.fetch_sub(self.mine, Ordering::Relaxed);
+                self.mine = 0;
+                Err(t.saturating_add(add))
+            }
+        }
     }
 }
 
 impl Drop for PendingQuery {
     fn drop(&mut self) {
-        self.set(0);
+        self.stats
+            .pending_query_bytes
+            .fetch_sub(self.mine, Ordering::Relaxed);
     }
 }
 
@@ -321,21 +334,17 @@ impl Conn {
         if held > limit {
             return Some(ProtocolError::query_buffer_limit(limit));
         }
-        let grew = held > self.pending_query.mine;
-        let total = self.pending_query.set(held);
         let cap = self.shared.cfg.max_pending_query_bytes;
-        if grew && total > cap {
-            eprintln!(
-                "batchkv serve: closing client id={} addr={}: unfinished requests of all clients \
-                 reached {total} bytes (--max-pending-query-bytes {cap})",
-                self.st.id, self.st.client.addr
-            );
-            return Some(ProtocolError(format!(
-                "Protocol error: unfinished requests of all clients exceed \
-                 max-pending-query-bytes ({cap} bytes)"
-            )));
-        }
-        None
+        let total = self.pending_query.update(held, cap).err()?;
+        eprintln!(
+            "batchkv serve: closing client id={} addr={}: unfinished requests of all clients \
+             would reach {total} bytes (--max-pending-query-bytes {cap})",
+            self.st.id, self.st.client.addr
+        );
+        Some(ProtocolError(format!(
+            "Protocol error: unfinished requests of all clients exceed \
+             max-pending-query-bytes ({cap} bytes)"
+        )))
     }
 
     /// Executes a pipeline in order, appending the replies to the output

@@ -24,6 +24,7 @@ mod commands;
 mod config;
 mod conn;
 mod expiry;
+mod keycount;
 mod keyspace;
 mod ldouble;
 mod meta;

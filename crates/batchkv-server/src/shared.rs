@@ -29,6 +29,7 @@ use tokio::sync::watch;
 
 use crate::batcher::Batcher;
 use crate::config::{AppendFsync, Config};
+use crate::keycount::KeyCounts;
 use crate::keyspace::{self, Entry};
 use crate::meta::{self, Kind, Meta, Versions};
 use crate::resp::Reply;
@@ -141,6 +142,8 @@ pub struct Shared {
     /// While false, a string write cannot be replacing a collection and
     /// need not read the key first.
     pub(crate) has_collections: AtomicBool,
+    /// Keys per database, kept by every write (`keycount.rs`).
+    pub(crate) key_counts: Arc<KeyCounts>,
     pub(crate) stripes: Vec<Mutex<()>>,
     /// Modification counters read by WATCH (`tx.rs`).
     pub(crate) mods: tx::Mods,
@@ -281,19 +284,44 @@ impl Shared {
             tx::record(&batch);
             return Ok(());
         }
-        self.mark_dirty();
         let opts = WriteOptions {
             sync: self.settings.appendfsync() == AppendFsync::Always,
             ..Default::default()
         };
+        self.apply(&opts, batch)
+    }
+
+    /// Applies `batch` to the engine with `opts` and counts the keys it
+    /// adds or removes (`keycount.rs`; the caller holds the locks of the
+    /// keys it writes).
+    pub fn apply(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<(), Reply> {
+        self.mark_dirty();
+        let delta = KeyCounts::delta_of(&self.db, &batch).map_err(crate::commands::engine_error)?;
         let r = if opts.sync {
             // The fsync blocks: let the runtime move other tasks off this
             // worker meanwhile (and let concurrent writers group-commit).
-            block_in_place(|| self.db.write(&opts, batch))
+            block_in_place(|| self.db.write(opts, batch))
         } else {
-            self.db.write(&opts, batch)
+            self.db.write(opts, batch)
         };
-        r.map_err(crate::commands::engine_error)
+        r.map_err(crate::commands::engine_error)?;
+        if !delta.is_empty() {
+            self.key_counts.add(&delta);
+        }
+        Ok(())
+    }
+
+    /// Keys in database `db` and how many have an expiry (`keycount.rs`;
+    /// inside EXEC including what the transaction wrote so far). O(1)
+    /// outside EXEC.
+    pub fn key_count(&self, db: u8) -> Result<crate::keycount::Count, Reply> {
+        let mut c = self.key_counts.get(usize::from(db)).map_err(Reply::err)?;
+        let pending = tx::pending(|b| KeyCounts::delta_of(&self.db, b));
+        if let Some(delta) = pending {
+            let delta = delta.map_err(crate::commands::engine_error)?;
+            c = delta.applied_to(c, usize::from(db));
+        }
+        Ok(c)
     }
 
     /// Puts one string value (replacing whatever the key held).

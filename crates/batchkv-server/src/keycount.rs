@@ -27,9 +27,13 @@
 //! 2. Nothing removes a key without a write through here: compaction
 //!    filters do not run on the server's keyspace (an expired string that
 //!    a filter turned into a tombstone would leave the count one too high).
-//! 3. Range deletions over the keyspace cover whole databases (FLUSHDB,
+//! 3. What a write command read of a key it holds locked is what the key
+//!    holds until that command writes it: such reads are remembered
+//!    ([`Recording`]) and spare `delta_of` a second lookup.
+//! 4. Range deletions over the keyspace cover whole databases (FLUSHDB,
 //!    FLUSHALL, SWAPDB); a database so cleared counts from zero.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -259,23 +263,47 @@ impl KeyCounts {
     /// batch writes, in one batched lookup). The caller holds the keys'
     /// locks until [`KeyCounts::add`] (invariant 1).
     pub fn delta_of(db: &Db, batch: &WriteBatch) -> batchkv::Result<Delta> {
-        delta_over(batch, |keys| {
-            let mut states = Vec::with_capacity(keys.len());
-            let mut err = None;
+        let delta = delta_over(batch, |keys| {
+            // Keys the command read under its locks need no lookup.
+            let mut states: Vec<Option<State>> = keys.iter().map(|k| recall(k)).collect();
+            let missing: Vec<&[u8]> = keys
+                .iter()
+                .zip(&states)
+                .filter(|(_, s)| s.is_none())
+                .map(|(k, _)| *k)
+                .collect();
+            let mut read = Vec::with_capacity(missing.len());
             let opts = ReadOptions::default();
-            if let [k] = keys {
-                states.push(State::of(db.get_opt(&opts, k)?.as_deref()));
-                return Ok(states);
-            }
-            db.multi_get_with(&opts, keys, |_, r| match r {
-                Ok(v) => states.push(State::of(v)),
-                Err(e) => {
-                    err.get_or_insert(e);
-                    states.push(State::Absent);
+            if let [k] = missing[..] {
+                read.push(State::of(db.get_opt(&opts, k)?.as_deref()));
+            } else if !missing.is_empty() {
+                let mut err = None;
+                db.multi_get_with(&opts, &missing, |_, r| match r {
+                    Ok(v) => read.push(State::of(v)),
+                    Err(e) => {
+                        err.get_or_insert(e);
+                        read.push(State::Absent);
+                    }
+                });
+                if let Some(e) = err {
+                    return Err(e);
                 }
-            });
-            err.map_or(Ok(states), Err)
-        })
+            }
+            let mut read = read.into_iter();
+            for s in &mut states {
+                if s.is_none() {
+                    *s = read.next();
+                }
+            }
+            Ok(states
+                .into_iter()
+                .map(|s| s.unwrap_or(State::Absent))
+                .collect())
+        });
+        // The batch changes what was read: a later write of the same
+        // command looks again.
+        forget();
+        delta
     }
 
     /// Adds a delta computed by [`KeyCounts::delta_of`] once its write is
@@ -301,8 +329,126 @@ impl Default for KeyCounts {
     }
 }
 
+/// What the current write command read of keyspace keys (invariant 3),
+/// per thread. Entries live from a [`Recording`]'s start to its end or
+/// the next write, whichever comes first.
+#[derive(Default)]
+struct Prior {
+    /// Recordings alive on this thread.
+    depth: u32,
+    seen: Vec<(Vec<u8>, State)>,
+}
+
+thread_local! {
+    static PRIOR: RefCell<Prior> = RefCell::new(Prior::default());
+}
+
+/// Most reads remembered per command (multi-key commands read more; their
+/// other keys are looked up again).
+const PRIOR_MAX: usize = 32;
+
+/// Marks a span in which this thread's reads of keyspace keys are the
+/// state of keys it holds locked (a `KeyGuard`'s lifetime).
+pub struct Recording(());
+
+impl Recording {
+    pub fn start() -> Recording {
+        PRIOR.with(|p| {
+            let mut p = p.borrow_mut();
+            p.depth += 1;
+            p.seen.clear();
+        });
+        Recording(())
+    }
+}
+
+impl Drop for Recording {
+    fn drop(&mut self) {
+        PRIOR.with(|p| {
+            let mut p = p.borrow_mut();
+            p.depth -= 1;
+            p.seen.clear();
+        });
+    }
+}
+
+/// Notes that `key` holds `stored` in the latest state, read under the
+/// current [`Recording`] (no-op outside one, and for non-keyspace keys).
+pub fn remember(key: &[u8], stored: Option<&[u8]>) {
+    if db_of(key).is_none() {
+        return;
+    }
+    PRIOR.with(|p| {
+        let mut p = p.borrow_mut();
+        if p.depth > 0 && p.seen.len() < PRIOR_MAX && !p.seen.iter().any(|(k, _)| k == key) {
+            p.seen.push((key.to_vec(), State::of(stored)));
+        }
+    });
+}
+
+fn recall(key: &[u8]) -> Option<State> {
+    PRIOR.with(|p| {
+        let p = p.borrow();
+        p.seen.iter().find(|(k, _)| k == key).map(|(_, s)| *s)
+    })
+}
+
+fn forget() {
+    PRIOR.with(|p| p.borrow_mut().seen.clear());
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The keyspace keys of a batch with what they hold, in first-touch
+/// order. Searched linearly while small (most batches write one key); a
+/// hash index once larger.
+struct States<'a> {
+    list: Vec<(&'a [u8], State)>,
+    index: HashMap<&'a [u8], usize>,
+}
+
+impl<'a> States<'a> {
+    const LINEAR: usize = 16;
+
+    fn new() -> States<'a> {
+        States {
+            list: Vec::new(),
+            index: HashMap::new(),
+        }
+    }
+
+    fn find(&self, key: &[u8]) -> Option<usize> {
+        if self.list.len() <= Self::LINEAR {
+            self.list.iter().position(|(k, _)| *k == key)
+        } else {
+            self.index.get(key).copied()
+        }
+    }
+
+    /// Adds `key` (absent) unless present; returns whether it was added.
+    fn add(&mut self, key: &'a [u8]) -> bool {
+        if self.find(key).is_some() {
+            return false;
+        }
+        self.list.push((key, State::Absent));
+        match self.list.len() {
+            n if n == Self::LINEAR + 1 => {
+                self.index = self
+                    .list
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (k, _))| (*k, i))
+                    .collect();
+            }
+            n if n > Self::LINEAR => {
+                self.index.insert(key, n - 1);
+            }
+            _ => {}
+        }
+        true
+    }
 }
 
 /// Replays `batch` over the states `read` returns for the keyspace keys
@@ -311,17 +457,17 @@ fn delta_over(
     batch: &WriteBatch,
     read: impl FnOnce(&[&[u8]]) -> batchkv::Result<Vec<State>>,
 ) -> batchkv::Result<Delta> {
-    // Which keys need their stored state: touched before any clear of
-    // their database in this batch.
+    // Every keyspace key the batch writes; those touched before any clear
+    // of their database need their stored state.
+    let mut states = States::new();
     let mut cleared = [false; NUM_DBS];
-    let mut unknown: Vec<&[u8]> = Vec::new();
-    let mut seen: HashMap<&[u8], ()> = HashMap::new();
+    let mut unknown: Vec<usize> = Vec::new();
     for op in batch.ops() {
         match op {
             BatchOp::Put { key, .. } | BatchOp::Delete { key } => {
                 if let Some(d) = db_of(key) {
-                    if !cleared[d] && seen.insert(key, ()).is_none() {
-                        unknown.push(key);
+                    if states.add(key) && !cleared[d] {
+                        unknown.push(states.list.len() - 1);
                     }
                 }
             }
@@ -333,50 +479,41 @@ fn delta_over(
             BatchOp::Merge { .. } => {}
         }
     }
-    let mut state: HashMap<&[u8], State> = HashMap::with_capacity(unknown.len());
     if !unknown.is_empty() {
-        let read_states = read(&unknown)?;
-        state.extend(unknown.iter().copied().zip(read_states));
+        let keys: Vec<&[u8]> = unknown.iter().map(|&i| states.list[i].0).collect();
+        for (&i, s) in unknown.iter().zip(read(&keys)?) {
+            states.list[i].1 = s;
+        }
     }
     let mut delta = Delta::default();
-    let mut change = |d: usize, from: State, to: State| {
-        let ((k0, e0), (k1, e1)) = (from.counts(), to.counts());
-        delta.keys[d] += k1 - k0;
-        delta.expires[d] += e1 - e0;
-    };
-    let mut resets = Vec::new();
     for op in batch.ops() {
         let (key, to) = match op {
             BatchOp::Put { key, value } => (key, State::of(Some(value))),
             BatchOp::Delete { key } => (key, State::Absent),
             BatchOp::DeleteRange { begin, end } => {
+                // What the batch did to the database so far is undone: it
+                // counts from zero, every key in it absent.
                 for d in cleared_dbs(begin, end) {
-                    resets.push(d);
-                    state.retain(|k, _| db_of(k) != Some(d));
+                    delta.reset[d] = true;
+                    delta.keys[d] = 0;
+                    delta.expires[d] = 0;
+                    for (k, s) in &mut states.list {
+                        if db_of(k) == Some(d) {
+                            *s = State::Absent;
+                        }
+                    }
                 }
                 continue;
             }
             BatchOp::Merge { .. } => continue,
         };
-        let Some(d) = db_of(key) else { continue };
-        let from = state.insert(key, to).unwrap_or(State::Absent);
-        change(d, from, to);
-        // After a reset, only what follows it counts.
-    }
-    // A reset discards what the batch did to that database before it: redo
-    // the tally of such databases from the final states.
-    for d in resets {
-        delta.reset[d] = true;
-        let (mut k, mut e) = (0, 0);
-        for (key, s) in &state {
-            if db_of(key) == Some(d) {
-                let (dk, de) = s.counts();
-                k += dk;
-                e += de;
-            }
-        }
-        delta.keys[d] = k;
-        delta.expires[d] = e;
+        let (Some(d), Some(i)) = (db_of(key), states.find(key)) else {
+            continue;
+        };
+        let from = std::mem::replace(&mut states.list[i].1, to);
+        let ((k0, e0), (k1, e1)) = (from.counts(), to.counts());
+        delta.keys[d] += k1 - k0;
+        delta.expires[d] += e1 - e0;
     }
     Ok(delta)
 }
@@ -452,6 +589,31 @@ mod tests {
         b.put(b"\0k", expiring());
         let d = delta(&b, &[]);
         assert_eq!((d.keys[0], d.expires[0]), (1, 1));
+    }
+
+    #[test]
+    fn large_batches_count_each_key_once() {
+        let keys: Vec<Vec<u8>> = (0..40).map(|i| format!("\0k{i}").into_bytes()).collect();
+        let mut b = WriteBatch::new();
+        for round in 0..2 {
+            for (i, k) in keys.iter().enumerate() {
+                if (i + round) % 3 == 0 {
+                    b.delete(k);
+                } else {
+                    b.put(k, plain());
+                }
+            }
+        }
+        // k0..k9 were stored before.
+        let stored: Vec<(&[u8], Option<Vec<u8>>)> = keys[..10]
+            .iter()
+            .map(|k| (&k[..], Some(expiring())))
+            .collect();
+        let d = delta(&b, &stored);
+        // Present at the end: the keys the second round put ((i+1) % 3 != 0).
+        let end = (0..40).filter(|i| (i + 1) % 3 != 0).count() as i64;
+        assert_eq!(d.keys[0], end - 10);
+        assert_eq!(d.expires[0], -10, "every put was plain");
     }
 
     #[test]

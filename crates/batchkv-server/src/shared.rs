@@ -201,6 +201,8 @@ pub struct KeyGuard<'a> {
     /// Inside EXEC: nothing is locked, the changes go to the overlay.
     deferred: bool,
     _guards: Vec<MutexGuard<'a, ()>>,
+    /// Reads under the locks spare the key counts a lookup (`keycount.rs`).
+    _recording: crate::keycount::Recording,
 }
 
 impl Drop for KeyGuard<'_> {
@@ -239,6 +241,7 @@ impl Shared {
             writes_at: tx::writes(),
             deferred,
             _guards: idx.into_iter().map(|i| lock(&self.stripes[i])).collect(),
+            _recording: crate::keycount::Recording::start(),
         }
     }
 
@@ -266,6 +269,7 @@ impl Shared {
             writes_at: tx::writes(),
             deferred: false,
             _guards: guards,
+            _recording: crate::keycount::Recording::start(),
         }
     }
 
@@ -347,7 +351,11 @@ impl Shared {
                 return Ok(v);
             }
         }
-        self.db.get(key).map_err(crate::commands::engine_error)
+        let v = self.db.get(key).map_err(crate::commands::engine_error)?;
+        if !tx::active() {
+            crate::keycount::remember(key, v.as_deref());
+        }
+        Ok(v)
     }
 
     /// Visits the stored entries with keys in `[lo, hi)`, ascending (or
@@ -615,6 +623,8 @@ impl Shared {
     ) -> Result<(), Reply> {
         // Inside EXEC every key first goes through the overlay (`tx.rs`).
         let in_tx = tx::active();
+        // Reads of the latest state are what the key counts need.
+        let latest = !in_tx && opts.snapshot.is_none();
         if self.batcher.is_none() || in_tx {
             for (i, k) in keys.iter().enumerate() {
                 let v = match in_tx.then(|| tx::lookup(k)).flatten() {
@@ -624,13 +634,21 @@ impl Shared {
                         .get_opt(opts, k)
                         .map_err(crate::commands::engine_error)?,
                 };
+                if latest {
+                    crate::keycount::remember(k, v.as_deref());
+                }
                 f(i, v.as_deref());
             }
             return Ok(());
         }
         let mut err = None;
         self.db.multi_get_with(opts, keys, |i, r| match r {
-            Ok(v) => f(i, v),
+            Ok(v) => {
+                if latest {
+                    crate::keycount::remember(keys[i], v);
+                }
+                f(i, v)
+            }
             Err(e) => {
                 err.get_or_insert(e);
             }

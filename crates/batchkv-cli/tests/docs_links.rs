@@ -1,0 +1,203 @@
+//! The documentation's relative links resolve: every `[text](target)` in
+//! `README.md`, `CHANGELOG.md`, `fuzz/README.md` and the Markdown files
+//! under `docs/` names a file or directory that exists, and a `#anchor`
+//! into a Markdown file names one of its headings (GitHub's slugs). Also:
+//! the README's library example is the code of `examples/basic.rs`, which
+//! `cargo test` compiles and runs, so the README cannot show code that no
+//! longer builds.
+
+use std::collections::HashSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// The workspace root (this crate lives in `crates/batchkv-cli`).
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The Markdown files whose links are checked, relative to `root`.
+fn documents(root: &Path) -> Vec<PathBuf> {
+    let mut out = vec![
+        PathBuf::from("README.md"),
+        PathBuf::from("CHANGELOG.md"),
+        PathBuf::from("fuzz/README.md"),
+    ];
+    let mut dirs = vec![PathBuf::from("docs")];
+    while let Some(dir) = dirs.pop() {
+        for entry in fs::read_dir(root.join(&dir)).expect("read docs/") {
+            let name = entry.expect("docs/ entry").file_name();
+            let rel = dir.join(&name);
+            if root.join(&rel).is_dir() {
+                dirs.push(rel);
+            } else if rel.extension().is_some_and(|e| e == "md") {
+                out.push(rel);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The lines of `text` outside fenced code blocks, with inline code spans
+/// removed (links and headings inside code are not links or headings).
+fn prose_lines(text: &str) -> Vec<String> {
+    let mut in_fence = false;
+    let mut out = Vec::new();
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            in_fence = !in_fence;
+            continue;
+        }
+        if in_fence {
+            continue;
+        }
+        // Drop `code spans`: every odd-numbered backtick-delimited piece.
+        let prose: String = line
+            .split('`')
+            .enumerate()
+            .filter(|(i, _)| i % 2 == 0)
+            .map(|(_, piece)| piece)
+            .collect::<Vec<_>>()
+            .join("");
+        out.push(prose);
+    }
+    out
+}
+
+/// Every link target (`](target)`) in `text`, outside code.
+fn link_targets(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in prose_lines(text) {
+        let mut rest = line.as_str();
+        while let Some(start) = rest.find("](") {
+            rest = &rest[start + 2..];
+            let Some(end) = rest.find(')') else { break };
+            out.push(rest[..end].trim().to_string());
+            rest = &rest[end + 1..];
+        }
+    }
+    out
+}
+
+/// GitHub's anchor for a heading: lowercase, punctuation other than `-`
+/// and `_` dropped, spaces turned into `-`.
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// The anchors of every heading of a Markdown text (repeated headings get
+/// `-1`, `-2`, … as on GitHub).
+fn anchors(text: &str) -> HashSet<String> {
+    let mut seen = HashSet::new();
+    let mut in_fence = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            in_fence = !in_fence;
+            continue;
+        }
+        let hashes = line.chars().take_while(|&c| c == '#').count();
+        if in_fence || hashes == 0 || hashes > 6 || !line[hashes..].starts_with(' ') {
+            continue;
+        }
+        let base = slug(&line[hashes..]);
+        let mut anchor = base.clone();
+        let mut n = 0;
+        while seen.contains(&anchor) {
+            n += 1;
+            anchor = format!("{base}-{n}");
+        }
+        seen.insert(anchor);
+    }
+    seen
+}
+
+/// The broken links of the document `doc` (relative to `root`), one
+/// message each.
+fn broken_links(root: &Path, doc: &Path) -> Vec<String> {
+    let text = fs::read_to_string(root.join(doc)).expect("read document");
+    let dir = doc.parent().unwrap_or(Path::new(""));
+    let mut broken = Vec::new();
+    for target in link_targets(&text) {
+        if target.contains("://") || target.starts_with("mailto:") {
+            continue;
+        }
+        let (path, anchor) = target.split_once('#').unwrap_or((&target, ""));
+        let file = if path.is_empty() {
+            doc.to_path_buf()
+        } else {
+            dir.join(path)
+        };
+        let full = root.join(&file);
+        if !full.exists() {
+            broken.push(format!("{}: {target}: no such file", doc.display()));
+            continue;
+        }
+        if anchor.is_empty() || full.extension().is_none_or(|e| e != "md") {
+            continue;
+        }
+        let headings = anchors(&fs::read_to_string(&full).expect("read link target"));
+        if !headings.contains(anchor) {
+            broken.push(format!("{}: {target}: no such heading", doc.display()));
+        }
+    }
+    broken
+}
+
+#[test]
+fn every_relative_link_in_the_readme_and_docs_resolves() {
+    let root = root();
+    let docs = documents(&root);
+    assert!(docs.len() > 10, "found only {docs:?}");
+    let broken: Vec<String> = docs.iter().flat_map(|d| broken_links(&root, d)).collect();
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+#[test]
+fn the_checker_reports_a_missing_file_and_a_missing_heading() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    fs::create_dir(dir.path().join("docs")).expect("mkdir");
+    fs::write(dir.path().join("docs/b.md"), "# Title\n## The `x` (2026-11-24)\n").expect("write");
+    fs::write(
+        dir.path().join("docs/a.md"),
+        "[ok](b.md#the-x-2026-11-24) [self](#only-here) [web](https://x.y/z)\n\
+         `[code](nowhere.md)`\n```\n[fenced](nowhere.md)\n```\n\
+         [gone](missing.md) [bad anchor](b.md#nope)\n# Only here\n",
+    )
+    .expect("write");
+    let broken = broken_links(dir.path(), Path::new("docs/a.md"));
+    assert_eq!(
+        broken,
+        vec![
+            "docs/a.md: missing.md: no such file",
+            "docs/a.md: b.md#nope: no such heading",
+        ]
+    );
+}
+
+#[test]
+fn the_readme_library_example_is_the_code_of_examples_basic() {
+    let root = root();
+    let readme = fs::read_to_string(root.join("README.md")).expect("README");
+    let example =
+        fs::read_to_string(root.join("crates/batchkv/examples/basic.rs")).expect("basic.rs");
+    let block: Vec<&str> = readme
+        .split("```rust\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("a ```rust block in the README")
+        .lines()
+        .map(str::trim)
+        .collect();
+    let code: Vec<&str> = example.lines().map(str::trim).collect();
+    assert!(
+        code.windows(block.len()).any(|w| w == block.as_slice()),
+        "the README's first rust block is not a run of lines of examples/basic.rs:\n{}",
+        block.join("\n")
+    );
+}

@@ -162,7 +162,11 @@ fn every_relative_link_in_the_readme_and_docs_resolves() {
 fn the_checker_reports_a_missing_file_and_a_missing_heading() {
     let dir = tempfile::tempdir().expect("tempdir");
     fs::create_dir(dir.path().join("docs")).expect("mkdir");
-    fs::write(dir.path().join("docs/b.md"), "# Title\n## The `x` (2026-11-24)\n").expect("write");
+    fs::write(
+        dir.path().join("docs/b.md"),
+        "# Title\n## The `x` (2026-11-24)\n",
+    )
+    .expect("write");
     fs::write(
         dir.path().join("docs/a.md"),
         "[ok](b.md#the-x-2026-11-24) [self](#only-here) [web](https://x.y/z)\n\

@@ -5,6 +5,8 @@
 //! every line of the README's library example is a line of
 //! `examples/basic.rs`, in the same order, and `cargo test` compiles and
 //! runs that example, so the README cannot show code that no longer builds.
+//! And every dated measurement log in `docs/perf/history/` is listed in the
+//! index, `docs/perf/README.md`.
 
 use std::collections::HashSet;
 use std::fs;
@@ -203,4 +205,23 @@ fn the_readme_library_example_is_the_code_of_examples_basic() {
             "README line {line:?} is not in examples/basic.rs (in this order)"
         );
     }
+}
+
+#[test]
+fn every_measurement_log_is_listed_in_the_perf_index() {
+    let root = root();
+    let index = fs::read_to_string(root.join("docs/perf/README.md")).expect("docs/perf/README.md");
+    let listed: HashSet<String> = link_targets(&index).into_iter().collect();
+    let mut missing = Vec::new();
+    for entry in fs::read_dir(root.join("docs/perf/history")).expect("docs/perf/history") {
+        let name = entry.expect("history entry").file_name();
+        let target = format!("history/{}", name.to_string_lossy());
+        if !listed.contains(&target) {
+            missing.push(target);
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "not listed in docs/perf/README.md: {missing:?}"
+    );
 }

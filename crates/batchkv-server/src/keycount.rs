@@ -263,7 +263,26 @@ impl KeyCounts {
     /// batch writes, in one batched lookup). The caller holds the keys'
     /// locks until [`KeyCounts::add`] (invariant 1).
     pub fn delta_of(db: &Db, batch: &WriteBatch) -> batchkv::Result<Delta> {
-        let delta = delta_over(batch, |keys| {
+        let delta = match single_key(batch) {
+            Some(key) => {
+                let from = match recall(key) {
+                    Some(s) => s,
+                    None => State::of(db.get_opt(&ReadOptions::default(), key)?.as_deref()),
+                };
+                Ok(single_key_delta(batch, key, from))
+            }
+            None => Self::delta_of_many(db, batch),
+        };
+        // The batch changes what was read: a later write of the same
+        // command looks again.
+        forget();
+        delta
+    }
+
+    /// [`KeyCounts::delta_of`] of a batch that writes several keyspace
+    /// keys or clears a database.
+    fn delta_of_many(db: &Db, batch: &WriteBatch) -> batchkv::Result<Delta> {
+        delta_over(batch, |keys| {
             // Keys the command read under its locks need no lookup.
             let mut states: Vec<Option<State>> = keys.iter().map(|k| recall(k)).collect();
             let missing: Vec<&[u8]> = keys
@@ -299,11 +318,7 @@ impl KeyCounts {
                 .into_iter()
                 .map(|s| s.unwrap_or(State::Absent))
                 .collect())
-        });
-        // The batch changes what was read: a later write of the same
-        // command looks again.
-        forget();
-        delta
+        })
     }
 
     /// Adds a delta computed by [`KeyCounts::delta_of`] once its write is
@@ -399,6 +414,48 @@ fn forget() {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The one keyspace key `batch` writes, if it writes exactly one and
+/// clears no database (most writes: the common case, without
+/// allocation).
+fn single_key(batch: &WriteBatch) -> Option<&[u8]> {
+    let mut only: Option<&[u8]> = None;
+    for op in batch.ops() {
+        match op {
+            BatchOp::Put { key, .. } | BatchOp::Delete { key } if db_of(key).is_some() => {
+                match only {
+                    None => only = Some(key),
+                    Some(k) if k == key => {}
+                    Some(_) => return None,
+                }
+            }
+            BatchOp::DeleteRange { begin, end } if cleared_dbs(begin, end).next().is_some() => {
+                return None;
+            }
+            _ => {}
+        }
+    }
+    only
+}
+
+/// The delta of `batch`, whose only keyspace key is `key`, held `from`.
+fn single_key_delta(batch: &WriteBatch, key: &[u8], from: State) -> Delta {
+    let mut to = from;
+    for op in batch.ops() {
+        match op {
+            BatchOp::Put { key: k, value } if k == key => to = State::of(Some(value)),
+            BatchOp::Delete { key: k } if k == key => to = State::Absent,
+            _ => {}
+        }
+    }
+    let mut delta = Delta::default();
+    if let Some(d) = db_of(key) {
+        let ((k0, e0), (k1, e1)) = (from.counts(), to.counts());
+        delta.keys[d] = k1 - k0;
+        delta.expires[d] = e1 - e0;
+    }
+    delta
 }
 
 /// The keyspace keys of a batch with what they hold, in first-touch
@@ -525,19 +582,18 @@ mod tests {
 
     /// `delta_over` with the stored states given by `stored`.
     fn delta(batch: &WriteBatch, stored: &[(&[u8], Option<Vec<u8>>)]) -> Delta {
-        delta_over(batch, |keys| {
-            Ok(keys
+        let state = |k: &[u8]| {
+            let v = stored
                 .iter()
-                .map(|k| {
-                    let v = stored
-                        .iter()
-                        .find(|(s, _)| s == k)
-                        .and_then(|(_, v)| v.clone());
-                    State::of(v.as_deref())
-                })
-                .collect())
-        })
-        .unwrap()
+                .find(|(s, _)| *s == k)
+                .and_then(|(_, v)| v.clone());
+            State::of(v.as_deref())
+        };
+        let d = delta_over(batch, |keys| Ok(keys.iter().map(|k| state(k)).collect())).unwrap();
+        if let Some(k) = single_key(batch) {
+            assert_eq!(single_key_delta(batch, k, state(k)), d, "single-key path");
+        }
+        d
     }
 
     fn plain() -> Vec<u8> {
@@ -563,6 +619,23 @@ mod tests {
         assert_eq!(d.keys[0], 0, "+new -gone");
         assert_eq!(d.expires[0], -1, "gone had an expiry");
         assert!(!d.reset[0]);
+    }
+
+    #[test]
+    fn single_key_batches_take_the_short_path() {
+        let mut b = WriteBatch::new();
+        b.put(b"\x12element", b"");
+        b.put(b"\0k", plain());
+        b.delete(b"\x10index");
+        assert_eq!(single_key(&b), Some(&b"\0k"[..]));
+        let d = delta(&b, &[(b"\0k", Some(expiring()))]);
+        assert_eq!((d.keys[0], d.expires[0]), (0, -1));
+        b.delete(b"\0other");
+        assert_eq!(single_key(&b), None);
+        let mut b = WriteBatch::new();
+        b.put(b"\0k", plain());
+        b.delete_range([0u8], [1u8]);
+        assert_eq!(single_key(&b), None, "a clear takes the general path");
     }
 
     #[test]

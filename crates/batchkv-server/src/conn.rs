@@ -1,7 +1,8 @@
 //! One client connection: read, parse every complete request in the
 //! buffer (a pipeline), execute, write all replies with one write.
 //!
-//! Runs of consecutive GET/MGET commands in a pipeline are executed
+//! Runs of consecutive GET/MGET and collection point reads (HGET, HMGET,
+//! SISMEMBER, SMISMEMBER, ZSCORE, ZMSCORE) in a pipeline are executed
 //! together: with batching on, as one job of the [`Batcher`](crate::batcher)
 //! (one `multi_get`, possibly shared with other connections); with
 //! `--batch off`, one `get` per key.
@@ -168,7 +169,8 @@ impl Drop for ClientCount<'_> {
     }
 }
 
-/// Whether `args` is a GET or MGET that can join a batched run (never
+/// Whether `args` is a GET, MGET or collection point read (HGET, HMGET,
+/// SISMEMBER, SMISMEMBER, ZSCORE, ZMSCORE) that can join a batched run (never
 /// inside MULTI: there it is queued; never in RESP2 with subscriptions:
 /// there it is refused).
 fn batchable(st: &ConnState, args: &[Bytes]) -> Option<Shape> {
@@ -176,10 +178,26 @@ fn batchable(st: &ConnState, args: &[Bytes]) -> Option<Shape> {
         return None;
     }
     let name = &args[0];
-    if name.eq_ignore_ascii_case(b"get") && args.len() == 2 {
+    let is = |n: &[u8]| name.eq_ignore_ascii_case(n);
+    // With the arity Redis requires (the normal path answers the error).
+    let (single, many) = (args.len() == 3, args.len() >= 3);
+    let n = args.len().saturating_sub(2);
+    if is(b"get") && args.len() == 2 {
         Some(Shape::Get)
-    } else if name.eq_ignore_ascii_case(b"mget") && args.len() >= 2 {
+    } else if is(b"mget") && args.len() >= 2 {
         Some(Shape::Mget(args.len() - 1))
+    } else if is(b"hget") && single {
+        Some(Shape::HGet)
+    } else if is(b"hmget") && many {
+        Some(Shape::HMget(n))
+    } else if is(b"sismember") && single {
+        Some(Shape::SIsMember)
+    } else if is(b"smismember") && many {
+        Some(Shape::SMIsMember(n))
+    } else if is(b"zscore") && single {
+        Some(Shape::ZScore)
+    } else if is(b"zmscore") && many {
+        Some(Shape::ZMScore(n))
     } else {
         None
     }
@@ -197,7 +215,7 @@ async fn run_pipeline(
     let mut i = 0;
     while i < reqs.len() {
         if let Some(batcher) = &shared.batcher {
-            // Gather the run of GET/MGET starting here.
+            // Gather the run of batchable reads starting here.
             let first = i;
             let mut keys = Keys::default();
             let mut shapes = Vec::new();
@@ -205,9 +223,7 @@ async fn run_pipeline(
                 let Some(shape) = batchable(st, &reqs[i]) else {
                     break;
                 };
-                for k in &reqs[i][1..] {
-                    keys.push(st.db, k);
-                }
+                keys.push_args(st.db, shape, &reqs[i][1..]);
                 shapes.push(shape);
                 i += 1;
             }

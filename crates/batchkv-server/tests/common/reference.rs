@@ -26,17 +26,31 @@ impl Resp {
 
     /// Sends one command and returns its whole reply.
     pub fn call<A: AsRef<[u8]>>(&mut self, args: &[A]) -> String {
-        let mut req = format!("*{}\r\n", args.len()).into_bytes();
-        for a in args {
-            let a = a.as_ref();
-            req.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-            req.extend_from_slice(a);
-            req.extend_from_slice(b"\r\n");
+        self.pipeline(&[args]).pop().unwrap_or_default()
+    }
+
+    /// Sends the commands with one write (a pipeline) and returns their
+    /// whole replies.
+    pub fn pipeline<C: AsRef<[A]>, A: AsRef<[u8]>>(&mut self, cmds: &[C]) -> Vec<String> {
+        let mut req = Vec::new();
+        for args in cmds {
+            let args = args.as_ref();
+            req.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+            for a in args {
+                let a = a.as_ref();
+                req.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+                req.extend_from_slice(a);
+                req.extend_from_slice(b"\r\n");
+            }
         }
         self.r.get_mut().write_all(&req).unwrap();
-        let mut out = Vec::new();
-        self.read_reply(&mut out);
-        String::from_utf8_lossy(&out).into_owned()
+        cmds.iter()
+            .map(|_| {
+                let mut out = Vec::new();
+                self.read_reply(&mut out);
+                String::from_utf8_lossy(&out).into_owned()
+            })
+            .collect()
     }
 
     /// Appends one whole reply (nested ones included) to `out`.

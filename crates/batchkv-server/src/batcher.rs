@@ -887,6 +887,93 @@ mod tests {
         assert_eq!(stats.misses.load(Relaxed), 3);
     }
 
+    /// Collection reads of two jobs share the two `multi_get`s of their
+    /// batch (metadata, then strings and elements), each reply encoded in
+    /// its command's place: a live hash, set and sorted set, a missing
+    /// key, a key of the wrong type, an expired collection.
+    #[test]
+    fn collection_reads_of_several_jobs_share_two_multi_gets() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), Options::default()).unwrap();
+        let put_coll =
+            |key: &str, kind: Kind, version: u64, expire: Option<u64>, elems: &[(&str, &[u8])]| {
+                let k = keyspace::db_key(0, key.as_bytes());
+                let mut m = Meta::new(kind, version);
+                m.size = elems.len() as u64;
+                m.expire_at = expire;
+                db.put(&k, m.encode()).unwrap();
+                for (sub, v) in elems {
+                    db.put(meta::element_key(&k, version, sub.as_bytes()), v)
+                        .unwrap();
+                }
+            };
+        put_coll("h", Kind::Hash, 7, None, &[("f", b"v"), ("g", b"ww")]);
+        put_coll("s", Kind::Set, 8, None, &[("x", b"")]);
+        put_coll("z", Kind::ZSet, 9, None, &[("x", &2.5f64.to_le_bytes())]);
+        put_coll("old", Kind::Hash, 10, Some(1), &[("f", b"v")]);
+        db.put(
+            keyspace::db_key(0, b"str"),
+            keyspace::encode_value(b"S", None),
+        )
+        .unwrap();
+        let stats = Arc::new(Stats::default());
+        let batcher = Batcher::new(db, 1, stats.clone());
+        let request = |cmds: &[(Shape, &[&str])], proto: u8| {
+            let mut keys = Keys::default();
+            for (shape, args) in cmds {
+                keys.push_args(0, *shape, args);
+            }
+            Request {
+                keys,
+                shapes: cmds.iter().map(|c| c.0).collect(),
+                proto,
+            }
+        };
+        let own = request(
+            &[
+                (Shape::HMget(3), &["h", "g", "nope", "f"]),
+                (Shape::Get, &["str"]),
+                (Shape::SIsMember, &["s", "x"]),
+                (Shape::ZMScore(2), &["z", "x", "y"]),
+                (Shape::HGet, &["str", "f"]),
+                (Shape::SMIsMember(2), &["missing", "x", "y"]),
+                (Shape::HGet, &["old", "f"]),
+            ],
+            2,
+        );
+        let (tx, mut rx) = oneshot::channel();
+        let theirs = Job {
+            req: request(
+                &[
+                    (Shape::ZScore, &["z", "x"]),
+                    (Shape::HMget(1), &["missing", "f"]),
+                    (Shape::SMIsMember(2), &["h", "x", "y"]),
+                ],
+                3,
+            ),
+            tx,
+        };
+        let mut out = BytesMut::new();
+        batcher.execute(Some((&own, &mut out)), vec![theirs]);
+        let wrongtype = format!("-{}\r\n", keyspace::WRONGTYPE);
+        assert_eq!(
+            String::from_utf8_lossy(&out),
+            format!(
+                "*3\r\n$2\r\nww\r\n$-1\r\n$1\r\nv\r\n$1\r\nS\r\n:1\r\n\
+                 *2\r\n$3\r\n2.5\r\n$-1\r\n{wrongtype}*2\r\n:0\r\n:0\r\n$-1\r\n"
+            )
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&rx.try_recv().unwrap()),
+            format!(",2.5\r\n*1\r\n_\r\n{wrongtype}")
+        );
+        use std::sync::atomic::Ordering::Relaxed;
+        // Metadata of 9 collection reads, then 1 string key and the 7
+        // fields of the 4 live collections of the right kind.
+        assert_eq!(stats.batches.load(Relaxed), 2);
+        assert_eq!(stats.batched_keys.load(Relaxed), 9 + 8);
+    }
+
     #[test]
     fn take_jobs_counts_the_leaders_own_keys_against_the_batch_limit() {
         let job = |n: usize| {

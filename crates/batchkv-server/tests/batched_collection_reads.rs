@@ -195,13 +195,22 @@ fn pipelined_collection_reads_reply_as_unbatched_and_redis() {
             None
         }
     };
-    let mut addrs = vec![("batch on", on.server.addr()), ("batch off", off.server.addr())];
+    let mut addrs = vec![
+        ("batch on", on.server.addr()),
+        ("batch off", off.server.addr()),
+    ];
     if let Some(r) = &redis {
         addrs.push(("redis-server", r.addr));
     }
     let seed = seed();
     for proto in [2, 3] {
-        compare(&addrs, proto, &format!("p{proto}:"), seed ^ u64::from(proto), 300);
+        compare(
+            &addrs,
+            proto,
+            &format!("p{proto}:"),
+            seed ^ u64::from(proto),
+            300,
+        );
     }
     // The reads went through the batcher: more keys than pipelines.
     let mut c = Resp::connect(on.server.addr(), 2).unwrap();
@@ -220,7 +229,10 @@ fn pipelined_collection_reads_reply_as_unbatched_and_redis() {
 fn concurrent_connections_reply_as_unbatched() {
     let on = Harness::start();
     let off = Harness::start_with(|c| c.batch = false);
-    let addrs = [("batch on", on.server.addr()), ("batch off", off.server.addr())];
+    let addrs = [
+        ("batch on", on.server.addr()),
+        ("batch off", off.server.addr()),
+    ];
     let seed = seed();
     std::thread::scope(|s| {
         for t in 0..8u64 {

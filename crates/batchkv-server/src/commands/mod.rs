@@ -497,13 +497,17 @@ pub fn record_batched(shared: &Shared, conn: &ConnState, reqs: &[Vec<Bytes>], be
             Some((s, calls)) if *s == slot => *calls += 1,
             _ => {
                 if let Some((s, calls)) = run.replace((slot, 1)) {
-                    shared.cmdstats.record(s, u64::from(calls), each * calls, false);
+                    shared
+                        .cmdstats
+                        .record(s, u64::from(calls), each * calls, false);
                 }
             }
         }
     }
     if let Some((s, calls)) = run {
-        shared.cmdstats.record(s, u64::from(calls), each * calls, false);
+        shared
+            .cmdstats
+            .record(s, u64::from(calls), each * calls, false);
     }
     if is_slow(shared, each) {
         for args in reqs {

@@ -16,8 +16,8 @@
 //!    never through `Shared::db` directly, so that one place decides what
 //!    a read sees (inside EXEC: the engine with the transaction's pending
 //!    writes on top, `tx.rs`).
-//! 5. A [`KeyGuard`] whose holder wrote records the change of its keys
-//!    for WATCH before it releases the stripes (`tx.rs`).
+//! 5. A [`KeyGuard`] records for WATCH the change of the keys its
+//!    holder's writes changed before it releases the stripes (`tx.rs`).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -186,30 +186,43 @@ pub fn stripes_of<K: AsRef<[u8]>>(keys: &[K]) -> Vec<usize> {
     idx
 }
 
-/// Held stripe locks (see the module's invariants). When dropped after
-/// its holder wrote (`tx::count_write`), records the change of its keys
-/// for WATCH (`tx.rs`) before the stripes are released.
+/// Held stripe locks (see the module's invariants). When dropped, records
+/// for WATCH the change of the keys its holder wrote (`tx.rs`) before the
+/// stripes are released.
 pub struct KeyGuard<'a> {
     mods: &'a tx::Mods,
-    /// Modification-table slots of the keys.
-    slots: Vec<u32>,
-    /// `tx::writes()` when the locks were taken.
-    writes_at: u64,
-    /// Inside EXEC: nothing is locked, the changes go to the overlay.
-    deferred: bool,
+    /// Whose changes the guard records.
+    scope: Scope,
+    /// Where the guard's noted changes start (`tx::begin_guard`).
+    noted_at: usize,
     _guards: Vec<MutexGuard<'a, ()>>,
+}
+
+/// The keys whose changes a [`KeyGuard`] records when dropped.
+enum Scope {
+    /// Those of these modification-table slots (sorted, no repeats) that
+    /// its holder's writes changed.
+    Keys(Vec<u32>),
+    /// Every key its holder's writes changed (every stripe is held).
+    All,
+    /// None: inside EXEC, whose own guard records the transaction's write.
+    Deferred,
 }
 
 impl Drop for KeyGuard<'_> {
     fn drop(&mut self) {
-        if tx::writes() == self.writes_at {
-            return;
-        }
-        if self.deferred {
-            tx::defer(&self.slots);
-            return;
-        }
-        self.mods.touch(&self.slots);
+        let (mods, scope) = (self.mods, &self.scope);
+        tx::end_guard(self.noted_at, |noted| match scope {
+            Scope::Keys(slots) => {
+                for &s in slots {
+                    if noted.binary_search(&s).is_ok() {
+                        mods.touch(&[s]);
+                    }
+                }
+            }
+            Scope::All => mods.touch(noted),
+            Scope::Deferred => {}
+        });
     }
 }
 
@@ -221,48 +234,59 @@ impl Shared {
     /// Locks the stripes of all `keys` (stored keys) in ascending order.
     /// Inside EXEC (`tx.rs`) locks nothing: EXEC holds them already.
     pub fn lock_keys<K: AsRef<[u8]>>(&self, keys: &[K]) -> KeyGuard<'_> {
-        let slots: Vec<u32> = keys.iter().map(|k| tx::slot_of(k.as_ref())).collect();
+        let mut slots: Vec<u32> = keys.iter().map(|k| tx::slot_of(k.as_ref())).collect();
+        slots.sort_unstable();
+        slots.dedup();
         let mut idx: Vec<usize> = slots.iter().map(|&s| tx::stripe_of_slot(s)).collect();
         idx.sort_unstable();
         idx.dedup();
-        let deferred = tx::active();
-        if deferred {
+        if tx::active() {
             tx::check_held(&idx);
-            idx.clear();
+            return self.guard(Scope::Deferred, Vec::new());
         }
-        KeyGuard {
-            mods: &self.mods,
-            slots,
-            writes_at: tx::writes(),
-            deferred,
-            _guards: idx.into_iter().map(|i| lock(&self.stripes[i])).collect(),
-        }
+        let guards = idx.into_iter().map(|i| lock(&self.stripes[i])).collect();
+        self.guard(Scope::Keys(slots), guards)
     }
 
     /// Locks every stripe (FLUSHDB, FLUSHALL, SWAPDB), so no write or EXEC
-    /// interleaves with the holder. Records no key change: WATCH sees a
-    /// flush by the keys it left not live (`tx.rs`).
+    /// interleaves with the holder. Records the change of every key its
+    /// holder's writes name (SWAPDB's rewritten keys); WATCH sees a flush
+    /// by the keys it left not live (`tx.rs`).
     pub fn lock_all(&self) -> KeyGuard<'_> {
         if tx::active() {
             tx::check_held(&(0..STRIPES).collect::<Vec<_>>());
-            return self.lock_stripes(Some(&[]));
+            return self.guard(Scope::Deferred, Vec::new());
         }
         self.lock_stripes(None)
     }
 
     /// Locks `stripes` (ascending; `None`: all) for EXEC. The guard records
-    /// no changes: EXEC applies the overlay's (`tx.rs`).
+    /// the change of every key written while it is held (EXEC's one write
+    /// of the transaction, `tx.rs`).
     pub fn lock_stripes(&self, stripes: Option<&[usize]>) -> KeyGuard<'_> {
         let guards = match stripes {
             Some(idx) => idx.iter().map(|&i| lock(&self.stripes[i])).collect(),
             None => self.stripes.iter().map(lock).collect(),
         };
+        self.guard(Scope::All, guards)
+    }
+
+    fn guard<'a>(&'a self, scope: Scope, guards: Vec<MutexGuard<'a, ()>>) -> KeyGuard<'a> {
         KeyGuard {
             mods: &self.mods,
-            slots: Vec::new(),
-            writes_at: tx::writes(),
-            deferred: false,
+            scope,
+            noted_at: tx::begin_guard(),
             _guards: guards,
+        }
+    }
+
+    /// Whether the engine holds a live value at stored key `key` (an
+    /// engine error or a value it cannot decode counts as live).
+    fn is_live_stored(&self, key: &[u8]) -> bool {
+        match self.db.get(key) {
+            Ok(Some(v)) => !matches!(keyspace::live_entry(&v, keyspace::now_ms()), Ok(None)),
+            Ok(None) => false,
+            Err(_) => true,
         }
     }
 
@@ -274,13 +298,11 @@ impl Shared {
     /// Applies `batch` with the configured durability (inside EXEC:
     /// records it in the transaction's overlay, `tx.rs`).
     pub fn write(&self, batch: WriteBatch) -> Result<(), Reply> {
-        if !batch.is_empty() {
-            tx::count_write();
-        }
         if tx::active() {
             tx::record(&batch);
             return Ok(());
         }
+        tx::note_written(&batch, |k| self.is_live_stored(k));
         self.mark_dirty();
         let opts = WriteOptions {
             sync: self.settings.appendfsync() == AppendFsync::Always,

@@ -568,6 +568,8 @@ fn ltrim(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     };
     let (from, to) = span(start, end, w.meta.size);
     if (from, to) == (0, w.meta.size) {
+        // Redis signals the key for WATCH even when nothing is trimmed.
+        crate::tx::note_modified(&w.key);
         return Reply::ok();
     }
     let (head, tail) = (w.meta.head, w.meta.tail);

@@ -1,0 +1,123 @@
+//! Behaviours that once differed from redis-server 7.0 (issue 26), each
+//! run on a real redis-server and on batchkv with every reply compared
+//! byte for byte: WATCH and the keys a command really changed, blocked
+//! clients and keys of another type, MOVE/SWAPDB waking blocked clients,
+//! PUBLISH inside EXEC, subcommands checked while queuing, HELLO inside
+//! EXEC. Without `redis-server` on PATH each test prints `SKIPPED: ...`
+//! and returns.
+
+mod common;
+
+use std::time::Duration;
+
+use common::reference::{RedisServer, Resp};
+use common::Harness;
+
+/// A redis-server and a batchkv server, `None` (after printing why)
+/// without redis-server.
+fn servers() -> Option<(RedisServer, Harness)> {
+    match RedisServer::start() {
+        Ok(r) => Some((r, Harness::start())),
+        Err(why) => {
+            eprintln!("SKIPPED: {why}");
+            None
+        }
+    }
+}
+
+/// The arguments of a command line (split on spaces).
+fn args(line: &str) -> Vec<&str> {
+    line.split(' ').collect()
+}
+
+/// Runs each `;`-separated command of `lines` on `c`, returning the
+/// transcript (`command -> reply` lines). `SLEEP ms` pauses.
+fn run(c: &mut Resp, lines: &str) -> String {
+    let mut out = String::new();
+    for line in lines.split(';').map(str::trim).filter(|l| !l.is_empty()) {
+        if let Some(ms) = line.strip_prefix("SLEEP ") {
+            std::thread::sleep(Duration::from_millis(ms.parse().unwrap()));
+            continue;
+        }
+        out.push_str(&format!("{line} -> {:?}\n", c.call(&args(line))));
+    }
+    out
+}
+
+/// WATCH scenarios: `setup | watched key | what another client runs`.
+/// The watching client then runs `MULTI; PING; EXEC`: EXEC must abort
+/// exactly when Redis's does (Redis signals only the keys a command
+/// changed, `signalModifiedKey`).
+const WATCH_CASES: &str = "\
+SET c 1 | l2 | DEL c l2
+SET c 1 | l2 | UNLINK c l2
+SET c 1 | c | DEL c l2
+ | d | SINTERSTORE d s1 s2
+SADD s1 a | d | SINTERSTORE d s1 s2
+SADD s1 a; SET d x | d | SINTERSTORE d s1 s2
+SADD s1 a | s1 | SINTERSTORE d s1 s2
+SADD s1 a | d | SUNIONSTORE d s2 s3
+SADD s1 a | s1 | SUNIONSTORE d s1 s2
+SADD s1 a | d | SDIFFSTORE d s2 s1
+ZADD z1 1 a | d | ZUNIONSTORE d 1 z2
+ZADD z1 1 a | d | ZINTERSTORE d 2 z1 z2
+ZADD z1 1 a | d | ZDIFFSTORE d 1 z2
+ZADD z1 1 a | z1 | ZUNIONSTORE d 1 z1
+ZADD z1 1 a | d | ZRANGESTORE d z1 5 6
+ZADD z1 1 a | z1 | ZRANGESTORE d z1 0 -1
+SET a x | d | BITOP AND d b c
+SET a x | a | BITOP AND d a
+SADD s1 a; SADD s2 a | s2 | SMOVE s1 s2 a
+SADD s1 a | s2 | SMOVE s1 s2 a
+SADD s1 a | s1 | SMOVE s1 s2 zz
+RPUSH l1 a | l2 | LMPOP 2 l1 l2 LEFT
+RPUSH l2 a | l1 | LMPOP 2 l1 l2 LEFT
+RPUSH l2 a | l1 | BLPOP l1 l2 0
+RPUSH l1 a | l2 | LMOVE l1 l2 LEFT LEFT
+ZADD z2 1 a | z1 | ZMPOP 2 z1 z2 MIN
+ZADD z2 1 a | z1 | BZPOPMIN z1 z2 0
+SET a 1 | b | RENAME a b
+SET a 1; SET b 2 | a | COPY a b
+SET a 1 | b | MSET a 1 b 2
+SET a 1; SELECT 1; SET a 2; SELECT 0 | a | SWAPDB 0 1
+SELECT 1; SET a 2; SELECT 0 | a | SWAPDB 0 1
+SET zz 1 | a | SWAPDB 0 1
+SET a 1 | a | FLUSHDB
+RPUSH l a | l | LTRIM l 0 -1
+RPUSH l a | m | LTRIM l 0 -1
+SET c 1 | l2 | MULTI; DEL c l2; EXEC
+SET c 1 | c | MULTI; DEL c l2; EXEC
+RPUSH l a | l | MULTI; LTRIM l 0 -1; EXEC
+SADD s1 a | s1 | MULTI; SUNIONSTORE d s1; EXEC
+SET k v PX 50; SLEEP 80 | k | DEL o k
+SET k v PX 50; SLEEP 80 | k | SET k w
+SET k v PX 50 | k | SLEEP 80
+SET k v PX 50 | k | SLEEP 80; GET k";
+
+#[test]
+fn watch_sees_only_the_keys_a_command_changed() {
+    let Some((redis, h)) = servers() else {
+        return;
+    };
+    let mut differ = Vec::new();
+    for case in WATCH_CASES.lines() {
+        let [setup, watched, other] = case.split('|').map(str::trim).collect::<Vec<_>>()[..] else {
+            panic!("bad case {case}");
+        };
+        let transcript = |addr| {
+            let mut a = Resp::connect(addr, 2).unwrap();
+            let mut b = Resp::connect(addr, 2).unwrap();
+            a.call(&["FLUSHALL"]);
+            let mut t = run(&mut b, setup);
+            t += &run(&mut a, &format!("WATCH {watched}"));
+            t += &run(&mut b, other);
+            t + &run(&mut a, "MULTI; PING; EXEC")
+        };
+        let want = transcript(redis.addr);
+        let got = transcript(h.server.addr());
+        if got != want {
+            differ.push(format!("{case}\nredis-server:\n{want}batchkv:\n{got}"));
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}

@@ -121,3 +121,90 @@ fn watch_sees_only_the_keys_a_command_changed() {
     }
     assert!(differ.is_empty(), "{}", differ.join("\n"));
 }
+
+/// Waits until the server at `c` reports `n` blocked clients.
+fn wait_blocked(c: &mut Resp, n: usize) {
+    let want = format!("blocked_clients:{n}\r\n");
+    for _ in 0..500 {
+        if c.text(&["INFO", "clients"]).contains(&want) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("never {want:?}");
+}
+
+/// Blocking scenarios: `database of the blocked client | setup | blocking
+/// command | what another client (in database 0) then runs`, where `?`
+/// checks that the blocked client has no reply yet. The blocked client's
+/// reply is read last.
+const BLOCK_CASES: &str = "\
+0 |  | BLPOP k 0 | ZADD k 1 a; ?; DEL k; LPUSH k x
+0 | ZADD z 1 a | BLPOP k 0 | RENAME z k; ?; DEL k; LPUSH k x
+0 | SET s v | BLPOP k1 k2 0 | RENAME s k1; ?; RPUSH k2 x
+0 |  | BLPOP k1 k2 0 | SET k1 v; ?; RPUSH k2 x
+0 |  | BRPOP k1 k2 0 | SET k1 v; ?; RPUSH k2 x y
+0 | SADD s a | BLMPOP 0 2 k1 k2 RIGHT COUNT 2 | COPY s k1; ?; RPUSH k2 x y z
+0 | SADD s a | BLMOVE src dst LEFT RIGHT 0 | RENAME s src; ?; DEL src; RPUSH src x
+0 | HSET h f v | BRPOPLPUSH src dst 0 | RENAME h src; ?; DEL src; RPUSH src x
+0 | SET dst v | BLMOVE src dst LEFT RIGHT 0 | RPUSH src x
+0 | RPUSH l a | BZPOPMIN z 0 | RENAME l z; ?; DEL z; ZADD z 1 m
+1 |  | BLPOP k 0 | RPUSH k a; MOVE k 1
+1 |  | BZPOPMIN k 0 | ZADD k 1 a; MOVE k 1
+1 |  | BLPOP k 0 | SET k a; MOVE k 1; ?; SELECT 1; DEL k; RPUSH k b
+1 |  | BLPOP k 0 | RPUSH k a; SWAPDB 0 1
+1 |  | BZPOPMAX k 0 | ZADD k 1 a 2 b; SWAPDB 1 0
+0 | SELECT 1; RPUSH k a; SELECT 0 | BLPOP k 0 | SWAPDB 0 1
+1 | SELECT 2; RPUSH k a; SELECT 0 | BLMOVE k d LEFT LEFT 0 | SWAPDB 2 1
+1 |  | BLPOP k 0 | RPUSH j a; SWAPDB 0 1; ?; SELECT 1; RPUSH k b";
+
+#[test]
+fn blocked_clients_wait_for_their_type_and_moved_keys() {
+    let Some((redis, h)) = servers() else {
+        return;
+    };
+    let mut differ = Vec::new();
+    for case in BLOCK_CASES.lines() {
+        let [db, setup, blocking, steps] = case.split('|').map(str::trim).collect::<Vec<_>>()[..]
+        else {
+            panic!("bad case {case}");
+        };
+        let transcript = |addr| {
+            let mut a = Resp::connect(addr, 2).unwrap();
+            let mut b = Resp::connect(addr, 2).unwrap();
+            b.call(&["FLUSHALL"]);
+            let mut t = run(&mut b, setup);
+            a.call(&["SELECT", db]);
+            a.send(&args(blocking));
+            wait_blocked(&mut b, 1);
+            // The blocked client's reply, if one comes within `wait`.
+            let mut reply = |wait| {
+                if a.pending(wait) {
+                    format!("{:?}", a.read())
+                } else {
+                    "no reply".to_string()
+                }
+            };
+            let mut answered = false;
+            for step in steps.split(';').map(str::trim) {
+                if step == "?" {
+                    let r = reply(Duration::from_millis(100));
+                    answered |= r != "no reply";
+                    t += &format!("? -> {r}\n");
+                } else {
+                    t += &run(&mut b, step);
+                }
+            }
+            if !answered {
+                t += &format!("{blocking} -> {}\n", reply(Duration::from_secs(5)));
+            }
+            t
+        };
+        let want = transcript(redis.addr);
+        let got = transcript(h.server.addr());
+        if got != want {
+            differ.push(format!("{case}\nredis-server:\n{want}batchkv:\n{got}"));
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}

@@ -5,6 +5,8 @@
 //! version: O(elements)), SWAPDB rewrites both databases, their elements
 //! and their expiry-index entries in one write (O(keys + elements), where
 //! Redis swaps two pointers). Both are atomic: SWAPDB holds every key lock.
+//! Both then wake the clients blocked (BLPOP, BZPOPMIN, ...) on the keys
+//! they filled, as Redis 7 does.
 
 use batchkv::WriteBatch;
 use bytes::Bytes;
@@ -53,6 +55,7 @@ pub fn move_key(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     tri!(shared.clear_old(&mut b, &src));
     b.delete(&src);
     tri!(shared.write(b));
+    shared.blocking.signal(&dst);
     Reply::Int(1)
 }
 
@@ -109,5 +112,7 @@ pub fn swapdb(shared: &Shared, a: &[Bytes]) -> Reply {
         b.put(k, v);
     }
     tri!(shared.write(b));
+    // As Redis 7: clients blocked on keys that now hold data are served.
+    shared.blocking.signal_dbs(&[x, y]);
     Reply::ok()
 }

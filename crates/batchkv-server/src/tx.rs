@@ -26,7 +26,10 @@
 //! EXEC then writes the combined batch with one `Shared::write`: one
 //! engine write, hence one WAL record, all or nothing after a crash.
 //! Other clients read the engine only, so they see none of the
-//! transaction before that write and all of it after.
+//! transaction before that write and all of it after. Messages PUBLISHed
+//! by the transaction are kept in the overlay too and delivered after
+//! that write ([`defer_publish`]), so a transaction run again sends each
+//! once.
 //!
 //! View invariants: a key in `points` holds the last operation the
 //! transaction applied to it; a range deletion removes the `points` it
@@ -74,6 +77,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use batchkv::{BatchOp, WriteBatch};
+use bytes::Bytes;
 
 use crate::keyspace::NUM_DBS;
 use crate::meta::{ELEMENTS, SCORES};
@@ -257,6 +261,9 @@ pub struct Overlay {
     /// Slots of keys changed without a write ([`note_modified`]), to bump
     /// after the transaction's write.
     pub touched: Vec<u32>,
+    /// Messages PUBLISHed, `(channel, payload)` in order, to deliver to
+    /// the other connections after the transaction's write.
+    pub published: Vec<(Bytes, Bytes)>,
 }
 
 impl Overlay {
@@ -268,6 +275,7 @@ impl Overlay {
             held,
             escaped: false,
             touched: Vec::new(),
+            published: Vec::new(),
         }
     }
 
@@ -361,6 +369,14 @@ pub fn record(batch: &WriteBatch) {
 /// `Some(None)` deleted, `None` untouched (read the engine).
 pub fn lookup(key: &[u8]) -> Option<Option<Vec<u8>>> {
     with(|o| o.lookup(key)).flatten()
+}
+
+/// Inside EXEC: records a message PUBLISHed to `channel`, for EXEC to
+/// deliver to the other connections once the transaction has committed,
+/// and returns true. Outside EXEC returns false (deliver it now).
+pub fn defer_publish(channel: &Bytes, payload: &Bytes) -> bool {
+    active()
+        && with(|o| o.published.push((channel.clone(), payload.clone()))).is_some()
 }
 
 /// Checks that EXEC holds `stripes`; marks the overlay escaped if not.

@@ -208,3 +208,46 @@ fn blocked_clients_wait_for_their_type_and_moved_keys() {
     }
     assert!(differ.is_empty(), "{}", differ.join("\n"));
 }
+
+/// The messages (and other replies) `c` receives within `wait` of each
+/// other.
+fn drain(c: &mut Resp, wait: Duration) -> String {
+    let mut out = String::new();
+    while c.pending(wait) {
+        out += &format!("{:?}\n", c.read());
+    }
+    out
+}
+
+#[test]
+fn a_message_published_inside_exec_is_delivered_once() {
+    let Some((redis, h)) = servers() else {
+        return;
+    };
+    let transcript = |addr| {
+        let mut sub = Resp::connect(addr, 2).unwrap();
+        let mut sub3 = Resp::connect(addr, 3).unwrap();
+        let mut p = Resp::connect(addr, 2).unwrap();
+        p.call(&["FLUSHALL"]);
+        let mut t = run(&mut sub, "SUBSCRIBE ch");
+        t += &run(&mut sub3, "PSUBSCRIBE c*");
+        // The publisher subscribes inside its own transaction (RESP3, so
+        // it may run other commands): its own message is in EXEC's reply.
+        let mut own = Resp::connect(addr, 3).unwrap();
+        // COPY ... DB locks a key its arguments do not name: batchkv runs
+        // such a transaction a second time holding every lock.
+        t += &run(
+            &mut own,
+            "SET a 1; MULTI; SUBSCRIBE ch; PUBLISH ch m1; COPY a b DB 1; PUBLISH ch m2; EXEC",
+        );
+        // The rest of EXEC's reply (its own messages are pushes that the
+        // reader counts as elements).
+        t += &drain(&mut own, Duration::from_millis(300));
+        t += &run(&mut p, "MULTI; PUBLISH ch m3; COPY a c DB 1; EXEC");
+        t += "subscriber:\n";
+        t += &drain(&mut sub, Duration::from_millis(300));
+        t += "pattern subscriber:\n";
+        t + &drain(&mut sub3, Duration::from_millis(300))
+    };
+    assert_eq!(transcript(h.server.addr()), transcript(redis.addr));
+}

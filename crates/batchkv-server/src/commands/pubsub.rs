@@ -34,9 +34,16 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
 ];
 
 /// PUBLISH: the receiver count, after the messages for this connection
-/// itself (a RESP3 subscriber publishing to its own channel).
+/// itself (a RESP3 subscriber publishing to its own channel). Inside EXEC
+/// the other receivers get the message once the transaction commits
+/// (`tx::defer_publish`): a transaction that runs again does not send it
+/// twice.
 fn publish(shared: &Shared, conn: &mut ConnState, a: &[Bytes]) -> Reply {
-    let (n, own) = shared.pubsub.publish(conn.id, &a[0], &a[1]);
+    let (n, own) = if crate::tx::defer_publish(&a[0], &a[1]) {
+        shared.pubsub.count(conn.id, &a[0], &a[1])
+    } else {
+        shared.pubsub.publish(conn.id, &a[0], &a[1])
+    };
     if own.is_empty() {
         return Reply::Int(n as i64);
     }

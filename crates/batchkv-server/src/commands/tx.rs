@@ -312,6 +312,10 @@ fn exec(shared: &Shared, conn: &mut ConnState, _: &[Bytes]) -> Reply {
         }
         shared.mods.touch(&overlay.touched);
         drop(locks);
+        for (channel, payload) in &overlay.published {
+            // The messages to this connection itself are in the replies.
+            shared.pubsub.publish(conn.id, channel, payload);
+        }
         return Reply::Array(replies);
     }
 }

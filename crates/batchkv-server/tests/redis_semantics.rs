@@ -251,3 +251,46 @@ fn a_message_published_inside_exec_is_delivered_once() {
     };
     assert_eq!(transcript(h.server.addr()), transcript(redis.addr));
 }
+
+/// Container commands with an unknown subcommand or a subcommand's wrong
+/// argument count: refused while queuing (EXEC answers EXECABORT); a
+/// subcommand's own argument errors come from EXEC.
+const QUEUED_SUBCOMMANDS: &str = "\
+PUBSUB BOGUS
+PUBSUB NUMPAT x
+PUBSUB HELP x
+PUBSUB CHANNELS a b
+PUBSUB NUMSUB
+CONFIG BOGUS
+CONFIG GET
+CONFIG SET maxclients
+CLIENT BOGUS
+CLIENT SETNAME
+CLIENT KILL
+COMMAND BOGUS
+COMMAND GETKEYS
+COMMAND COUNT x
+OBJECT BOGUS
+OBJECT ENCODING
+OBJECT HELP x
+SLOWLOG BOGUS
+SLOWLOG LEN x
+SLOWLOG GET 1 2";
+
+#[test]
+fn subcommands_are_checked_while_queuing() {
+    let Some((redis, h)) = servers() else {
+        return;
+    };
+    let transcript = |addr| {
+        let mut c = Resp::connect(addr, 2).unwrap();
+        let mut t = String::new();
+        for line in QUEUED_SUBCOMMANDS.lines() {
+            t += &run(&mut c, &format!("MULTI; {line}; PING; EXEC"));
+        }
+        // A subscribed RESP2 connection: the table's errors come first.
+        t += &run(&mut c, "SUBSCRIBE ch; PUBSUB BOGUS; PUBSUB NUMPAT x; PUBSUB NUMPAT");
+        t
+    };
+    assert_eq!(transcript(h.server.addr()), transcript(redis.addr));
+}

@@ -294,3 +294,56 @@ fn subcommands_are_checked_while_queuing() {
     };
     assert_eq!(transcript(h.server.addr()), transcript(redis.addr));
 }
+
+/// A transcript (replies escaped, [`run`]) with HELLO's server-specific
+/// values (version, client id) blanked.
+fn blank_hello(transcript: &str) -> String {
+    const CRLF: &str = "\\r\\n";
+    let lines: Vec<&str> = transcript.split(CRLF).collect();
+    let mut out = Vec::with_capacity(lines.len());
+    let mut i = 0;
+    while i < lines.len() {
+        out.push(lines[i]);
+        match lines[i] {
+            "version" if i + 2 < lines.len() => {
+                out.extend(["$?", "?"]);
+                i += 2;
+            }
+            "id" if i + 1 < lines.len() => {
+                out.push(":?");
+                i += 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    out.join(CRLF)
+}
+
+#[test]
+fn hello_inside_exec_switches_the_protocol_of_the_replies_after_it() {
+    let Some((redis, h)) = servers() else {
+        return;
+    };
+    let transcript = |addr| {
+        let mut out = String::new();
+        for proto in [2, 3] {
+            let mut c = Resp::connect(addr, proto).unwrap();
+            c.call(&["FLUSHALL"]);
+            c.call(&["ZADD", "z", "1.5", "a"]);
+            c.call(&["HSET", "h", "f", "v"]);
+            for switch in ["HELLO 3", "HELLO 2"] {
+                let t = run(
+                    &mut c,
+                    &format!(
+                        "MULTI; ZSCORE z a; GET nokey; HGETALL h; {switch}; GET nokey; \
+                         ZSCORE z a; HGETALL h; SMEMBERS nokey; EXEC; GET nokey"
+                    ),
+                );
+                out += &blank_hello(&t);
+            }
+        }
+        out
+    };
+    assert_eq!(transcript(h.server.addr()), transcript(redis.addr));
+}

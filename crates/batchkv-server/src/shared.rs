@@ -11,6 +11,9 @@
 //! 2. Multi-key commands take their stripes in ascending stripe order, so
 //!    two of them never deadlock.
 //! 3. Plain reads take no lock: each engine read sees a committed state.
+//!    A command that reads several keys without locking them (SUNION,
+//!    ZINTER, ...) runs in [`Shared::at_snapshot`], so all its reads see
+//!    the same committed state.
 //! 4. Commands read and write the engine only through `Shared`'s methods
 //!    (`get_raw`, `read_*`, `get_many`, `iter`, `write`, `put`, `delete`),
 //!    never through `Shared::db` directly, so that one place decides what
@@ -19,12 +22,14 @@
 //! 5. A [`KeyGuard`] records for WATCH the change of the keys its
 //!    holder's writes changed before it releases the stripes (`tx.rs`).
 
+use std::borrow::Cow;
+use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
-use batchkv::{Db, ReadOptions, WriteBatch, WriteOptions};
+use batchkv::{Db, ReadOptions, Snapshot, WriteBatch, WriteOptions};
 use tokio::sync::watch;
 
 use crate::batcher::Batcher;
@@ -77,6 +82,35 @@ fn corrupt() -> Reply {
 
 pub fn wrong_type() -> Reply {
     Reply::err(keyspace::WRONGTYPE)
+}
+
+thread_local! {
+    /// The engine snapshot this thread's reads see ([`Shared::at_snapshot`]).
+    static READ_AT: RefCell<Option<Snapshot>> = const { RefCell::new(None) };
+}
+
+/// `opts` reading at this thread's snapshot, if one is set and `opts` has
+/// none of its own.
+fn at_read_snapshot(opts: &ReadOptions) -> Cow<'_, ReadOptions> {
+    if opts.snapshot.is_some() {
+        return Cow::Borrowed(opts);
+    }
+    match READ_AT.with(|r| r.borrow().clone()) {
+        Some(s) => Cow::Owned(ReadOptions {
+            snapshot: Some(s),
+            ..opts.clone()
+        }),
+        None => Cow::Borrowed(opts),
+    }
+}
+
+/// Clears this thread's read snapshot when dropped (also on unwinding).
+struct ReadAt;
+
+impl Drop for ReadAt {
+    fn drop(&mut self) {
+        READ_AT.with(|r| r.borrow_mut().take());
+    }
 }
 
 /// Number of key lock stripes.
@@ -334,6 +368,20 @@ impl Shared {
         self.write(b)
     }
 
+    /// Runs `f` with every engine read this thread makes through `Shared`
+    /// at one snapshot, taken now: a command that reads several keys
+    /// without holding their locks sees one committed state, as a serial
+    /// execution would. Inside EXEC, or nested, just runs `f` (EXEC holds
+    /// the locks of the keys its commands name).
+    pub fn at_snapshot<R>(&self, f: impl FnOnce() -> R) -> R {
+        if tx::active() || READ_AT.with(|r| r.borrow().is_some()) {
+            return f();
+        }
+        READ_AT.with(|r| *r.borrow_mut() = Some(self.db.snapshot()));
+        let _clear = ReadAt;
+        f()
+    }
+
     /// Reads one engine key as it is stored.
     pub fn get_raw(&self, key: &[u8]) -> Result<Option<Vec<u8>>, Reply> {
         if tx::active() {
@@ -341,7 +389,10 @@ impl Shared {
                 return Ok(v);
             }
         }
-        self.db.get(key).map_err(crate::commands::engine_error)
+        let opts = ReadOptions::default();
+        self.db
+            .get_opt(&at_read_snapshot(&opts), key)
+            .map_err(crate::commands::engine_error)
     }
 
     /// Visits the stored entries with keys in `[lo, hi)`, ascending (or
@@ -379,7 +430,10 @@ impl Shared {
             fill_cache,
             ..Default::default()
         };
-        let mut it = self.db.iter(&opts).map_err(crate::commands::engine_error)?;
+        let mut it = self
+            .db
+            .iter(&at_read_snapshot(&opts))
+            .map_err(crate::commands::engine_error)?;
         if reverse {
             it.seek_to_last();
         } else {
@@ -570,7 +624,7 @@ impl Shared {
         let now = keyspace::now_ms();
         let mut out = Vec::with_capacity(keys.len());
         self.db
-            .multi_get_with(&ReadOptions::default(), keys, |_, r| {
+            .multi_get_with(&at_read_snapshot(&ReadOptions::default()), keys, |_, r| {
                 out.push(match r {
                     Err(e) => Err(crate::commands::engine_error(e)),
                     Ok(None) => Ok(None),
@@ -607,6 +661,7 @@ impl Shared {
         keys: &[&[u8]],
         mut f: impl FnMut(usize, Option<&[u8]>),
     ) -> Result<(), Reply> {
+        let opts = &*at_read_snapshot(opts);
         // Inside EXEC every key first goes through the overlay (`tx.rs`).
         let in_tx = tx::active();
         if self.batcher.is_none() || in_tx {

@@ -575,6 +575,22 @@ impl Shared {
         Ok(())
     }
 
+    /// Moves `value`, read at stored key `src`, to stored key `dst` with
+    /// its expiry, replacing whatever `dst` held (an expired collection's
+    /// elements too), and deletes `src`: one write (RENAME, MOVE). Then
+    /// wakes the clients blocked on `dst`. The caller holds both keys'
+    /// locks, and `src != dst`.
+    pub fn move_value(&self, src: &[u8], value: &Value, dst: &[u8]) -> Result<(), Reply> {
+        let mut b = WriteBatch::new();
+        self.clear_old(&mut b, dst)?;
+        self.copy_value(&mut b, src, value, dst, value.expire_at())?;
+        self.clear_old(&mut b, src)?;
+        b.delete(src);
+        self.write(b)?;
+        self.blocking.signal(dst);
+        Ok(())
+    }
+
     /// Adds to `b` `value` at `key` with a new expiry (its elements, if a
     /// collection, stay as they are).
     pub fn set_expiry(b: &mut WriteBatch, key: &[u8], value: &Value, expire_at: Option<u64>) {

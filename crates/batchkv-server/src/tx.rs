@@ -206,7 +206,9 @@ pub fn note_written(batch: &WriteBatch, live: impl Fn(&[u8]) -> bool) {
         let mut t = t.borrow_mut();
         for op in batch.ops() {
             let slot = match op {
-                BatchOp::Delete { key } if key.first().is_some_and(|&d| usize::from(d) < NUM_DBS) => {
+                BatchOp::Delete { key }
+                    if key.first().is_some_and(|&d| usize::from(d) < NUM_DBS) =>
+                {
                     live(key).then(|| slot_of(key))
                 }
                 BatchOp::Put { key, .. } | BatchOp::Delete { key } | BatchOp::Merge { key, .. } => {
@@ -375,8 +377,7 @@ pub fn lookup(key: &[u8]) -> Option<Option<Vec<u8>>> {
 /// deliver to the other connections once the transaction has committed,
 /// and returns true. Outside EXEC returns false (deliver it now).
 pub fn defer_publish(channel: &Bytes, payload: &Bytes) -> bool {
-    active()
-        && with(|o| o.published.push((channel.clone(), payload.clone()))).is_some()
+    active() && with(|o| o.published.push((channel.clone(), payload.clone()))).is_some()
 }
 
 /// Checks that EXEC holds `stripes`; marks the overlay escaped if not.
@@ -596,10 +597,21 @@ mod tests {
         let slot = slot_of(&key);
         assert_eq!(owner_slot(&key), Some(slot));
         assert_eq!(owner_slot(&meta::element_key(&key, 7, b"f")), Some(slot));
-        assert_eq!(owner_slot(&meta::score_index_key(&key, 7, 1.5, b"m")), Some(slot));
+        assert_eq!(
+            owner_slot(&meta::score_index_key(&key, 7, 1.5, b"m")),
+            Some(slot)
+        );
         assert_eq!(owner_slot(&expiry_index_key(1, &key)), None);
-        assert_eq!(owner_slot(&[ELEMENTS, 3]), None, "a whole database's elements");
-        assert_eq!(owner_slot(&[ELEMENTS, 3, 0, 0, 0, 9, b'k']), None, "truncated");
+        assert_eq!(
+            owner_slot(&[ELEMENTS, 3]),
+            None,
+            "a whole database's elements"
+        );
+        assert_eq!(
+            owner_slot(&[ELEMENTS, 3, 0, 0, 0, 9, b'k']),
+            None,
+            "truncated"
+        );
         assert_eq!(owner_slot(b""), None);
         // Noted only while a guard is alive; deleting a key with no live
         // value is no change.

@@ -11,18 +11,12 @@ mod common;
 use std::time::Duration;
 
 use common::reference::{RedisServer, Resp};
-use common::Harness;
+use common::{wait_blocked, Harness};
 
 /// A redis-server and a batchkv server, `None` (after printing why)
 /// without redis-server.
 fn servers() -> Option<(RedisServer, Harness)> {
-    match RedisServer::start() {
-        Ok(r) => Some((r, Harness::start())),
-        Err(why) => {
-            eprintln!("SKIPPED: {why}");
-            None
-        }
-    }
+    Some((RedisServer::start_or_skip()?, Harness::start()))
 }
 
 /// The arguments of a command line (split on spaces).
@@ -122,18 +116,6 @@ fn watch_sees_only_the_keys_a_command_changed() {
     assert!(differ.is_empty(), "{}", differ.join("\n"));
 }
 
-/// Waits until the server at `c` reports `n` blocked clients.
-fn wait_blocked(c: &mut Resp, n: usize) {
-    let want = format!("blocked_clients:{n}\r\n");
-    for _ in 0..500 {
-        if c.text(&["INFO", "clients"]).contains(&want) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    panic!("never {want:?}");
-}
-
 /// Blocking scenarios: `database of the blocked client | setup | blocking
 /// command | what another client (in database 0) then runs`, where `?`
 /// checks that the blocked client has no reply yet. The blocked client's
@@ -176,7 +158,11 @@ fn blocked_clients_wait_for_their_type_and_moved_keys() {
             let mut t = run(&mut b, setup);
             a.call(&["SELECT", db]);
             a.send(&args(blocking));
-            wait_blocked(&mut b, 1);
+            let url = format!("redis://{addr}/");
+            wait_blocked(
+                &mut redis::Client::open(url).unwrap().get_connection().unwrap(),
+                1,
+            );
             // The blocked client's reply, if one comes within `wait`.
             let mut reply = |wait| {
                 if a.pending(wait) {
@@ -289,7 +275,10 @@ fn subcommands_are_checked_while_queuing() {
             t += &run(&mut c, &format!("MULTI; {line}; PING; EXEC"));
         }
         // A subscribed RESP2 connection: the table's errors come first.
-        t += &run(&mut c, "SUBSCRIBE ch; PUBSUB BOGUS; PUBSUB NUMPAT x; PUBSUB NUMPAT");
+        t += &run(
+            &mut c,
+            "SUBSCRIBE ch; PUBSUB BOGUS; PUBSUB NUMPAT x; PUBSUB NUMPAT",
+        );
         t
     };
     assert_eq!(transcript(h.server.addr()), transcript(redis.addr));

@@ -130,10 +130,7 @@ pub struct Mpop<'a, S> {
 
 /// Parses `numkeys key... SIDE [COUNT n]` with Redis's checks, in its
 /// order; `side` parses SIDE (`None`: a syntax error).
-pub fn parse_mpop<S>(
-    a: &[Bytes],
-    side: impl Fn(&[u8]) -> Option<S>,
-) -> Result<Mpop<'_, S>, Reply> {
+pub fn parse_mpop<S>(a: &[Bytes], side: impl Fn(&[u8]) -> Option<S>) -> Result<Mpop<'_, S>, Reply> {
     let numkeys = match a.first().and_then(|n| parse_int(n)) {
         Some(n) if n >= 1 => n as u64,
         _ => return Err(Reply::err("ERR numkeys should be greater than 0")),

@@ -48,14 +48,7 @@ pub fn move_key(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     if tri!(shared.read_value(&dst)).is_some() {
         return Reply::Int(0);
     }
-    let mut b = WriteBatch::new();
-    // An expired collection at the destination leaves its elements.
-    tri!(shared.clear_old(&mut b, &dst));
-    tri!(shared.copy_value(&mut b, &src, &value, &dst, value.expire_at()));
-    tri!(shared.clear_old(&mut b, &src));
-    b.delete(&src);
-    tri!(shared.write(b));
-    shared.blocking.signal(&dst);
+    tri!(shared.move_value(&src, &value, &dst));
     Reply::Int(1)
 }
 

@@ -147,6 +147,20 @@ impl RedisServer {
     }
 }
 
+impl RedisServer {
+    /// [`RedisServer::start`], or `None` after printing `SKIPPED: why`
+    /// (for tests that compare with redis-server where it is missing).
+    pub fn start_or_skip() -> Option<RedisServer> {
+        RedisServer::start()
+            .map_err(|why| eprintln!("SKIPPED: {why}"))
+            .ok()
+    }
+
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+}
+
 impl Drop for RedisServer {
     fn drop(&mut self) {
         let _ = self.child.kill();

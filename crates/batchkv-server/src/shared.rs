@@ -254,7 +254,13 @@ impl Drop for KeyGuard<'_> {
                     }
                 }
             }
-            Scope::All => mods.touch(noted),
+            Scope::All => {
+                for (i, &s) in noted.iter().enumerate() {
+                    if i == 0 || noted[i - 1] != s {
+                        mods.touch(&[s]);
+                    }
+                }
+            }
             Scope::Deferred => {}
         });
     }

@@ -175,14 +175,17 @@ pub fn begin_guard() -> usize {
 }
 
 /// Ends the guard begun at `at`: calls `f` with the slots noted since
-/// (sorted, without repeats), then forgets them once no guard is left.
+/// (sorted; repeats possible), then forgets them once no guard is left.
 pub fn end_guard(at: usize, f: impl FnOnce(&[u32])) {
-    let mut noted = TOUCHED.with(|t| t.borrow().get(at..).map(<[u32]>::to_vec));
-    if let Some(n) = noted.as_mut().filter(|n| !n.is_empty()) {
-        n.sort_unstable();
-        n.dedup();
-        f(n);
-    }
+    TOUCHED.with(|t| {
+        let mut t = t.borrow_mut();
+        if let Some(noted) = t.get_mut(at..).filter(|n| !n.is_empty()) {
+            // In place: an enclosing guard's part is this one's and more,
+            // in any order.
+            noted.sort_unstable();
+            f(noted);
+        }
+    });
     let left = GUARDS.with(|g| {
         let left = g.get().saturating_sub(1);
         g.set(left);
@@ -628,7 +631,11 @@ mod tests {
         note_written(&b, |k| k == db_key(0, b"gone"));
         let mut all = vec![slot, slot_of(&db_key(0, b"gone"))];
         all.sort_unstable();
-        end_guard(at, |noted| assert_eq!(noted, all));
+        end_guard(at, |noted| {
+            let mut distinct = noted.to_vec();
+            distinct.dedup();
+            assert_eq!(distinct, all, "sorted, repeats allowed");
+        });
         let at = begin_guard();
         end_guard(at, |_| panic!("nothing was noted"));
     }

@@ -83,7 +83,7 @@ SET c 1 | l2 | MULTI; DEL c l2; EXEC
 SET c 1 | c | MULTI; DEL c l2; EXEC
 RPUSH l a | l | MULTI; LTRIM l 0 -1; EXEC
 SADD s1 a | s1 | MULTI; SUNIONSTORE d s1; EXEC
-SET k v PX 50; SLEEP 80 | k | DEL o k
+SET o 1; SET k v PX 50; SLEEP 80 | k | DEL o k
 SET k v PX 50; SLEEP 80 | k | SET k w
 SET k v PX 50 | k | SLEEP 80
 SET k v PX 50 | k | SLEEP 80; GET k";

@@ -337,13 +337,7 @@ pub fn rename(shared: &Shared, conn: &ConnState, a: &[Bytes], nx: bool) -> Reply
     if nx && tri!(shared.read_value(&dst)).is_some() {
         return Reply::Int(0);
     }
-    let mut b = WriteBatch::new();
-    tri!(shared.clear_old(&mut b, &dst));
-    tri!(shared.copy_value(&mut b, &src, &value, &dst, value.expire_at()));
-    tri!(shared.clear_old(&mut b, &src));
-    b.delete(&src);
-    tri!(shared.write(b));
-    shared.blocking.signal(&dst);
+    tri!(shared.move_value(&src, &value, &dst));
     if nx {
         Reply::Int(1)
     } else {

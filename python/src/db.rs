@@ -220,6 +220,69 @@ impl PyDb {
     }
 }
 
+/// The results of a batched read, gathered without the GIL: every value
+/// copied into one buffer (one allocation for the batch, not one per key).
+struct Found {
+    data: Vec<u8>,
+    /// Per key, in input order: the value's `(start, len)` in `data`, or
+    /// `None` if absent.
+    spans: Vec<Option<(usize, usize)>>,
+    /// The first error met (the call then raises it).
+    err: Option<batchkv::Error>,
+}
+
+impl Found {
+    /// One `multi_get_with` of `keys` in the default family.
+    fn collect(db: &Db, ro: &ReadOptions, keys: &[Cow<'_, [u8]>]) -> Found {
+        let mut f = Found {
+            data: Vec::new(),
+            spans: Vec::with_capacity(keys.len()),
+            err: None,
+        };
+        db.multi_get_with(ro, keys, |_, r| {
+            let span = match r {
+                Ok(Some(v)) => {
+                    let start = f.data.len();
+                    f.data.extend_from_slice(v);
+                    Some((start, v.len()))
+                }
+                Ok(None) => None,
+                Err(e) => {
+                    f.err.get_or_insert(e);
+                    None
+                }
+            };
+            f.spans.push(span);
+        });
+        f
+    }
+
+    /// The same shape from per-key results (`multi_get_cf`).
+    fn from_results(results: Vec<batchkv::Result<Option<Vec<u8>>>>) -> Found {
+        let mut f = Found {
+            data: Vec::new(),
+            spans: Vec::with_capacity(results.len()),
+            err: None,
+        };
+        for r in results {
+            let span = match r {
+                Ok(Some(v)) => {
+                    let start = f.data.len();
+                    f.data.extend_from_slice(&v);
+                    Some((start, v.len()))
+                }
+                Ok(None) => None,
+                Err(e) => {
+                    f.err.get_or_insert(e);
+                    None
+                }
+            };
+            f.spans.push(span);
+        }
+        f
+    }
+}
+
 fn write_opts(sync: bool) -> WriteOptions {
     WriteOptions {
         sync,
@@ -414,21 +477,22 @@ impl PyDb {
         let ks: Vec<Cow<'_, [u8]>> = objs.iter().map(bytes_arg).collect::<PyResult<_>>()?;
         let ro = read_opts(snapshot.as_deref());
         let cf = cf.map(|c| c.cf.clone());
-        let results = py.detach(|| match &cf {
-            None => db.multi_get(&ro, &ks),
+        let found = py.detach(|| match &cf {
+            None => Found::collect(&db, &ro, &ks),
             Some(cf) => {
                 let pairs: Vec<(&ColumnFamily, &[u8])> =
                     ks.iter().map(|k| (cf, k.as_ref())).collect();
-                db.multi_get_cf(&ro, &pairs)
+                Found::from_results(db.multi_get_cf(&ro, &pairs))
             }
         });
-        let list = PyList::empty(py);
-        for r in results {
-            match r.map_err(to_py)? {
-                Some(v) => list.append(PyBytes::new(py, &v))?,
-                None => list.append(py.None())?,
-            }
+        if let Some(e) = found.err {
+            return Err(to_py(e));
         }
+        let values = found.spans.iter().map(|span| match *span {
+            Some((start, len)) => PyBytes::new(py, &found.data[start..start + len]).into_any(),
+            None => py.None().into_bound(py),
+        });
+        let list = PyList::new(py, values)?;
         Ok(list)
     }
 

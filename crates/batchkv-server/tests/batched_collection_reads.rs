@@ -250,9 +250,19 @@ fn concurrent_connections_reply_as_unbatched() {
 /// same write) while batched reads run: a read sees the old or the new
 /// collection — both hold the members read — never a mix of the old
 /// metadata with the elements after the write (which would be nil or 0).
+/// Unbatched reads (`--batch off`) read at one snapshot too.
 #[test]
 fn reads_of_a_collection_being_replaced_see_a_whole_version() {
-    let h = Harness::start();
+    replaced_collections_are_read_whole(true);
+}
+
+#[test]
+fn unbatched_reads_of_a_collection_being_replaced_see_a_whole_version() {
+    replaced_collections_are_read_whole(false);
+}
+
+fn replaced_collections_are_read_whole(batch: bool) {
+    let h = Harness::start_with(|c| c.batch = batch);
     let addr = h.server.addr();
     let mut c = Resp::connect(addr, 2).unwrap();
     c.pipeline(&[

@@ -428,7 +428,14 @@ fn call_slot(
     args: &[Bytes],
     start: Instant,
 ) -> Reply {
-    let reply = (spec.handler)(shared, conn, &args[1..]);
+    // A read of keys holds no locks: it reads at one snapshot, so a
+    // collection's metadata and elements, or several keys, come from one
+    // committed state (Redis runs each command atomically).
+    let reply = if spec.first_key != 0 && spec.flags.contains(&"readonly") {
+        shared.at_snapshot(|| (spec.handler)(shared, conn, &args[1..]))
+    } else {
+        (spec.handler)(shared, conn, &args[1..])
+    };
     let took = start.elapsed();
     shared
         .stats

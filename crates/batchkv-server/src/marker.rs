@@ -6,9 +6,10 @@
 //! directory (`docs/format/server-keyspace.md` §6).
 //!
 //! The marker is the key [`SERVER_MARKER`] (value: the keyspace version,
-//! `1`), in the reserved range `11` that no Redis key and no FLUSHALL
-//! touches. Databases from before the marker are recognised by their key
-//! ranges ([`first_foreign_key`]) and marked when a server first opens them.
+//! `1`), in the reserved range `11` that no Redis command reaches and
+//! FLUSHDB/FLUSHALL leave. Databases from before the marker are recognised
+//! by their key ranges ([`first_foreign_key`]) and marked when a server
+//! first opens them.
 
 use std::path::Path;
 
@@ -31,7 +32,8 @@ const CHECKED_ENTRIES: usize = 1000;
 
 /// True if `db` was written by `batchkv serve`: it holds the marker, or,
 /// written before the marker existed, the expiry index's completion key
-/// (which every server since the index writes within its first second).
+/// (which every server since the index writes once it has indexed the
+/// database).
 pub fn written_by_server(db: &Db) -> batchkv::Result<bool> {
     Ok(db.get(SERVER_MARKER)?.is_some() || db.get(EXPIRY_INDEX_COMPLETE)?.is_some())
 }

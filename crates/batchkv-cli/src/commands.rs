@@ -139,13 +139,7 @@ pub fn run(
     };
     match cmd {
         DataCommand::Put(a) => {
-            let f = a.common.format(None);
-            let key = f.arg("key", &a.key)?;
-            let value = match (&a.value, &a.value_file) {
-                (Some(v), _) => f.arg("value", v)?,
-                (None, Some(path)) => read_file(path)?,
-                (None, None) => read_stdin()?,
-            };
+            let (key, value) = put_args(&a)?;
             let db = open::for_write(&dir, opts, a.common.force)?;
             db.put(key, value)?;
             close(db, ExitCode::SUCCESS)
@@ -171,6 +165,20 @@ pub fn run(
             close(db, ExitCode::SUCCESS)
         }
     }
+}
+
+/// The key and value of `put`, read (from the argument, the file or
+/// stdin) before the database is opened.
+fn put_args(a: &PutArgs) -> Result<(Vec<u8>, Vec<u8>), Error> {
+    let f = a.common.format(None);
+    let key = f.arg("key", &a.key)?;
+    let value = match (&a.value, &a.value_file) {
+        (Some(v), _) => f.arg("value", v)?,
+        (None, Some(path)) => read_file(path)?,
+        // The argument group makes --stdin the only source left.
+        (None, None) => read_stdin()?,
+    };
+    Ok((key, value))
 }
 
 fn close(db: Db, code: ExitCode) -> Result<ExitCode, Error> {

@@ -25,6 +25,7 @@ mod commands;
 mod config;
 mod conn;
 mod expiry;
+mod keycount;
 mod keyspace;
 mod ldouble;
 pub mod marker;

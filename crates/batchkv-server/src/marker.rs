@@ -3,7 +3,7 @@
 //! data (written by the `batchkv` data commands or the library) and a
 //! server's data look empty to each other. The server therefore marks its
 //! databases, and refuses to serve plain data; the CLI refuses a marked
-//! directory (`docs/format/server-keyspace.md` §6).
+//! directory (`docs/format/server-keyspace.md` §7).
 //!
 //! The marker is the key [`SERVER_MARKER`] (value: the keyspace version,
 //! `1`), in the reserved range `11` that no Redis command reaches and

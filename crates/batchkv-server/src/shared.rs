@@ -29,6 +29,7 @@ use tokio::sync::watch;
 
 use crate::batcher::Batcher;
 use crate::config::{AppendFsync, Config};
+use crate::keycount::KeyCounts;
 use crate::keyspace::{self, Entry};
 use crate::meta::{self, Kind, Meta, Versions};
 use crate::resp::Reply;
@@ -141,6 +142,8 @@ pub struct Shared {
     /// While false, a string write cannot be replacing a collection and
     /// need not read the key first.
     pub(crate) has_collections: AtomicBool,
+    /// Keys per database, kept by every write (`keycount.rs`).
+    pub(crate) key_counts: Arc<KeyCounts>,
     pub(crate) stripes: Vec<Mutex<()>>,
     /// Modification counters read by WATCH (`tx.rs`).
     pub(crate) mods: tx::Mods,
@@ -198,6 +201,8 @@ pub struct KeyGuard<'a> {
     /// Inside EXEC: nothing is locked, the changes go to the overlay.
     deferred: bool,
     _guards: Vec<MutexGuard<'a, ()>>,
+    /// Reads under the locks spare the key counts a lookup (`keycount.rs`).
+    _recording: crate::keycount::Recording,
 }
 
 impl Drop for KeyGuard<'_> {
@@ -236,6 +241,7 @@ impl Shared {
             writes_at: tx::writes(),
             deferred,
             _guards: idx.into_iter().map(|i| lock(&self.stripes[i])).collect(),
+            _recording: crate::keycount::Recording::start(),
         }
     }
 
@@ -263,6 +269,7 @@ impl Shared {
             writes_at: tx::writes(),
             deferred: false,
             _guards: guards,
+            _recording: crate::keycount::Recording::start(),
         }
     }
 
@@ -281,19 +288,44 @@ impl Shared {
             tx::record(&batch);
             return Ok(());
         }
-        self.mark_dirty();
         let opts = WriteOptions {
             sync: self.settings.appendfsync() == AppendFsync::Always,
             ..Default::default()
         };
+        self.apply(&opts, batch)
+    }
+
+    /// Applies `batch` to the engine with `opts` and counts the keys it
+    /// adds or removes (`keycount.rs`; the caller holds the locks of the
+    /// keys it writes).
+    pub fn apply(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<(), Reply> {
+        self.mark_dirty();
+        let delta = KeyCounts::delta_of(&self.db, &batch).map_err(crate::commands::engine_error)?;
         let r = if opts.sync {
             // The fsync blocks: let the runtime move other tasks off this
             // worker meanwhile (and let concurrent writers group-commit).
-            block_in_place(|| self.db.write(&opts, batch))
+            block_in_place(|| self.db.write(opts, batch))
         } else {
-            self.db.write(&opts, batch)
+            self.db.write(opts, batch)
         };
-        r.map_err(crate::commands::engine_error)
+        r.map_err(crate::commands::engine_error)?;
+        if !delta.is_empty() {
+            self.key_counts.add(&delta);
+        }
+        Ok(())
+    }
+
+    /// Keys in database `db` and how many have an expiry (`keycount.rs`;
+    /// inside EXEC including what the transaction wrote so far). O(1)
+    /// outside EXEC.
+    pub fn key_count(&self, db: u8) -> Result<crate::keycount::Count, Reply> {
+        let mut c = self.key_counts.get(usize::from(db)).map_err(Reply::err)?;
+        let pending = tx::pending(|b| KeyCounts::delta_of(&self.db, b));
+        if let Some(delta) = pending {
+            let delta = delta.map_err(crate::commands::engine_error)?;
+            c = delta.applied_to(c, usize::from(db));
+        }
+        Ok(c)
     }
 
     /// Puts one string value (replacing whatever the key held).
@@ -319,7 +351,11 @@ impl Shared {
                 return Ok(v);
             }
         }
-        self.db.get(key).map_err(crate::commands::engine_error)
+        let v = self.db.get(key).map_err(crate::commands::engine_error)?;
+        if !tx::active() {
+            crate::keycount::remember(key, v.as_deref());
+        }
+        Ok(v)
     }
 
     /// Visits the stored entries with keys in `[lo, hi)`, ascending (or
@@ -587,6 +623,8 @@ impl Shared {
     ) -> Result<(), Reply> {
         // Inside EXEC every key first goes through the overlay (`tx.rs`).
         let in_tx = tx::active();
+        // Reads of the latest state are what the key counts need.
+        let latest = !in_tx && opts.snapshot.is_none();
         if self.batcher.is_none() || in_tx {
             for (i, k) in keys.iter().enumerate() {
                 let v = match in_tx.then(|| tx::lookup(k)).flatten() {
@@ -596,13 +634,21 @@ impl Shared {
                         .get_opt(opts, k)
                         .map_err(crate::commands::engine_error)?,
                 };
+                if latest {
+                    crate::keycount::remember(k, v.as_deref());
+                }
                 f(i, v.as_deref());
             }
             return Ok(());
         }
         let mut err = None;
         self.db.multi_get_with(opts, keys, |i, r| match r {
-            Ok(v) => f(i, v),
+            Ok(v) => {
+                if latest {
+                    crate::keycount::remember(keys[i], v);
+                }
+                f(i, v)
+            }
             Err(e) => {
                 err.get_or_insert(e);
             }

@@ -258,6 +258,12 @@ pub fn record(batch: &WriteBatch) {
     with(|o| o.record(batch));
 }
 
+/// Runs `f` on what the installed overlay has recorded so far (`None`
+/// if there is none).
+pub fn pending<R>(f: impl FnOnce(&WriteBatch) -> R) -> Option<R> {
+    with(|o| f(&o.batch))
+}
+
 /// The installed overlay's view of `key`: `Some(Some(v))` written,
 /// `Some(None)` deleted, `None` untouched (read the engine).
 pub fn lookup(key: &[u8]) -> Option<Option<Vec<u8>>> {

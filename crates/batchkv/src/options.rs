@@ -101,8 +101,8 @@ pub struct Options {
     pub verify_checksums: bool,
     /// Record latency histograms of `get`, `multi_get` and `write` for
     /// [`Db::statistics`](crate::Db::statistics) (default true: one clock
-    /// read pair and three relaxed atomic operations per call; see the
-    /// README for its measured cost).
+    /// read pair and three relaxed atomic operations per call; its measured
+    /// cost: `docs/perf/history/2026-11-23-feature-costs.md`).
     pub statistics: bool,
     /// Offered each live value that compaction rewrites and no snapshot
     /// can see; may keep, remove or replace it (see [`CompactionFilter`](crate::CompactionFilter)).

@@ -355,7 +355,8 @@ fn cpu() -> String {
 fn keyspace(shared: &Shared) -> Result<String, Reply> {
     let mut out = String::new();
     for db in 0..NUM_DBS as u8 {
-        let (n, exp) = super::keys::count_keys(shared, db)?;
+        let c = shared.key_count(db)?;
+        let (n, exp) = (c.keys, c.expires);
         if n > 0 {
             let _ = write!(out, "db{db}:keys={n},expires={exp},avg_ttl=0\r\n");
         }

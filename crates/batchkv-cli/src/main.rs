@@ -4,6 +4,9 @@
 mod bench;
 mod commands;
 mod dump;
+mod escape;
+mod input;
+mod open;
 mod stress;
 
 use std::path::PathBuf;
@@ -34,7 +37,7 @@ enum Command {
     Data(commands::DataCommand),
     /// Runs db_bench-style benchmarks.
     Bench(Box<bench::BenchArgs>),
-    /// Prints the contents of a file of the database (`dump sst FILE`).
+    /// Prints the contents of one file of a database: `dump sst|wal|manifest FILE`.
     #[command(subcommand)]
     Dump(dump::DumpTarget),
     /// Random operations checked against an expected-state oracle.

@@ -16,6 +16,8 @@
 //!   expiry has its index entry. Databases written before the index lack
 //!   it; the sweeper then walks them once, indexing what it finds, and
 //!   writes it.
+//! - `11 "batchkv_serve_keyspace"`, value `1`: the server marker
+//!   (`marker.rs`), written at start.
 //!
 //! Servers before
 //! `Db::sync_wal` made `--appendfsync everysec` durable by deleting the

@@ -51,6 +51,7 @@ impl Server {
             .build()?;
         let db =
             Db::open_with_fs(&cfg.dir, cfg.options.clone(), fs).map_err(std::io::Error::other)?;
+        crate::marker::claim(&db, &cfg.dir)?;
         let std_listener = std::net::TcpListener::bind((cfg.bind.as_str(), cfg.port))?;
         std_listener.set_nonblocking(true)?;
         let addr = std_listener.local_addr()?;

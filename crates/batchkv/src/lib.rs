@@ -64,9 +64,13 @@ pub use options::{
     Options, ReadOptions, WalRecoveryMode, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE,
 };
 pub use options_builder::OptionsBuilder;
+// Inspection of single files (`batchkv dump sst|wal|manifest`): read-only,
+// off every engine path.
 pub use sst::dump::{SstEntries, SstEntry, SstFileReader};
 pub use sst::file_writer::{ExternalSstInfo, SstFileWriter};
 pub use sst::CompressionType;
+pub use version::dump::{DumpKey, ManifestEdit, ManifestFile, ManifestFileReader};
+pub use wal::dump::{LogDamage, WalFileReader, WalOp, WalRecord};
 /// Memtable internals for the component micro-benchmarks only.
 #[cfg(feature = "bench-internals")]
 pub use {

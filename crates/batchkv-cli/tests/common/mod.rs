@@ -1,8 +1,11 @@
-//! Starting and stopping `batchkv serve` processes for the CLI's server
-//! tests.
+//! Running the `batchkv` binary in tests: data commands ([`batchkv`],
+//! [`batchkv_stdin`]) and `batchkv serve` processes ([`serve`], [`wait`]).
+#![allow(dead_code, reason = "each test file uses part of these helpers")]
 
+use std::ffi::OsStr;
+use std::io::Write;
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// A `batchkv serve` process, killed when dropped (so that a failing test
@@ -56,4 +59,46 @@ pub fn wait(child: &mut Child) -> ExitStatus {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// Runs `batchkv ARGS...` to completion (stdin empty).
+pub fn batchkv<A: AsRef<OsStr>>(args: &[A]) -> Output {
+    batchkv_stdin(args, b"")
+}
+
+/// Runs `batchkv ARGS...` with `input` on its stdin.
+pub fn batchkv_stdin<A: AsRef<OsStr>>(args: &[A], input: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_batchkv"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_vec();
+    // A writer thread: a command that does not read stdin must not block
+    // the test on a full pipe.
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    out
+}
+
+/// The text of `out`'s stdout and stderr, for assertion messages.
+pub fn show(out: &Output) -> String {
+    format!(
+        "status {:?}\nstdout: {}\nstderr: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Panics (showing the output) unless the command succeeded.
+pub fn ok(out: Output) -> Output {
+    assert!(out.status.success(), "command failed: {}", show(&out));
+    out
 }

@@ -422,6 +422,19 @@ impl Transaction {
             upper.clone(),
         )?;
         let id = cf.id();
+        if let (Some(l), Some(u)) = (&lower, &upper) {
+            if l >= u {
+                // An empty (or inverted) range: no own writes in it.
+                return Ok(TransactionIter {
+                    db,
+                    cf: Arc::clone(&cf.inner),
+                    own: VecDeque::new(),
+                    front: None,
+                    back: None,
+                    done: false,
+                });
+            }
+        }
         let from = Bound::Included((id, lower.unwrap_or_default()));
         let to = match upper {
             Some(u) => Bound::Excluded((id, u)),

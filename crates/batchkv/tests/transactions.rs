@@ -136,11 +136,8 @@ fn range_merges_own_writes_both_ways_with_bounds() {
     let mut it = txn.range::<&[u8], _>(..).unwrap();
     let mut front = Vec::new();
     let mut back = Vec::new();
-    loop {
-        match it.next() {
-            Some(r) => front.push(r.unwrap()),
-            None => break,
-        }
+    while let Some(r) = it.next() {
+        front.push(r.unwrap());
         match it.next_back() {
             Some(r) => back.push(r.unwrap()),
             None => break,

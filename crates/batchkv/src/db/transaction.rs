@@ -378,9 +378,7 @@ impl Transaction {
                 out[i] = Some(r);
             }
         }
-        out.into_iter()
-            .map(|r| r.unwrap_or_else(|| Ok(None)))
-            .collect()
+        out.into_iter().map(|r| r.unwrap_or(Ok(None))).collect()
     }
 
     /// [`multi_get`](Self::multi_get), tracking every key as

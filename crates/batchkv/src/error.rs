@@ -71,6 +71,17 @@ pub enum Error {
         /// What is missing and how to get it.
         detail: String,
     },
+    /// A [`Transaction`](crate::Transaction) could not commit: `key` (in
+    /// column family `cf`), which it wrote or read with `get_for_update`,
+    /// was written by someone else after the transaction's snapshot.
+    /// Nothing of the transaction was applied; retry it from the start.
+    #[error("transaction conflict: key \"{}\" in column family {cf:?} was written after the transaction's snapshot", .key.escape_ascii())]
+    Conflict {
+        /// The conflicting key (the first in (family id, key) order).
+        key: Vec<u8>,
+        /// The name of the key's column family.
+        cf: String,
+    },
     /// An earlier background failure (flush, compaction, WAL sync) put the
     /// database into read-only mode; writes are refused with this error.
     #[error("database is read-only after a background error: {0}")]
@@ -99,6 +110,12 @@ impl Error {
     /// (`InvalidArgument` naming it).
     pub(crate) fn cf_dropped(name: &str) -> Error {
         Error::InvalidArgument(format!("column family {name:?} has been dropped"))
+    }
+
+    /// True for [`Error::Conflict`]: the transaction lost a race and can
+    /// be retried.
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, Error::Conflict { .. })
     }
 
     /// True for [`Error::Corruption`] (also when wrapped as a background error).

@@ -50,7 +50,7 @@ pub use batch::{BatchOp, WriteBatch};
 pub use compaction::{CompactionDecision, CompactionFilter, TtlFilter};
 pub use db::{
     ColumnFamily, Db, DbIterator, DbStats, IngestOptions, KvResult, LatencyStats, RangeIter,
-    RecoveryReport, Snapshot, Statistics, WalDamage,
+    RecoveryReport, RecoveryStatus, Snapshot, Statistics, WalDamage,
 };
 pub use error::{Error, Result};
 pub use fs::{

@@ -157,7 +157,13 @@ impl DbCore {
             // instead of killing the thread with its inputs still marked
             // as compacting.
             let merged = catch_panic(
-                || format!("compaction of L{} into L{}", task.level, task.output_level()),
+                || {
+                    format!(
+                        "compaction of L{} into L{}",
+                        task.level,
+                        task.output_level()
+                    )
+                },
                 || self.merge_inputs(&task, &opts, &snapshots, &mut allocated),
             )
             .and_then(|r| r);

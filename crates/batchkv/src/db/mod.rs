@@ -78,7 +78,7 @@ pub use snapshot::Snapshot;
 use snapshot::SnapshotList;
 pub use statistics::Statistics;
 use table_cache::TableCache;
-pub use wal_replay::{RecoveryReport, WalDamage};
+pub use wal_replay::{RecoveryReport, RecoveryStatus, WalDamage};
 use write::PendingWrite;
 
 /// What a read needs, swapped as one immutable unit.

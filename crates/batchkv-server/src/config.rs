@@ -89,6 +89,11 @@ pub struct ServeArgs {
     /// Runtime worker threads (default: the number of CPUs).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Append log lines (the global `--log-level` and above; recovery
+    /// reports, background errors) to FILE instead of stderr. The logger
+    /// is installed by the `batchkv` binary, which reads this flag.
+    #[arg(long, value_name = "FILE")]
+    pub logfile: Option<PathBuf>,
 }
 
 /// Default [`Config::client_query_buffer_limit`]: 1 GiB, as in Redis.

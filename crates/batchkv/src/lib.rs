@@ -50,8 +50,8 @@ pub use batch::{BatchOp, WriteBatch};
 pub use compaction::{CompactionDecision, CompactionFilter, TtlFilter};
 pub use db::{
     ColumnFamily, Db, DbIterator, DbStats, IngestOptions, KvResult, LatencyStats, RangeIter,
-    RecoveryReport, Snapshot, Statistics, Transaction, TransactionIter, TransactionOptions,
-    WalDamage,
+    RecoveryReport, RecoveryStatus, Snapshot, Statistics, Transaction, TransactionIter,
+    TransactionOptions, WalDamage,
 };
 pub use error::{Error, Result};
 pub use fs::{

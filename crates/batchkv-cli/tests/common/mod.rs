@@ -23,7 +23,8 @@ impl Drop for Served {
 }
 
 /// Starts `batchkv serve --port 0 --dir DIR ARGS...`; its port is read from
-/// the "listening on" line on stderr.
+/// the "listening on" line on stderr (lines logged before it, such as a
+/// recovery report, are skipped).
 pub fn serve(dir: &std::path::Path, args: &[&str]) -> Served {
     let mut child = Command::new(env!("CARGO_BIN_EXE_batchkv"))
         .args(["serve", "--port", "0", "--dir"])
@@ -33,16 +34,25 @@ pub fn serve(dir: &std::path::Path, args: &[&str]) -> Served {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
     let mut line = String::new();
-    BufReader::new(child.stderr.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let mut seen = String::new();
+    while !line.contains("listening on") {
+        line.clear();
+        if stderr.read_line(&mut line).unwrap() == 0 {
+            let _ = child.kill();
+            panic!("serve exited before listening; stderr:\n{seen}");
+        }
+        seen.push_str(&line);
+    }
     let port = line
         .trim()
         .rsplit(':')
         .next()
         .and_then(|p| p.parse().ok())
         .unwrap_or_else(|| panic!("no port in {line:?}"));
+    // Keep the pipe drained so later log lines never block the server.
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
     Served { child, port }
 }
 

@@ -80,7 +80,7 @@ use snapshot::SnapshotList;
 pub use statistics::Statistics;
 use table_cache::TableCache;
 pub use transaction::{Transaction, TransactionIter, TransactionOptions};
-pub use wal_replay::{RecoveryReport, WalDamage};
+pub use wal_replay::{RecoveryReport, RecoveryStatus, WalDamage};
 use write::PendingWrite;
 
 /// What a read needs, swapped as one immutable unit.

@@ -20,7 +20,7 @@ mod reader;
 mod writer;
 
 #[allow(unused_imports)] // used by recovery once `Db` is wired in
-pub(crate) use reader::{ReadOutcome, Reader};
+pub(crate) use reader::{intact_fragment_after, ReadOutcome, Reader};
 #[allow(unused_imports)] // used by the write path once `Db` is wired in
 pub(crate) use writer::Writer;
 

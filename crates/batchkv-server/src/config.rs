@@ -100,6 +100,11 @@ pub struct ServeArgs {
     /// Runtime worker threads (default: the number of CPUs).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Append log lines (the global `--log-level` and above; recovery
+    /// reports, background errors) to FILE instead of stderr. The logger
+    /// is installed by the `batchkv` binary, which reads this flag.
+    #[arg(long, value_name = "FILE")]
+    pub logfile: Option<PathBuf>,
 }
 
 /// Default [`Config::client_query_buffer_limit`]: 1 GiB, as in Redis.
@@ -128,8 +133,9 @@ pub const SERVE_BLOCK_CACHE_SIZE: usize = 1 << 30;
 ///   point lookups (GET, MGET, EXISTS), and a block search then scans the
 ///   keys section alone: for 100-byte values about 5 cache lines per
 ///   lookup instead of about 15, which is what a batched lookup, bound by
-///   the cache lines it fetches, pays for (README, "Separated data blocks
-///   by default"). Tables written with either layout stay readable, so
+///   the cache lines it fetches, pays for (measured in
+///   `docs/perf/history/2026-11-24-serve-vs-redis.md`, "Separated data
+///   blocks by default"). Tables written with either layout stay readable, so
 ///   `--options separate_key_value_in_data_block=false` can switch back at
 ///   any time.
 pub fn serve_default_options() -> Options {

@@ -1,7 +1,8 @@
 //! One client connection: read, parse every complete request in the
 //! buffer (a pipeline), execute the requests in order, write the replies.
 //!
-//! Runs of consecutive GET/MGET commands in a pipeline are executed
+//! Runs of consecutive GET/MGET and collection point reads (HGET, HMGET,
+//! SISMEMBER, SMISMEMBER, ZSCORE, ZMSCORE) in a pipeline are executed
 //! together: with batching on, as one job of the [`Batcher`](crate::batcher)
 //! (one `multi_get`, possibly shared with other connections); with
 //! `--batch off`, one `get` per key.
@@ -14,8 +15,8 @@
 //!   pending, they are written before the next command runs, and the
 //!   connection waits until the socket has taken all of them
 //!   (back-pressure: a client that does not read stops its own pipeline,
-//!   and nothing more is read from it meanwhile). A batched run of
-//!   GET/MGET is cut where its reply reaches that size (`batcher.rs`). So
+//!   and nothing more is read from it meanwhile). A batched run of reads
+//!   is cut where its reply reaches that size (`batcher.rs`). So
 //!   a connection holds at most [`OUTPUT_CHUNK`] bytes of replies plus one
 //!   command's reply. `client-output-buffer-limit normal HARD SOFT
 //!   SECONDS` (Redis's setting; `0 0 0` by default) closes a client whose
@@ -387,9 +388,10 @@ impl Conn {
         Some(After::Continue)
     }
 
-    /// Runs the GET/MGET commands at the start of `reqs` as one batcher
-    /// job, as many as are expected to fit [`OUTPUT_CHUNK`] (at least
-    /// one); returns how many were answered — `Some(None)` if `reqs` does
+    /// Runs the batchable reads (see [`batchable`]) at the start of `reqs`
+    /// as one batcher job, as many as are expected to fit [`OUTPUT_CHUNK`]
+    /// (at least one; a command counts its [`Shape::keys`] entries: a
+    /// collection read's key and fields); returns how many were answered — `Some(None)` if `reqs` does
     /// not start with one (or batching is off), `None` if the connection
     /// must close (output limit).
     async fn run_batched(&mut self, reqs: &[Vec<Bytes>]) -> Option<Option<usize>> {
@@ -407,9 +409,7 @@ impl Conn {
             if !shapes.is_empty() && n + shape.keys() > budget {
                 break;
             }
-            for k in &args[1..] {
-                keys.push(self.st.db, k);
-            }
+            keys.push_args(self.st.db, shape, &args[1..]);
             n += shape.keys();
             shapes.push(shape);
         }
@@ -558,7 +558,8 @@ impl Conn {
     }
 }
 
-/// Whether `args` is a GET or MGET that can join a batched run (never
+/// Whether `args` is a GET, MGET or collection point read (HGET, HMGET,
+/// SISMEMBER, SMISMEMBER, ZSCORE, ZMSCORE) that can join a batched run (never
 /// inside MULTI: there it is queued; never in RESP2 with subscriptions:
 /// there it is refused).
 fn batchable(st: &ConnState, args: &[Bytes]) -> Option<Shape> {
@@ -566,10 +567,26 @@ fn batchable(st: &ConnState, args: &[Bytes]) -> Option<Shape> {
         return None;
     }
     let name = &args[0];
-    if name.eq_ignore_ascii_case(b"get") && args.len() == 2 {
+    let is = |n: &[u8]| name.eq_ignore_ascii_case(n);
+    // With the arity Redis requires (the normal path answers the error).
+    let (single, many) = (args.len() == 3, args.len() >= 3);
+    let n = args.len().saturating_sub(2);
+    if is(b"get") && args.len() == 2 {
         Some(Shape::Get)
-    } else if name.eq_ignore_ascii_case(b"mget") && args.len() >= 2 {
+    } else if is(b"mget") && args.len() >= 2 {
         Some(Shape::Mget(args.len() - 1))
+    } else if is(b"hget") && single {
+        Some(Shape::HGet)
+    } else if is(b"hmget") && many {
+        Some(Shape::HMget(n))
+    } else if is(b"sismember") && single {
+        Some(Shape::SIsMember)
+    } else if is(b"smismember") && many {
+        Some(Shape::SMIsMember(n))
+    } else if is(b"zscore") && single {
+        Some(Shape::ZScore)
+    } else if is(b"zmscore") && many {
+        Some(Shape::ZMScore(n))
     } else {
         None
     }

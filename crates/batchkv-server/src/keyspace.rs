@@ -16,6 +16,8 @@
 //!   expiry has its index entry. Databases written before the index lack
 //!   it; the sweeper then walks them once, indexing what it finds, and
 //!   writes it.
+//! - `11 "batchkv_serve_keyspace"`, value `1`: the server marker
+//!   (`marker.rs`), written at start.
 //!
 //! Servers before
 //! `Db::sync_wal` made `--appendfsync everysec` durable by deleting the
@@ -31,13 +33,13 @@
 //! Example: `SET k hello PXAT 1700000000000` stores key
 //! `00 6b` and value `01 00 68 e5 cf 8b 01 00 00 68 65 6c 6c 6f`.
 //! An entry whose expiry is ≤ now is treated as absent on every read
-//! (lazy expiry). Compaction drops it through [`ttl_filter`], and the
-//! server's active expiry (`expiry.rs`) deletes it sooner.
+//! (lazy expiry) until the server's active expiry (`expiry.rs`) deletes
+//! it. No compaction filter drops expired values: a key leaves the
+//! keyspace only through a write the key counts see (`keycount.rs`).
 
-use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use batchkv::{CompactionFilter, TtlFilter, WriteBatch};
+use batchkv::WriteBatch;
 
 use crate::meta::{Meta, TAG_COLLECTION};
 
@@ -218,14 +220,6 @@ pub fn decode_value(v: &[u8]) -> Option<Decoded<'_>> {
         }
         _ => None,
     }
-}
-
-/// The compaction filter that removes expired string values (values not
-/// written by this server are kept, and so is collection metadata: an
-/// expired collection's elements must go in the same write as it, which
-/// active expiry does).
-pub fn ttl_filter() -> Arc<dyn CompactionFilter> {
-    Arc::new(TtlFilter::new(|v: &[u8]| decode_value(v)?.expire_at))
 }
 
 /// What is stored at a key: a string, or a collection's metadata
@@ -472,33 +466,11 @@ mod tests {
         assert_eq!(live_value(&v, 1_700_000_000_000), Ok(None));
         let m = Meta::new(crate::meta::Kind::Set, 1).encode();
         assert_eq!(live_value(&m, 0), Err(NotString::WrongType));
-        assert_eq!(decode_value(&m), None, "never a string to ttl_filter");
+        assert_eq!(decode_value(&m), None, "metadata never decodes as a string");
         assert!(live_value(&v, 1_699_999_999_999).unwrap().is_some());
         assert_eq!(decode_value(b""), None);
         assert_eq!(decode_value(b"\x01abc"), None);
         assert_eq!(decode_value(b"\x07"), None);
-    }
-
-    #[test]
-    fn compaction_drops_expired_values() {
-        use batchkv::{Db, Options};
-        let dir = tempfile::tempdir().unwrap();
-        let opts = Options {
-            compaction_filter: Some(ttl_filter()),
-            ..Options::default()
-        };
-        let db = Db::open(dir.path(), opts).unwrap();
-        db.put(b"\0gone", encode_value(b"v", Some(1))).unwrap();
-        db.put(b"\0later", encode_value(b"v", Some(now_ms() + 3_600_000)))
-            .unwrap();
-        db.put(b"\0plain", encode_value(b"v", None)).unwrap();
-        db.put(b"\0foreign", b"").unwrap();
-        db.flush().unwrap();
-        db.compact_range(None, None).unwrap();
-        assert_eq!(db.get(b"\0gone").unwrap(), None);
-        for k in [&b"\0later"[..], b"\0plain", b"\0foreign"] {
-            assert!(db.get(k).unwrap().is_some(), "{k:?}");
-        }
     }
 
     #[test]

@@ -14,7 +14,8 @@
 //! `long double` for INCRBYFLOAT), `pubsub.rs` (Pub/Sub subscriptions and
 //! delivery), `clients.rs` (the connection registry and idle timeout),
 //! `slowlog.rs`, `cmdstats.rs` (INFO commandstats), `config/runtime.rs`
-//! (CONFIG SET), `commands/` (the commands).
+//! (CONFIG SET), `marker.rs` (telling a server's database from plain
+//! engine data), `commands/` (the commands).
 
 mod batcher;
 mod blocking;
@@ -24,8 +25,10 @@ mod commands;
 mod config;
 mod conn;
 mod expiry;
+mod keycount;
 mod keyspace;
 mod ldouble;
+pub mod marker;
 mod meta;
 mod pubsub;
 mod resp;

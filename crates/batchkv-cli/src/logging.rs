@@ -20,7 +20,8 @@ pub struct GlobalArgs {
     /// filters (e.g. `RUST_LOG=batchkv=debug`).
     #[arg(long, global = true, default_value = "warn")]
     pub log_level: LevelFilter,
-    /// How to open a database whose WAL is damaged: tolerate-corrupted-tail
+    /// How data commands and `serve` open a database whose WAL is damaged:
+    /// tolerate-corrupted-tail
     /// (the default: a crash's torn tail is accepted, damage followed by
     /// intact writes refuses the open), point-in-time (keep the writes
     /// before the damage), skip-corrupted (also apply the intact writes

@@ -15,11 +15,17 @@ use batchkv::{Db, Options, WriteBatch, WriteOptions};
 const N: u64 = 1000;
 
 /// A database with `N` synced writes left in its WAL; returns the WAL.
+/// The entries are strings of `batchkv serve`'s database 0 (key `00 ‖
+/// key`, value `00 ‖ bytes`: docs/format/server-keyspace.md), so both the
+/// CLI and the server open it.
 fn damaged_db(dir: &Path, damage: impl FnOnce(&mut Vec<u8>)) -> PathBuf {
     let db = Db::open(dir, Options::default()).unwrap();
     for i in 0..N {
         let mut b = WriteBatch::new();
-        b.put(format!("key{i:06}"), format!("value-{i}-").repeat(8));
+        b.put(
+            format!("\0key{i:06}"),
+            format!("\0{}", format!("value-{i}-").repeat(8)),
+        );
         db.write(
             &WriteOptions {
                 sync: true,
@@ -87,6 +93,22 @@ fn damaged_wal_is_refused_and_salvaged_on_request() {
     assert!(err.contains(&name) && err.contains("offset"), "{err}");
     assert!(err.contains("checksum mismatch"), "{err}");
     assert!(err.contains("intact write batches"), "{err}");
+    // A read-only command salvages in memory only: nothing is copied or
+    // changed on disk.
+    assert!(!dir.path().join("lost").exists());
+
+    // A write command salvages for good, copying the damaged WAL first.
+    let out = batchkv(&[
+        "--db",
+        db,
+        "--wal-recovery",
+        "point-in-time",
+        "put",
+        "after",
+        "salvage",
+    ]);
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
     assert!(err.contains("lost/"), "{err}");
     assert!(dir.path().join("lost").join(&name).exists());
 }

@@ -210,3 +210,80 @@ fn panicking_merge_operator_on_get_is_that_calls_error() {
     assert_eq!(db.get(b"j").unwrap().as_deref(), Some(&b"v"[..]));
     db.close().unwrap();
 }
+
+/// A filesystem whose table creations panic once armed: user code the
+/// engine calls on the flush thread, outside any callback boundary.
+struct PanickingFs {
+    inner: batchkv::PosixFs,
+    armed: AtomicBool,
+}
+
+impl batchkv::FileSystem for PanickingFs {
+    fn create_dir_all(&self, dir: &std::path::Path) -> batchkv::Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+    fn new_writable(
+        &self,
+        path: &std::path::Path,
+    ) -> batchkv::Result<Box<dyn batchkv::WritableFile>> {
+        if self.armed.load(Ordering::SeqCst) && path.extension().is_some_and(|e| e == "sst") {
+            panic!("boom in new_writable");
+        }
+        self.inner.new_writable(path)
+    }
+    fn open_random_access(
+        &self,
+        path: &std::path::Path,
+    ) -> batchkv::Result<Arc<dyn batchkv::RandomAccessFile>> {
+        self.inner.open_random_access(path)
+    }
+    fn read_all(&self, path: &std::path::Path) -> batchkv::Result<Vec<u8>> {
+        self.inner.read_all(path)
+    }
+    fn rename(&self, from: &std::path::Path, to: &std::path::Path) -> batchkv::Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn remove_file(&self, path: &std::path::Path) -> batchkv::Result<()> {
+        self.inner.remove_file(path)
+    }
+    fn list_dir(&self, dir: &std::path::Path) -> batchkv::Result<Vec<String>> {
+        self.inner.list_dir(dir)
+    }
+    fn sync_dir(&self, dir: &std::path::Path) -> batchkv::Result<()> {
+        self.inner.sync_dir(dir)
+    }
+    fn exists(&self, path: &std::path::Path) -> bool {
+        self.inner.exists(path)
+    }
+    fn lock(&self, path: &std::path::Path) -> batchkv::Result<Box<dyn batchkv::FileLock>> {
+        self.inner.lock(path)
+    }
+}
+
+#[test]
+fn a_panic_anywhere_in_a_flush_job_is_a_background_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = Arc::new(PanickingFs {
+        inner: batchkv::PosixFs,
+        armed: AtomicBool::new(false),
+    });
+    let db = Db::open_with_fs(dir.path(), common::opts(), fs.clone()).unwrap();
+    db.put(b"k", b"v").unwrap();
+    fs.armed.store(true, Ordering::SeqCst);
+    let d = db.clone();
+    let f = bounded("flush", move || d.flush());
+    assert_names(
+        &f.expect_err("flush"),
+        "flush of table",
+        "boom in new_writable",
+    );
+    let d = db.clone();
+    assert!(bounded("put", move || d.put(b"x", b"v")).is_err());
+    fs.armed.store(false, Ordering::SeqCst);
+    let c = bounded("close", move || db.close());
+    assert_names(
+        &c.expect_err("close"),
+        "flush of table",
+        "boom in new_writable",
+    );
+}

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Reproduces the README's "Performance" tables: batchkv vs RocksDB, Speedb and
+# Reproduces the engine comparison of docs/perf/ (the README's "Performance"
+# table takes its memtable rows from it): batchkv vs RocksDB, Speedb and
 # fjall, memtable-resident and SST-resident, engines alternating, 3 runs each
 # (medians). Compression off on every engine: the reads are served from
 # memtables or the block cache, so it would only add noise to the fills.

@@ -1,13 +1,20 @@
-//! `batchkv dump sst FILE [--entries]`: prints an SST file's properties
-//! (`name: value` per line) and, with `--entries`, one line per entry:
-//! `key seq=N type=value|deletion value_size=N`, keys escaped (printable
-//! ASCII as is, `\\` for a backslash, `\xNN` for any other byte).
+//! `batchkv dump sst|wal|manifest FILE`: prints one file of a database,
+//! keys and values escaped (`crate::escape`). Output formats: `docs/cli.md`.
+//!
+//! `dump sst FILE [--entries]`: the table's properties (`name: value` per
+//! line) and, with `--entries`, one line per entry:
+//! `key seq=N type=value|deletion|range_deletion|merge value_size=N`.
+//! `dump wal` and `dump manifest`: see [`logs`].
+
+mod logs;
 
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use batchkv::SstFileReader;
+
+use crate::escape::escape;
 
 /// What to dump.
 #[derive(clap::Subcommand)]
@@ -20,11 +27,39 @@ pub enum DumpTarget {
         #[arg(long)]
         entries: bool,
     },
+    /// A WAL file (`NNNNNN.log`): every record (offset, sequence,
+    /// operation count) and its operations; damage is reported with its
+    /// offset and the dump goes on. Exit status 1 if damage was found.
+    Wal {
+        /// Path of the `.log` file.
+        file: PathBuf,
+        /// Print whole values (default: the first 64 bytes, then `...`).
+        #[arg(long)]
+        full_values: bool,
+    },
+    /// A MANIFEST file: every version edit decoded (log number, next file,
+    /// last sequence, files added and deleted with their levels, sizes and
+    /// key ranges, column families); damage is reported with its offset
+    /// and the dump goes on. Exit status 1 if damage was found.
+    Manifest {
+        /// Path of the `MANIFEST-NNNNNN` file.
+        file: PathBuf,
+    },
 }
 
 pub fn run(target: DumpTarget) -> Result<ExitCode, Box<dyn std::error::Error + Send + Sync>> {
-    let DumpTarget::Sst { file, entries } = target;
-    let reader = SstFileReader::open(&file)?;
+    match target {
+        DumpTarget::Sst { file, entries } => sst(&file, entries),
+        DumpTarget::Wal { file, full_values } => logs::wal(&file, full_values),
+        DumpTarget::Manifest { file } => logs::manifest(&file),
+    }
+}
+
+fn sst(
+    file: &std::path::Path,
+    entries: bool,
+) -> Result<ExitCode, Box<dyn std::error::Error + Send + Sync>> {
+    let reader = SstFileReader::open(file)?;
     let mut out = BufWriter::new(std::io::stdout().lock());
     writeln!(out, "file: {}", file.display())?;
     writeln!(out, "file_size: {}", reader.file_size())?;
@@ -46,29 +81,4 @@ pub fn run(target: DumpTarget) -> Result<ExitCode, Box<dyn std::error::Error + S
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Printable ASCII as is (`\\` for a backslash), `\xNN` for any other byte.
-fn escape(key: &[u8]) -> String {
-    let mut s = String::with_capacity(key.len());
-    for &b in key {
-        match b {
-            b'\\' => s.push_str("\\\\"),
-            0x21..=0x7e => s.push(b as char),
-            _ => s.push_str(&format!("\\x{b:02x}")),
-        }
-    }
-    s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::escape;
-
-    #[test]
-    fn escapes_unprintable_bytes_and_backslashes() {
-        assert_eq!(escape(b"key01"), "key01");
-        assert_eq!(escape(b"a b\\\x00\xff"), "a\\x20b\\\\\\x00\\xff");
-        assert_eq!(escape(b""), "");
-    }
 }

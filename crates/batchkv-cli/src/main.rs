@@ -4,6 +4,10 @@
 mod bench;
 mod commands;
 mod dump;
+mod escape;
+mod input;
+mod logging;
+mod open;
 mod stress;
 
 use std::path::PathBuf;
@@ -24,6 +28,8 @@ struct Cli {
     /// Options string applied when opening, e.g. "write_buffer_size=64MB".
     #[arg(long, global = true)]
     options: Option<String>,
+    #[command(flatten)]
+    global: logging::GlobalArgs,
     #[command(subcommand)]
     command: Command,
 }
@@ -34,7 +40,7 @@ enum Command {
     Data(commands::DataCommand),
     /// Runs db_bench-style benchmarks.
     Bench(Box<bench::BenchArgs>),
-    /// Prints the contents of a file of the database (`dump sst FILE`).
+    /// Prints the contents of one file of a database: `dump sst|wal|manifest FILE`.
     #[command(subcommand)]
     Dump(dump::DumpTarget),
     /// Random operations checked against an expected-state oracle.
@@ -46,7 +52,16 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
+    let logfile = match &cli.command {
+        Command::Serve(args) => args.logfile.clone(),
+        _ => None,
+    };
+    if let Err(e) = logging::init(cli.global.log_level, logfile.as_deref()) {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
+    cli.options = cli.global.options(cli.options.take());
     let result = match cli.command {
         Command::Bench(args) => bench::run(*args),
         Command::Data(cmd) => commands::run(cli.db, cli.options, cmd),

@@ -43,6 +43,18 @@
 //! So a lone client — or any leader — pays no channel, no extra buffer and
 //! no copy of its replies; only followers receive theirs through a channel.
 //!
+//! # Reply size
+//! A job's reply is bounded by its [`ReplyLimits`]: once it holds
+//! `split_at` bytes, the job's remaining commands are not answered (their
+//! values are looked up by the `multi_get`s but not copied) and the
+//! connection submits them again after writing what it has ([`Answered`]
+//! says how many were answered; always at least one). A command boundary
+//! in command order is the only place a job is split, so a collection
+//! read's reply, like an MGET's, is answered whole or not at all. Past
+//! `abort_at` bytes, encoding stops even inside a command: the client went
+//! over its output hard limit and is closed. So 100 pipelined GETs of an
+//! 8 MiB value hold one value's reply at a time, not 800 MiB.
+//!
 //! # Thread safety
 //! Invariants (checked by `debug_assert!` where they change):
 //! 1. `leaders` counts the submitters from becoming leader until they
@@ -70,7 +82,8 @@ use batchkv::{Db, ReadOptions};
 use bytes::BytesMut;
 use tokio::sync::oneshot;
 
-use crate::keyspace::{self, NotString};
+use crate::keyspace::{self, Entry, NotString};
+use crate::meta::{self, Kind, Meta};
 use crate::resp;
 use crate::shared::Stats;
 
@@ -94,27 +107,64 @@ const MAX_BATCH_KEYS: usize = 4096;
 /// around a 100-byte value); the buffer grows if values are longer.
 const REPLY_BYTES_PER_KEY: usize = 128;
 
-/// The reply shape of one command in a job.
+/// The reply shape of one command in a job, and where its arguments are
+/// in the job's [`Keys`]: a string read's keys, or a collection read's
+/// key followed by its fields (members).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Shape {
     /// GET: one bulk string (or nil).
     Get,
     /// MGET of n keys: an array of n bulk strings.
     Mget(usize),
+    /// HGET key field: a bulk string (or nil).
+    HGet,
+    /// HMGET key and n fields: an array of n bulk strings.
+    HMget(usize),
+    /// SISMEMBER key member: an integer.
+    SIsMember,
+    /// SMISMEMBER key and n members: an array of n integers.
+    SMIsMember(usize),
+    /// ZSCORE key member: a double (or nil).
+    ZScore,
+    /// ZMSCORE key and n members: an array of n doubles (or nils).
+    ZMScore(usize),
 }
 
 impl Shape {
-    /// Keys the command reads.
-    fn keys(self) -> usize {
+    /// Entries the command has in its job's [`Keys`]: a string read's
+    /// keys, a collection read's key and its fields (members).
+    pub fn keys(self) -> usize {
         match self {
             Shape::Get => 1,
             Shape::Mget(n) => n,
+            Shape::HGet | Shape::SIsMember | Shape::ZScore => 2,
+            Shape::HMget(n) | Shape::SMIsMember(n) | Shape::ZMScore(n) => n + 1,
+        }
+    }
+
+    /// The collection a collection read reads; `None` for GET and MGET.
+    fn kind(self) -> Option<Kind> {
+        match self {
+            Shape::Get | Shape::Mget(_) => None,
+            Shape::HGet | Shape::HMget(_) => Some(Kind::Hash),
+            Shape::SIsMember | Shape::SMIsMember(_) => Some(Kind::Set),
+            Shape::ZScore | Shape::ZMScore(_) => Some(Kind::ZSet),
+        }
+    }
+
+    /// The reply's array length, for the commands that reply with one.
+    fn array(self) -> Option<usize> {
+        match self {
+            Shape::Mget(n) | Shape::HMget(n) | Shape::SMIsMember(n) | Shape::ZMScore(n) => Some(n),
+            _ => None,
         }
     }
 }
 
 /// The keys of a job, database prefix included, in one buffer (no
 /// allocation per key): key `i` is `bytes[ends[i-1]..ends[i]]`.
+/// A collection read's fields (members) are stored as given, without the
+/// database prefix.
 #[derive(Debug, Default)]
 pub struct Keys {
     bytes: Vec<u8>,
@@ -129,18 +179,66 @@ impl Keys {
         self.ends.push(self.bytes.len());
     }
 
+    /// Appends the arguments (after the name) of a command of `shape`
+    /// read in database `db`: every key of a string read; a collection
+    /// read's key, then its fields as they are.
+    pub fn push_args<A: AsRef<[u8]>>(&mut self, db: u8, shape: Shape, args: &[A]) {
+        debug_assert_eq!(args.len(), shape.keys());
+        let keys = if shape.kind().is_some() {
+            args.len().min(1)
+        } else {
+            args.len()
+        };
+        for (i, a) in args.iter().enumerate() {
+            if i < keys {
+                self.push(db, a.as_ref());
+            } else {
+                self.bytes.extend_from_slice(a.as_ref());
+                self.ends.push(self.bytes.len());
+            }
+        }
+    }
+
     fn len(&self) -> usize {
         self.ends.len()
     }
 
-    /// Appends every key as a slice to `out`.
-    fn slices<'a>(&'a self, out: &mut Vec<&'a [u8]>) {
-        let mut start = 0;
-        for &end in &self.ends {
-            out.push(&self.bytes[start..end]);
-            start = end;
-        }
+    /// Entry `i`.
+    fn entry(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.bytes[start..self.ends[i]]
     }
+}
+
+/// How much of a job's reply to produce (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplyLimits {
+    /// Once the job's reply holds this many bytes, no further command is
+    /// answered (the first always is).
+    pub split_at: usize,
+    /// Once it holds more than this many, nothing more is encoded, even
+    /// inside a command, and the job is [`Answered::aborted`].
+    pub abort_at: usize,
+}
+
+#[cfg(test)]
+impl ReplyLimits {
+    /// Every command answered, however large the reply.
+    pub const NONE: ReplyLimits = ReplyLimits {
+        split_at: usize::MAX,
+        abort_at: usize::MAX,
+    };
+}
+
+/// How much of a job was answered: its first `commands` commands, which
+/// have `keys` entries in the job's [`Keys`] ([`Shape::keys`] each), or,
+/// if `aborted`, a reply cut short past [`ReplyLimits::abort_at`] that
+/// must not be sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Answered {
+    pub commands: usize,
+    pub keys: usize,
+    pub aborted: bool,
 }
 
 /// What one submitter asks for: its keys and the shape of its replies.
@@ -148,13 +246,28 @@ struct Request {
     keys: Keys,
     shapes: Vec<Shape>,
     proto: u8,
+    limits: ReplyLimits,
 }
 
 /// A follower's request, queued for a leader.
 struct Job {
     req: Request,
-    tx: oneshot::Sender<BytesMut>,
+    tx: oneshot::Sender<(BytesMut, Answered)>,
 }
+
+/// Where the encoding of one request's replies stands.
+#[derive(Debug, Clone, Copy, Default)]
+struct Progress {
+    /// The output's length before the request's first reply.
+    start: usize,
+    answered: Answered,
+    /// No more of the request's replies are encoded.
+    stopped: bool,
+}
+
+/// A request in a batch, with its output buffer and how far its replies
+/// got.
+type Part<'r> = (&'r Request, &'r mut BytesMut, Progress);
 
 /// A leader yielding to gather the small jobs submitted on its thread.
 struct Gatherer {
@@ -233,7 +346,8 @@ impl Batcher {
         }
     }
 
-    /// Runs a job and appends its encoded replies to `out`. With `combine`
+    /// Runs a job and appends its encoded replies to `out`, as much of
+    /// them as `limits` allow; returns how much that was. With `combine`
     /// (other clients are connected), a submitter of a small job that
     /// becomes leader yields once first so that their jobs can join its
     /// `multi_get`.
@@ -243,12 +357,14 @@ impl Batcher {
         shapes: Vec<Shape>,
         proto: u8,
         combine: bool,
+        limits: ReplyLimits,
         out: &mut BytesMut,
-    ) {
+    ) -> Answered {
         let req = Request {
             keys,
             shapes,
             proto,
+            limits,
         };
         let small = req.keys.len() < GATHER_BELOW_KEYS;
         let gather = combine && small && req.keys.len() >= GATHER_FROM_KEYS;
@@ -294,9 +410,11 @@ impl Batcher {
         let (req, gatherer) = match role {
             Ok(lead) => lead,
             Err(rx) => {
-                // The sender is dropped only after sending (invariant 4).
-                out.extend_from_slice(&rx.await.unwrap_or_default());
-                return;
+                // The sender is dropped only after sending (invariant 4);
+                // were it not, nothing answered makes the caller close.
+                let (replies, answered) = rx.await.unwrap_or_default();
+                out.extend_from_slice(&replies);
+                return answered;
             }
         };
         if let Some(id) = gatherer {
@@ -319,8 +437,9 @@ impl Batcher {
             others.extend(take_jobs(&mut q.jobs, taken));
             others
         };
-        self.execute(Some((&req, out)), others);
+        let answered = self.execute(Some((&req, out)), others);
         self.lead();
+        answered.unwrap_or_default()
     }
 
     /// Serves queued jobs until the queue is empty (or hands off).
@@ -349,103 +468,486 @@ impl Batcher {
         }
     }
 
-    /// One `multi_get` over the keys of `own` (encoded into its buffer)
-    /// and of `jobs` (encoded into fresh buffers sent to their
-    /// submitters), encoding as results arrive.
-    fn execute(&self, own: Option<(&Request, &mut BytesMut)>, jobs: Vec<Job>) {
+    /// Runs the commands of `own` (encoded into its buffer) and of `jobs`
+    /// (encoded into fresh buffers sent to their submitters), encoding
+    /// replies straight from the engine's borrowed values, in order.
+    ///
+    /// Jobs of GET and MGET only take one `multi_get` over their keys, at
+    /// the latest state. A batch with collection reads takes two, at one
+    /// engine snapshot: the first over the collections' metadata keys,
+    /// the second over the string keys and the element keys of the live
+    /// collections of the right kind (keyed by the version the first read
+    /// found). Reading both at one snapshot makes each command's reply
+    /// the state of one moment: a collection replaced between two
+    /// latest-state reads (SUNIONSTORE over a set, SET over a hash) would
+    /// otherwise leave its old version's elements deleted and the reply
+    /// empty, which no order of the commands produces.
+    ///
+    /// Each request's replies stay within its [`ReplyLimits`] (its values
+    /// past a split or an abort are read but not encoded). Returns what
+    /// `own` got answered.
+    fn execute(&self, own: Option<(&Request, &mut BytesMut)>, jobs: Vec<Job>) -> Option<Answered> {
+        let has_own = own.is_some();
         let mut outs: Vec<BytesMut> = jobs
             .iter()
-            .map(|j| BytesMut::with_capacity(REPLY_BYTES_PER_KEY * j.req.keys.len()))
+            .map(|j| BytesMut::with_capacity(reserve_for(&j.req)))
             .collect();
-        // Every request with its output buffer, in key order.
-        let mut parts: Vec<(&Request, &mut BytesMut)> = Vec::with_capacity(jobs.len() + 1);
-        parts.extend(own);
-        parts.extend(jobs.iter().map(|j| &j.req).zip(outs.iter_mut()));
-        let mut keys: Vec<&[u8]> =
-            Vec::with_capacity(parts.iter().map(|(r, _)| r.keys.len()).sum());
-        for (r, out) in &mut parts {
-            let r: &Request = r;
-            r.keys.slices(&mut keys);
-            out.reserve(REPLY_BYTES_PER_KEY * r.keys.len());
+        // Every request with its output buffer, in command order.
+        let mut parts: Vec<Part> = Vec::with_capacity(jobs.len() + 1);
+        parts.extend(own.map(|(r, o)| (r, o, Progress::default())));
+        parts.extend(
+            jobs.iter()
+                .map(|j| &j.req)
+                .zip(outs.iter_mut())
+                .map(|(r, o)| (r, o, Progress::default())),
+        );
+        for (r, out, progress) in &mut parts {
+            out.reserve(reserve_for(r));
+            progress.start = out.len();
         }
         let now = keyspace::now_ms();
-        let (mut hits, mut misses) = (0u64, 0u64);
-        // Cursor over (part, shape, key within shape) in input order.
-        let (mut pi, mut si, mut ki) = (0usize, 0usize, 0usize);
-        let starts: Vec<usize> = parts.iter().map(|(_, out)| out.len()).collect();
+        let mut count = Count::default();
         // The panic boundary (`panics.rs`): a panic must neither leave the
         // leader count taken nor a job without its reply (invariant 4).
         let done = crate::panics::catch(
-            || "a batched GET/MGET".into(),
-            || {
-                #[cfg(test)]
-                tests::maybe_panic();
-                self.db
-                    .multi_get_with(&ReadOptions::default(), &keys, |_, r| {
-                        while ki == 0 && si == parts[pi].0.shapes.len() {
-                            pi += 1;
-                            si = 0;
-                        }
-                        let (req, out) = &mut parts[pi];
-                        let shape = req.shapes[si];
-                        if let (Shape::Mget(n), 0) = (shape, ki) {
-                            resp::encode_array_header(out, n);
-                        }
-                        match r.map(|v| v.map(|v| keyspace::live_value(v, now))) {
-                            Ok(Some(Ok(Some(d)))) => {
-                                hits += 1;
-                                resp::encode_bulk(out, d.data);
-                            }
-                            Ok(None) | Ok(Some(Ok(None))) => {
-                                misses += 1;
-                                resp::encode_nil(req.proto, out);
-                            }
-                            Ok(Some(Err(NotString::WrongType))) => match shape {
-                                // MGET answers nil for a key that is not a string.
-                                Shape::Mget(_) => resp::encode_nil(req.proto, out),
-                                Shape::Get => {
-                                    out.extend_from_slice(b"-");
-                                    out.extend_from_slice(keyspace::WRONGTYPE.as_bytes());
-                                    out.extend_from_slice(b"\r\n");
-                                }
-                            },
-                            Ok(Some(Err(NotString::Corrupt))) => out.extend_from_slice(
-                                b"-ERR corrupt value (not written by batchkv serve)\r\n",
-                            ),
-                            Err(e) => {
-                                out.extend_from_slice(format!("-ERR {e}\r\n").as_bytes());
-                            }
-                        }
-                        ki += 1;
-                        if ki == shape.keys() {
-                            ki = 0;
-                            si += 1;
-                        }
-                    });
-            },
+            || "a batched read".into(),
+            || self.read_and_encode(&mut parts, now, &mut count),
         );
         if done.is_none() {
             // Every command of every request answers the error instead of
             // what it had encoded so far.
-            for ((req, out), start) in parts.iter_mut().zip(starts) {
-                out.truncate(start);
+            for (req, out, progress) in &mut parts {
+                out.truncate(progress.start);
                 for _ in &req.shapes {
-                    resp::Reply::err(crate::panics::INTERNAL_ERROR).encode(req.proto, out);
+                    encode_error(out, crate::panics::INTERNAL_ERROR);
                 }
+                progress.answered = Answered {
+                    commands: req.shapes.len(),
+                    keys: req.keys.len(),
+                    aborted: false,
+                };
             }
         }
+        let answered: Vec<Answered> = parts.iter().map(|(.., p)| p.answered).collect();
         drop(parts);
         use std::sync::atomic::Ordering::Relaxed;
         let stats = &self.stats;
-        stats.hits.fetch_add(hits, Relaxed);
-        stats.misses.fetch_add(misses, Relaxed);
-        stats.batches.fetch_add(1, Relaxed);
-        stats.batched_keys.fetch_add(keys.len() as u64, Relaxed);
-        for (job, out) in jobs.into_iter().zip(outs) {
+        stats.hits.fetch_add(count.hits, Relaxed);
+        stats.misses.fetch_add(count.misses, Relaxed);
+        stats.batches.fetch_add(count.batches, Relaxed);
+        stats.batched_keys.fetch_add(count.keys, Relaxed);
+        let (own_answered, theirs) = if has_own {
+            (answered.first().copied(), &answered[1..])
+        } else {
+            (None, &answered[..])
+        };
+        for ((job, out), a) in jobs.into_iter().zip(outs).zip(theirs) {
             // A closed connection no longer wants its reply.
-            let _ = job.tx.send(out);
+            let _ = job.tx.send((out, *a));
+        }
+        own_answered
+    }
+
+    /// Reads the values of `parts` (one or two `multi_get`s, see
+    /// [`Batcher::execute`]) and encodes their replies, recording how far
+    /// each got in its [`Progress`].
+    fn read_and_encode(&self, parts: &mut [Part], now: u64, count: &mut Count) {
+        #[cfg(test)]
+        tests::maybe_panic();
+        let colls = parts.iter().any(|(r, ..)| r.has_coll());
+        let opts = ReadOptions {
+            snapshot: colls.then(|| self.db.snapshot()),
+            ..ReadOptions::default()
+        };
+        let found = if colls {
+            self.read_metas(parts, &opts, now, count)
+        } else {
+            Vec::new()
+        };
+        let elems = element_keys(parts, &found);
+        let keys = read_keys(parts, &found, &elems);
+        let read = !keys.is_empty();
+        if read {
+            count.batches += 1;
+            count.keys += keys.len() as u64;
+        }
+        let mut enc = Encoder {
+            parts,
+            found: &found,
+            now,
+            count,
+            pi: 0,
+            si: 0,
+            ci: 0,
+            ki: 0,
+            reads: 0,
+            begun: false,
+            start: 0,
+            failed: None,
+        };
+        if read {
+            self.db
+                .multi_get_with(&opts, &keys, |_, r| enc.value(r.map_err(|e| e.to_string())));
+        }
+        enc.finish();
+    }
+
+    /// Phase 1 of a batch with collection reads: one `multi_get` of their
+    /// keys; what each found, in command order.
+    fn read_metas(
+        &self,
+        parts: &[Part],
+        opts: &ReadOptions,
+        now: u64,
+        count: &mut Count,
+    ) -> Vec<Found> {
+        let mut keys: Vec<&[u8]> = Vec::new();
+        let mut kinds: Vec<Kind> = Vec::new();
+        for (r, ..) in parts {
+            let r: &Request = r;
+            let mut e = 0;
+            for &s in &r.shapes {
+                if let Some(kind) = s.kind() {
+                    keys.push(r.keys.entry(e));
+                    kinds.push(kind);
+                }
+                e += s.keys();
+            }
+        }
+        let mut found = Vec::with_capacity(keys.len());
+        self.db.multi_get_with(opts, &keys, |i, r| {
+            let f = match r {
+                Err(e) => Found::Failed(format!("ERR {e}")),
+                Ok(None) => Found::Missing,
+                Ok(Some(v)) => match keyspace::live_entry(v, now) {
+                    Ok(None) => Found::Missing,
+                    Ok(Some(Entry::Coll(m))) if m.kind == kinds[i] => Found::Live(m),
+                    Ok(Some(_)) => Found::WrongType,
+                    Err(()) => Found::Failed(CORRUPT.into()),
+                },
+            };
+            match f {
+                Found::Live(_) | Found::WrongType => count.hits += 1,
+                Found::Missing => count.misses += 1,
+                Found::Failed(_) => {}
+            }
+            found.push(f);
+        });
+        count.batches += 1;
+        count.keys += keys.len() as u64;
+        found
+    }
+}
+
+/// The error reply to a stored value this server did not write.
+const CORRUPT: &str = "ERR corrupt value (not written by batchkv serve)";
+
+/// Statistics of one batch.
+#[derive(Default)]
+struct Count {
+    hits: u64,
+    misses: u64,
+    /// `multi_get`s run.
+    batches: u64,
+    /// Keys they read.
+    keys: u64,
+}
+
+/// What phase 1 found at a collection read's key.
+enum Found {
+    /// The live collection of the kind the command reads.
+    Live(Meta),
+    /// Absent or expired.
+    Missing,
+    /// A live value of another type.
+    WrongType,
+    /// The whole reply is this error.
+    Failed(String),
+}
+
+impl Request {
+    fn has_coll(&self) -> bool {
+        self.shapes.iter().any(|s| s.kind().is_some())
+    }
+}
+
+/// Keys a command reads in phase 2: a string read all its keys; a
+/// collection read (`found`) its elements if the collection is live.
+fn reads(shape: Shape, found: Option<&Found>) -> usize {
+    match found {
+        None => shape.keys(),
+        Some(Found::Live(_)) => shape.keys() - 1,
+        Some(_) => 0,
+    }
+}
+
+/// The element keys of the live collections' fields, in command order.
+/// Empty (no allocation) when `found` is.
+fn element_keys(parts: &[Part], found: &[Found]) -> Keys {
+    let mut elems = Keys::default();
+    if found.is_empty() {
+        return elems;
+    }
+    let mut ci = 0;
+    for (r, ..) in parts {
+        let r: &Request = r;
+        let mut e = 0;
+        for &s in &r.shapes {
+            if s.kind().is_some() {
+                if let Found::Live(m) = &found[ci] {
+                    let prefix = meta::element_prefix(r.keys.entry(e), m.version);
+                    for j in 1..s.keys() {
+                        elems.bytes.extend_from_slice(&prefix);
+                        elems.bytes.extend_from_slice(r.keys.entry(e + j));
+                        elems.ends.push(elems.bytes.len());
+                    }
+                }
+                ci += 1;
+            }
+            e += s.keys();
         }
     }
+    elems
+}
+
+/// Phase 2's keys in command order: the string reads' keys and the
+/// element keys in `elems`.
+fn read_keys<'a>(
+    parts: &[(&'a Request, &mut BytesMut, Progress)],
+    found: &[Found],
+    elems: &'a Keys,
+) -> Vec<&'a [u8]> {
+    let string_keys: usize = parts
+        .iter()
+        .flat_map(|(r, ..)| r.shapes.iter())
+        .filter(|s| s.kind().is_none())
+        .map(|s| s.keys())
+        .sum();
+    let mut keys = Vec::with_capacity(string_keys + elems.len());
+    let (mut ci, mut ei) = (0, 0);
+    for (r, ..) in parts {
+        let r: &'a Request = r;
+        let mut e = 0;
+        for &s in &r.shapes {
+            let f = s.kind().map(|_| {
+                ci += 1;
+                &found[ci - 1]
+            });
+            let n = reads(s, f);
+            for j in 0..n {
+                keys.push(match f {
+                    None => r.keys.entry(e + j),
+                    Some(_) => elems.entry(ei + j),
+                });
+            }
+            if f.is_some() {
+                ei += n;
+            }
+            e += s.keys();
+        }
+    }
+    keys
+}
+
+/// Encodes phase 2's values into the replies, in command order: a cursor
+/// over (part, command, key), which encodes the replies of commands with
+/// nothing to read in phase 2 when it passes them. A part's commands from
+/// the one that begins at or past its `split_at` on, or after its reply
+/// passed `abort_at`, are passed over without encoding (their values are
+/// skipped).
+struct Encoder<'p, 'r> {
+    parts: &'p mut [Part<'r>],
+    found: &'p [Found],
+    now: u64,
+    count: &'p mut Count,
+    /// Part, command in it, collection read (across parts), key in the
+    /// command.
+    pi: usize,
+    si: usize,
+    ci: usize,
+    ki: usize,
+    /// Keys the current command reads in phase 2.
+    reads: usize,
+    /// Whether the current command's reply is begun.
+    begun: bool,
+    /// Where the current command's reply starts in its output.
+    start: usize,
+    /// A collection read's error, which replaces its whole reply.
+    failed: Option<String>,
+}
+
+impl Encoder<'_, '_> {
+    /// Begins the reply of the next command that reads a key in phase 2,
+    /// encoding the replies of the commands before it that read none.
+    fn settle(&mut self) {
+        while self.pi < self.parts.len() && !self.begun {
+            let (req, out, progress) = &mut self.parts[self.pi];
+            let Some(&shape) = req.shapes.get(self.si) else {
+                self.pi += 1;
+                self.si = 0;
+                continue;
+            };
+            let found = shape.kind().map(|_| &self.found[self.ci]);
+            self.start = out.len();
+            self.failed = None;
+            self.reads = reads(shape, found);
+            // A command boundary: the first command is always answered.
+            if self.si > 0 && out.len() - progress.start >= req.limits.split_at {
+                progress.stopped = true;
+            }
+            if !progress.stopped {
+                match found {
+                    None | Some(Found::Live(_)) => {
+                        if let Some(n) = shape.array() {
+                            resp::encode_array_header(out, n);
+                        }
+                    }
+                    Some(Found::Missing) => encode_missing(req.proto, out, shape),
+                    Some(Found::WrongType) => encode_error(out, keyspace::WRONGTYPE),
+                    Some(Found::Failed(e)) => encode_error(out, e),
+                }
+                check_abort(req, out, progress);
+            }
+            if self.reads > 0 {
+                self.begun = true;
+            } else {
+                self.next_command(shape);
+            }
+        }
+    }
+
+    /// Moves past the current command, counting it as answered unless
+    /// its part stopped.
+    fn next_command(&mut self, shape: Shape) {
+        let progress = &mut self.parts[self.pi].2;
+        if !progress.stopped {
+            progress.answered.commands += 1;
+            progress.answered.keys += shape.keys();
+        }
+        self.si += 1;
+        if shape.kind().is_some() {
+            self.ci += 1;
+        }
+        self.ki = 0;
+        self.begun = false;
+    }
+
+    /// Encodes the next value phase 2 read.
+    fn value(&mut self, r: Result<Option<&[u8]>, String>) {
+        self.settle();
+        let Some((req, out, progress)) = self.parts.get_mut(self.pi) else {
+            debug_assert!(false, "a value past the last command");
+            return;
+        };
+        let shape = req.shapes[self.si];
+        let skip = progress.stopped;
+        match (shape, r) {
+            // Not answered in this job (or aborted): the value is skipped.
+            _ if skip => {}
+            (Shape::Get | Shape::Mget(_), r) => {
+                encode_string(req.proto, out, shape, r, self.now, self.count)
+            }
+            (_, Err(e)) => self.failed = Some(format!("ERR {e}")),
+            (Shape::HGet | Shape::HMget(_), Ok(Some(v))) => resp::encode_bulk(out, v),
+            (Shape::SIsMember | Shape::SMIsMember(_), Ok(v)) => {
+                out.extend_from_slice(if v.is_some() { b":1\r\n" } else { b":0\r\n" })
+            }
+            (Shape::ZScore | Shape::ZMScore(_), Ok(Some(v))) => match <[u8; 8]>::try_from(v) {
+                Ok(b) => resp::encode_double(req.proto, out, f64::from_le_bytes(b)),
+                Err(_) => self.failed = Some(CORRUPT.into()),
+            },
+            (_, Ok(_)) => resp::encode_nil(req.proto, out),
+        }
+        self.ki += 1;
+        if self.ki == self.reads {
+            if let Some(e) = self.failed.take() {
+                if !progress.stopped {
+                    out.truncate(self.start);
+                    encode_error(out, &e);
+                }
+            }
+        }
+        if !skip {
+            check_abort(req, out, progress);
+        }
+        if self.ki == self.reads {
+            self.next_command(shape);
+        }
+    }
+
+    /// Encodes the replies after the last value.
+    fn finish(&mut self) {
+        self.settle();
+        debug_assert!(self.pi == self.parts.len(), "a command is missing values");
+    }
+}
+
+/// Stops a request whose reply grew past its [`ReplyLimits::abort_at`]
+/// since `progress.start`, marking it aborted.
+fn check_abort(req: &Request, out: &BytesMut, progress: &mut Progress) {
+    if out.len() - progress.start > req.limits.abort_at {
+        progress.stopped = true;
+        progress.answered.aborted = true;
+    }
+}
+
+/// Output bytes reserved for a request before encoding: a guess for its
+/// keys, never past its split point.
+fn reserve_for(r: &Request) -> usize {
+    (REPLY_BYTES_PER_KEY * r.keys.len()).min(r.limits.split_at)
+}
+
+/// Encodes a GET's reply, or one of an MGET's values.
+fn encode_string(
+    proto: u8,
+    out: &mut BytesMut,
+    shape: Shape,
+    r: Result<Option<&[u8]>, String>,
+    now: u64,
+    count: &mut Count,
+) {
+    match r.map(|v| v.map(|v| keyspace::live_value(v, now))) {
+        Ok(Some(Ok(Some(d)))) => {
+            count.hits += 1;
+            resp::encode_bulk(out, d.data);
+        }
+        Ok(None) | Ok(Some(Ok(None))) => {
+            count.misses += 1;
+            resp::encode_nil(proto, out);
+        }
+        // MGET answers nil for a key that is not a string.
+        Ok(Some(Err(NotString::WrongType))) if shape != Shape::Get => resp::encode_nil(proto, out),
+        Ok(Some(Err(NotString::WrongType))) => encode_error(out, keyspace::WRONGTYPE),
+        Ok(Some(Err(NotString::Corrupt))) => encode_error(out, CORRUPT),
+        Err(e) => encode_error(out, &format!("ERR {e}")),
+    }
+}
+
+/// Encodes the reply of a collection read of an absent key, as the
+/// unbatched commands reply.
+fn encode_missing(proto: u8, out: &mut BytesMut, shape: Shape) {
+    match shape {
+        Shape::SIsMember => out.extend_from_slice(b":0\r\n"),
+        Shape::SMIsMember(n) => {
+            resp::encode_array_header(out, n);
+            for _ in 0..n {
+                out.extend_from_slice(b":0\r\n");
+            }
+        }
+        Shape::HMget(n) | Shape::ZMScore(n) | Shape::Mget(n) => {
+            resp::encode_array_header(out, n);
+            for _ in 0..n {
+                resp::encode_nil(proto, out);
+            }
+        }
+        Shape::Get | Shape::HGet | Shape::ZScore => resp::encode_nil(proto, out),
+    }
+}
+
+fn encode_error(out: &mut BytesMut, e: &str) {
+    out.extend_from_slice(b"-");
+    out.extend_from_slice(e.as_bytes());
+    out.extend_from_slice(b"\r\n");
 }
 
 /// Takes queued jobs while the batch stays within [`MAX_BATCH_KEYS`] keys,
@@ -496,6 +998,7 @@ mod tests {
             keys: keys(0, &["a", "a", "b"]),
             shapes: vec![Shape::Get, Shape::Mget(2)],
             proto: 2,
+            limits: ReplyLimits::NONE,
         };
         let (tx, mut rx) = oneshot::channel();
         let job = Job {
@@ -503,21 +1006,37 @@ mod tests {
                 keys: keys(0, &["a"]),
                 shapes: vec![Shape::Get],
                 proto: 3,
+                limits: ReplyLimits::NONE,
             },
             tx,
         };
         let mut out = BytesMut::from(&b"+OK\r\n"[..]);
         PANIC_NEXT.with(|p| p.set(true));
-        batcher.execute(Some((&own, &mut out)), vec![job]);
+        let answered = batcher.execute(Some((&own, &mut out)), vec![job]);
         let err = b"-ERR internal error\r\n";
         assert_eq!(&out[..], [&b"+OK\r\n"[..], err, err].concat());
-        assert_eq!(&rx.try_recv().unwrap()[..], err);
+        let all = |commands, keys| Answered {
+            commands,
+            keys,
+            aborted: false,
+        };
+        assert_eq!(answered, Some(all(2, 3)));
+        let (theirs, a) = rx.try_recv().unwrap();
+        assert_eq!(&theirs[..], err);
+        assert_eq!(a, all(1, 1));
         // The leader count was given back: a new submitter leads.
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
         let mut out = BytesMut::new();
-        rt.block_on(batcher.submit(keys(0, &["a"]), vec![Shape::Get], 2, false, &mut out));
+        rt.block_on(batcher.submit(
+            keys(0, &["a"]),
+            vec![Shape::Get],
+            2,
+            false,
+            ReplyLimits::NONE,
+            &mut out,
+        ));
         assert_eq!(&out[..], b"$1\r\n1\r\n");
     }
 
@@ -556,6 +1075,7 @@ mod tests {
             keys: keys(0, &["c", "a", "zz", "b"]),
             shapes: vec![Shape::Get, Shape::Mget(2), Shape::Get],
             proto: 2,
+            limits: ReplyLimits::NONE,
         };
         let (tx1, mut rx1) = oneshot::channel();
         let (tx2, mut rx2) = oneshot::channel();
@@ -565,6 +1085,7 @@ mod tests {
                     keys: keys(0, &["b", "old"]),
                     shapes: vec![Shape::Mget(2)],
                     proto: 3,
+                    limits: ReplyLimits::NONE,
                 },
                 tx: tx1,
             },
@@ -574,23 +1095,283 @@ mod tests {
                     keys: keys(1, &["a"]),
                     shapes: vec![Shape::Get],
                     proto: 2,
+                    limits: ReplyLimits::NONE,
                 },
                 tx: tx2,
             },
         ];
         let mut out = BytesMut::from(&b"+OK\r\n"[..]);
-        batcher.execute(Some((&own, &mut out)), jobs);
+        let answered = batcher.execute(Some((&own, &mut out)), jobs);
+        assert_eq!(
+            answered,
+            Some(Answered {
+                commands: 3,
+                keys: 4,
+                aborted: false
+            })
+        );
         assert_eq!(
             &out[..],
             b"+OK\r\n$3\r\n333\r\n*2\r\n$1\r\n1\r\n$-1\r\n$2\r\n22\r\n"
         );
-        assert_eq!(&rx1.try_recv().unwrap()[..], b"*2\r\n$2\r\n22\r\n_\r\n");
-        assert_eq!(&rx2.try_recv().unwrap()[..], b"$-1\r\n");
+        assert_eq!(&rx1.try_recv().unwrap().0[..], b"*2\r\n$2\r\n22\r\n_\r\n");
+        assert_eq!(&rx2.try_recv().unwrap().0[..], b"$-1\r\n");
         use std::sync::atomic::Ordering::Relaxed;
         assert_eq!(stats.batches.load(Relaxed), 1);
         assert_eq!(stats.batched_keys.load(Relaxed), 7);
         assert_eq!(stats.hits.load(Relaxed), 4);
         assert_eq!(stats.misses.load(Relaxed), 3);
+    }
+
+    /// Collection reads of two jobs share the two `multi_get`s of their
+    /// batch (metadata, then strings and elements), each reply encoded in
+    /// its command's place: a live hash, set and sorted set, a missing
+    /// key, a key of the wrong type, an expired collection.
+    #[test]
+    fn collection_reads_of_several_jobs_share_two_multi_gets() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), Options::default()).unwrap();
+        let put_coll =
+            |key: &str, kind: Kind, version: u64, expire: Option<u64>, elems: &[(&str, &[u8])]| {
+                let k = keyspace::db_key(0, key.as_bytes());
+                let mut m = Meta::new(kind, version);
+                m.size = elems.len() as u64;
+                m.expire_at = expire;
+                db.put(&k, m.encode()).unwrap();
+                for (sub, v) in elems {
+                    db.put(meta::element_key(&k, version, sub.as_bytes()), v)
+                        .unwrap();
+                }
+            };
+        put_coll("h", Kind::Hash, 7, None, &[("f", b"v"), ("g", b"ww")]);
+        put_coll("s", Kind::Set, 8, None, &[("x", b"")]);
+        put_coll("z", Kind::ZSet, 9, None, &[("x", &2.5f64.to_le_bytes())]);
+        put_coll("old", Kind::Hash, 10, Some(1), &[("f", b"v")]);
+        db.put(
+            keyspace::db_key(0, b"str"),
+            keyspace::encode_value(b"S", None),
+        )
+        .unwrap();
+        let stats = Arc::new(Stats::default());
+        let batcher = Batcher::new(db, 1, stats.clone());
+        let request = |cmds: &[(Shape, &[&str])], proto: u8| {
+            let mut keys = Keys::default();
+            for (shape, args) in cmds {
+                keys.push_args(0, *shape, args);
+            }
+            Request {
+                keys,
+                shapes: cmds.iter().map(|c| c.0).collect(),
+                proto,
+                limits: ReplyLimits::NONE,
+            }
+        };
+        let own = request(
+            &[
+                (Shape::HMget(3), &["h", "g", "nope", "f"]),
+                (Shape::Get, &["str"]),
+                (Shape::SIsMember, &["s", "x"]),
+                (Shape::ZMScore(2), &["z", "x", "y"]),
+                (Shape::HGet, &["str", "f"]),
+                (Shape::SMIsMember(2), &["missing", "x", "y"]),
+                (Shape::HGet, &["old", "f"]),
+            ],
+            2,
+        );
+        let (tx, mut rx) = oneshot::channel();
+        let theirs = Job {
+            req: request(
+                &[
+                    (Shape::ZScore, &["z", "x"]),
+                    (Shape::HMget(1), &["missing", "f"]),
+                    (Shape::SMIsMember(2), &["h", "x", "y"]),
+                ],
+                3,
+            ),
+            tx,
+        };
+        let mut out = BytesMut::new();
+        batcher.execute(Some((&own, &mut out)), vec![theirs]);
+        let wrongtype = format!("-{}\r\n", keyspace::WRONGTYPE);
+        assert_eq!(
+            String::from_utf8_lossy(&out),
+            format!(
+                "*3\r\n$2\r\nww\r\n$-1\r\n$1\r\nv\r\n$1\r\nS\r\n:1\r\n\
+                 *2\r\n$3\r\n2.5\r\n$-1\r\n{wrongtype}*2\r\n:0\r\n:0\r\n$-1\r\n"
+            )
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&rx.try_recv().unwrap().0),
+            format!(",2.5\r\n*1\r\n_\r\n{wrongtype}")
+        );
+        use std::sync::atomic::Ordering::Relaxed;
+        // Metadata of 9 collection reads, then 1 string key and the 7
+        // fields of the 4 live collections of the right kind.
+        assert_eq!(stats.batches.load(Relaxed), 2);
+        assert_eq!(stats.batched_keys.load(Relaxed), 9 + 8);
+    }
+
+    /// A job stops answering at the command where its reply reached
+    /// `split_at` (the first command always answered, even when larger),
+    /// and stops encoding altogether past `abort_at`.
+    #[test]
+    fn a_jobs_reply_is_cut_at_a_command_boundary_or_aborted() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), Options::default()).unwrap();
+        let big = vec![b'x'; 1000];
+        db.put(
+            keyspace::db_key(0, b"big"),
+            keyspace::encode_value(&big, None),
+        )
+        .unwrap();
+        db.put(
+            keyspace::db_key(0, b"s"),
+            keyspace::encode_value(b"1", None),
+        )
+        .unwrap();
+        let batcher = Batcher::new(db, 1, Arc::new(Stats::default()));
+        let bulk = format!("$1000\r\n{}\r\n", "x".repeat(1000));
+        let run = |names: &[&str], shapes: Vec<Shape>, limits: ReplyLimits| {
+            let req = Request {
+                keys: keys(0, names),
+                shapes,
+                proto: 2,
+                limits,
+            };
+            // Output already pending does not count against the limits.
+            let mut out = BytesMut::from(&b"+OK\r\n"[..]);
+            let a = batcher.execute(Some((&req, &mut out)), Vec::new()).unwrap();
+            (a, String::from_utf8(out[5..].to_vec()).unwrap())
+        };
+        let split = ReplyLimits {
+            split_at: 500,
+            abort_at: usize::MAX,
+        };
+        let gets = vec![Shape::Get; 3];
+        let (a, out) = run(&["big", "big", "s"], gets.clone(), split);
+        assert_eq!((a.commands, a.keys, a.aborted), (1, 1, false));
+        assert_eq!(out, bulk);
+        let (a, out) = run(&["s", "s", "big", "s"], vec![Shape::Get; 4], split);
+        assert_eq!((a.commands, a.keys), (3, 3));
+        assert_eq!(out, format!("$1\r\n1\r\n$1\r\n1\r\n{bulk}"));
+        // An MGET is answered whole or not at all.
+        let (a, out) = run(
+            &["s", "big", "big", "s"],
+            vec![Shape::Get, Shape::Mget(3)],
+            split,
+        );
+        assert_eq!((a.commands, a.keys), (2, 4));
+        assert!(out.starts_with("$1\r\n1\r\n*3\r\n") && out.ends_with("$1\r\n1\r\n"));
+        let abort = ReplyLimits {
+            split_at: usize::MAX,
+            abort_at: 1500,
+        };
+        let (a, out) = run(&["big", "big", "big"], vec![Shape::Mget(3)], abort);
+        assert_eq!((a.commands, a.aborted), (0, true));
+        assert_eq!(
+            out.len(),
+            4 + 2 * bulk.len(),
+            "stopped after the key that crossed"
+        );
+        let (a, _) = run(&["big", "big", "s"], gets, ReplyLimits::NONE);
+        assert_eq!((a.commands, a.keys, a.aborted), (3, 3, false));
+    }
+
+    /// Collection reads are cut like string reads, at a command boundary
+    /// in command order (whatever phase read their values), and count
+    /// their key and fields as answered entries, as [`Keys::push_args`]
+    /// stores them; a cut job's string and element values are skipped
+    /// and its later replies without values (a missing key) not encoded.
+    #[test]
+    fn collection_reads_are_cut_at_a_command_boundary_or_aborted() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), Options::default()).unwrap();
+        let big = vec![b'x'; 1000];
+        let hash = keyspace::db_key(0, b"h");
+        let mut m = Meta::new(Kind::Hash, 3);
+        m.size = 2;
+        db.put(&hash, m.encode()).unwrap();
+        db.put(meta::element_key(&hash, 3, b"big"), &big).unwrap();
+        db.put(meta::element_key(&hash, 3, b"s"), b"1").unwrap();
+        let set = keyspace::db_key(0, b"st");
+        let mut m = Meta::new(Kind::Set, 4);
+        m.size = 1;
+        db.put(&set, m.encode()).unwrap();
+        db.put(meta::element_key(&set, 4, b"x"), b"").unwrap();
+        db.put(
+            keyspace::db_key(0, b"str"),
+            keyspace::encode_value(b"S", None),
+        )
+        .unwrap();
+        let batcher = Batcher::new(db, 1, Arc::new(Stats::default()));
+        let bulk = format!("$1000\r\n{}\r\n", "x".repeat(1000));
+        let run = |cmds: &[(Shape, &[&str])], limits: ReplyLimits| {
+            let mut keys = Keys::default();
+            for (shape, args) in cmds {
+                keys.push_args(0, *shape, args);
+            }
+            let req = Request {
+                keys,
+                shapes: cmds.iter().map(|c| c.0).collect(),
+                proto: 2,
+                limits,
+            };
+            let mut out = BytesMut::from(&b"+OK\r\n"[..]);
+            let a = batcher.execute(Some((&req, &mut out)), Vec::new()).unwrap();
+            (a, String::from_utf8(out[5..].to_vec()).unwrap())
+        };
+        let split = ReplyLimits {
+            split_at: 500,
+            abort_at: usize::MAX,
+        };
+        // The first command is answered however large; nothing after it.
+        let (a, out) = run(
+            &[
+                (Shape::HGet, &["h", "big"]),
+                (Shape::SIsMember, &["st", "x"]),
+                (Shape::Get, &["str"]),
+                (Shape::HMget(2), &["missing", "a", "b"]),
+            ],
+            split,
+        );
+        assert_eq!((a.commands, a.keys, a.aborted), (1, 2, false));
+        assert_eq!(out, bulk);
+        // An HMGET that begins under the split point is answered whole.
+        let (a, out) = run(
+            &[
+                (Shape::SIsMember, &["st", "x"]),
+                (Shape::Get, &["str"]),
+                (Shape::HMget(2), &["h", "big", "s"]),
+                (Shape::HGet, &["h", "s"]),
+                (Shape::SMIsMember(1), &["missing", "x"]),
+            ],
+            split,
+        );
+        assert_eq!((a.commands, a.keys, a.aborted), (3, 2 + 1 + 3, false));
+        assert_eq!(out, format!(":1\r\n$1\r\nS\r\n*2\r\n{bulk}$1\r\n1\r\n"));
+        // Past the hard limit, encoding stops inside the command.
+        let abort = ReplyLimits {
+            split_at: usize::MAX,
+            abort_at: 1500,
+        };
+        let (a, out) = run(
+            &[
+                (Shape::Get, &["str"]),
+                (Shape::HMget(3), &["h", "big", "big", "big"]),
+                (Shape::HGet, &["h", "s"]),
+            ],
+            abort,
+        );
+        assert_eq!((a.commands, a.aborted), (1, true));
+        assert_eq!(out.len(), 7 + 4 + 2 * bulk.len());
+        let (a, _) = run(
+            &[
+                (Shape::HMget(3), &["h", "big", "big", "big"]),
+                (Shape::ZScore, &["missing", "m"]),
+            ],
+            ReplyLimits::NONE,
+        );
+        assert_eq!((a.commands, a.keys, a.aborted), (2, 6, false));
     }
 
     #[test]
@@ -606,6 +1387,7 @@ mod tests {
                     keys: k,
                     shapes: vec![Shape::Mget(n)],
                     proto: 2,
+                    limits: ReplyLimits::NONE,
                 },
                 tx,
             }
@@ -695,7 +1477,8 @@ mod tests {
                             conn_job(c, 0, 10)
                         };
                         let mut out = BytesMut::new();
-                        b.submit(keys, shapes, 2, combine, &mut out).await;
+                        b.submit(keys, shapes, 2, combine, ReplyLimits::NONE, &mut out)
+                            .await;
                         assert_eq!(&out[..], &want[..], "connection {c}");
                     })
                 })
@@ -759,7 +1542,8 @@ mod tests {
                         for round in 0..ROUNDS {
                             let (keys, shapes, w) = conn_job(c, round, 10);
                             want.extend(w);
-                            b.submit(keys, shapes, 2, true, &mut out).await;
+                            b.submit(keys, shapes, 2, true, ReplyLimits::NONE, &mut out)
+                                .await;
                         }
                         assert!(out[..] == want[..], "connection {c}");
                     })
@@ -792,18 +1576,19 @@ mod tests {
         let batcher = Arc::new(Batcher::new(db, 2, stats.clone()));
         let mut own = BytesMut::new();
         let (keys, shapes, _) = conn_job(0, 0, 10);
-        let mut lead = Box::pin(batcher.submit(keys, shapes, 2, true, &mut own));
+        let mut lead = Box::pin(batcher.submit(keys, shapes, 2, true, ReplyLimits::NONE, &mut own));
         let mut cx = Context::from_waker(Waker::noop());
         assert!(matches!(lead.as_mut().poll(&mut cx), Poll::Pending));
         assert_eq!(lock(&batcher.queue).gatherers.len(), 1);
         // Another connection's job, queued while the leader yields.
         let (keys, shapes, want) = conn_job(1, 0, 10);
         let mut theirs = BytesMut::new();
-        let mut follow = Box::pin(batcher.submit(keys, shapes, 2, true, &mut theirs));
+        let mut follow =
+            Box::pin(batcher.submit(keys, shapes, 2, true, ReplyLimits::NONE, &mut theirs));
         assert!(matches!(follow.as_mut().poll(&mut cx), Poll::Pending));
         assert_eq!(lock(&batcher.queue).gatherers[0].jobs.len(), 1);
         drop(lead);
-        assert!(matches!(follow.as_mut().poll(&mut cx), Poll::Ready(())));
+        assert!(matches!(follow.as_mut().poll(&mut cx), Poll::Ready(a) if a.commands == 2));
         drop(follow);
         assert_eq!(&theirs[..], &want[..]);
         assert!(own.is_empty());

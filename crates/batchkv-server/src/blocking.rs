@@ -13,16 +13,16 @@
 //!
 //! Every write that can make a list non-empty calls [`Blocking::signal`]
 //! for its key after its batch is committed: the list pushes, LMOVE's and
-//! BLMOVE's destination, RENAME's and COPY's destination. A write that
+//! BLMOVE's destination, RENAME's, COPY's and MOVE's destination; SWAPDB
+//! calls [`Blocking::signal_dbs`] for both databases. A write that
 //! can make a sorted set non-empty (ZADD, ZINCRBY, the Z*STORE
 //! destinations) calls [`Blocking::signal_kind`] with [`WaitFor::ZSet`].
 //!
 //! A client waits for one type of value ([`WaitFor`]). As in Redis, a
-//! client is not served by a key holding another type: a sorted-set
-//! client's retry passes over such keys (`commands::zsets`), and a
-//! sorted-set write does not wake list clients (a RENAME or COPY does, and
-//! a list client's retry then answers WRONGTYPE where Redis keeps it
-//! blocked).
+//! client is not served by a key holding another type: its retry passes
+//! over such keys (`commands::lists`, `commands::zsets`) and it stays
+//! blocked, and a sorted-set write does not wake list clients (a RENAME or
+//! COPY wakes both types: the retry of the other type finds nothing).
 //!
 //! # Invariants
 //! 1. Each stored key has a FIFO queue of the clients waiting on it; a
@@ -140,6 +140,23 @@ impl Blocking {
         self.wake(key, Some(kind));
     }
 
+    /// Wakes the first client of each type waiting on each key of the
+    /// databases `dbs`. Call after committing a write that may have made
+    /// any of their values non-empty (SWAPDB).
+    pub fn signal_dbs(&self, dbs: &[u8]) {
+        // Pairs with the fence in `register` (invariant 3).
+        fence(Ordering::SeqCst);
+        if self.waiting.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let q = lock(&self.queues);
+        for (key, queue) in &q.by_key {
+            if key.first().is_some_and(|d| dbs.contains(d)) {
+                wake_first(queue, None);
+            }
+        }
+    }
+
     fn wake(&self, key: &[u8], kind: Option<WaitFor>) {
         // Pairs with the fence in `register` (invariant 3).
         fence(Ordering::SeqCst);
@@ -224,15 +241,15 @@ struct Request {
     retry: commands::Handler,
 }
 
-/// What the blocking command `args` (name included, run by `handler`)
-/// waits for; `None` if `args` is not a valid blocking command.
-fn request(db: u8, args: &[Bytes], handler: commands::Handler) -> Option<Request> {
-    if let Some((keys, timeout)) = commands::lists::block_request(db, args) {
+/// What the blocking command `args` (name included) waits for; `None` if
+/// `args` is not a valid blocking command.
+fn request(db: u8, args: &[Bytes]) -> Option<Request> {
+    if let Some((keys, timeout, retry)) = commands::lists::block_request(db, args) {
         return Some(Request {
             keys,
             timeout,
             kind: WaitFor::List,
-            retry: handler,
+            retry,
         });
     }
     let (keys, timeout, retry) = commands::zsets::block_request(db, args)?;
@@ -271,7 +288,7 @@ pub async fn wait(
     stop: &mut watch::Receiver<bool>,
 ) -> Option<Reply> {
     let handler = commands::lookup(&args[0])?.handler;
-    let Some(req) = request(st.db, args, handler) else {
+    let Some(req) = request(st.db, args) else {
         // Not a blocking command after all: answer as it does.
         return Some(handler(shared, st, &args[1..]));
     };
@@ -339,6 +356,17 @@ mod tests {
         tokio::time::timeout(Duration::from_millis(20), reg.notify.notified())
             .await
             .is_ok()
+    }
+
+    #[tokio::test]
+    async fn a_database_signal_wakes_the_keys_of_that_database() {
+        let b = Blocking::new();
+        let in1 = b.register(vec![b"\x01k".to_vec()], WaitFor::List);
+        let in1z = b.register(vec![b"\x01j".to_vec()], WaitFor::ZSet);
+        let in2 = b.register(vec![b"\x02k".to_vec()], WaitFor::List);
+        b.signal_dbs(&[0, 1]);
+        assert!(woken(&in1).await && woken(&in1z).await);
+        assert!(!woken(&in2).await);
     }
 
     #[tokio::test]

@@ -4,7 +4,9 @@
 use std::path::PathBuf;
 use std::str::FromStr;
 
-use batchkv::{MemTableKind, Options, MAX_VALUE_SIZE};
+use batchkv::{MemTableKind, Options};
+
+use crate::keyspace::MAX_VALUE_LEN;
 
 pub use crate::security::DebugCommand;
 
@@ -81,13 +83,22 @@ pub struct ServeArgs {
     /// Most clients connected at once.
     #[arg(long, default_value_t = 10_000)]
     pub maxclients: usize,
-    /// Longest bulk string accepted in a request (bytes).
-    #[arg(long, default_value_t = MAX_VALUE_SIZE)]
+    /// Longest bulk string accepted in a request (bytes; at most the
+    /// longest value stored, 64 MiB minus 9 bytes).
+    #[arg(long, default_value_t = MAX_VALUE_LEN)]
     pub proto_max_bulk_len: usize,
     /// Largest incomplete request a connection may hold (bytes; Redis's
     /// client-query-buffer-limit).
     #[arg(long, default_value_t = DEFAULT_QUERY_BUFFER_LIMIT)]
     pub client_query_buffer_limit: usize,
+    /// Most bytes of unfinished requests all connections together may
+    /// hold; the connection whose data goes past it is closed.
+    #[arg(long, default_value_t = DEFAULT_MAX_PENDING_QUERY_BYTES)]
+    pub max_pending_query_bytes: usize,
+    /// Close a client idle for this many seconds (0: never; Redis's
+    /// timeout).
+    #[arg(long, default_value_t = 0)]
+    pub timeout: u64,
     /// Runtime worker threads (default: the number of CPUs).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -98,10 +109,22 @@ pub struct ServeArgs {
     /// Allow the DEBUG command: no, yes, or local (loopback clients only).
     #[arg(long, default_value = "no")]
     pub enable_debug_command: DebugCommand,
+    /// Append log lines (the global `--log-level` and above; recovery
+    /// reports, background errors) to FILE instead of stderr. The logger
+    /// is installed by the `batchkv` binary, which reads this flag.
+    #[arg(long, value_name = "FILE")]
+    pub logfile: Option<PathBuf>,
 }
 
 /// Default [`Config::client_query_buffer_limit`]: 1 GiB, as in Redis.
 pub const DEFAULT_QUERY_BUFFER_LIMIT: usize = 1 << 30;
+
+/// Default [`Config::max_pending_query_bytes`]: 1 GiB, the per-client
+/// default of `client-query-buffer-limit`. One client may still send any
+/// request Redis accepts by default, but all clients together cannot make
+/// the server hold more than that in unfinished requests (without it, the
+/// bound is 1 GiB × `maxclients`).
+pub const DEFAULT_MAX_PENDING_QUERY_BYTES: usize = 1 << 30;
 
 /// The block cache `batchkv serve` gives the engine unless `--options`
 /// sets `block_cache_size`: 1 GiB instead of the embedded library's
@@ -119,8 +142,9 @@ pub const SERVE_BLOCK_CACHE_SIZE: usize = 1 << 30;
 ///   point lookups (GET, MGET, EXISTS), and a block search then scans the
 ///   keys section alone: for 100-byte values about 5 cache lines per
 ///   lookup instead of about 15, which is what a batched lookup, bound by
-///   the cache lines it fetches, pays for (README, "Separated data blocks
-///   by default"). Tables written with either layout stay readable, so
+///   the cache lines it fetches, pays for (measured in
+///   `docs/perf/history/2026-11-24-serve-vs-redis.md`, "Separated data
+///   blocks by default"). Tables written with either layout stay readable, so
 ///   `--options separate_key_value_in_data_block=false` can switch back at
 ///   any time.
 pub fn serve_default_options() -> Options {
@@ -148,6 +172,13 @@ pub struct Config {
     /// gets a protocol error and is closed. Bounds the memory one client
     /// can make the server hold with one huge request of many arguments.
     pub client_query_buffer_limit: usize,
+    /// Most bytes of unfinished requests (received, not yet complete) all
+    /// connections together may hold; a connection whose read would take
+    /// the total past it gets a protocol error and is closed.
+    pub max_pending_query_bytes: usize,
+    /// Seconds after which an idle client is closed (0: never); CONFIG SET
+    /// `timeout` changes it.
+    pub timeout: u64,
     pub threads: usize,
     /// Stop on SIGTERM/SIGINT (the CLI); tests leave it off.
     pub handle_signals: bool,
@@ -171,8 +202,10 @@ impl Config {
             batch: true,
             requirepass: None,
             maxclients: 10_000,
-            proto_max_bulk_len: MAX_VALUE_SIZE,
+            proto_max_bulk_len: MAX_VALUE_LEN,
             client_query_buffer_limit: DEFAULT_QUERY_BUFFER_LIMIT,
+            max_pending_query_bytes: DEFAULT_MAX_PENDING_QUERY_BYTES,
+            timeout: 0,
             threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
             handle_signals: false,
             protected_mode: true,
@@ -207,10 +240,20 @@ impl Config {
         cfg.batch = args.batch;
         cfg.requirepass = args.requirepass;
         cfg.maxclients = args.maxclients;
+        if args.proto_max_bulk_len > MAX_VALUE_LEN {
+            return Err(format!(
+                "--proto-max-bulk-len: at most {MAX_VALUE_LEN} (the longest value stored)"
+            ));
+        }
+        if args.timeout > i32::MAX as u64 {
+            return Err(format!("--timeout: at most {}", i32::MAX));
+        }
         cfg.proto_max_bulk_len = args.proto_max_bulk_len;
         cfg.client_query_buffer_limit = args.client_query_buffer_limit;
         cfg.protected_mode = args.protected_mode;
         cfg.enable_debug_command = args.enable_debug_command;
+        cfg.max_pending_query_bytes = args.max_pending_query_bytes;
+        cfg.timeout = args.timeout;
         if let Some(t) = args.threads {
             cfg.threads = t;
         }
@@ -276,8 +319,14 @@ mod tests {
             "0",
             "--client-query-buffer-limit",
             "65536",
+            "--max-pending-query-bytes",
+            "1000000",
+            "--timeout",
+            "30",
         ])
         .unwrap();
+        assert_eq!(c.max_pending_query_bytes, 1_000_000);
+        assert_eq!(c.timeout, 30);
         assert!(!c.batch);
         assert_eq!(c.client_query_buffer_limit, 65536);
         assert_eq!(c.appendfsync, AppendFsync::Always);
@@ -307,6 +356,9 @@ mod tests {
         .unwrap();
         assert!(!e.protected_mode);
         assert_eq!(e.enable_debug_command, DebugCommand::Local);
+        assert_eq!(d.max_pending_query_bytes, 1 << 30);
+        assert_eq!(d.timeout, 0);
+        assert_eq!(d.proto_max_bulk_len, MAX_VALUE_LEN);
     }
 
     #[test]
@@ -319,5 +371,10 @@ mod tests {
         assert!(parse(&["--dir", "x", "--memtable", "btree"])
             .unwrap_err()
             .contains("--memtable"));
+        let too_long = (MAX_VALUE_LEN + 1).to_string();
+        assert!(parse(&["--dir", "x", "--proto-max-bulk-len", &too_long])
+            .unwrap_err()
+            .contains("--proto-max-bulk-len"));
+        assert!(parse(&["--dir", "x", "--timeout", "-1"]).is_err());
     }
 }

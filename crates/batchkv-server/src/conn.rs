@@ -1,32 +1,76 @@
 //! One client connection: read, parse every complete request in the
-//! buffer (a pipeline), execute, write all replies with one write.
+//! buffer (a pipeline), execute the requests in order, write the replies.
 //!
-//! Runs of consecutive GET/MGET commands in a pipeline are executed
+//! Runs of consecutive GET/MGET and collection point reads (HGET, HMGET,
+//! SISMEMBER, SMISMEMBER, ZSCORE, ZMSCORE) in a pipeline are executed
 //! together: with batching on, as one job of the [`Batcher`](crate::batcher)
 //! (one `multi_get`, possibly shared with other connections); with
 //! `--batch off`, one `get` per key.
 //!
 //! Pub/Sub messages queued for the connection (`pubsub.rs`) are written
 //! while it waits for requests, and before each command runs.
+//!
+//! # Memory a client controls
+//! - Replies: once more than [`OUTPUT_CHUNK`] bytes of replies are
+//!   pending, they are written before the next command runs, and the
+//!   connection waits until the socket has taken all of them
+//!   (back-pressure: a client that does not read stops its own pipeline,
+//!   and nothing more is read from it meanwhile). A batched run of reads
+//!   is cut where its reply reaches that size (`batcher.rs`). So
+//!   a connection holds at most [`OUTPUT_CHUNK`] bytes of replies plus one
+//!   command's reply. `client-output-buffer-limit normal HARD SOFT
+//!   SECONDS` (Redis's setting; `0 0 0` by default) closes a client whose
+//!   pending output, not counting its first [`REPLY_STATIC_BYTES`] (Redis
+//!   counts its reply list, not its 16 KiB buffer), reaches HARD bytes, or
+//!   stays at SOFT bytes or more for longer than SECONDS; the replies not
+//!   yet written are dropped, as in Redis.
+//! - Requests: a connection's unfinished request is bounded by
+//!   `client-query-buffer-limit`, and the unfinished requests of all
+//!   connections together by `--max-pending-query-bytes`
+//!   ([`Stats::pending_query_bytes`]): a connection whose read would take
+//!   the total past it gets an error and is closed. (What a client blocked in
+//!   BLPOP and friends sends meanwhile counts once it is unblocked.)
+//! - Buffers grown past [`BUF_KEEP`] bytes for a large request or reply
+//!   are given back once it is done, so an idle connection does not keep
+//!   that memory.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
+use tokio::time::Instant;
 
-use crate::batcher::{Keys, Shape};
+use crate::batcher::{Keys, ReplyLimits, Shape};
 use crate::commands::{self, After, ConnState};
-use crate::resp::{self, Reply};
-use crate::shared::Shared;
+use crate::resp::{self, ProtocolError, Reply};
+use crate::shared::{Shared, Stats};
 
-/// Serves one connection until it closes, QUIT, a protocol error, or
-/// server shutdown.
-pub async fn serve_conn(shared: Arc<Shared>, mut sock: TcpStream, mut stop: watch::Receiver<bool>) {
+/// Pending reply bytes past which replies are written before the next
+/// command runs (Redis writes its replies in 16 KiB chunks; a larger chunk
+/// keeps the number of writes of a pipeline of small replies low).
+pub const OUTPUT_CHUNK: usize = 64 * 1024;
+/// Initial capacity of a connection's read and write buffers.
+const BUF_INITIAL: usize = 16 * 1024;
+/// Capacity a buffer may keep between requests; one that grew past it is
+/// replaced by a new one of [`BUF_INITIAL`] once it is done with.
+const BUF_KEEP: usize = 64 * 1024;
+/// Pending output not counted against `client-output-buffer-limit`
+/// (Redis's per-client reply buffer, `PROTO_REPLY_CHUNK_BYTES`).
+const REPLY_STATIC_BYTES: usize = 16 * 1024;
+/// Reply bytes per key a connection expects of its first batched run.
+const FIRST_BYTES_PER_KEY: usize = 128;
+/// The least reply bytes per key a connection expects (a nil is 5).
+const MIN_BYTES_PER_KEY: usize = 5;
+
+/// Serves one connection until it closes, QUIT, a protocol error, a
+/// limit, or server shutdown.
+pub async fn serve_conn(shared: Arc<Shared>, mut sock: TcpStream, stop: watch::Receiver<bool>) {
     let n = shared.clients.fetch_add(1, Ordering::Relaxed) + 1;
-    let _count = ClientCount(&shared);
+    let count = ClientCount(&shared);
     if n > shared.settings.maxclients() {
         shared
             .stats
@@ -46,8 +90,8 @@ pub async fn serve_conn(shared: Arc<Shared>, mut sock: TcpStream, mut stop: watc
             .map_or_else(|_| "?:0".into(), |a| a.to_string()),
         std::os::fd::AsRawFd::as_raw_fd(&sock).into(),
     ));
-    let _registered = shared.clients_reg.register(client.clone());
-    let mut st = ConnState {
+    let registered = shared.clients_reg.register(client.clone());
+    let st = ConnState {
         id,
         db: 0,
         proto: 2,
@@ -57,95 +101,26 @@ pub async fn serve_conn(shared: Arc<Shared>, mut sock: TcpStream, mut stop: watc
         pubsub: Default::default(),
         client,
     };
-    let mut rbuf = BytesMut::with_capacity(16 * 1024);
-    let mut wbuf = BytesMut::with_capacity(16 * 1024);
-    let mut parser = resp::RequestParser::default();
-    loop {
-        let mut reqs: Vec<Vec<Bytes>> = Vec::new();
-        let mut proto_err = None;
-        loop {
-            match parser.parse(&mut rbuf, shared.settings.proto_max_bulk_len()) {
-                Ok(Some(args)) => {
-                    if !args.is_empty() {
-                        reqs.push(args);
-                    }
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    proto_err = Some(e);
-                    break;
-                }
-            }
-        }
-        let limit = shared.settings.client_query_buffer_limit();
-        if proto_err.is_none() && rbuf.len() > limit {
-            // What is left is an incomplete request, already too large.
-            proto_err = Some(resp::ProtocolError::query_buffer_limit(limit));
-        }
-        let mut after = run_pipeline(&shared, &mut st, &mut reqs, &mut wbuf).await;
-        let blocked = after == After::Block;
-        while after == After::Block {
-            // `reqs[0]` is the blocked command, the rest of the pipeline
-            // follows it; the replies before it go out first.
-            if !wbuf.is_empty() {
-                if sock.write_all(&wbuf).await.is_err() {
-                    return;
-                }
-                wbuf.clear();
-            }
-            let client = st.client.clone();
-            let waited =
-                crate::blocking::wait(&shared, &mut st, &reqs[0], &mut sock, &mut rbuf, &mut stop);
-            let reply = tokio::select! {
-                r = waited => r,
-                _ = client.killed() => None,
-            };
-            let Some(reply) = reply else {
-                return;
-            };
-            reply.encode(st.proto, &mut wbuf);
-            reqs.remove(0);
-            after = run_pipeline(&shared, &mut st, &mut reqs, &mut wbuf).await;
-        }
-        if let Some(e) = &proto_err {
-            Reply::Error(format!("ERR {}", e.0)).encode(st.proto, &mut wbuf);
-        }
-        if !wbuf.is_empty() {
-            if sock.write_all(&wbuf).await.is_err() {
-                return;
-            }
-            wbuf.clear();
-        }
-        match after {
-            After::Continue if proto_err.is_none() => {}
-            After::Shutdown => {
-                shared.request_shutdown();
-                return;
-            }
-            _ => return,
-        }
-        if *stop.borrow() {
-            return;
-        }
-        if blocked {
-            // Requests may have arrived while blocked: parse them first.
-            continue;
-        }
-        tokio::select! {
-            r = sock.read_buf(&mut rbuf) => match r {
-                Ok(0) | Err(_) => return,
-                Ok(_) => {}
-            },
-            _ = stop.changed() => return,
-            ok = st.pubsub.recv_into(st.proto, &mut wbuf) => {
-                if !ok || !write_pushes(&mut sock, &st, &mut wbuf).await {
-                    return;
-                }
-            }
-            // CLIENT KILL, or idle past `timeout` (`clients.rs`).
-            _ = st.client.killed() => return,
-        }
-    }
+    let mut conn = Conn {
+        pending_query: PendingQuery {
+            stats: shared.stats.clone(),
+            mine: 0,
+        },
+        shared: shared.clone(),
+        sock,
+        stop,
+        st,
+        rbuf: BytesMut::with_capacity(BUF_INITIAL),
+        out: BytesMut::with_capacity(BUF_INITIAL),
+        over_soft_since: None,
+        bytes_per_key: FIRST_BYTES_PER_KEY,
+    };
+    conn.serve().await;
+    // Unregistered and uncounted before the socket closes: a client that
+    // sees the close finds the server no longer counting it.
+    drop(registered);
+    drop(count);
+    drop(conn);
 }
 
 /// Writes the Pub/Sub messages `recv_into` put in `out`; false if the
@@ -168,7 +143,423 @@ impl Drop for ClientCount<'_> {
     }
 }
 
-/// Whether `args` is a GET or MGET that can join a batched run (never
+/// This connection's share of [`Stats::pending_query_bytes`], given back
+/// when the connection ends.
+struct PendingQuery {
+    stats: Arc<Stats>,
+    mine: usize,
+}
+
+impl PendingQuery {
+    /// Sets this connection's share to `held` bytes, unless that grows it
+    /// and would take the total of all connections past `cap`: then the
+    /// growth is not counted, the share is given back (the connection is
+    /// closing), and the total it would have reached is returned. Checked
+    /// and added in one atomic step, so of connections growing at once
+    /// only those whose growth does not fit are refused.
+    fn update(&mut self, held: usize, cap: usize) -> Result<(), usize> {
+        let total = &self.stats.pending_query_bytes;
+        if held <= self.mine {
+            // Shrinking (or, usually, nothing unfinished before or after:
+            // no write to the shared counter).
+            if held < self.mine {
+                total.fetch_sub(self.mine - held, Ordering::Relaxed);
+                self.mine = held;
+            }
+            return Ok(());
+        }
+        let add = held - self.mine;
+        let fits = |t: usize| t.checked_add(add).filter(|&n| n <= cap);
+        match total.fetch_update(Ordering::Relaxed, Ordering::Relaxed, fits) {
+            Ok(_) => {
+                self.mine = held;
+                Ok(())
+            }
+            Err(t) => {
+                total.fetch_sub(self.mine, Ordering::Relaxed);
+                self.mine = 0;
+                Err(t.saturating_add(add))
+            }
+        }
+    }
+}
+
+impl Drop for PendingQuery {
+    fn drop(&mut self) {
+        self.stats
+            .pending_query_bytes
+            .fetch_sub(self.mine, Ordering::Relaxed);
+    }
+}
+
+/// Sleeps until `deadline`, forever if `None`.
+async fn until(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// A connection being served.
+struct Conn {
+    shared: Arc<Shared>,
+    sock: TcpStream,
+    stop: watch::Receiver<bool>,
+    st: ConnState,
+    /// Received bytes not yet parsed into requests: at most an unfinished
+    /// request between pipelines.
+    rbuf: BytesMut,
+    /// Replies not yet written.
+    out: BytesMut,
+    /// Since when the pending output has been at the soft limit or over
+    /// (`None`: under it).
+    over_soft_since: Option<Instant>,
+    /// Reply bytes per key of the last batched run: how many keys the
+    /// next run may take to stay near [`OUTPUT_CHUNK`].
+    bytes_per_key: usize,
+    pending_query: PendingQuery,
+}
+
+impl Conn {
+    /// The request loop: parse, execute, write, read.
+    async fn serve(&mut self) {
+        let mut parser = resp::RequestParser::default();
+        loop {
+            let mut reqs: Vec<Vec<Bytes>> = Vec::new();
+            let mut proto_err = None;
+            let before = self.rbuf.len();
+            loop {
+                let max_bulk = self.shared.settings.proto_max_bulk_len();
+                match parser.parse(&mut self.rbuf, max_bulk) {
+                    Ok(Some(args)) => {
+                        if !args.is_empty() {
+                            reqs.push(args);
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        proto_err = Some(e);
+                        break;
+                    }
+                }
+            }
+            let consumed = before - self.rbuf.len();
+            if proto_err.is_none() {
+                proto_err = self.check_query_limits();
+            }
+            let Some(mut after) = self.run_pipeline(&mut reqs).await else {
+                return;
+            };
+            let blocked = after == After::Block;
+            while after == After::Block {
+                // `reqs[0]` is the blocked command, the rest of the
+                // pipeline follows it; the replies before it go out first.
+                if !self.flush().await {
+                    return;
+                }
+                let client = self.st.client.clone();
+                let waited = crate::blocking::wait(
+                    &self.shared,
+                    &mut self.st,
+                    &reqs[0],
+                    &mut self.sock,
+                    &mut self.rbuf,
+                    &mut self.stop,
+                );
+                let reply = tokio::select! {
+                    r = waited => r,
+                    _ = client.killed() => None,
+                };
+                let Some(reply) = reply else {
+                    return;
+                };
+                reply.encode(self.st.proto, &mut self.out);
+                reqs.remove(0);
+                after = match self.run_pipeline(&mut reqs).await {
+                    Some(a) => a,
+                    None => return,
+                };
+            }
+            // The requests' bytes are no longer referenced.
+            drop(reqs);
+            if let Some(e) = &proto_err {
+                Reply::Error(format!("ERR {}", e.0)).encode(self.st.proto, &mut self.out);
+            }
+            if !self.flush().await {
+                return;
+            }
+            self.release_read_buffer(consumed);
+            match after {
+                After::Continue if proto_err.is_none() => {}
+                After::Shutdown => {
+                    self.shared.request_shutdown();
+                    return;
+                }
+                _ => return,
+            }
+            if *self.stop.borrow() {
+                return;
+            }
+            if blocked {
+                // Requests may have arrived while blocked: parse them first.
+                continue;
+            }
+            let pushed = tokio::select! {
+                r = self.sock.read_buf(&mut self.rbuf) => match r {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => false,
+                },
+                _ = self.stop.changed() => return,
+                ok = self.st.pubsub.recv_into(self.st.proto, &mut self.out) => {
+                    if !ok {
+                        return;
+                    }
+                    true
+                }
+                // CLIENT KILL, or idle past `timeout` (`clients.rs`).
+                _ = self.st.client.killed() => return,
+            };
+            if pushed && !self.flush().await {
+                return;
+            }
+        }
+    }
+
+    /// The error closing the connection if its unfinished request is over
+    /// `client-query-buffer-limit`, or if it grew and took the unfinished
+    /// requests of all connections past `--max-pending-query-bytes`.
+    fn check_query_limits(&mut self) -> Option<ProtocolError> {
+        // What is left in the buffer is one incomplete request.
+        let held = self.rbuf.len();
+        let limit = self.shared.settings.client_query_buffer_limit();
+        if held > limit {
+            return Some(ProtocolError::query_buffer_limit(limit));
+        }
+        let cap = self.shared.cfg.max_pending_query_bytes;
+        let total = self.pending_query.update(held, cap).err()?;
+        eprintln!(
+            "batchkv serve: closing client id={} addr={}: unfinished requests of all clients \
+             would reach {total} bytes (--max-pending-query-bytes {cap})",
+            self.st.id, self.st.client.addr
+        );
+        Some(ProtocolError(format!(
+            "Protocol error: unfinished requests of all clients exceed \
+             max-pending-query-bytes ({cap} bytes)"
+        )))
+    }
+
+    /// Executes a pipeline in order, appending the replies to the output
+    /// and writing it whenever it passes [`OUTPUT_CHUNK`]; stops at QUIT or
+    /// SHUTDOWN, and at a command that blocks, which it leaves first in
+    /// `reqs` with the requests after it (returning [`After::Block`]).
+    /// `None`: the connection must close now, its pending replies unsent
+    /// (a write failed, or the client went over its output limits).
+    async fn run_pipeline(&mut self, reqs: &mut Vec<Vec<Bytes>>) -> Option<After> {
+        let mut i = 0;
+        while i < reqs.len() {
+            if self.out.len() >= OUTPUT_CHUNK && !self.flush().await {
+                return None;
+            }
+            if let Some(done) = self.run_batched(&reqs[i..]).await? {
+                i += done;
+                continue;
+            }
+            // Messages queued before this command (pubsub.rs) precede its
+            // reply.
+            self.st.pubsub.drain(self.st.proto, &mut self.out);
+            let (reply, after) = commands::execute(&self.shared, &mut self.st, &reqs[i]);
+            if after == After::Block {
+                reqs.drain(..i);
+                return Some(after);
+            }
+            if after != After::Shutdown {
+                // Like Redis, a successful SHUTDOWN closes without a reply.
+                reply.encode(self.st.proto, &mut self.out);
+            }
+            drop(reply);
+            if !self.output_ok(self.out.len()) {
+                return None;
+            }
+            if after != After::Continue {
+                return Some(after);
+            }
+            i += 1;
+        }
+        Some(After::Continue)
+    }
+
+    /// Runs the batchable reads (see [`batchable`]) at the start of `reqs`
+    /// as one batcher job, as many as are expected to fit [`OUTPUT_CHUNK`]
+    /// (at least one; a command counts its [`Shape::keys`] entries: a
+    /// collection read's key and fields); returns how many were answered — `Some(None)` if `reqs` does
+    /// not start with one (or batching is off), `None` if the connection
+    /// must close (output limit).
+    async fn run_batched(&mut self, reqs: &[Vec<Bytes>]) -> Option<Option<usize>> {
+        let Some(batcher) = &self.shared.batcher else {
+            return Some(None);
+        };
+        let budget = (OUTPUT_CHUNK / self.bytes_per_key).max(1);
+        let mut keys = Keys::default();
+        let mut shapes = Vec::new();
+        let mut n = 0;
+        for args in reqs {
+            let Some(shape) = batchable(&self.st, args) else {
+                break;
+            };
+            if !shapes.is_empty() && n + shape.keys() > budget {
+                break;
+            }
+            keys.push_args(self.st.db, shape, &args[1..]);
+            n += shape.keys();
+            shapes.push(shape);
+        }
+        if shapes.is_empty() {
+            return Some(None);
+        }
+        let began = std::time::Instant::now();
+        // Combining is worth a yield only if other clients exist.
+        let combine = self.shared.clients.load(Ordering::Relaxed) > 1;
+        let limits = self.reply_limits();
+        let start = self.out.len();
+        let answered = batcher
+            .submit(keys, shapes, self.st.proto, combine, limits, &mut self.out)
+            .await;
+        if answered.aborted || answered.commands == 0 {
+            // Over the hard limit mid-reply (or, never expected, nothing
+            // answered): what was encoded must not be sent.
+            self.log_output_limit(self.out.len());
+            return None;
+        }
+        let done = answered.commands;
+        commands::record_batched(&self.shared, &self.st, &reqs[..done], began);
+        self.bytes_per_key = ((self.out.len() - start) / answered.keys).max(MIN_BYTES_PER_KEY);
+        if !self.output_ok(self.out.len()) {
+            return None;
+        }
+        Some(Some(done))
+    }
+
+    /// How much of a batcher job's reply to produce, given the output
+    /// already pending: up to [`OUTPUT_CHUNK`] in all, and nothing past
+    /// the output hard limit.
+    fn reply_limits(&self) -> ReplyLimits {
+        let pending = self.out.len();
+        let hard = self.shared.settings.output_limits().hard;
+        let abort_at = match usize::try_from(hard) {
+            Ok(0) | Err(_) => usize::MAX,
+            Ok(h) => h.saturating_add(REPLY_STATIC_BYTES).saturating_sub(pending),
+        };
+        ReplyLimits {
+            split_at: OUTPUT_CHUNK.saturating_sub(pending).max(1),
+            abort_at,
+        }
+    }
+
+    /// Whether `pending` bytes of output are within the client's output
+    /// buffer limits (the soft limit's clock starts here when it is first
+    /// reached); logs why not. A subscriber is not a normal client: its
+    /// messages are bounded by its queue (`pubsub.rs`, Redis's `pubsub`
+    /// class hard limit).
+    fn output_ok(&mut self, pending: usize) -> bool {
+        if self.st.pubsub.is_subscribed() {
+            self.over_soft_since = None;
+            return true;
+        }
+        let limits = self.shared.settings.output_limits();
+        let used = pending.saturating_sub(REPLY_STATIC_BYTES) as u64;
+        let over_hard = limits.hard > 0 && used >= limits.hard;
+        let over_soft = limits.soft > 0 && used >= limits.soft;
+        if !over_soft {
+            self.over_soft_since = None;
+        }
+        let soft_expired = over_soft && {
+            let since = *self.over_soft_since.get_or_insert_with(Instant::now);
+            since.elapsed() > Duration::from_secs(limits.soft_seconds)
+        };
+        if over_hard || soft_expired {
+            self.log_output_limit(pending);
+            return false;
+        }
+        true
+    }
+
+    fn log_output_limit(&self, pending: usize) {
+        eprintln!(
+            "batchkv serve: closing client id={} addr={} for overcoming of output buffer \
+             limits ({pending} bytes pending)",
+            self.st.id, self.st.client.addr
+        );
+    }
+
+    /// When the soft limit, reached at `over_soft_since`, expires.
+    fn soft_deadline(&self) -> Option<Instant> {
+        let since = self.over_soft_since?;
+        let secs = self.shared.settings.output_limits().soft_seconds;
+        since.checked_add(Duration::from_secs(secs) + Duration::from_millis(1))
+    }
+
+    /// Writes all pending output, waiting until the socket has taken it,
+    /// then gives back a buffer grown past [`BUF_KEEP`]. False: the
+    /// connection must close (the write failed, the client was killed, its
+    /// Pub/Sub queue overflowed, or it stayed over its output limits).
+    async fn flush(&mut self) -> bool {
+        if self.out.is_empty() {
+            return true;
+        }
+        // Usually the socket takes everything at once.
+        let mut written = match self.sock.try_write(&self.out) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => 0,
+            Err(_) => return false,
+        };
+        let mut ok = true;
+        while written < self.out.len() {
+            if !self.output_ok(self.out.len() - written) {
+                ok = false;
+                break;
+            }
+            let deadline = self.soft_deadline();
+            let step = tokio::select! {
+                r = self.sock.write(&self.out[written..]) => match r {
+                    Ok(n) if n > 0 => Some(n),
+                    _ => None,
+                },
+                _ = self.st.client.killed() => None,
+                () = self.st.pubsub.overflowed() => None,
+                // Check the soft limit's time again.
+                () = until(deadline) => Some(0),
+            };
+            match step {
+                Some(n) => written += n,
+                None => {
+                    ok = false;
+                    break;
+                }
+            }
+        }
+        self.out.clear();
+        self.over_soft_since = None;
+        if self.out.capacity() > BUF_KEEP {
+            self.out = BytesMut::with_capacity(BUF_INITIAL);
+        }
+        ok
+    }
+
+    /// Replaces a read buffer that grew past [`BUF_KEEP`], or whose
+    /// allocation held requests of more than that (`consumed` bytes were
+    /// parsed out of it this round), keeping the unfinished request it
+    /// holds if that is small; the requests themselves must be dropped.
+    fn release_read_buffer(&mut self, consumed: usize) {
+        if (consumed > BUF_KEEP || self.rbuf.capacity() > BUF_KEEP) && self.rbuf.len() <= BUF_KEEP {
+            let mut fresh = BytesMut::with_capacity(BUF_INITIAL.max(self.rbuf.len()));
+            fresh.extend_from_slice(&self.rbuf);
+            self.rbuf = fresh;
+        }
+    }
+}
+
+/// Whether `args` is a GET, MGET or collection point read (HGET, HMGET,
+/// SISMEMBER, SMISMEMBER, ZSCORE, ZMSCORE) that can join a batched run (never
 /// inside MULTI: there it is queued; never in RESP2 with subscriptions:
 /// there it is refused).
 fn batchable(st: &ConnState, args: &[Bytes]) -> Option<Shape> {
@@ -176,65 +567,27 @@ fn batchable(st: &ConnState, args: &[Bytes]) -> Option<Shape> {
         return None;
     }
     let name = &args[0];
-    if name.eq_ignore_ascii_case(b"get") && args.len() == 2 {
+    let is = |n: &[u8]| name.eq_ignore_ascii_case(n);
+    // With the arity Redis requires (the normal path answers the error).
+    let (single, many) = (args.len() == 3, args.len() >= 3);
+    let n = args.len().saturating_sub(2);
+    if is(b"get") && args.len() == 2 {
         Some(Shape::Get)
-    } else if name.eq_ignore_ascii_case(b"mget") && args.len() >= 2 {
+    } else if is(b"mget") && args.len() >= 2 {
         Some(Shape::Mget(args.len() - 1))
+    } else if is(b"hget") && single {
+        Some(Shape::HGet)
+    } else if is(b"hmget") && many {
+        Some(Shape::HMget(n))
+    } else if is(b"sismember") && single {
+        Some(Shape::SIsMember)
+    } else if is(b"smismember") && many {
+        Some(Shape::SMIsMember(n))
+    } else if is(b"zscore") && single {
+        Some(Shape::ZScore)
+    } else if is(b"zmscore") && many {
+        Some(Shape::ZMScore(n))
     } else {
         None
     }
-}
-
-/// Executes a pipeline in order, appending the replies to `out`; stops at
-/// QUIT or SHUTDOWN, and at a command that blocks, which it leaves first in
-/// `reqs` with the requests after it (returning [`After::Block`]).
-async fn run_pipeline(
-    shared: &Arc<Shared>,
-    st: &mut ConnState,
-    reqs: &mut Vec<Vec<Bytes>>,
-    out: &mut BytesMut,
-) -> After {
-    let mut i = 0;
-    while i < reqs.len() {
-        if let Some(batcher) = &shared.batcher {
-            // Gather the run of GET/MGET starting here.
-            let first = i;
-            let mut keys = Keys::default();
-            let mut shapes = Vec::new();
-            while i < reqs.len() {
-                let Some(shape) = batchable(st, &reqs[i]) else {
-                    break;
-                };
-                for k in &reqs[i][1..] {
-                    keys.push(st.db, k);
-                }
-                shapes.push(shape);
-                i += 1;
-            }
-            if !shapes.is_empty() {
-                let began = std::time::Instant::now();
-                // Combining is worth a yield only if other clients exist.
-                let combine = shared.clients.load(Ordering::Relaxed) > 1;
-                batcher.submit(keys, shapes, st.proto, combine, out).await;
-                commands::record_batched(shared, st, &reqs[first..i], began);
-                continue;
-            }
-        }
-        // Messages queued before this command (pubsub.rs) precede its reply.
-        st.pubsub.drain(st.proto, out);
-        let (reply, after) = commands::execute(shared, st, &reqs[i]);
-        if after == After::Block {
-            reqs.drain(..i);
-            return after;
-        }
-        if after != After::Shutdown {
-            // Like Redis, a successful SHUTDOWN closes without a reply.
-            reply.encode(st.proto, out);
-        }
-        if after != After::Continue {
-            return after;
-        }
-        i += 1;
-    }
-    After::Continue
 }

@@ -2,16 +2,17 @@
 //! passed, so their bytes do not stay on disk forever.
 //!
 //! Reads already treat expired entries as absent (lazy expiry, see
-//! `keyspace.rs`); this task only reclaims space. Compaction also drops
-//! expired values (`keyspace::ttl_filter`), but only when it happens to
-//! rewrite them; this task bounds how long they stay.
+//! `keyspace.rs`); this task reclaims their space and removes them from
+//! the key counts (DBSIZE), as Redis's active expiry does.
 //!
 //! Every [`TICK`] it reads the expiry index (`keyspace.rs`: one entry per
 //! value with an expiry, sorted by expiry time) from the start up to now,
 //! in slices of [`SLICE`] entries, for at most [`BUDGET_PER_TICK`] (a
 //! quarter of a core, as Redis's active expire cycle allows itself). Its
 //! cost follows the number of keys that expire, not the size of the
-//! keyspace. Each due entry's key is re-read under its stripe lock: if its
+//! keyspace. It is the only way expired values leave the keyspace (no
+//! compaction filter drops them: `keycount.rs`, invariant 2). Each due
+//! entry's key is re-read under its stripe lock: if its
 //! value has expired, the key and the entry are deleted together; if not
 //! (a later SET or EXPIRE gave it a new expiry, with an entry of its own,
 //! or none), only the stale entry is. A concurrent write that revived the
@@ -159,7 +160,7 @@ fn delete_if_expired(shared: &Shared, key: &[u8], mut also: WriteBatch) -> bool 
         }
         also.delete(key);
     }
-    if also.is_empty() || shared.db.write(&SWEEP_WRITE, also).is_err() {
+    if also.is_empty() || shared.apply(&SWEEP_WRITE, also).is_err() {
         return false;
     }
     shared.mark_dirty();
@@ -216,7 +217,7 @@ pub fn sweep_index(shared: &Shared, from: &[u8], budget: usize) -> Slice {
             Some((_, key)) => expired += usize::from(delete_if_expired(shared, key, b)),
             // Too short to name a key: only the entry goes.
             None => {
-                let _ = shared.db.write(&SWEEP_WRITE, b);
+                let _ = shared.apply(&SWEEP_WRITE, b);
             }
         }
     }
@@ -264,7 +265,7 @@ pub fn walk_slice(shared: &Shared, from: &[u8], budget: usize) -> Slice {
         it.next();
     }
     let next = resume_point(it);
-    if shared.db.write(&SWEEP_WRITE, index).is_err() {
+    if shared.apply(&SWEEP_WRITE, index).is_err() {
         // Not indexed: walk this slice again next time.
         return Slice {
             next: from.to_vec(),

@@ -412,9 +412,7 @@ impl Fuzzer {
         let path = self.dir.0.join(self.inputs.to_string());
         let mut cfg = self.cfg.clone();
         cfg.dir.clone_from(&path);
-        let mut opts = cfg.options.clone();
-        opts.compaction_filter = Some(crate::keyspace::ttl_filter());
-        let db = Db::open(&path, opts).expect("open the fuzz database");
+        let db = Db::open(&path, cfg.options.clone()).expect("open the fuzz database");
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             self.run_on(db.clone(), cfg, data)
         }));
@@ -429,6 +427,8 @@ impl Fuzzer {
         let (before, _) = crate::panics::caught();
         let (tx, _rx) = tokio::sync::watch::channel(false);
         let shared = Arc::new(crate::server::new_shared(db, cfg, 0, tx));
+        // As the server does before anything writes (DBSIZE, INFO keyspace).
+        shared.key_counts.start(&shared.db);
         let mut conn = Conn::new(&shared);
         for cmd in SETUP {
             let args: Vec<Bytes> = cmd
@@ -476,6 +476,7 @@ impl Fuzzer {
                 conn = Conn::new(&shared);
             }
         }
+        shared.key_counts.stop();
         let (after, last) = crate::panics::caught();
         if after != before {
             panic!(

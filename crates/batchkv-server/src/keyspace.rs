@@ -16,6 +16,8 @@
 //!   expiry has its index entry. Databases written before the index lack
 //!   it; the sweeper then walks them once, indexing what it finds, and
 //!   writes it.
+//! - `11 "batchkv_serve_keyspace"`, value `1`: the server marker
+//!   (`marker.rs`), written at start.
 //!
 //! Servers before
 //! `Db::sync_wal` made `--appendfsync everysec` durable by deleting the
@@ -31,18 +33,87 @@
 //! Example: `SET k hello PXAT 1700000000000` stores key
 //! `00 6b` and value `01 00 68 e5 cf 8b 01 00 00 68 65 6c 6c 6f`.
 //! An entry whose expiry is ≤ now is treated as absent on every read
-//! (lazy expiry). Compaction drops it through [`ttl_filter`], and the
-//! server's active expiry (`expiry.rs`) deletes it sooner.
+//! (lazy expiry) until the server's active expiry (`expiry.rs`) deletes
+//! it. No compaction filter drops expired values: a key leaves the
+//! keyspace only through a write the key counts see (`keycount.rs`).
 
-use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use batchkv::{CompactionFilter, TtlFilter, WriteBatch};
+use batchkv::WriteBatch;
 
 use crate::meta::{Meta, TAG_COLLECTION};
 
 /// Number of databases (`SELECT 0`..`SELECT 15`).
 pub const NUM_DBS: usize = 16;
+
+/// The longest header a stored string carries before its bytes: the tag
+/// and an expiry (see the module docs).
+pub const STRING_HEADER_MAX: usize = 9;
+
+/// The longest string the server stores, in the user's bytes: the
+/// engine's value limit minus [`STRING_HEADER_MAX`], so a value that can
+/// be stored can also be given an expiry. The default and the largest
+/// setting of `proto-max-bulk-len`, which bounds every argument, so also
+/// every hash value and list element (stored without a header).
+pub const MAX_VALUE_LEN: usize = batchkv::MAX_VALUE_SIZE - STRING_HEADER_MAX;
+
+/// The most bytes any engine key derived from a user key adds to it
+/// before a field or member: a sorted set's score-index key
+/// `13 ‖ db ‖ len(4) ‖ key ‖ version(8) ‖ score(8) ‖ member` (`meta.rs`).
+/// The others add less: the stored key 1, the expiry index 10, element
+/// keys 14.
+pub const KEY_OVERHEAD_MAX: usize = 22;
+
+/// The longest key a command may create: every engine key derived from it
+/// (stored key, expiry index, element keys with an empty field or member,
+/// score index) then fits the engine's key limit, so a key that could be
+/// written can always be given an expiry or hold a collection. A field or
+/// member adds its own length: key and field (or member) together may be
+/// at most this long.
+pub const MAX_KEY_LEN: usize = batchkv::MAX_KEY_SIZE - KEY_OVERHEAD_MAX;
+
+/// The error for a key longer than [`MAX_KEY_LEN`].
+pub fn key_too_long() -> crate::resp::Reply {
+    crate::resp::Reply::Error(format!("ERR key is too long (max {MAX_KEY_LEN} bytes)"))
+}
+
+/// Checks the keys a command may create before it runs: every key of a
+/// command that adds data (`denyoom`: SET, APPEND, the pushes, HSET,
+/// SADD, ZADD, the *STORE commands, ...) and the destination of a write
+/// with a source and a destination (RENAME, COPY, SMOVE, BLMOVE, ...).
+/// Keys only read or deleted are not checked, so a longer key written by
+/// an older server can still be read and deleted. `args` includes the
+/// command's name; `None` if every such key fits.
+pub fn check_new_keys(
+    spec: &crate::commands::CommandSpec,
+    args: &[bytes::Bytes],
+) -> Option<crate::resp::Reply> {
+    let too_long = |i: usize| args.get(i).is_some_and(|k| k.len() > MAX_KEY_LEN);
+    let created = if spec.flags.contains(&"denyoom") {
+        (spec.first_key, spec.last_key, spec.step)
+    } else if spec.flags.contains(&"write") && (spec.first_key, spec.last_key) == (1, 2) {
+        (2, 2, 1)
+    } else {
+        return None;
+    };
+    let (first, last, step) = created;
+    if first <= 0 || step <= 0 {
+        return None;
+    }
+    let last = if last < 0 {
+        args.len() as i64 + i64::from(last)
+    } else {
+        i64::from(last)
+    };
+    let mut i = i64::from(first);
+    while i <= last {
+        if too_long(i as usize) {
+            return Some(key_too_long());
+        }
+        i += i64::from(step);
+    }
+    None
+}
 
 const TAG_PLAIN: u8 = 0;
 const TAG_EXPIRES: u8 = 1;
@@ -149,14 +220,6 @@ pub fn decode_value(v: &[u8]) -> Option<Decoded<'_>> {
         }
         _ => None,
     }
-}
-
-/// The compaction filter that removes expired string values (values not
-/// written by this server are kept, and so is collection metadata: an
-/// expired collection's elements must go in the same write as it, which
-/// active expiry does).
-pub fn ttl_filter() -> Arc<dyn CompactionFilter> {
-    Arc::new(TtlFilter::new(|v: &[u8]| decode_value(v)?.expire_at))
 }
 
 /// What is stored at a key: a string, or a collection's metadata
@@ -366,6 +429,27 @@ mod tests {
         assert_eq!(decode_expiry_index_key(&a[..8]), None);
     }
 
+    /// Every engine key derived from a key of [`MAX_KEY_LEN`] bytes fits
+    /// the engine's limit (the score-index key exactly), and so does a
+    /// value of [`MAX_VALUE_LEN`] bytes with an expiry.
+    #[test]
+    fn the_key_and_value_limits_leave_room_for_every_derived_record() {
+        use crate::meta::{element_key, score_index_key};
+        let key = db_key(3, &vec![b'k'; MAX_KEY_LEN]);
+        let derived = [
+            key.clone(),
+            expiry_index_key(u64::MAX, &key),
+            element_key(&key, u64::MAX, b""),
+            score_index_key(&key, u64::MAX, 1.5, b""),
+        ];
+        for k in &derived {
+            assert!(k.len() <= batchkv::MAX_KEY_SIZE, "{}", k.len());
+        }
+        assert_eq!(derived[3].len(), batchkv::MAX_KEY_SIZE);
+        let v = encode_value(&vec![0; MAX_VALUE_LEN], Some(u64::MAX));
+        assert_eq!(v.len(), batchkv::MAX_VALUE_SIZE);
+    }
+
     #[test]
     fn values_round_trip_with_and_without_expiry() {
         let v = encode_value(b"hello", None);
@@ -382,33 +466,11 @@ mod tests {
         assert_eq!(live_value(&v, 1_700_000_000_000), Ok(None));
         let m = Meta::new(crate::meta::Kind::Set, 1).encode();
         assert_eq!(live_value(&m, 0), Err(NotString::WrongType));
-        assert_eq!(decode_value(&m), None, "never a string to ttl_filter");
+        assert_eq!(decode_value(&m), None, "metadata never decodes as a string");
         assert!(live_value(&v, 1_699_999_999_999).unwrap().is_some());
         assert_eq!(decode_value(b""), None);
         assert_eq!(decode_value(b"\x01abc"), None);
         assert_eq!(decode_value(b"\x07"), None);
-    }
-
-    #[test]
-    fn compaction_drops_expired_values() {
-        use batchkv::{Db, Options};
-        let dir = tempfile::tempdir().unwrap();
-        let opts = Options {
-            compaction_filter: Some(ttl_filter()),
-            ..Options::default()
-        };
-        let db = Db::open(dir.path(), opts).unwrap();
-        db.put(b"\0gone", encode_value(b"v", Some(1))).unwrap();
-        db.put(b"\0later", encode_value(b"v", Some(now_ms() + 3_600_000)))
-            .unwrap();
-        db.put(b"\0plain", encode_value(b"v", None)).unwrap();
-        db.put(b"\0foreign", b"").unwrap();
-        db.flush().unwrap();
-        db.compact_range(None, None).unwrap();
-        assert_eq!(db.get(b"\0gone").unwrap(), None);
-        for k in [&b"\0later"[..], b"\0plain", b"\0foreign"] {
-            assert!(db.get(k).unwrap().is_some(), "{k:?}");
-        }
     }
 
     #[test]

@@ -15,10 +15,10 @@
 //! delivery), `clients.rs` (the connection registry and idle timeout),
 //! `slowlog.rs`, `security.rs` (protected mode, AUTH checks),
 //! `cursors.rs` (SCAN-family cursors), `panics.rs` (the panic boundary
-//! around commands), `limits.rs` (the
-//! descriptor budget of `maxclients`),
-//! `cmdstats.rs` (INFO commandstats), `config/runtime.rs`
-//! (CONFIG SET), `commands/` (the commands).
+//! around commands), `limits.rs` (the descriptor budget of `maxclients`),
+//! `cmdstats.rs` (INFO commandstats), `config/runtime.rs` (CONFIG SET),
+//! `marker.rs` (telling a server's database from plain engine data),
+//! `commands/` (the commands).
 
 mod batcher;
 mod blocking;
@@ -31,9 +31,11 @@ mod cursors;
 mod expiry;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
+mod keycount;
 mod keyspace;
 mod ldouble;
 mod limits;
+pub mod marker;
 mod meta;
 mod panics;
 mod pubsub;

@@ -168,6 +168,23 @@ impl Broker {
     /// Returns how many were reached (counting subscribers whose queue
     /// overflowed, as Redis counts clients it then disconnects).
     pub fn publish(&self, publisher: u64, channel: &[u8], payload: &[u8]) -> (usize, Vec<Message>) {
+        self.publish_to(publisher, channel, payload, true)
+    }
+
+    /// [`Broker::publish`] without delivering to any other connection:
+    /// what PUBLISH answers inside EXEC, which delivers the message with
+    /// [`Broker::publish`] once the transaction has committed (`tx.rs`).
+    pub fn count(&self, publisher: u64, channel: &[u8], payload: &[u8]) -> (usize, Vec<Message>) {
+        self.publish_to(publisher, channel, payload, false)
+    }
+
+    fn publish_to(
+        &self,
+        publisher: u64,
+        channel: &[u8],
+        payload: &[u8],
+        deliver: bool,
+    ) -> (usize, Vec<Message>) {
         let maps = self.lock();
         let mut own = Vec::new();
         if !maps[Kind::Channel as usize].contains_key(channel)
@@ -188,7 +205,7 @@ impl Broker {
             };
             if id == publisher {
                 own.push(m);
-            } else {
+            } else if deliver {
                 sub.deliver(m);
             }
             n += 1;

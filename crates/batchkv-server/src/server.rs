@@ -12,7 +12,7 @@ use tokio::sync::watch;
 
 use crate::batcher::Batcher;
 use crate::config::{AppendFsync, Config};
-use crate::keyspace;
+use crate::keycount::KeyCounts;
 use crate::meta::{self, Versions};
 use crate::shared::{Shared, Stats, STRIPES};
 
@@ -54,9 +54,9 @@ impl Server {
             .thread_name("batchkv-serve")
             .enable_all()
             .build()?;
-        let mut opts = cfg.options.clone();
-        opts.compaction_filter = Some(keyspace::ttl_filter());
-        let db = Db::open_with_fs(&cfg.dir, opts, fs).map_err(std::io::Error::other)?;
+        let db =
+            Db::open_with_fs(&cfg.dir, cfg.options.clone(), fs).map_err(std::io::Error::other)?;
+        crate::marker::claim(&db, &cfg.dir)?;
         let std_listener = std::net::TcpListener::bind((cfg.bind.as_str(), cfg.port))?;
         std_listener.set_nonblocking(true)?;
         let addr = std_listener.local_addr()?;
@@ -237,6 +237,7 @@ pub(crate) fn new_shared(db: Db, cfg: Config, port: u16, shutdown: watch::Sender
         versions: Versions::new(),
         has_collections: AtomicBool::new(meta::any_elements(&db)),
         db,
+        key_counts: Arc::new(KeyCounts::new()),
         stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
         mods: crate::tx::Mods::default(),
         cursors: Mutex::new(crate::cursors::Cursors::default()),
@@ -289,6 +290,8 @@ async fn serve(
             }
         });
     }
+    // Before anything writes: the counts' deltas start now.
+    shared.key_counts.start(&shared.db);
     let expiry = tokio::spawn(crate::expiry::run(shared.clone(), shutdown_rx.clone()));
     tokio::spawn(crate::clients::cron(shared.clone(), shutdown_rx.clone()));
     let mut conns = tokio::task::JoinSet::new();
@@ -349,6 +352,7 @@ async fn serve(
     drop(shared);
     tokio::task::spawn_blocking(move || {
         // Everything acknowledged becomes durable, then the engine closes.
+        s.key_counts.stop();
         let r1 = s.sync_wal();
         let r2 = s.db.clone().close();
         r1.and(r2)

@@ -11,23 +11,29 @@
 //! 2. Multi-key commands take their stripes in ascending stripe order, so
 //!    two of them never deadlock.
 //! 3. Plain reads take no lock: each engine read sees a committed state.
+//!    A command that reads several keys without locking them (SUNION,
+//!    ZINTER, ...) runs in [`Shared::at_snapshot`], so all its reads see
+//!    the same committed state.
 //! 4. Commands read and write the engine only through `Shared`'s methods
 //!    (`get_raw`, `read_*`, `get_many`, `iter`, `write`, `put`, `delete`),
 //!    never through `Shared::db` directly, so that one place decides what
 //!    a read sees (inside EXEC: the engine with the transaction's pending
 //!    writes on top, `tx.rs`).
-//! 5. A [`KeyGuard`] whose holder wrote records the change of its keys
-//!    for WATCH before it releases the stripes (`tx.rs`).
+//! 5. A [`KeyGuard`] records for WATCH the change of the keys its
+//!    holder's writes changed before it releases the stripes (`tx.rs`).
 
+use std::borrow::Cow;
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
-use batchkv::{Db, ReadOptions, WriteBatch, WriteOptions};
+use batchkv::{Db, ReadOptions, Snapshot, WriteBatch, WriteOptions};
 use tokio::sync::watch;
 
 use crate::batcher::Batcher;
 use crate::config::{AppendFsync, Config};
+use crate::keycount::KeyCounts;
 use crate::keyspace::{self, Entry};
 use crate::meta::{self, Kind, Meta, Versions};
 use crate::resp::Reply;
@@ -78,6 +84,35 @@ pub fn wrong_type() -> Reply {
     Reply::err(keyspace::WRONGTYPE)
 }
 
+thread_local! {
+    /// The engine snapshot this thread's reads see ([`Shared::at_snapshot`]).
+    static READ_AT: RefCell<Option<Snapshot>> = const { RefCell::new(None) };
+}
+
+/// `opts` reading at this thread's snapshot, if one is set and `opts` has
+/// none of its own.
+fn at_read_snapshot(opts: &ReadOptions) -> Cow<'_, ReadOptions> {
+    if opts.snapshot.is_some() {
+        return Cow::Borrowed(opts);
+    }
+    match READ_AT.with(|r| r.borrow().clone()) {
+        Some(s) => Cow::Owned(ReadOptions {
+            snapshot: Some(s),
+            ..opts.clone()
+        }),
+        None => Cow::Borrowed(opts),
+    }
+}
+
+/// Clears this thread's read snapshot when dropped (also on unwinding).
+struct ReadAt;
+
+impl Drop for ReadAt {
+    fn drop(&mut self) {
+        READ_AT.with(|r| r.borrow_mut().take());
+    }
+}
+
 /// Number of key lock stripes.
 pub(crate) const STRIPES: usize = 4096;
 
@@ -98,6 +133,9 @@ pub struct Stats {
     /// `expiry_index_complete`; false while a database from before the
     /// index is being walked).
     pub expiry_index_complete: AtomicBool,
+    /// Bytes of unfinished requests all connections hold now (a gauge,
+    /// bounded by `--max-pending-query-bytes`, `conn.rs`).
+    pub pending_query_bytes: AtomicUsize,
 }
 
 impl Stats {
@@ -138,6 +176,8 @@ pub struct Shared {
     /// While false, a string write cannot be replacing a collection and
     /// need not read the key first.
     pub(crate) has_collections: AtomicBool,
+    /// Keys per database, kept by every write (`keycount.rs`).
+    pub(crate) key_counts: Arc<KeyCounts>,
     pub(crate) stripes: Vec<Mutex<()>>,
     /// Modification counters read by WATCH (`tx.rs`).
     pub(crate) mods: tx::Mods,
@@ -179,30 +219,51 @@ pub fn stripes_of<K: AsRef<[u8]>>(keys: &[K]) -> Vec<usize> {
     idx
 }
 
-/// Held stripe locks (see the module's invariants). When dropped after
-/// its holder wrote (`tx::count_write`), records the change of its keys
-/// for WATCH (`tx.rs`) before the stripes are released.
+/// Held stripe locks (see the module's invariants). When dropped, records
+/// for WATCH the change of the keys its holder wrote (`tx.rs`) before the
+/// stripes are released.
 pub struct KeyGuard<'a> {
     mods: &'a tx::Mods,
-    /// Modification-table slots of the keys.
-    slots: Vec<u32>,
-    /// `tx::writes()` when the locks were taken.
-    writes_at: u64,
-    /// Inside EXEC: nothing is locked, the changes go to the overlay.
-    deferred: bool,
+    /// Whose changes the guard records.
+    scope: Scope,
+    /// Where the guard's noted changes start (`tx::begin_guard`).
+    noted_at: usize,
     _guards: Vec<MutexGuard<'a, ()>>,
+    /// Reads under the locks spare the key counts a lookup (`keycount.rs`).
+    _recording: crate::keycount::Recording,
+}
+
+/// The keys whose changes a [`KeyGuard`] records when dropped.
+enum Scope {
+    /// Those of these modification-table slots (sorted, no repeats) that
+    /// its holder's writes changed.
+    Keys(Vec<u32>),
+    /// Every key its holder's writes changed (every stripe is held).
+    All,
+    /// None: inside EXEC, whose own guard records the transaction's write.
+    Deferred,
 }
 
 impl Drop for KeyGuard<'_> {
     fn drop(&mut self) {
-        if tx::writes() == self.writes_at {
-            return;
-        }
-        if self.deferred {
-            tx::defer(&self.slots);
-            return;
-        }
-        self.mods.touch(&self.slots);
+        let (mods, scope) = (self.mods, &self.scope);
+        tx::end_guard(self.noted_at, |noted| match scope {
+            Scope::Keys(slots) => {
+                for &s in slots {
+                    if noted.binary_search(&s).is_ok() {
+                        mods.touch(&[s]);
+                    }
+                }
+            }
+            Scope::All => {
+                for (i, &s) in noted.iter().enumerate() {
+                    if i == 0 || noted[i - 1] != s {
+                        mods.touch(&[s]);
+                    }
+                }
+            }
+            Scope::Deferred => {}
+        });
     }
 }
 
@@ -214,48 +275,60 @@ impl Shared {
     /// Locks the stripes of all `keys` (stored keys) in ascending order.
     /// Inside EXEC (`tx.rs`) locks nothing: EXEC holds them already.
     pub fn lock_keys<K: AsRef<[u8]>>(&self, keys: &[K]) -> KeyGuard<'_> {
-        let slots: Vec<u32> = keys.iter().map(|k| tx::slot_of(k.as_ref())).collect();
+        let mut slots: Vec<u32> = keys.iter().map(|k| tx::slot_of(k.as_ref())).collect();
+        slots.sort_unstable();
+        slots.dedup();
         let mut idx: Vec<usize> = slots.iter().map(|&s| tx::stripe_of_slot(s)).collect();
         idx.sort_unstable();
         idx.dedup();
-        let deferred = tx::active();
-        if deferred {
+        if tx::active() {
             tx::check_held(&idx);
-            idx.clear();
+            return self.guard(Scope::Deferred, Vec::new());
         }
-        KeyGuard {
-            mods: &self.mods,
-            slots,
-            writes_at: tx::writes(),
-            deferred,
-            _guards: idx.into_iter().map(|i| lock(&self.stripes[i])).collect(),
-        }
+        let guards = idx.into_iter().map(|i| lock(&self.stripes[i])).collect();
+        self.guard(Scope::Keys(slots), guards)
     }
 
     /// Locks every stripe (FLUSHDB, FLUSHALL, SWAPDB), so no write or EXEC
-    /// interleaves with the holder. Records no key change: WATCH sees a
-    /// flush by the keys it left not live (`tx.rs`).
+    /// interleaves with the holder. Records the change of every key its
+    /// holder's writes name (SWAPDB's rewritten keys); WATCH sees a flush
+    /// by the keys it left not live (`tx.rs`).
     pub fn lock_all(&self) -> KeyGuard<'_> {
         if tx::active() {
             tx::check_held(&(0..STRIPES).collect::<Vec<_>>());
-            return self.lock_stripes(Some(&[]));
+            return self.guard(Scope::Deferred, Vec::new());
         }
         self.lock_stripes(None)
     }
 
     /// Locks `stripes` (ascending; `None`: all) for EXEC. The guard records
-    /// no changes: EXEC applies the overlay's (`tx.rs`).
+    /// the change of every key written while it is held (EXEC's one write
+    /// of the transaction, `tx.rs`).
     pub fn lock_stripes(&self, stripes: Option<&[usize]>) -> KeyGuard<'_> {
         let guards = match stripes {
             Some(idx) => idx.iter().map(|&i| lock(&self.stripes[i])).collect(),
             None => self.stripes.iter().map(lock).collect(),
         };
+        self.guard(Scope::All, guards)
+    }
+
+    fn guard<'a>(&'a self, scope: Scope, guards: Vec<MutexGuard<'a, ()>>) -> KeyGuard<'a> {
         KeyGuard {
             mods: &self.mods,
-            slots: Vec::new(),
-            writes_at: tx::writes(),
-            deferred: false,
+            scope,
+            noted_at: tx::begin_guard(),
             _guards: guards,
+            _recording: crate::keycount::Recording::start(),
+        }
+    }
+
+    /// Whether the engine holds a live value at stored key `key` (an
+    /// engine error or a value it cannot decode counts as live).
+    fn is_live_stored(&self, key: &[u8]) -> bool {
+        match self.db.get(key) {
+            Ok(Some(v)) => !matches!(keyspace::live_entry(&v, keyspace::now_ms()), Ok(None)),
+            Ok(None) => false,
+            Err(_) => true,
         }
     }
 
@@ -267,26 +340,49 @@ impl Shared {
     /// Applies `batch` with the configured durability (inside EXEC:
     /// records it in the transaction's overlay, `tx.rs`).
     pub fn write(&self, batch: WriteBatch) -> Result<(), Reply> {
-        if !batch.is_empty() {
-            tx::count_write();
-        }
         if tx::active() {
             tx::record(&batch);
             return Ok(());
         }
-        self.mark_dirty();
+        tx::note_written(&batch, |k| self.is_live_stored(k));
         let opts = WriteOptions {
             sync: self.settings.appendfsync() == AppendFsync::Always,
             ..Default::default()
         };
+        self.apply(&opts, batch)
+    }
+
+    /// Applies `batch` to the engine with `opts` and counts the keys it
+    /// adds or removes (`keycount.rs`; the caller holds the locks of the
+    /// keys it writes).
+    pub fn apply(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<(), Reply> {
+        self.mark_dirty();
+        let delta = KeyCounts::delta_of(&self.db, &batch).map_err(crate::commands::engine_error)?;
         let r = if opts.sync {
             // The fsync blocks: let the runtime move other tasks off this
             // worker meanwhile (and let concurrent writers group-commit).
-            block_in_place(|| self.db.write(&opts, batch))
+            block_in_place(|| self.db.write(opts, batch))
         } else {
-            self.db.write(&opts, batch)
+            self.db.write(opts, batch)
         };
-        r.map_err(crate::commands::engine_error)
+        r.map_err(crate::commands::engine_error)?;
+        if !delta.is_empty() {
+            self.key_counts.add(&delta);
+        }
+        Ok(())
+    }
+
+    /// Keys in database `db` and how many have an expiry (`keycount.rs`;
+    /// inside EXEC including what the transaction wrote so far). O(1)
+    /// outside EXEC.
+    pub fn key_count(&self, db: u8) -> Result<crate::keycount::Count, Reply> {
+        let mut c = self.key_counts.get(usize::from(db)).map_err(Reply::err)?;
+        let pending = tx::pending(|b| KeyCounts::delta_of(&self.db, b));
+        if let Some(delta) = pending {
+            let delta = delta.map_err(crate::commands::engine_error)?;
+            c = delta.applied_to(c, usize::from(db));
+        }
+        Ok(c)
     }
 
     /// Puts one string value (replacing whatever the key held).
@@ -305,6 +401,20 @@ impl Shared {
         self.write(b)
     }
 
+    /// Runs `f` with every engine read this thread makes through `Shared`
+    /// at one snapshot, taken now: a command that reads several keys
+    /// without holding their locks sees one committed state, as a serial
+    /// execution would. Inside EXEC, or nested, just runs `f` (EXEC holds
+    /// the locks of the keys its commands name).
+    pub fn at_snapshot<R>(&self, f: impl FnOnce() -> R) -> R {
+        if tx::active() || READ_AT.with(|r| r.borrow().is_some()) {
+            return f();
+        }
+        READ_AT.with(|r| *r.borrow_mut() = Some(self.db.snapshot()));
+        let _clear = ReadAt;
+        f()
+    }
+
     /// Reads one engine key as it is stored.
     pub fn get_raw(&self, key: &[u8]) -> Result<Option<Vec<u8>>, Reply> {
         if tx::active() {
@@ -312,7 +422,17 @@ impl Shared {
                 return Ok(v);
             }
         }
-        self.db.get(key).map_err(crate::commands::engine_error)
+        let opts = ReadOptions::default();
+        let opts = at_read_snapshot(&opts);
+        let v = self
+            .db
+            .get_opt(&opts, key)
+            .map_err(crate::commands::engine_error)?;
+        // Reads of the latest state are what the key counts need.
+        if !tx::active() && opts.snapshot.is_none() {
+            crate::keycount::remember(key, v.as_deref());
+        }
+        Ok(v)
     }
 
     /// Visits the stored entries with keys in `[lo, hi)`, ascending (or
@@ -350,7 +470,10 @@ impl Shared {
             fill_cache,
             ..Default::default()
         };
-        let mut it = self.db.iter(&opts).map_err(crate::commands::engine_error)?;
+        let mut it = self
+            .db
+            .iter(&at_read_snapshot(&opts))
+            .map_err(crate::commands::engine_error)?;
         if reverse {
             it.seek_to_last();
         } else {
@@ -492,6 +615,22 @@ impl Shared {
         Ok(())
     }
 
+    /// Moves `value`, read at stored key `src`, to stored key `dst` with
+    /// its expiry, replacing whatever `dst` held (an expired collection's
+    /// elements too), and deletes `src`: one write (RENAME, MOVE). Then
+    /// wakes the clients blocked on `dst`. The caller holds both keys'
+    /// locks, and `src != dst`.
+    pub fn move_value(&self, src: &[u8], value: &Value, dst: &[u8]) -> Result<(), Reply> {
+        let mut b = WriteBatch::new();
+        self.clear_old(&mut b, dst)?;
+        self.copy_value(&mut b, src, value, dst, value.expire_at())?;
+        self.clear_old(&mut b, src)?;
+        b.delete(src);
+        self.write(b)?;
+        self.blocking.signal(dst);
+        Ok(())
+    }
+
     /// Adds to `b` `value` at `key` with a new expiry (its elements, if a
     /// collection, stay as they are).
     pub fn set_expiry(b: &mut WriteBatch, key: &[u8], value: &Value, expire_at: Option<u64>) {
@@ -541,7 +680,7 @@ impl Shared {
         let now = keyspace::now_ms();
         let mut out = Vec::with_capacity(keys.len());
         self.db
-            .multi_get_with(&ReadOptions::default(), keys, |_, r| {
+            .multi_get_with(&at_read_snapshot(&ReadOptions::default()), keys, |_, r| {
                 out.push(match r {
                     Err(e) => Err(crate::commands::engine_error(e)),
                     Ok(None) => Ok(None),
@@ -578,8 +717,11 @@ impl Shared {
         keys: &[&[u8]],
         mut f: impl FnMut(usize, Option<&[u8]>),
     ) -> Result<(), Reply> {
+        let opts = &*at_read_snapshot(opts);
         // Inside EXEC every key first goes through the overlay (`tx.rs`).
         let in_tx = tx::active();
+        // Reads of the latest state are what the key counts need.
+        let latest = !in_tx && opts.snapshot.is_none();
         if self.batcher.is_none() || in_tx {
             for (i, k) in keys.iter().enumerate() {
                 let v = match in_tx.then(|| tx::lookup(k)).flatten() {
@@ -589,13 +731,21 @@ impl Shared {
                         .get_opt(opts, k)
                         .map_err(crate::commands::engine_error)?,
                 };
+                if latest {
+                    crate::keycount::remember(k, v.as_deref());
+                }
                 f(i, v.as_deref());
             }
             return Ok(());
         }
         let mut err = None;
         self.db.multi_get_with(opts, keys, |i, r| match r {
-            Ok(v) => f(i, v),
+            Ok(v) => {
+                if latest {
+                    crate::keycount::remember(keys[i], v);
+                }
+                f(i, v)
+            }
             Err(e) => {
                 err.get_or_insert(e);
             }

@@ -26,7 +26,10 @@
 //! EXEC then writes the combined batch with one `Shared::write`: one
 //! engine write, hence one WAL record, all or nothing after a crash.
 //! Other clients read the engine only, so they see none of the
-//! transaction before that write and all of it after.
+//! transaction before that write and all of it after. Messages PUBLISHed
+//! by the transaction are kept in the overlay too and delivered after
+//! that write ([`defer_publish`]), so a transaction run again sends each
+//! once.
 //!
 //! View invariants: a key in `points` holds the last operation the
 //! transaction applied to it; a range deletion removes the `points` it
@@ -37,36 +40,47 @@
 //!
 //! # The modification table (WATCH)
 //! [`Mods`] holds [`SLOTS`] counters indexed by a hash of the stored key
-//! ([`slot_of`]). A write command's
-//! [`KeyGuard`](crate::shared::KeyGuard) bumps its keys' slots when it is
-//! dropped, if the command wrote something (a non-empty batch, counted by
-//! [`count_write`] in a thread-local) — before its stripes are released.
-//! Inside EXEC the bumps are collected in the overlay and applied after
-//! the combined write, still under the stripe locks. WATCH records the
-//! slot's value and whether the key was live; EXEC aborts if the slot
+//! ([`slot_of`]). Every engine write made through `Shared::write` while
+//! a [`KeyGuard`](crate::shared::KeyGuard) is held notes, in a
+//! thread-local, the slots of the stored keys its batch changes
+//! ([`owner_slot`]: a key's value or metadata, or one of its elements);
+//! when the guard is dropped it bumps those of its own keys' slots that
+//! were noted (a guard of every stripe: all noted slots) — before its
+//! stripes are released. So a command bumps the keys it wrote or
+//! deleted, not every key it locked: as Redis's `signalModifiedKey`,
+//! `DEL a b` with only `a` live, or an `SINTERSTORE` whose sources are
+//! read, changes no watched `b` or source. A command that changes a key
+//! without writing (Redis signals LTRIM even when it trims nothing) calls
+//! [`note_modified`]. Inside EXEC nothing is noted until the combined
+//! write, which EXEC makes holding its stripes, then bumps what it noted
+//! (and what [`note_modified`] collected in the overlay). WATCH records
+//! the slot's value and whether the key was live; EXEC aborts if the slot
 //! moved, or if the key was live and is not any more, checked under the
 //! stripe locks of the watched keys. The liveness check covers the
 //! changes that bump no slot: expiry (lazy or active), and
 //! FLUSHDB/FLUSHALL (a flush leaves no key live; a key written after it
-//! bumped its slot). As in
-//! Redis 7, a key absent or already expired at WATCH is not changed by
-//! its expiry, deletion by expiry, or a flush.
+//! bumped its slot). As in Redis 7, a key absent or already expired at
+//! WATCH is not changed by its expiry, deletion by expiry, or a flush.
 //!
 //! False aborts (EXEC answers null although the watched key did not
 //! change): two keys whose hashes share a slot (probability 1/65536 per
 //! pair), a write that raced WATCH itself (it bumped the slot just after
 //! WATCH read it), and a few writes that rewrite a key without changing it
 //! where Redis would not signal it. A change is never missed: every write
-//! to a key bumps its slot under the key's stripe lock, active expiry of
-//! a key live at WATCH is caught by the liveness check, and FLUSHDB holds
-//! every stripe (so it is ordered with EXEC's check and write).
+//! to a key notes its slot under the key's stripe lock, and the guard
+//! bumps it before the lock is released; active expiry of a key live at
+//! WATCH is caught by the liveness check, and FLUSHDB holds every stripe
+//! (so it is ordered with EXEC's check and write).
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use batchkv::{BatchOp, WriteBatch};
+use bytes::Bytes;
 
+use crate::keyspace::NUM_DBS;
+use crate::meta::{ELEMENTS, SCORES};
 use crate::shared::STRIPES;
 
 /// Counters of the modification table.
@@ -78,12 +92,35 @@ const _: () = assert!(SLOTS.is_multiple_of(STRIPES));
 /// The modification-table slot of stored key `key` (FNV-1a; its value
 /// modulo `STRIPES` is the key's lock stripe).
 pub fn slot_of(key: &[u8]) -> u32 {
+    slot_of_parts(&[key])
+}
+
+/// [`slot_of`] of the concatenation of `parts`.
+fn slot_of_parts(parts: &[&[u8]]) -> u32 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in key {
+    for &b in parts.iter().flat_map(|p| p.iter()) {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
     (h % SLOTS as u64) as u32
+}
+
+/// The slot of the stored key whose value an engine key `k` belongs to:
+/// `k` itself for a stored key (`db ‖ user key`), the collection's key for
+/// an element or score-index key (`meta.rs`). `None` for the engine keys
+/// outside the databases (expiry index, markers) and for a prefix shorter
+/// than an owner (a range deletion over a whole database).
+pub fn owner_slot(k: &[u8]) -> Option<u32> {
+    match *k.first()? {
+        db if usize::from(db) < NUM_DBS => Some(slot_of(k)),
+        ELEMENTS | SCORES => {
+            let db = k.get(1..2)?;
+            let len = u32::from_be_bytes(k.get(2..6)?.try_into().ok()?) as usize;
+            let user = k.get(6..6usize.checked_add(len)?)?;
+            Some(slot_of_parts(&[db, user]))
+        }
+        _ => None,
+    }
 }
 
 /// The lock stripe of a slot.
@@ -120,22 +157,92 @@ impl Mods {
 }
 
 thread_local! {
-    /// Non-empty batches this thread has written (or recorded).
-    static WRITES: Cell<u64> = const { Cell::new(0) };
+    /// Key guards alive on this thread.
+    static GUARDS: Cell<usize> = const { Cell::new(0) };
+    /// Slots of the keys changed by this thread's engine writes since the
+    /// oldest live guard was taken (consecutive repeats dropped).
+    static TOUCHED: RefCell<Vec<u32>> = const { RefCell::new(Vec::new()) };
     /// An overlay is installed on this thread (the one-branch fast check).
     static ACTIVE: Cell<bool> = const { Cell::new(false) };
     static OVERLAY: RefCell<Option<Overlay>> = const { RefCell::new(None) };
 }
 
-/// Counts a non-empty batch written by this thread.
-pub fn count_write() {
-    WRITES.with(|w| w.set(w.get().wrapping_add(1)));
+/// Starts a key guard on this thread; returns the position in the noted
+/// slots from which its changes are noted (give it to [`end_guard`]).
+pub fn begin_guard() -> usize {
+    GUARDS.with(|g| g.set(g.get() + 1));
+    TOUCHED.with(|t| t.borrow().len())
 }
 
-/// Non-empty batches written by this thread so far (compare two readings
-/// to learn whether code in between wrote).
-pub fn writes() -> u64 {
-    WRITES.with(Cell::get)
+/// Ends the guard begun at `at`: calls `f` with the slots noted since
+/// (sorted; repeats possible), then forgets them once no guard is left.
+pub fn end_guard(at: usize, f: impl FnOnce(&[u32])) {
+    TOUCHED.with(|t| {
+        let mut t = t.borrow_mut();
+        if let Some(noted) = t.get_mut(at..).filter(|n| !n.is_empty()) {
+            // In place: an enclosing guard's part is this one's and more,
+            // in any order.
+            noted.sort_unstable();
+            f(noted);
+        }
+    });
+    let left = GUARDS.with(|g| {
+        let left = g.get().saturating_sub(1);
+        g.set(left);
+        left
+    });
+    if left == 0 {
+        TOUCHED.with(|t| t.borrow_mut().clear());
+    }
+}
+
+/// Notes the keys `batch` changes, if a key guard is alive on this thread
+/// (`Shared::write` calls it before each engine write). `live(key)` says
+/// whether stored key `key` holds a live value: deleting one that does not
+/// changes nothing (Redis signals no key `dbDelete` did not find, and a
+/// value that expired is no change to a watcher that saw it expired).
+pub fn note_written(batch: &WriteBatch, live: impl Fn(&[u8]) -> bool) {
+    if GUARDS.with(Cell::get) == 0 {
+        return;
+    }
+    TOUCHED.with(|t| {
+        let mut t = t.borrow_mut();
+        for op in batch.ops() {
+            let slot = match op {
+                BatchOp::Delete { key }
+                    if key.first().is_some_and(|&d| usize::from(d) < NUM_DBS) =>
+                {
+                    live(key).then(|| slot_of(key))
+                }
+                BatchOp::Put { key, .. } | BatchOp::Delete { key } | BatchOp::Merge { key, .. } => {
+                    owner_slot(key)
+                }
+                // A range over one collection's elements (their prefix);
+                // a wider one (FLUSHDB, SWAPDB) names no single key.
+                BatchOp::DeleteRange { begin, .. } => match begin.first() {
+                    Some(&(ELEMENTS | SCORES)) => owner_slot(begin),
+                    _ => None,
+                },
+            };
+            if let Some(s) = slot.filter(|&s| t.last() != Some(&s)) {
+                t.push(s);
+            }
+        }
+    });
+}
+
+/// Records that stored key `key` changed although no write may show it
+/// (Redis signals it anyway): bumped when the key's guard is dropped, or
+/// inside EXEC after the transaction's write.
+pub fn note_modified(key: &[u8]) {
+    let slot = slot_of(key);
+    if active() {
+        with(|o| o.touched.push(slot));
+        return;
+    }
+    if GUARDS.with(Cell::get) > 0 {
+        TOUCHED.with(|t| t.borrow_mut().push(slot));
+    }
 }
 
 /// Whether an overlay is installed on this thread (EXEC is running).
@@ -156,8 +263,12 @@ pub struct Overlay {
     held: Option<Vec<usize>>,
     /// A command asked for a stripe EXEC does not hold.
     pub escaped: bool,
-    /// Slots to bump after the write.
+    /// Slots of keys changed without a write ([`note_modified`]), to bump
+    /// after the transaction's write.
     pub touched: Vec<u32>,
+    /// Messages PUBLISHed, `(channel, payload)` in order, to deliver to
+    /// the other connections after the transaction's write.
+    pub published: Vec<(Bytes, Bytes)>,
 }
 
 impl Overlay {
@@ -169,6 +280,7 @@ impl Overlay {
             held,
             escaped: false,
             touched: Vec::new(),
+            published: Vec::new(),
         }
     }
 
@@ -258,10 +370,23 @@ pub fn record(batch: &WriteBatch) {
     with(|o| o.record(batch));
 }
 
+/// Runs `f` on what the installed overlay has recorded so far (`None`
+/// if there is none).
+pub fn pending<R>(f: impl FnOnce(&WriteBatch) -> R) -> Option<R> {
+    with(|o| f(&o.batch))
+}
+
 /// The installed overlay's view of `key`: `Some(Some(v))` written,
 /// `Some(None)` deleted, `None` untouched (read the engine).
 pub fn lookup(key: &[u8]) -> Option<Option<Vec<u8>>> {
     with(|o| o.lookup(key)).flatten()
+}
+
+/// Inside EXEC: records a message PUBLISHed to `channel`, for EXEC to
+/// deliver to the other connections once the transaction has committed,
+/// and returns true. Outside EXEC returns false (deliver it now).
+pub fn defer_publish(channel: &Bytes, payload: &Bytes) -> bool {
+    active() && with(|o| o.published.push((channel.clone(), payload.clone()))).is_some()
 }
 
 /// Checks that EXEC holds `stripes`; marks the overlay escaped if not.
@@ -271,11 +396,6 @@ pub fn check_held(stripes: &[usize]) {
             o.escaped = true;
         }
     });
-}
-
-/// Collects touched slots, to bump after the commit.
-pub fn defer(slots: &[u32]) {
-    with(|o| o.touched.extend_from_slice(slots));
 }
 
 /// Visits `[lo, hi)` as the engine would hold it with the installed
@@ -357,6 +477,7 @@ pub fn scan_merged<E>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::meta;
 
     /// `scan_merged` over an engine holding `engine` (sorted).
     fn merged(engine: &[(&str, &str)], lo: &str, hi: &str, reverse: bool) -> Vec<String> {
@@ -476,6 +597,53 @@ mod tests {
         assert!(r.is_err());
         assert!(!active());
         assert_eq!(lookup(b"x"), None);
+    }
+
+    #[test]
+    fn written_keys_are_noted_by_their_owner() {
+        use crate::keyspace::{db_key, expiry_index_key};
+        let key = db_key(3, b"k");
+        let slot = slot_of(&key);
+        assert_eq!(owner_slot(&key), Some(slot));
+        assert_eq!(owner_slot(&meta::element_key(&key, 7, b"f")), Some(slot));
+        assert_eq!(
+            owner_slot(&meta::score_index_key(&key, 7, 1.5, b"m")),
+            Some(slot)
+        );
+        assert_eq!(owner_slot(&expiry_index_key(1, &key)), None);
+        assert_eq!(
+            owner_slot(&[ELEMENTS, 3]),
+            None,
+            "a whole database's elements"
+        );
+        assert_eq!(
+            owner_slot(&[ELEMENTS, 3, 0, 0, 0, 9, b'k']),
+            None,
+            "truncated"
+        );
+        assert_eq!(owner_slot(b""), None);
+        // Noted only while a guard is alive; deleting a key with no live
+        // value is no change.
+        let mut b = WriteBatch::new();
+        b.delete(db_key(0, b"gone"));
+        b.put(meta::element_key(&key, 7, b"f"), b"v");
+        b.delete_range(meta::element_prefix(&key, 8), meta::prefix_end(&key));
+        b.delete_range([0u8], [1u8]);
+        note_written(&b, |_| false);
+        let at = begin_guard();
+        let inner = begin_guard();
+        note_written(&b, |_| false);
+        end_guard(inner, |noted| assert_eq!(noted, [slot]));
+        note_written(&b, |k| k == db_key(0, b"gone"));
+        let mut all = vec![slot, slot_of(&db_key(0, b"gone"))];
+        all.sort_unstable();
+        end_guard(at, |noted| {
+            let mut distinct = noted.to_vec();
+            distinct.dedup();
+            assert_eq!(distinct, all, "sorted, repeats allowed");
+        });
+        let at = begin_guard();
+        end_guard(at, |_| panic!("nothing was noted"));
     }
 
     #[test]

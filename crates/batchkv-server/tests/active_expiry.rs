@@ -83,8 +83,10 @@ fn expired_keys_are_deleted_from_the_engine() {
     want.push("\u{4}revived".into());
     want.push("\u{4}later".into());
     want.push("\u{4}extended".into());
-    // The sweeper's marker: every value with an expiry is indexed.
+    // The sweeper's marker: every value with an expiry is indexed; and
+    // the server marker (`marker.rs`), written at start.
     want.push("\u{11}expiry_index_complete".into());
+    want.push("\u{11}batchkv_serve_keyspace".into());
     want.sort();
     assert_eq!(keys, want);
     // Only the entries still to come are left in the index (in expiry
@@ -158,6 +160,7 @@ fn a_database_from_before_the_expiry_index_is_walked_once_and_indexed() {
         [
             b"\0later".to_vec(),
             b"\0plain".to_vec(),
+            b"\x11batchkv_serve_keyspace".to_vec(),
             b"\x11expiry_index_complete".to_vec()
         ]
     );
@@ -219,5 +222,12 @@ fn flushdb_and_flushall_remove_their_expiry_index_entries() {
     let dir = h.stop();
     let (keys, index) = stored_keys(dir.path());
     assert!(index.is_empty(), "{index:?}");
-    assert_eq!(keys, [b"\x11expiry_index_complete".to_vec()]);
+    // FLUSHALL leaves the range 11: the server and index markers.
+    assert_eq!(
+        keys,
+        [
+            b"\x11batchkv_serve_keyspace".to_vec(),
+            b"\x11expiry_index_complete".to_vec()
+        ]
+    );
 }

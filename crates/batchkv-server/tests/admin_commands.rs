@@ -8,11 +8,11 @@
 mod common;
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::net::SocketAddr;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::{q, query_err, Harness, Raw};
+use common::reference::{RedisServer, Resp};
+use common::{q, query_err, wait_blocked, Harness, Raw};
 use redis::Value;
 
 /// The `field:value` lines of an INFO text, by field.
@@ -51,21 +51,6 @@ fn client_line(c: &mut redis::Connection, id: i64) -> BTreeMap<String, String> {
 /// Sends `cmd` on a raw connection and reads exactly `want`.
 fn expect(r: &mut Raw, cmd: &str, want: &str) {
     r.expect(format!("{cmd}\r\n").as_bytes(), want.as_bytes());
-}
-
-/// Waits until INFO clients says `n` clients are blocked.
-fn wait_blocked(h: &Harness, n: usize) {
-    let want = format!("blocked_clients:{n}\r\n");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let mut c = h.conn();
-    loop {
-        let info: String = q(&mut c, &["INFO", "clients"]);
-        if info.contains(&want) {
-            return;
-        }
-        assert!(Instant::now() < deadline, "never {want:?}: {info}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
 }
 
 #[test]
@@ -255,7 +240,7 @@ fn idle_clients_are_closed_after_timeout_but_not_blocked_ones() {
     expect(&mut idle, "PING", "+PONG\r\n");
     let mut blocked = h.raw();
     blocked.send(b"BLPOP bk 0\r\n");
-    wait_blocked(&h, 1);
+    wait_blocked(&mut h.conn(), 1);
     let mut busy = h.raw();
     let started = Instant::now();
     while started.elapsed() < Duration::from_millis(2500) {
@@ -503,14 +488,14 @@ fn client_kill_closes_the_named_connections() {
     let mut blocked = h.raw();
     let id = id_of(&mut blocked);
     blocked.send(b"BLPOP nothing 0\r\n");
-    wait_blocked(&h, 1);
+    wait_blocked(&mut h.conn(), 1);
     assert_eq!(client_line(&mut c, id)["flags"], "b");
     assert_eq!(
         q::<i64>(&mut c, &["CLIENT", "KILL", "ID", &id.to_string()]),
         1
     );
     assert!(blocked.closed());
-    wait_blocked(&h, 0);
+    wait_blocked(&mut h.conn(), 0);
 
     // SKIPME no: a client may kill itself; it gets the reply first.
     let mut own = h.raw();
@@ -866,114 +851,6 @@ fn every_help_hint_names_a_real_help_subcommand() {
     }
 }
 
-/// A connection that reads whole RESP replies as raw bytes.
-struct RespConn {
-    r: BufReader<TcpStream>,
-}
-
-impl RespConn {
-    fn connect(port: u16) -> Option<RespConn> {
-        let s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-        s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
-        Some(RespConn {
-            r: BufReader::new(s),
-        })
-    }
-
-    fn call(&mut self, args: &[&str]) -> String {
-        let mut req = format!("*{}\r\n", args.len());
-        for a in args {
-            req.push_str(&format!("${}\r\n{a}\r\n", a.len()));
-        }
-        self.r.get_mut().write_all(req.as_bytes()).unwrap();
-        let mut out = Vec::new();
-        self.read_reply(&mut out);
-        String::from_utf8_lossy(&out).into_owned()
-    }
-
-    fn read_reply(&mut self, out: &mut Vec<u8>) {
-        let mut line = Vec::new();
-        self.r.read_until(b'\n', &mut line).unwrap();
-        assert!(line.ends_with(b"\r\n"), "truncated reply {line:?}");
-        let n: i64 = std::str::from_utf8(&line[1..line.len() - 2])
-            .unwrap_or("0")
-            .parse()
-            .unwrap_or(0);
-        let kind = line[0];
-        out.extend_from_slice(&line);
-        match kind {
-            b'$' | b'=' | b'!' if n >= 0 => {
-                let mut body = vec![0; n as usize + 2];
-                self.r.read_exact(&mut body).unwrap();
-                out.extend_from_slice(&body);
-            }
-            b'*' | b'~' | b'>' | b'%' | b'|' => {
-                let items = if matches!(kind, b'%' | b'|') {
-                    2 * n
-                } else {
-                    n
-                };
-                for _ in 0..items.max(0) {
-                    self.read_reply(out);
-                }
-            }
-            _ => {}
-        }
-    }
-
-    /// The text of a bulk or verbatim string reply.
-    fn text(&mut self, args: &[&str]) -> String {
-        let raw = self.call(args);
-        let body = raw.split_once("\r\n").map_or("", |(_, b)| b);
-        let body = body.strip_suffix("\r\n").unwrap_or(body);
-        body.strip_prefix("txt:").unwrap_or(body).to_string()
-    }
-}
-
-/// A redis-server child on a free port, killed on drop.
-struct RedisServer {
-    child: std::process::Child,
-    port: u16,
-}
-
-impl RedisServer {
-    fn start() -> Result<RedisServer, String> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map_err(|e| e.to_string())?
-            .port();
-        let child = std::process::Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .args(["--bind", "127.0.0.1"])
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .map_err(|e| format!("redis-server not runnable: {e}"))?;
-        let server = RedisServer { child, port };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while RespConn::connect(port).is_none() {
-            if Instant::now() > deadline {
-                return Err("redis-server did not start".into());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Ok(server)
-    }
-}
-
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// Commands whose replies are the same bytes on redis-server 7.0.15 and
 /// batchkv (one per line; `|` separates arguments where one has spaces).
 const SAME_REPLIES: &str = "\
@@ -1166,10 +1043,10 @@ hello 3 foo
 get
 nosuchcommand a b";
 
-/// Runs [`SAME_REPLIES`] on a new connection to `port` (RESP3 after
+/// Runs [`SAME_REPLIES`] on a new connection to `addr` (RESP3 after
 /// `HELLO 3` if `resp3`): each line with its raw reply.
-fn run_same(port: u16, resp3: bool) -> Vec<(String, String)> {
-    let mut c = RespConn::connect(port).expect("connect");
+fn run_same(addr: SocketAddr, resp3: bool) -> Vec<(String, String)> {
+    let mut c = Resp::connect(addr, 2).expect("connect");
     if resp3 {
         c.call(&["HELLO", "3"]);
     }
@@ -1199,40 +1076,36 @@ fn client_field_names(line: &str) -> Vec<String> {
 
 #[test]
 fn same_replies_as_redis_server() {
-    let redis = match RedisServer::start() {
-        Ok(r) => r,
-        Err(why) => {
-            eprintln!("skipping the comparison with redis-server: {why}");
-            return;
-        }
+    let Some(redis) = RedisServer::start_or_skip() else {
+        return;
     };
     let h = Harness::start();
-    let ours = h.server.addr().port();
+    let ours = h.server.addr();
     assert!(SAME_REPLIES.lines().count() > 180);
     for resp3 in [false, true] {
-        let want = run_same(redis.port, resp3);
+        let want = run_same(redis.addr, resp3);
         let got = run_same(ours, resp3);
         for ((cmd, w), (_, g)) in want.iter().zip(&got) {
             assert_eq!(g, w, "RESP{}: {cmd}", if resp3 { 3 } else { 2 });
         }
     }
     // COMMAND LIST: the same names (in another order).
-    let sorted = |port: u16| {
-        let mut c = RespConn::connect(port).unwrap();
+    let sorted = |addr: SocketAddr| {
+        let mut c = Resp::connect(addr, 2).unwrap();
         let raw = c.call(&["COMMAND", "LIST", "FILTERBY", "PATTERN", "co*"]);
         let mut lines: Vec<String> = raw.split("\r\n").map(str::to_string).collect();
         lines.sort();
         lines
     };
-    assert_eq!(sorted(redis.port), sorted(ours));
-    compare_shapes(redis.port, ours);
-    compare_command_tables(redis.port, ours);
+    assert_eq!(sorted(redis.addr), sorted(ours));
+    compare_shapes(redis.addr, ours);
+    compare_command_tables(redis.addr, ours);
 }
 
 /// CLIENT LIST/INFO, INFO and SLOWLOG: same fields and shapes.
-fn compare_shapes(theirs: u16, ours: u16) {
-    let mut a = RespConn::connect(theirs).unwrap();
-    let mut b = RespConn::connect(ours).unwrap();
+fn compare_shapes(theirs: SocketAddr, ours: SocketAddr) {
+    let mut a = Resp::connect(theirs, 2).unwrap();
+    let mut b = Resp::connect(ours, 2).unwrap();
     for args in [&["CLIENT", "INFO"][..], &["CLIENT", "LIST"]] {
         let (x, y) = (a.text(args), b.text(args));
         assert_eq!(
@@ -1244,7 +1117,7 @@ fn compare_shapes(theirs: u16, ours: u16) {
     }
     // INFO: the default sections (batchkv adds its own), and the fields of
     // the sections batchkv reports whole.
-    let sections = |c: &mut RespConn, arg: &str| -> Vec<String> {
+    let sections = |c: &mut Resp, arg: &str| -> Vec<String> {
         info_sections(&c.text(&["INFO", arg]))
             .into_iter()
             .filter(|s| !matches!(s.as_str(), "batchkv" | "Latencystats"))
@@ -1254,7 +1127,7 @@ fn compare_shapes(theirs: u16, ours: u16) {
         assert_eq!(sections(&mut a, arg), sections(&mut b, arg), "INFO {arg}");
     }
     for s in ["clients", "replication", "cpu", "cluster", "modules"] {
-        let names = |c: &mut RespConn| -> Vec<String> {
+        let names = |c: &mut Resp| -> Vec<String> {
             info_fields(&c.text(&["INFO", s])).into_keys().collect()
         };
         assert_eq!(names(&mut a), names(&mut b), "INFO {s}");
@@ -1266,7 +1139,7 @@ fn compare_shapes(theirs: u16, ours: u16) {
         c.call(&["CLIENT", "SETNAME", "cmp"]);
         c.call(&["SET", "key", &"v".repeat(130)]);
     }
-    let entry = |c: &mut RespConn| -> Vec<String> {
+    let entry = |c: &mut Resp| -> Vec<String> {
         let raw = c.call(&["SLOWLOG", "GET", "1"]);
         // Drop id, timestamp, duration, lengths and the client's port.
         raw.split("\r\n")
@@ -1280,9 +1153,9 @@ fn compare_shapes(theirs: u16, ours: u16) {
 
 /// COMMAND INFO (arity, key positions) and COMMAND DOCS (summary, since,
 /// group, complexity) of every batchkv command match Redis's.
-fn compare_command_tables(theirs: u16, ours: u16) {
-    let client = |port: u16| {
-        redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+fn compare_command_tables(theirs: SocketAddr, ours: SocketAddr) {
+    let client = |addr: SocketAddr| {
+        redis::Client::open(format!("redis://{addr}/"))
             .unwrap()
             .get_connection()
             .unwrap()

@@ -61,3 +61,78 @@ fn concurrent_msetnx_and_rename_stay_consistent() {
     }
     assert_eq!(q::<i64>(&mut c, &["EXISTS", "token", "token2"]), 1);
 }
+
+/// While other clients move a member between two sets (and two sorted
+/// sets) atomically, the multi-key reads must see a state some serial
+/// order produces: the member in exactly one of them.
+#[test]
+fn multi_key_reads_see_one_state() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    let h = Harness::start();
+    let mut c = h.conn();
+    let _: i64 = q(&mut c, &["SADD", "a", "x", "a1", "a2"]);
+    let _: i64 = q(&mut c, &["SADD", "b", "b1", "b2"]);
+    let _: i64 = q(&mut c, &["ZADD", "za", "1", "x", "2", "a1"]);
+    let _: i64 = q(&mut c, &["ZADD", "zb", "3", "b1"]);
+    let stop = Arc::new(AtomicBool::new(false));
+    let movers: Vec<_> = (0..2)
+        .map(|_| {
+            let (client, stop) = (h.client(), stop.clone());
+            std::thread::spawn(move || {
+                let mut c = client.get_connection().unwrap();
+                while !stop.load(Ordering::Relaxed) {
+                    for (from, to) in [("a", "b"), ("b", "a")] {
+                        let _: i64 = q(&mut c, &["SMOVE", from, to, "x"]);
+                    }
+                    for (from, to) in [("za", "zb"), ("zb", "za")] {
+                        let _: redis::Value = redis::pipe()
+                            .atomic()
+                            .cmd("ZREM")
+                            .arg(from)
+                            .arg("x")
+                            .cmd("ZADD")
+                            .arg(to)
+                            .arg(1)
+                            .arg("x")
+                            .query(&mut c)
+                            .unwrap();
+                    }
+                }
+            })
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(4);
+    let mut bad = Vec::new();
+    let mut rounds = 0;
+    while Instant::now() < deadline && bad.len() < 5 {
+        rounds += 1;
+        let union: Vec<String> = q(&mut c, &["SUNION", "a", "b"]);
+        if union.len() != 5 {
+            bad.push(format!("SUNION a b = {union:?}"));
+        }
+        let inter: Vec<String> = q(&mut c, &["SINTER", "a", "b"]);
+        if !inter.is_empty() {
+            bad.push(format!("SINTER a b = {inter:?}"));
+        }
+        let card: i64 = q(&mut c, &["SINTERCARD", "2", "a", "b"]);
+        if card != 0 {
+            bad.push(format!("SINTERCARD 2 a b = {card}"));
+        }
+        let zunion: Vec<String> = q(&mut c, &["ZUNION", "2", "za", "zb"]);
+        if zunion.len() != 3 {
+            bad.push(format!("ZUNION 2 za zb = {zunion:?}"));
+        }
+        let zinter: i64 = q(&mut c, &["ZINTERCARD", "2", "za", "zb"]);
+        if zinter != 0 {
+            bad.push(format!("ZINTERCARD 2 za zb = {zinter}"));
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    for m in movers {
+        m.join().unwrap();
+    }
+    assert!(bad.is_empty(), "after {rounds} rounds: {bad:?}");
+}

@@ -7,9 +7,7 @@ mod common;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use common::{q, query_err, Harness};
-
-const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+use common::{q, query_err, Harness, WRONGTYPE};
 
 #[test]
 fn fields_are_set_read_counted_and_deleted() {

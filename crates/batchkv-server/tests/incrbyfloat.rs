@@ -8,14 +8,12 @@ mod common;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{err_text, q, query_err, Harness};
+use common::{err_text, q, query_err, Harness, WRONGTYPE};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 const NOT_FLOAT: &str = "ERR value is not a valid float";
 const NAN_OR_INF: &str = "ERR increment would produce NaN or Infinity";
-const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
-
 #[test]
 fn incrbyfloat_long_double_results() {
     let h = Harness::start();

@@ -6,15 +6,12 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::time::{Duration, Instant};
+use std::net::SocketAddr;
 
-use common::{q, query_err, Harness};
+use common::reference::{RedisServer, Resp};
+use common::{q, query_err, wait_blocked, Harness, WRONGTYPE};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-
-const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 
 fn strs(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
@@ -22,20 +19,6 @@ fn strs(v: &[&str]) -> Vec<String> {
 
 fn lrange(c: &mut redis::Connection, key: &str) -> Vec<String> {
     q(c, &["LRANGE", key, "0", "-1"])
-}
-
-/// Waits until the server reports `n` blocked clients (INFO clients).
-fn wait_blocked(c: &mut redis::Connection, n: usize) {
-    let want = format!("blocked_clients:{n}\r\n");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let info: String = q(c, &["INFO", "clients"]);
-        if info.contains(&want) {
-            return;
-        }
-        assert!(Instant::now() < deadline, "never {want:?}: {info}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
 }
 
 #[test]
@@ -618,106 +601,6 @@ fn a_blocked_pipeline_answers_in_order_and_disconnects_unblock() {
     assert!(stuck.closed());
 }
 
-/// A connection that reads whole RESP replies as raw bytes.
-struct RespConn {
-    r: BufReader<TcpStream>,
-}
-
-impl RespConn {
-    fn connect(port: u16) -> Option<RespConn> {
-        let s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-        s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
-        Some(RespConn {
-            r: BufReader::new(s),
-        })
-    }
-
-    fn call(&mut self, args: &[&str]) -> String {
-        let mut req = format!("*{}\r\n", args.len());
-        for a in args {
-            req.push_str(&format!("${}\r\n{a}\r\n", a.len()));
-        }
-        self.r.get_mut().write_all(req.as_bytes()).unwrap();
-        let mut out = Vec::new();
-        self.read_reply(&mut out);
-        String::from_utf8_lossy(&out).into_owned()
-    }
-
-    fn read_reply(&mut self, out: &mut Vec<u8>) {
-        let mut line = Vec::new();
-        self.r.read_until(b'\n', &mut line).unwrap();
-        assert!(line.ends_with(b"\r\n"), "truncated reply {line:?}");
-        let n: i64 = std::str::from_utf8(&line[1..line.len() - 2])
-            .unwrap_or("0")
-            .parse()
-            .unwrap_or(0);
-        let kind = line[0];
-        out.extend_from_slice(&line);
-        match kind {
-            b'$' | b'=' | b'!' if n >= 0 => {
-                let mut body = vec![0; n as usize + 2];
-                self.r.read_exact(&mut body).unwrap();
-                out.extend_from_slice(&body);
-            }
-            b'*' | b'~' | b'>' | b'%' | b'|' => {
-                let items = if matches!(kind, b'%' | b'|') {
-                    2 * n
-                } else {
-                    n
-                };
-                for _ in 0..items.max(0) {
-                    self.read_reply(out);
-                }
-            }
-            _ => {}
-        }
-    }
-}
-
-/// A redis-server child on a free port, killed on drop.
-struct RedisServer {
-    child: std::process::Child,
-    port: u16,
-}
-
-impl RedisServer {
-    fn start() -> Result<RedisServer, String> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map_err(|e| e.to_string())?
-            .port();
-        let child = std::process::Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .args(["--bind", "127.0.0.1"])
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .map_err(|e| format!("redis-server not runnable: {e}"))?;
-        let server = RedisServer { child, port };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while RespConn::connect(port).is_none() {
-            if Instant::now() > deadline {
-                return Err("redis-server did not start".into());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Ok(server)
-    }
-}
-
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// The sequence compared against redis-server: every list command, its
 /// errors and edge cases (one command per line, split on spaces).
 const SEQUENCE: &str = "\
@@ -824,10 +707,10 @@ lpop l 100
 blpop
 type l";
 
-/// Runs [`SEQUENCE`] on a fresh connection to `port` (in RESP3 after
+/// Runs [`SEQUENCE`] on a fresh connection to `addr` (in RESP3 after
 /// `HELLO 3` if `resp3`), returning each command with its raw reply.
-fn run_sequence(port: u16, resp3: bool) -> Vec<(String, String)> {
-    let mut c = RespConn::connect(port).expect("connect");
+fn run_sequence(addr: SocketAddr, resp3: bool) -> Vec<(String, String)> {
+    let mut c = Resp::connect(addr, 2).expect("connect");
     c.call(&["FLUSHALL"]);
     if resp3 {
         c.call(&["HELLO", "3"]);
@@ -843,18 +726,14 @@ fn run_sequence(port: u16, resp3: bool) -> Vec<(String, String)> {
 
 #[test]
 fn same_replies_as_redis_server() {
-    let redis = match RedisServer::start() {
-        Ok(r) => r,
-        Err(why) => {
-            eprintln!("skipping the comparison with redis-server: {why}");
-            return;
-        }
+    let Some(redis) = RedisServer::start_or_skip() else {
+        return;
     };
     let h = Harness::start();
     assert!(SEQUENCE.lines().count() >= 50);
     for resp3 in [false, true] {
-        let want = run_sequence(redis.port, resp3);
-        let got = run_sequence(h.server.addr().port(), resp3);
+        let want = run_sequence(redis.addr, resp3);
+        let got = run_sequence(h.server.addr(), resp3);
         for ((cmd, w), (_, g)) in want.iter().zip(&got) {
             assert_eq!(g, w, "RESP{}: {cmd}", if resp3 { 3 } else { 2 });
         }

@@ -31,7 +31,7 @@ mod zsets;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
-use common::Harness;
+use common::{Harness, WRONGTYPE};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -54,8 +54,6 @@ enum R {
     /// A TTL reply: -2 (no key), -1 (no expiry) or 1 (some time left).
     Ttl(i64),
 }
-
-const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 
 fn wrongtype() -> R {
     R::Err(WRONGTYPE.into())

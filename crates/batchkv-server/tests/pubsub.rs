@@ -8,6 +8,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
+use common::reference::RedisServer;
 use common::{q, Harness, Raw};
 
 /// A request as a RESP multibulk.
@@ -575,41 +576,6 @@ fn a_subscriber_that_does_not_read_is_disconnected_not_buffered() {
     }
 }
 
-/// A redis-server child on a free port, killed when dropped.
-struct RedisServer {
-    child: std::process::Child,
-    port: u16,
-}
-
-impl RedisServer {
-    /// Starts `redis-server`; `None` if it is not installed.
-    fn start() -> Option<RedisServer> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = std::process::Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .ok()?;
-        let server = RedisServer { child, port };
-        eventually("redis-server to accept connections", || {
-            TcpStream::connect(("127.0.0.1", port)).is_ok()
-        });
-        Some(server)
-    }
-}
-
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// Sends `req` (if any) then `PING <marker>` on `sock`, and returns
 /// everything received up to PING's reply, whose last line is the marker
 /// in every context (`$n marker`, or `*2 pong marker` when subscribed in
@@ -635,8 +601,7 @@ fn exchange(sock: &mut TcpStream, req: &[u8], marker: &str) -> Vec<u8> {
 
 #[test]
 fn same_bytes_as_redis_server() {
-    let Some(redis) = RedisServer::start() else {
-        eprintln!("skipped: redis-server is not on PATH");
+    let Some(redis) = RedisServer::start_or_skip() else {
         return;
     };
     let h = Harness::start();
@@ -748,7 +713,7 @@ fn same_bytes_as_redis_server() {
             .map(|_| Some(TcpStream::connect(addr).unwrap()))
             .collect()
     };
-    let mut theirs = connect(([127, 0, 0, 1], redis.port).into());
+    let mut theirs = connect(redis.addr);
     let mut ours = connect(h.server.addr());
     for (i, (conn, req, compare)) in steps.iter().enumerate() {
         for c in 0..CONNS {

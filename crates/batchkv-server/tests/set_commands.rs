@@ -6,14 +6,11 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{err_text, q, query_err, Harness};
+use common::reference::RedisServer;
+use common::{err_text, q, query_err, Harness, WRONGTYPE};
 use redis::Value;
-
-const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 
 /// The reply to `args`, which must be a set (or array) of strings, as a
 /// sorted set of strings.
@@ -556,54 +553,6 @@ fn sets_survive_restart_and_replacements_leave_no_elements() {
     assert_eq!(common::stored_elements(dir.path()), 4);
 }
 
-/// A redis-server started for one test on a free port, killed when
-/// dropped.
-struct RedisServer {
-    child: Child,
-    port: u16,
-}
-
-impl RedisServer {
-    /// Starts `redis-server` without persistence; `None` (and a printed
-    /// reason) if it is not installed or does not come up.
-    fn start() -> Option<RedisServer> {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .ok()?
-            .port();
-        let child = match Command::new("redis-server")
-            .args(["--save", "", "--appendonly", "no", "--port"])
-            .arg(port.to_string())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-        {
-            Ok(c) => c,
-            Err(e) => {
-                eprintln!("skipped: redis-server is not on PATH ({e})");
-                return None;
-            }
-        };
-        let server = RedisServer { child, port };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            if Instant::now() > deadline {
-                eprintln!("skipped: redis-server did not start on port {port}");
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Some(server)
-    }
-}
-
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// Commands whose replies are sets (compared sorted); SSCAN's page is
 /// its reply's second element.
 const UNORDERED: &[&str] = &[
@@ -738,13 +687,13 @@ const SEQUENCE: &[&[&str]] = &[
 /// key).
 #[test]
 fn replies_match_redis_server() {
-    let Some(redis) = RedisServer::start() else {
+    let Some(redis) = RedisServer::start_or_skip() else {
         return;
     };
     for batch in [true, false] {
         let h = Harness::start_with(|c| c.batch = batch);
         for proto in ["", "?protocol=resp3"] {
-            let url = format!("redis://127.0.0.1:{}/{proto}", redis.port);
+            let url = format!("redis://{}/{proto}", redis.addr);
             let mut theirs = redis::Client::open(url).unwrap().get_connection().unwrap();
             let url = format!("{}{proto}", h.url());
             let mut ours = redis::Client::open(url).unwrap().get_connection().unwrap();

@@ -6,24 +6,10 @@
 mod common;
 
 use std::collections::{HashMap, HashSet};
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{q, query_err, Harness};
-
-const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
-
-/// Runs `args` as one command built from a program line (split on spaces).
-fn qs<T: redis::FromRedisValue>(c: &mut redis::Connection, line: &str) -> T {
-    let args: Vec<&str> = line.split(' ').collect();
-    q(c, &args)
-}
-
-fn errs(c: &mut redis::Connection, line: &str) -> String {
-    let args: Vec<&str> = line.split(' ').collect();
-    query_err(c, &args)
-}
+use common::reference::{RedisServer, Resp};
+use common::{errs, q, qs, Harness, WRONGTYPE};
 
 /// `ZADD key` with members `m0..m{n-1}` scored by `score(i)`.
 fn zadd_many(c: &mut redis::Connection, key: &str, n: usize, score: impl Fn(usize) -> String) {
@@ -34,99 +20,6 @@ fn zadd_many(c: &mut redis::Connection, key: &str, n: usize, score: impl Fn(usiz
     }
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     assert_eq!(q::<usize>(c, &args), n);
-}
-
-/// (element keys, score-index keys) stored in the database at `dir`.
-fn stored_keys(dir: &std::path::Path) -> (usize, usize) {
-    let db = batchkv::Db::open(dir, batchkv::Options::default()).unwrap();
-    let opts = batchkv::ReadOptions {
-        lower_bound: Some(vec![0x12]),
-        upper_bound: Some(vec![0x14]),
-        ..Default::default()
-    };
-    let mut it = db.iter(&opts).unwrap();
-    it.seek([0x12]);
-    let (mut elements, mut index) = (0, 0);
-    while it.valid() {
-        if it.key()[0] == 0x12 {
-            elements += 1;
-        } else {
-            index += 1;
-        }
-        it.next();
-    }
-    (elements, index)
-}
-
-/// A raw connection reading whole replies as the bytes the server sent.
-struct Resp {
-    sock: TcpStream,
-    buf: Vec<u8>,
-}
-
-impl Resp {
-    fn connect(addr: SocketAddr, proto: u8) -> Resp {
-        let sock = TcpStream::connect(addr).unwrap();
-        sock.set_read_timeout(Some(Duration::from_secs(10)))
-            .unwrap();
-        let mut r = Resp {
-            sock,
-            buf: Vec::new(),
-        };
-        if proto == 3 {
-            r.call(&["HELLO", "3"]);
-        }
-        r
-    }
-
-    fn call(&mut self, args: &[&str]) -> String {
-        let mut req = format!("*{}\r\n", args.len()).into_bytes();
-        for a in args {
-            req.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
-        }
-        self.sock.write_all(&req).unwrap();
-        let mut out = Vec::new();
-        self.reply(&mut out);
-        String::from_utf8_lossy(&out).into_owned()
-    }
-
-    fn fill(&mut self) {
-        let mut chunk = [0u8; 65536];
-        let n = self.sock.read(&mut chunk).unwrap();
-        assert!(n > 0, "connection closed");
-        self.buf.extend_from_slice(&chunk[..n]);
-    }
-
-    fn line(&mut self) -> Vec<u8> {
-        loop {
-            if let Some(i) = self.buf.windows(2).position(|w| w == b"\r\n") {
-                return self.buf.drain(..i + 2).collect();
-            }
-            self.fill();
-        }
-    }
-
-    /// Appends one whole reply (nested ones included) to `out`.
-    fn reply(&mut self, out: &mut Vec<u8>) {
-        let line = self.line();
-        out.extend_from_slice(&line);
-        let n: i64 = std::str::from_utf8(&line[1..line.len() - 2])
-            .unwrap_or("0")
-            .parse()
-            .unwrap_or(0);
-        match line[0] {
-            b'$' | b'=' | b'!' if n >= 0 => {
-                let want = n as usize + 2;
-                while self.buf.len() < want {
-                    self.fill();
-                }
-                out.extend(self.buf.drain(..want));
-            }
-            b'*' | b'~' | b'>' => (0..n).for_each(|_| self.reply(out)),
-            b'%' | b'|' => (0..2 * n).for_each(|_| self.reply(out)),
-            _ => {}
-        }
-    }
 }
 
 #[test]
@@ -630,7 +523,7 @@ fn wrong_type_errors_match_redis() {
 #[test]
 fn resp3_reply_shapes() {
     let h = Harness::start();
-    let mut c = Resp::connect(h.server.addr(), 3);
+    let mut c = Resp::connect(h.server.addr(), 3).unwrap();
     assert_eq!(c.call(&["ZADD", "z", "0.1", "a", "2", "b"]), ":2\r\n");
     assert_eq!(c.call(&["ZSCORE", "z", "a"]), ",0.10000000000000001\r\n");
     assert_eq!(c.call(&["ZSCORE", "z", "x"]), "_\r\n");
@@ -664,7 +557,7 @@ fn resp3_reply_shapes() {
         "*1\r\n*2\r\n$1\r\nb\r\n,3\r\n"
     );
     assert_eq!(c.call(&["ZPOPMAX", "z", "1"]), "*0\r\n");
-    let mut c2 = Resp::connect(h.server.addr(), 2);
+    let mut c2 = Resp::connect(h.server.addr(), 2).unwrap();
     assert_eq!(c2.call(&["ZADD", "z", "1.5", "a"]), ":1\r\n");
     assert_eq!(
         c2.call(&["ZRANGE", "z", "0", "-1", "WITHSCORES"]),
@@ -766,7 +659,7 @@ fn every_member_has_one_element_and_one_index_entry_and_nothing_is_left() {
     drop(c);
     let dir = h.stop();
     // keep (20) and move (5) and dst (5).
-    assert_eq!(stored_keys(dir.path()), (30, 30));
+    assert_eq!(common::stored_element_keys(dir.path()), (30, 30));
 }
 
 #[test]
@@ -794,51 +687,6 @@ fn concurrent_increments_keep_one_index_entry_per_member() {
         qs::<Vec<String>>(&mut c, "ZRANGE z -inf +inf BYSCORE WITHSCORES"),
         ["t0", "199", "t1", "199", "t2", "199", "t3", "199", "shared", "800"]
     );
-}
-
-/// A redis-server started for one test, killed when dropped.
-struct RedisServer {
-    child: std::process::Child,
-    addr: SocketAddr,
-}
-
-impl RedisServer {
-    /// Starts `redis-server` on a free port; `None` if it is not on PATH.
-    fn start() -> Option<RedisServer> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .ok()?
-            .local_addr()
-            .ok()?
-            .port();
-        let child = std::process::Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .args(["--bind", "127.0.0.1"])
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .ok()?;
-        let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-        let server = RedisServer { child, addr };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while TcpStream::connect(addr).is_err() {
-            assert!(Instant::now() < deadline, "redis-server did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Some(server)
-    }
-}
-
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// The differential program: every reply must be byte-identical.
@@ -947,14 +795,13 @@ const PROGRAM: &[&str] = &[
 
 #[test]
 fn same_replies_as_redis_server() {
-    let Some(redis) = RedisServer::start() else {
-        eprintln!("skipped: redis-server is not on PATH");
+    let Some(redis) = RedisServer::start_or_skip() else {
         return;
     };
     let h = Harness::start();
     for proto in [2, 3] {
-        let mut theirs = Resp::connect(redis.addr, proto);
-        let mut ours = Resp::connect(h.server.addr(), proto);
+        let mut theirs = Resp::connect(redis.addr, proto).unwrap();
+        let mut ours = Resp::connect(h.server.addr(), proto).unwrap();
         assert_eq!(theirs.call(&["FLUSHALL"]), ours.call(&["FLUSHALL"]));
         for line in PROGRAM {
             let args: Vec<&str> = line.split(' ').collect();

@@ -5,42 +5,12 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
-
 use common::reference::{RedisServer, Resp};
-use common::{q, query_err, Harness};
-
-const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
-
-/// Runs `line` (split on spaces) as one command.
-fn qs<T: redis::FromRedisValue>(c: &mut redis::Connection, line: &str) -> T {
-    let args: Vec<&str> = line.split(' ').collect();
-    q(c, &args)
-}
-
-/// Runs `line` expecting an error; returns its text.
-fn errs(c: &mut redis::Connection, line: &str) -> String {
-    let args: Vec<&str> = line.split(' ').collect();
-    query_err(c, &args)
-}
+use common::{errs, q, qs, wait_blocked, Harness, WRONGTYPE};
 
 /// `ZRANGE key 0 -1 WITHSCORES`, flat.
 fn all(c: &mut redis::Connection, key: &str) -> Vec<String> {
     qs(c, &format!("ZRANGE {key} 0 -1 WITHSCORES"))
-}
-
-/// Waits until the server reports `n` blocked clients (INFO clients).
-fn wait_blocked(c: &mut redis::Connection, n: usize) {
-    let want = format!("blocked_clients:{n}\r\n");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let info: String = q(c, &["INFO", "clients"]);
-        if info.contains(&want) {
-            return;
-        }
-        assert!(Instant::now() < deadline, "never {want:?}: {info}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
 }
 
 /// Runs `line` on a new connection in a thread (for blocking commands).
@@ -595,12 +565,8 @@ fn random_program(seed: u64) -> Vec<String> {
 
 #[test]
 fn same_replies_as_redis_server() {
-    let redis = match RedisServer::start() {
-        Ok(r) => r,
-        Err(why) => {
-            eprintln!("skipped: {why}");
-            return;
-        }
+    let Some(redis) = RedisServer::start_or_skip() else {
+        return;
     };
     let h = Harness::start();
     for proto in [2, 3] {

@@ -71,10 +71,58 @@ pub enum Error {
         /// What is missing and how to get it.
         detail: String,
     },
+    /// A [`Transaction`](crate::Transaction) could not commit: `key` (in
+    /// column family `cf`), which it wrote or read with `get_for_update`,
+    /// was written by someone else after the transaction's snapshot.
+    /// Nothing of the transaction was applied; retry it from the start.
+    #[error("transaction conflict: key \"{}\" in column family {cf:?} was written after the transaction's snapshot", .key.escape_ascii())]
+    Conflict {
+        /// The conflicting key (the first in (family id, key) order).
+        key: Vec<u8>,
+        /// The name of the key's column family.
+        cf: String,
+    },
     /// An earlier background failure (flush, compaction, WAL sync) put the
     /// database into read-only mode; writes are refused with this error.
     #[error("database is read-only after a background error: {0}")]
     Background(Box<Error>),
+    /// Code that is not the engine's panicked and the panic was caught: a
+    /// user callback (merge operator, compaction filter) or, as a last
+    /// resort, a whole flush or compaction job. On a background job this
+    /// becomes the background error; on a read it is that read's error.
+    #[error("{what} panicked: {message}")]
+    Panicked {
+        /// What panicked: `merge operator "NAME" (full_merge)`,
+        /// `compaction filter "NAME"`, `compaction job`, ...
+        what: String,
+        /// The panic message (`"<non-string panic payload>"` when it had none).
+        message: String,
+    },
+}
+
+/// Runs `f`, turning a panic in it into [`Error::Panicked`] naming `what()`.
+///
+/// Used at the boundary where the engine calls user code (merge operators,
+/// compaction filters) and around whole background jobs, so a panic ends
+/// that call or job with an error instead of unwinding through the
+/// engine's threads (a background thread that dies leaves its waiters
+/// waiting forever). `AssertUnwindSafe` is sound here: the callbacks get
+/// only shared borrows of bytes, and a job that fails is discarded whole
+/// (its outputs are deleted as garbage, its inputs stay live).
+pub(crate) fn catch_panic<T>(what: impl FnOnce() -> String, f: impl FnOnce() -> T) -> Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|payload| {
+        let message = if let Some(s) = payload.downcast_ref::<&str>() {
+            (*s).to_string()
+        } else if let Some(s) = payload.downcast_ref::<String>() {
+            s.clone()
+        } else {
+            "<non-string panic payload>".to_string()
+        };
+        Error::Panicked {
+            what: what(),
+            message,
+        }
+    })
 }
 
 impl Error {
@@ -99,6 +147,12 @@ impl Error {
     /// (`InvalidArgument` naming it).
     pub(crate) fn cf_dropped(name: &str) -> Error {
         Error::InvalidArgument(format!("column family {name:?} has been dropped"))
+    }
+
+    /// True for [`Error::Conflict`]: the transaction lost a race and can
+    /// be retried.
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, Error::Conflict { .. })
     }
 
     /// True for [`Error::Corruption`] (also when wrapped as a background error).

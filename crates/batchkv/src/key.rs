@@ -57,6 +57,17 @@ impl ValueType {
             _ => None,
         }
     }
+
+    /// The name inspection tools print: `value`, `deletion`,
+    /// `range_deletion` or `merge`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ValueType::Deletion => "deletion",
+            ValueType::Value => "value",
+            ValueType::RangeDeletion => "range_deletion",
+            ValueType::Merge => "merge",
+        }
+    }
 }
 
 /// Packs a sequence number and type into a trailer word.

@@ -50,7 +50,8 @@ pub use batch::{BatchOp, WriteBatch};
 pub use compaction::{CompactionDecision, CompactionFilter, TtlFilter};
 pub use db::{
     ColumnFamily, Db, DbIterator, DbStats, IngestOptions, KvResult, LatencyStats, RangeIter,
-    RecoveryReport, Snapshot, Statistics, WalDamage,
+    RecoveryReport, RecoveryStatus, Snapshot, Statistics, Transaction, TransactionIter,
+    TransactionOptions, WalDamage,
 };
 pub use error::{Error, Result};
 pub use fs::{
@@ -64,9 +65,13 @@ pub use options::{
     Options, ReadOptions, WalRecoveryMode, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE,
 };
 pub use options_builder::OptionsBuilder;
+// Inspection of single files (`batchkv dump sst|wal|manifest`): read-only,
+// off every engine path.
 pub use sst::dump::{SstEntries, SstEntry, SstFileReader};
 pub use sst::file_writer::{ExternalSstInfo, SstFileWriter};
 pub use sst::CompressionType;
+pub use version::dump::{DumpKey, ManifestEdit, ManifestFile, ManifestFileReader};
+pub use wal::dump::{LogDamage, WalFileReader, WalOp, WalRecord};
 /// Memtable internals for the component micro-benchmarks only.
 #[cfg(feature = "bench-internals")]
 pub use {

@@ -14,13 +14,16 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::error::{Error, Result};
+use crate::error::{catch_panic, Error, Result};
 
 /// Combines merge operands with the value below them.
 ///
 /// Both methods run on read and compaction threads, concurrently: they must
 /// be pure functions of their arguments and must not call back into the
-/// database. The operator's [`name`](MergeOperator::name) is recorded in
+/// database. A panic in either is caught: on a read (`get`, `multi_get`,
+/// an iterator) it is that call's [`Error::Panicked`]; in a compaction it
+/// becomes the database's background error (writes are then refused, and
+/// `flush`, `compact_range` and `close` return it). The operator's [`name`](MergeOperator::name) is recorded in
 /// the `OPTIONS` file; reopen a database with the operator that wrote it.
 pub trait MergeOperator: Send + Sync {
     /// A stable name (recorded in the `OPTIONS` file, used in errors).
@@ -62,7 +65,8 @@ pub(crate) fn no_operator(key: &[u8]) -> Error {
 }
 
 /// Runs `op.full_merge` (operands oldest first), turning `None` into
-/// [`Error::MergeFailed`] and a missing operator into `InvalidArgument`.
+/// [`Error::MergeFailed`], a missing operator into `InvalidArgument` and a
+/// panic in the operator into [`Error::Panicked`] naming it.
 pub(crate) fn full_merge(
     op: Option<&Arc<dyn MergeOperator>>,
     key: &[u8],
@@ -70,11 +74,28 @@ pub(crate) fn full_merge(
     operands: &[&[u8]],
 ) -> Result<Vec<u8>> {
     let op = op.ok_or_else(|| no_operator(key))?;
-    op.full_merge(key, base, operands)
-        .ok_or_else(|| Error::MergeFailed {
-            operator: op.name().to_string(),
-            key: key.escape_ascii().to_string(),
-        })
+    catch_panic(
+        || format!("merge operator {:?} (full_merge)", op.name()),
+        || op.full_merge(key, base, operands),
+    )?
+    .ok_or_else(|| Error::MergeFailed {
+        operator: op.name().to_string(),
+        key: key.escape_ascii().to_string(),
+    })
+}
+
+/// Runs `op.partial_merge`, turning a panic in it into [`Error::Panicked`]
+/// naming the operator.
+pub(crate) fn partial_merge(
+    op: &Arc<dyn MergeOperator>,
+    key: &[u8],
+    left: &[u8],
+    right: &[u8],
+) -> Result<Option<Vec<u8>>> {
+    catch_panic(
+        || format!("merge operator {:?} (partial_merge)", op.name()),
+        || op.partial_merge(key, left, right),
+    )
 }
 
 /// [`full_merge`] with the operands in the order reads collect them

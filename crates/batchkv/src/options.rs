@@ -13,23 +13,87 @@ pub const MAX_KEY_SIZE: usize = 64 * 1024;
 /// Largest value accepted, in bytes. Larger values return `InvalidArgument`.
 pub const MAX_VALUE_SIZE: usize = 64 * 1024 * 1024;
 
-/// What recovery does when a WAL record is damaged (RocksDB's names).
+/// What recovery does when a WAL is damaged (RocksDB's modes; their
+/// differences from RocksDB's are in `docs/format/wal.md` §4).
+///
+/// Damage is a **tail** when nothing intact follows it: no record after
+/// it in its log and none in any later log. That is what a crash leaves
+/// (a torn last write, zero fill the data never reached), so every mode
+/// but `AbsoluteConsistency` accepts it, applying everything before it.
+/// Damage followed by intact records is not (it is media or software
+/// corruption, or power loss that wrote later pages of unsynced data
+/// before earlier ones); what happens to it is what the modes differ in.
+/// Whatever is not applied is listed by
+/// [`Db::recovery_report`](crate::Db::recovery_report) and logged, and a
+/// WAL whose intact records were not applied is first copied to `lost/`.
+///
+/// Option-string names: `tolerate-corrupted-tail`, `absolute`,
+/// `point-in-time`, `skip-corrupted` (RocksDB's `kTolerateCorruptedTailRecords`,
+/// ... and the snake-case names `tolerate_corrupted_tail_records`, ... are
+/// accepted too).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum WalRecoveryMode {
-    /// Only a torn record at the very end of the last log is allowed; any
-    /// other damage fails the open.
-    TolerateCorruptedTailRecords,
-    /// Any damaged or incomplete record fails the open with `Corruption`.
-    AbsoluteConsistency,
-    /// Stop at the first damaged record and keep everything before it (the
-    /// default). Never silent: what was dropped is reported by
-    /// [`Db::recovery_report`](crate::Db::recovery_report) and logged, and a
-    /// WAL whose intact records were dropped is copied to `lost/` first.
+    /// The default: a tail is accepted; damage followed by intact records
+    /// fails the open with [`Error::Corruption`] naming the WAL and the
+    /// offset and saying how to salvage, and changes nothing on disk.
     #[default]
+    TolerateCorruptedTailRecords,
+    /// Any damage, a torn tail included, fails the open with `Corruption`.
+    AbsoluteConsistency,
+    /// Stop at the first damage and keep everything before it, dropping
+    /// the intact records after it (and later WALs, so the result is a
+    /// prefix of the write order).
     PointInTime,
     /// Skip damaged records and apply every intact one after them
     /// (salvage; the result may not be a prefix of the write order).
     SkipAnyCorruptedRecords,
+}
+
+impl WalRecoveryMode {
+    /// The option-string name: `tolerate-corrupted-tail`, `absolute`,
+    /// `point-in-time` or `skip-corrupted`.
+    pub fn name(self) -> &'static str {
+        match self {
+            WalRecoveryMode::TolerateCorruptedTailRecords => "tolerate-corrupted-tail",
+            WalRecoveryMode::AbsoluteConsistency => "absolute",
+            WalRecoveryMode::PointInTime => "point-in-time",
+            WalRecoveryMode::SkipAnyCorruptedRecords => "skip-corrupted",
+        }
+    }
+}
+
+impl std::fmt::Display for WalRecoveryMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for WalRecoveryMode {
+    type Err = Error;
+
+    /// Parses any of the names in the type's documentation.
+    fn from_str(value: &str) -> Result<WalRecoveryMode> {
+        Ok(match value {
+            "tolerate-corrupted-tail"
+            | "kTolerateCorruptedTailRecords"
+            | "tolerate_corrupted_tail_records" => WalRecoveryMode::TolerateCorruptedTailRecords,
+            "absolute" | "kAbsoluteConsistency" | "absolute_consistency" => {
+                WalRecoveryMode::AbsoluteConsistency
+            }
+            "point-in-time" | "kPointInTimeRecovery" | "point_in_time" => {
+                WalRecoveryMode::PointInTime
+            }
+            "skip-corrupted" | "kSkipAnyCorruptedRecords" | "skip_any_corrupted_records" => {
+                WalRecoveryMode::SkipAnyCorruptedRecords
+            }
+            _ => {
+                return Err(Error::InvalidArgument(format!(
+                    "wal_recovery_mode: unknown mode {value:?} (expected \
+                     tolerate-corrupted-tail, absolute, point-in-time or skip-corrupted)"
+                )))
+            }
+        })
+    }
 }
 
 /// Database options. Construct with `Options::default()` and set fields, or
@@ -46,7 +110,9 @@ pub struct Options {
     /// Memtables (active + immutable) allowed before writers stall until a
     /// flush finishes (default 2, minimum 2).
     pub max_write_buffer_number: usize,
-    /// How damaged WAL records are treated at recovery.
+    /// How damaged WALs are treated at recovery (default
+    /// `tolerate-corrupted-tail`: a crash's torn tail is accepted, damage
+    /// followed by intact records fails the open).
     pub wal_recovery_mode: WalRecoveryMode,
     /// Verify ordering and per-entry checksums during memtable lookups.
     pub paranoid_memory_checks: bool,
@@ -101,8 +167,8 @@ pub struct Options {
     pub verify_checksums: bool,
     /// Record latency histograms of `get`, `multi_get` and `write` for
     /// [`Db::statistics`](crate::Db::statistics) (default true: one clock
-    /// read pair and three relaxed atomic operations per call; see the
-    /// README for its measured cost).
+    /// read pair and three relaxed atomic operations per call; its measured
+    /// cost: `docs/perf/history/2026-11-23-feature-costs.md`).
     pub statistics: bool,
     /// Offered each live value that compaction rewrites and no snapshot
     /// can see; may keep, remove or replace it (see [`CompactionFilter`](crate::CompactionFilter)).
@@ -123,7 +189,7 @@ impl Default for Options {
             error_if_exists: false,
             write_buffer_size: 64 << 20,
             max_write_buffer_number: 2,
-            wal_recovery_mode: WalRecoveryMode::PointInTime,
+            wal_recovery_mode: WalRecoveryMode::TolerateCorruptedTailRecords,
             paranoid_memory_checks: false,
             memtable_huge_pages: true,
             batch_lookup: BatchLookup::Auto,
@@ -266,27 +332,7 @@ impl Options {
             "error_if_exists" => self.error_if_exists = parse_bool(name, value)?,
             "write_buffer_size" => self.write_buffer_size = parse_size(name, value)?,
             "max_write_buffer_number" => self.max_write_buffer_number = parse_size(name, value)?,
-            "wal_recovery_mode" => {
-                self.wal_recovery_mode = match value {
-                    "kTolerateCorruptedTailRecords" | "tolerate_corrupted_tail_records" => {
-                        WalRecoveryMode::TolerateCorruptedTailRecords
-                    }
-                    "kAbsoluteConsistency" | "absolute_consistency" => {
-                        WalRecoveryMode::AbsoluteConsistency
-                    }
-                    "kPointInTimeRecovery" | "point_in_time" => WalRecoveryMode::PointInTime,
-                    "kSkipAnyCorruptedRecords" | "skip_any_corrupted_records" => {
-                        WalRecoveryMode::SkipAnyCorruptedRecords
-                    }
-                    _ => {
-                        return Err(Error::InvalidArgument(format!(
-                            "wal_recovery_mode: unknown mode {value:?} (expected \
-                             tolerate_corrupted_tail_records, absolute_consistency, point_in_time \
-                             or skip_any_corrupted_records)"
-                        )))
-                    }
-                }
-            }
+            "wal_recovery_mode" => self.wal_recovery_mode = value.parse()?,
             "paranoid_memory_checks" => self.paranoid_memory_checks = parse_bool(name, value)?,
             "memtable_huge_pages" => self.memtable_huge_pages = parse_bool(name, value)?,
             "batch_lookup" => self.batch_lookup = value.parse()?,
@@ -348,6 +394,8 @@ impl Options {
     /// form [`Options::set`] takes: `to_option_string().parse()` gives back
     /// equal options (except `compaction_filter`, which has none).
     pub fn to_option_pairs(&self) -> Vec<(&'static str, String)> {
+        // The snake-case names older binaries parse (option strings are
+        // stored in the OPTIONS file and, per column family, the MANIFEST).
         let mode = match self.wal_recovery_mode {
             WalRecoveryMode::TolerateCorruptedTailRecords => "tolerate_corrupted_tail_records",
             WalRecoveryMode::AbsoluteConsistency => "absolute_consistency",

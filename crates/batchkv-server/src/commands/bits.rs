@@ -5,7 +5,7 @@
 use batchkv::WriteBatch;
 use bytes::Bytes;
 
-use super::strings::{tri, MAX_STRING};
+use super::strings::tri;
 use super::{not_integer, parse_int, spec, syntax_error, CommandSpec, ConnState, KEY1, R, RS, WM};
 use crate::keyspace::{db_key, put_value};
 use crate::resp::Reply;
@@ -21,13 +21,13 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     spec("lcs", -3, RS, (1, 2, 1), |s, c, a| lcs(s, c, a)),
 ];
 
-/// Most cells of LCS's table (4 bytes each): larger inputs are refused.
-const LCS_MAX_CELLS: u64 = 1 << 27;
-
-/// A bit offset argument: 0 ≤ offset < 2^32 (Redis's limit, 512 MiB).
-fn bit_offset(b: &[u8]) -> Result<u64, Reply> {
+/// A bit offset argument, as Redis 7 checks it for SETBIT and GETBIT: an
+/// integer ≥ 0 whose byte lies within `proto-max-bulk-len` (so a string
+/// grown to reach it is no longer than a value may be).
+fn bit_offset(shared: &Shared, b: &[u8]) -> Result<u64, Reply> {
+    let limit = shared.settings.proto_max_bulk_len() as u64;
     match parse_int(b) {
-        Some(n) if (0..(1i64 << 32)).contains(&n) => Ok(n as u64),
+        Some(n) if n >= 0 && (n as u64 >> 3) < limit => Ok(n as u64),
         _ => Err(Reply::err(
             "ERR bit offset is not an integer or out of range",
         )),
@@ -40,17 +40,14 @@ fn bit_at(data: &[u8], bit: u64) -> u8 {
 }
 
 pub fn setbit(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
-    let offset = tri!(bit_offset(&a[1]));
+    // Checked before anything is allocated: the byte is within the limit.
+    let offset = tri!(bit_offset(shared, &a[1]));
     let on = match &a[2][..] {
         b"0" => false,
         b"1" => true,
         _ => return Reply::err("ERR bit is not an integer or out of range"),
     };
     let byte = (offset / 8) as usize;
-    // Checked before anything is allocated.
-    if byte as i64 >= MAX_STRING {
-        return Reply::err("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
-    }
     let key = db_key(conn.db, &a[0]);
     let _g = shared.lock_keys(&[&key]);
     let (exp, mut data) = tri!(shared.read(&key)).unwrap_or((None, Vec::new()));
@@ -69,7 +66,7 @@ pub fn setbit(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
 }
 
 pub fn getbit(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
-    let offset = tri!(bit_offset(&a[1]));
+    let offset = tri!(bit_offset(shared, &a[1]));
     let data = tri!(shared.read(&db_key(conn.db, &a[0]))).map_or(Vec::new(), |(_, d)| d);
     Reply::Int(i64::from(bit_at(&data, offset)))
 }
@@ -254,7 +251,9 @@ pub fn lcs(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     if len_only && idx {
         return Reply::err("ERR If you want both the length and indexes, please just use IDX.");
     }
-    if (x.len() as u64 + 1) * (y.len() as u64 + 1) > LCS_MAX_CELLS {
+    // Redis's rule: the table (4 bytes a cell) within proto-max-bulk-len.
+    let cells = (x.len() as u64 + 1) * (y.len() as u64 + 1);
+    if cells.saturating_mul(4) > shared.settings.proto_max_bulk_len() as u64 {
         return Reply::err(
             "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len",
         );

@@ -7,11 +7,13 @@
 //! and written as one unit.
 
 use batchkv::{ReadOptions, WriteBatch};
+use bytes::Bytes;
 
-use crate::keyspace::put_meta;
+use super::{parse_int, syntax_error};
+use crate::keyspace::{db_key, put_meta};
 use crate::meta::{self, Kind, Meta};
 use crate::resp::Reply;
-use crate::shared::Shared;
+use crate::shared::{wrong_type, Shared, Value};
 
 /// Elements as `(sub, value)` pairs, in `sub` order.
 pub type Elements = Vec<(Vec<u8>, Vec<u8>)>;
@@ -54,6 +56,110 @@ pub fn open_existing(shared: &Shared, key: Vec<u8>, kind: Kind) -> Result<Option
         batch: WriteBatch::new(),
         existed: true,
     }))
+}
+
+/// What a pop (LMPOP, BLPOP, ZMPOP, BZPOPMIN, ...) does with a key that
+/// holds another type than the one it pops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Others {
+    /// Answers WRONGTYPE when it reaches the key (a command's own run).
+    Fail,
+    /// Passes over it, as over an empty key (a blocked client's retry:
+    /// Redis serves a blocked client only from a value of the type it
+    /// waits for, and keeps it blocked meanwhile).
+    Skip,
+}
+
+/// The collection of `kind` a pop takes from, given what `key` holds
+/// (`value`, read under the key's lock): `None` if there is none to pop
+/// from (absent, expired, or of another type with [`Others::Skip`]).
+pub fn pop_source(
+    key: Vec<u8>,
+    value: Option<Value>,
+    kind: Kind,
+    others: Others,
+) -> Result<Option<Writer>, Reply> {
+    match value {
+        Some(Value::Coll(meta)) if meta.kind == kind => Ok(Some(Writer {
+            key,
+            meta,
+            batch: WriteBatch::new(),
+            existed: true,
+        })),
+        Some(_) if others == Others::Fail => Err(wrong_type()),
+        _ => Ok(None),
+    }
+}
+
+/// Pops from the first non-empty collection of `kind` among `keys` (user
+/// keys of database `db`, in order; all locked together, their metadata
+/// one batched read): `pop` takes what it pops out of the writer, which is
+/// then committed. Returns that key and `pop`'s result, `None` if every
+/// key is empty.
+pub fn pop_first<T>(
+    shared: &Shared,
+    db: u8,
+    keys: &[Bytes],
+    kind: Kind,
+    others: Others,
+    pop: impl FnOnce(&Shared, &mut Writer) -> Result<T, Reply>,
+) -> Result<Option<(Bytes, T)>, Reply> {
+    let stored: Vec<Vec<u8>> = keys.iter().map(|k| db_key(db, k)).collect();
+    let _g = shared.lock_keys(&stored);
+    let values = shared.read_many(&stored);
+    for ((user, key), value) in keys.iter().zip(stored).zip(values) {
+        let Some(mut w) = pop_source(key, value?, kind, others)? else {
+            continue;
+        };
+        let popped = pop(shared, &mut w)?;
+        w.commit(shared)?;
+        return Ok(Some((user.clone(), popped)));
+    }
+    Ok(None)
+}
+
+/// The arguments of LMPOP, ZMPOP and their blocking forms from `numkeys`
+/// on: `numkeys key... SIDE [COUNT n]`.
+pub struct Mpop<'a, S> {
+    pub keys: &'a [Bytes],
+    /// LEFT|RIGHT or MIN|MAX, parsed.
+    pub side: S,
+    /// 1 without COUNT.
+    pub count: u64,
+}
+
+/// Parses `numkeys key... SIDE [COUNT n]` with Redis's checks, in its
+/// order; `side` parses SIDE (`None`: a syntax error).
+pub fn parse_mpop<S>(a: &[Bytes], side: impl Fn(&[u8]) -> Option<S>) -> Result<Mpop<'_, S>, Reply> {
+    let numkeys = match a.first().and_then(|n| parse_int(n)) {
+        Some(n) if n >= 1 => n as u64,
+        _ => return Err(Reply::err("ERR numkeys should be greater than 0")),
+    };
+    // The keys, then SIDE.
+    if numkeys >= (a.len() as u64).saturating_sub(1) {
+        return Err(syntax_error());
+    }
+    let n = numkeys as usize;
+    let side = side(&a[n + 1]).ok_or_else(syntax_error)?;
+    let mut count = None;
+    let mut rest = &a[n + 2..];
+    while let Some(opt) = rest.first() {
+        match rest.get(1) {
+            Some(v) if count.is_none() && opt.eq_ignore_ascii_case(b"count") => {
+                count = match parse_int(v) {
+                    Some(c) if c >= 1 => Some(c as u64),
+                    _ => return Err(Reply::err("ERR count should be greater than 0")),
+                };
+                rest = &rest[2..];
+            }
+            _ => return Err(syntax_error()),
+        }
+    }
+    Ok(Mpop {
+        keys: &a[1..=n],
+        side,
+        count: count.unwrap_or(1),
+    })
 }
 
 impl Writer {

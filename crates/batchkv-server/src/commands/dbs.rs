@@ -5,6 +5,8 @@
 //! version: O(elements)), SWAPDB rewrites both databases, their elements
 //! and their expiry-index entries in one write (O(keys + elements), where
 //! Redis swaps two pointers). Both are atomic: SWAPDB holds every key lock.
+//! Both then wake the clients blocked (BLPOP, BZPOPMIN, ...) on the keys
+//! they filled, as Redis 7 does.
 
 use batchkv::WriteBatch;
 use bytes::Bytes;
@@ -46,13 +48,7 @@ pub fn move_key(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     if tri!(shared.read_value(&dst)).is_some() {
         return Reply::Int(0);
     }
-    let mut b = WriteBatch::new();
-    // An expired collection at the destination leaves its elements.
-    tri!(shared.clear_old(&mut b, &dst));
-    tri!(shared.copy_value(&mut b, &src, &value, &dst, value.expire_at()));
-    tri!(shared.clear_old(&mut b, &src));
-    b.delete(&src);
-    tri!(shared.write(b));
+    tri!(shared.move_value(&src, &value, &dst));
     Reply::Int(1)
 }
 
@@ -109,5 +105,7 @@ pub fn swapdb(shared: &Shared, a: &[Bytes]) -> Reply {
         b.put(k, v);
     }
     tri!(shared.write(b));
+    // As Redis 7: clients blocked on keys that now hold data are served.
+    shared.blocking.signal_dbs(&[x, y]);
     Reply::ok()
 }

@@ -12,6 +12,8 @@
 //!   in the `batchkv` section; fragmentation ratios are 1.00.
 //! - persistence: the engine's WAL plays the AOF's part (`aof_enabled:1`,
 //!   `appendfsync`); there are no RDB snapshots (`rdb_*` say none ran).
+//!   `wal_recovery_*` (batchkv's own) say what the WAL replay at start
+//!   recovered and dropped.
 //! - fields about features batchkv lacks (replication, forks, eviction,
 //!   client-side caching, network byte counts, latency histograms — there
 //!   is no `latencystats` section) are 0 or Redis's idle values.
@@ -260,6 +262,43 @@ fn persistence(shared: &Shared) -> String {
             "wal_syncs",
             shared.stats.wal_syncs.load(Relaxed).to_string(),
         ),
+    ]) + &wal_recovery(shared.db.recovery_report())
+}
+
+/// The outcome of the WAL replay at the last start (`docs/format/wal.md`
+/// §4): status `clean`, `tail-truncated` (a crash's torn or zero-filled
+/// last write, not applied) or `damaged` (intact writes not applied or
+/// skipped over: a salvaging `--wal-recovery` mode was used); the first
+/// damaged WAL and offset (`-1` if none); and the copies kept in `lost/`
+/// (comma-separated).
+fn wal_recovery(r: &batchkv::RecoveryReport) -> String {
+    let first = r.damage.first();
+    let kept: Vec<String> = r
+        .kept_aside
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    lines(&[
+        ("wal_recovery_status", r.status().as_str().into()),
+        ("wal_recovery_mode", r.mode.name().into()),
+        (
+            "wal_recovery_replayed_records",
+            r.records_replayed.to_string(),
+        ),
+        (
+            "wal_recovery_dropped_records",
+            r.records_dropped().to_string(),
+        ),
+        ("wal_recovery_dropped_bytes", r.bytes_dropped().to_string()),
+        (
+            "wal_recovery_file",
+            first.map_or(String::new(), |d| d.file.display().to_string()),
+        ),
+        (
+            "wal_recovery_offset",
+            first.map_or("-1".into(), |d| d.offset.to_string()),
+        ),
+        ("wal_recovery_lost_copy", kept.join(",")),
     ])
 }
 
@@ -359,7 +398,8 @@ fn cpu() -> String {
 fn keyspace(shared: &Shared) -> Result<String, Reply> {
     let mut out = String::new();
     for db in 0..NUM_DBS as u8 {
-        let (n, exp) = super::keys::count_keys(shared, db)?;
+        let c = shared.key_count(db)?;
+        let (n, exp) = (c.keys, c.expires);
         if n > 0 {
             let _ = write!(out, "db{db}:keys={n},expires={exp},avg_ttl=0\r\n");
         }

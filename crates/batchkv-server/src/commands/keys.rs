@@ -301,27 +301,7 @@ pub fn scan(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
 }
 
 pub fn dbsize(shared: &Shared, conn: &ConnState) -> Reply {
-    let mut n = 0;
-    tri!(walk(shared, conn.db, b"", |_, _| {
-        n += 1;
-        true
-    }));
-    Reply::Int(n)
-}
-
-/// Number of live keys in `db` and how many of them expire (INFO
-/// keyspace).
-pub fn count_keys(shared: &Shared, db: u8) -> Result<(u64, u64), Reply> {
-    let (mut n, mut with_ttl) = (0u64, 0u64);
-    let now = now_ms();
-    shared.scan(&[db], &[db + 1], false, false, |_, v| {
-        if let Ok(Some(e)) = live_entry(v, now) {
-            n += 1;
-            with_ttl += u64::from(e.expire_at().is_some());
-        }
-        true
-    })?;
-    Ok((n, with_ttl))
+    Reply::Int(tri!(shared.key_count(conn.db)).keys as i64)
 }
 
 pub fn randomkey(shared: &Shared, conn: &ConnState) -> Reply {
@@ -355,13 +335,7 @@ pub fn rename(shared: &Shared, conn: &ConnState, a: &[Bytes], nx: bool) -> Reply
     if nx && tri!(shared.read_value(&dst)).is_some() {
         return Reply::Int(0);
     }
-    let mut b = WriteBatch::new();
-    tri!(shared.clear_old(&mut b, &dst));
-    tri!(shared.copy_value(&mut b, &src, &value, &dst, value.expire_at()));
-    tri!(shared.clear_old(&mut b, &src));
-    b.delete(&src);
-    tri!(shared.write(b));
-    shared.blocking.signal(&dst);
+    tri!(shared.move_value(&src, &value, &dst));
     if nx {
         Reply::Int(1)
     } else {

@@ -19,17 +19,20 @@
 //! handled here as their non-blocking forms: when there is nothing to pop
 //! they answer nil, which is their answer inside MULTI and tells the
 //! connection to wait (`blocking.rs`); [`block_request`] gives the keys and
-//! timeout it waits with.
+//! timeout it waits with, and the handler a woken client runs: it passes
+//! over keys that are not lists (Redis keeps such a client blocked), where
+//! the command's first run answers WRONGTYPE.
 
 use std::time::Duration;
 
 use batchkv::WriteBatch;
 use bytes::Bytes;
 
-use super::coll::{self, Writer};
+use super::coll::{self, Mpop, Others, Writer};
 use super::strings::tri;
 use super::{
-    not_integer, parse_int, spec, syntax_error, CommandSpec, ConnState, KEY1, NO_KEYS, R, RS, W, WM,
+    not_integer, parse_int, spec, syntax_error, CommandSpec, ConnState, Handler, KEY1, NO_KEYS, R,
+    RS, W, WM,
 };
 use crate::keyspace::{db_key, put_meta};
 use crate::meta::{self, Kind, Meta};
@@ -71,20 +74,25 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     spec("lpos", -3, RS, KEY1, |s, c, a| lpos(s, c, a)),
     spec("lmove", 5, WM, (1, 2, 1), |s, c, a| lmove(s, c, a)),
     spec("rpoplpush", 3, WM, (1, 2, 1), |s, c, a| {
-        move_one(s, c, &a[0], &a[1], End::Right, End::Left)
+        let ends = (End::Right, End::Left);
+        move_one(s, c, &a[0], &a[1], ends, Others::Fail)
     }),
     spec("lmpop", -4, MPOP, NO_KEYS, |s, c, a| lmpop(s, c, a)),
     spec("blpop", -3, BPOP, (1, -2, 1), |s, c, a| {
-        bpop(s, c, a, End::Left)
+        bpop(s, c, a, End::Left, Others::Fail)
     }),
     spec("brpop", -3, BPOP, (1, -2, 1), |s, c, a| {
-        bpop(s, c, a, End::Right)
+        bpop(s, c, a, End::Right, Others::Fail)
     }),
-    spec("blmove", 6, BMOVE, (1, 2, 1), |s, c, a| blmove(s, c, a)),
+    spec("blmove", 6, BMOVE, (1, 2, 1), |s, c, a| {
+        blmove(s, c, a, Others::Fail)
+    }),
     spec("brpoplpush", 4, BMOVE, (1, 2, 1), |s, c, a| {
-        brpoplpush(s, c, a)
+        brpoplpush(s, c, a, Others::Fail)
     }),
-    spec("blmpop", -5, BMPOP, NO_KEYS, |s, c, a| blmpop(s, c, a)),
+    spec("blmpop", -5, BMPOP, NO_KEYS, |s, c, a| {
+        blmpop(s, c, a, Others::Fail)
+    }),
 ];
 
 /// An end of a list (Redis's LEFT/RIGHT, HEAD/TAIL).
@@ -568,6 +576,8 @@ fn ltrim(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     };
     let (from, to) = span(start, end, w.meta.size);
     if (from, to) == (0, w.meta.size) {
+        // Redis signals the key for WATCH even when nothing is trimmed.
+        crate::tx::note_modified(&w.key);
         return Reply::ok();
     }
     let (head, tail) = (w.meta.head, w.meta.tail);
@@ -676,25 +686,27 @@ fn lpos(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
 fn lmove(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let from = tri!(parse_end(&a[2]));
     let to = tri!(parse_end(&a[3]));
-    move_one(shared, conn, &a[0], &a[1], from, to)
+    move_one(shared, conn, &a[0], &a[1], (from, to), Others::Fail)
 }
 
-/// LMOVE (and RPOPLPUSH, BLMOVE, BRPOPLPUSH): pops an element from `from`
-/// of list `src` and pushes it at `to` of list `dst`, in one batch under
-/// both keys' locks; `src == dst` rotates. Nil if `src` is empty; a `dst`
-/// that is not a list is WRONGTYPE before anything is popped.
+/// LMOVE (and RPOPLPUSH, BLMOVE, BRPOPLPUSH): pops an element from end
+/// `ends.0` of list `src` and pushes it at end `ends.1` of list `dst`, in
+/// one batch under both keys' locks; `src == dst` rotates. Nil if `src` is
+/// empty (or, with [`Others::Skip`], not a list); a `dst` that is not a
+/// list is WRONGTYPE before anything is popped.
 fn move_one(
     shared: &Shared,
     conn: &ConnState,
     src: &[u8],
     dst: &[u8],
-    from: End,
-    to: End,
+    (from, to): (End, End),
+    others: Others,
 ) -> Reply {
     let sk = db_key(conn.db, src);
     let dk = db_key(conn.db, dst);
     let _g = shared.lock_keys(&[&sk, &dk]);
-    let Some(mut s) = tri!(coll::open_existing(shared, sk.clone(), Kind::List)) else {
+    let value = tri!(shared.read_value(&sk));
+    let Some(mut s) = tri!(coll::pop_source(sk.clone(), value, Kind::List, others)) else {
         return Reply::Nil;
     };
     if sk == dk {
@@ -738,73 +750,30 @@ fn move_one(
 type Popped = (Bytes, Vec<Vec<u8>>);
 
 /// Pops up to `count` elements from `end` of the first non-empty list
-/// among `keys` (user keys, in order; all locked together): that key and
-/// the elements, `None` if all are empty. A key that is not a list is
-/// WRONGTYPE when reached, as in Redis.
+/// among `keys` (`coll::pop_first`).
 fn pop_first(
     shared: &Shared,
     conn: &ConnState,
     keys: &[Bytes],
     end: End,
     count: u64,
+    others: Others,
 ) -> Result<Option<Popped>, Reply> {
-    let stored: Vec<Vec<u8>> = keys.iter().map(|k| db_key(conn.db, k)).collect();
-    let _g = shared.lock_keys(&stored);
-    for (user, k) in keys.iter().zip(stored) {
-        let Some(mut w) = coll::open_existing(shared, k, Kind::List)? else {
-            continue;
-        };
-        let vals = pop_values(shared, &mut w.batch, &w.key, &mut w.meta, end, count)?;
-        w.commit(shared)?;
-        return Ok(Some((user.clone(), vals)));
-    }
-    Ok(None)
-}
-
-/// LMPOP's and BLMPOP's arguments from `numkeys` on.
-struct MpopArgs<'a> {
-    keys: &'a [Bytes],
-    end: End,
-    count: u64,
-}
-
-/// Parses `numkeys key... LEFT|RIGHT [COUNT n]` (Redis's order of checks).
-fn parse_mpop(a: &[Bytes]) -> Result<MpopArgs<'_>, Reply> {
-    let numkeys = match a.first().and_then(|n| parse_int(n)) {
-        Some(n) if n >= 1 => n as u64,
-        _ => return Err(Reply::err("ERR numkeys should be greater than 0")),
-    };
-    // The keys, then LEFT|RIGHT.
-    if numkeys >= a.len() as u64 - 1 {
-        return Err(syntax_error());
-    }
-    let n = numkeys as usize;
-    let end = parse_end(&a[n + 1])?;
-    let mut count = None;
-    let mut rest = &a[n + 2..];
-    while let Some(opt) = rest.first() {
-        match rest.get(1) {
-            Some(v) if count.is_none() && opt.eq_ignore_ascii_case(b"count") => {
-                count = match parse_int(v) {
-                    Some(c) if c >= 1 => Some(c as u64),
-                    _ => return Err(Reply::err("ERR count should be greater than 0")),
-                };
-                rest = &rest[2..];
-            }
-            _ => return Err(syntax_error()),
-        }
-    }
-    Ok(MpopArgs {
-        keys: &a[1..=n],
-        end,
-        count: count.unwrap_or(1),
+    coll::pop_first(shared, conn.db, keys, Kind::List, others, |s, w| {
+        pop_values(s, &mut w.batch, &w.key, &mut w.meta, end, count)
     })
+}
+
+/// LMPOP's and BLMPOP's arguments from `numkeys` on: `numkeys key...
+/// LEFT|RIGHT [COUNT n]`.
+fn parse_mpop(a: &[Bytes]) -> Result<Mpop<'_, End>, Reply> {
+    coll::parse_mpop(a, |b| parse_end(b).ok())
 }
 
 /// LMPOP and BLMPOP's reply: `[key, [elements]]`, a null array if every
 /// list is empty.
-fn mpop(shared: &Shared, conn: &ConnState, m: &MpopArgs<'_>) -> Reply {
-    match tri!(pop_first(shared, conn, m.keys, m.end, m.count)) {
+fn mpop(shared: &Shared, conn: &ConnState, m: &Mpop<'_, End>, others: Others) -> Reply {
+    match tri!(pop_first(shared, conn, m.keys, m.side, m.count, others)) {
         Some((key, vals)) => Reply::Array(vec![Reply::bulk(key), list_reply(vals)]),
         None => Reply::NilArray,
     }
@@ -812,7 +781,7 @@ fn mpop(shared: &Shared, conn: &ConnState, m: &MpopArgs<'_>) -> Reply {
 
 fn lmpop(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let m = tri!(parse_mpop(a));
-    mpop(shared, conn, &m)
+    mpop(shared, conn, &m, Others::Fail)
 }
 
 /// A blocking command's timeout as Redis 7.0 reads it: float seconds,
@@ -847,12 +816,12 @@ fn underflows_positive(b: &[u8]) -> bool {
 }
 
 /// BLPOP and BRPOP: `key... timeout`.
-fn bpop(shared: &Shared, conn: &ConnState, a: &[Bytes], end: End) -> Reply {
+fn bpop(shared: &Shared, conn: &ConnState, a: &[Bytes], end: End, others: Others) -> Reply {
     let Some((timeout, keys)) = a.split_last() else {
         return syntax_error();
     };
     tri!(parse_timeout(timeout));
-    match tri!(pop_first(shared, conn, keys, end, 1)) {
+    match tri!(pop_first(shared, conn, keys, end, 1, others)) {
         Some((key, vals)) => match vals.into_iter().next() {
             Some(v) => Reply::Array(vec![Reply::bulk(key), Reply::bulk(v)]),
             None => Reply::NilArray,
@@ -861,43 +830,59 @@ fn bpop(shared: &Shared, conn: &ConnState, a: &[Bytes], end: End) -> Reply {
     }
 }
 
-fn blmove(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+fn blmove(shared: &Shared, conn: &ConnState, a: &[Bytes], others: Others) -> Reply {
     let from = tri!(parse_end(&a[2]));
     let to = tri!(parse_end(&a[3]));
     tri!(parse_timeout(&a[4]));
-    move_one(shared, conn, &a[0], &a[1], from, to)
+    move_one(shared, conn, &a[0], &a[1], (from, to), others)
 }
 
-fn brpoplpush(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+fn brpoplpush(shared: &Shared, conn: &ConnState, a: &[Bytes], others: Others) -> Reply {
     tri!(parse_timeout(&a[2]));
-    move_one(shared, conn, &a[0], &a[1], End::Right, End::Left)
+    let ends = (End::Right, End::Left);
+    move_one(shared, conn, &a[0], &a[1], ends, others)
 }
 
 /// BLMPOP: `timeout numkeys key... LEFT|RIGHT [COUNT n]`.
-fn blmpop(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
+fn blmpop(shared: &Shared, conn: &ConnState, a: &[Bytes], others: Others) -> Reply {
     let m = tri!(parse_mpop(&a[1..]));
     tri!(parse_timeout(&a[0]));
-    mpop(shared, conn, &m)
+    mpop(shared, conn, &m, others)
 }
 
 /// For a blocking command `args` (name included) that answered nil: the
-/// stored keys it waits on and its timeout (`None`: forever). `None` if
-/// `args` is not a valid blocking command.
-pub(crate) fn block_request(db: u8, args: &[Bytes]) -> Option<(Vec<Vec<u8>>, Option<Duration>)> {
+/// stored keys it waits on, its timeout (`None`: forever) and the handler
+/// a woken client runs (it passes over keys that are not lists, where the
+/// first run answers WRONGTYPE). `None` if `args` is not a valid
+/// blocking command.
+pub(crate) fn block_request(
+    db: u8,
+    args: &[Bytes],
+) -> Option<(Vec<Vec<u8>>, Option<Duration>, Handler)> {
     let (name, a) = args.split_first()?;
     let name = name.to_ascii_lowercase();
-    let (keys, timeout): (&[Bytes], &Bytes) = match name.as_slice() {
-        b"blpop" | b"brpop" => {
+    let (keys, timeout, retry): (&[Bytes], &Bytes, Handler) = match name.as_slice() {
+        b"blpop" => {
             let (t, keys) = a.split_last()?;
-            (keys, t)
+            (keys, t, |s, c, a| bpop(s, c, a, End::Left, Others::Skip))
         }
-        b"blmove" => (a.get(..1)?, a.get(4)?),
-        b"brpoplpush" => (a.get(..1)?, a.get(2)?),
-        b"blmpop" => (parse_mpop(a.get(1..)?).ok()?.keys, a.first()?),
+        b"brpop" => {
+            let (t, keys) = a.split_last()?;
+            (keys, t, |s, c, a| bpop(s, c, a, End::Right, Others::Skip))
+        }
+        b"blmove" => (a.get(..1)?, a.get(4)?, |s, c, a| {
+            blmove(s, c, a, Others::Skip)
+        }),
+        b"brpoplpush" => (a.get(..1)?, a.get(2)?, |s, c, a| {
+            brpoplpush(s, c, a, Others::Skip)
+        }),
+        b"blmpop" => (parse_mpop(a.get(1..)?).ok()?.keys, a.first()?, |s, c, a| {
+            blmpop(s, c, a, Others::Skip)
+        }),
         _ => return None,
     };
     let timeout = parse_timeout(timeout).ok()?;
-    Some((keys.iter().map(|k| db_key(db, k)).collect(), timeout))
+    Some((keys.iter().map(|k| db_key(db, k)).collect(), timeout, retry))
 }
 
 /// A float argument (the timeout of the blocking commands): decimal text
@@ -955,13 +940,13 @@ mod tests {
                 .map(|a| Bytes::copy_from_slice(a.as_bytes()))
                 .collect()
         };
-        let (keys, t) = block_request(0, &args("BLPOP a b 0")).unwrap();
+        let (keys, t, _) = block_request(0, &args("BLPOP a b 0")).unwrap();
         assert_eq!(keys, [b"\x00a".to_vec(), b"\x00b".to_vec()]);
         assert_eq!(t, None);
-        let (keys, t) = block_request(1, &args("blmove s d LEFT RIGHT 2")).unwrap();
+        let (keys, t, _) = block_request(1, &args("blmove s d LEFT RIGHT 2")).unwrap();
         assert_eq!(keys, [b"\x01s".to_vec()]);
         assert_eq!(t, Some(Duration::from_secs(2)));
-        let (keys, _) = block_request(0, &args("blmpop 1 2 x y left count 3")).unwrap();
+        let (keys, _, _) = block_request(0, &args("blmpop 1 2 x y left count 3")).unwrap();
         assert_eq!(keys, [b"\x00x".to_vec(), b"\x00y".to_vec()]);
         assert!(block_request(0, &args("lpop a")).is_none());
         assert!(block_request(0, &args("blmpop 1 5 x left")).is_none());

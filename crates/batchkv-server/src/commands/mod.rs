@@ -337,6 +337,9 @@ pub fn execute(shared: &Shared, conn: &mut ConnState, args: &[Bytes]) -> (Reply,
     if let Some(e) = pubsub::subscribed_context(conn, spec.name, args) {
         return (tx::rejected(conn, Some(spec), e), After::Continue);
     }
+    if let Some(e) = crate::keyspace::check_new_keys(spec, args) {
+        return reject(shared, conn, Some(slot), Some(spec), e);
+    }
     let start = Instant::now();
     conn.client.touch(start, slot);
     if let Some(queued) = tx::queue(conn, spec, args) {
@@ -437,10 +440,19 @@ fn call_slot(
 ) -> Reply {
     // The panic boundary (`panics.rs`): every command runs through here,
     // EXEC's queued ones included.
+    // A read of keys holds no locks: it reads at one snapshot, so a
+    // collection's metadata and elements, or several keys, come from one
+    // committed state (Redis runs each command atomically).
     let client = conn.client.clone();
     let reply = crate::panics::catch(
         || format!("command '{}' from {}", spec.name, client.addr),
-        || (spec.handler)(shared, conn, &args[1..]),
+        || {
+            if spec.first_key != 0 && spec.flags.contains(&"readonly") {
+                shared.at_snapshot(|| (spec.handler)(shared, conn, &args[1..]))
+            } else {
+                (spec.handler)(shared, conn, &args[1..])
+            }
+        },
     )
     .unwrap_or_else(|| Reply::err(crate::panics::INTERNAL_ERROR));
     let took = start.elapsed();
@@ -478,9 +490,10 @@ fn log_slow(shared: &Shared, conn: &ConnState, args: &[Bytes], took: Duration) {
         .push(args, micros, &conn.client.addr, name, max_len);
 }
 
-/// Records a run of GET/MGET commands `reqs` that the batcher answered
-/// (`conn.rs`), started at `began`: counted as [`execute`] counts
-/// commands, each taking an equal share of the run's time.
+/// Records a run of batched reads `reqs` (GET, MGET, collection point
+/// reads) that the batcher answered (`conn.rs`), started at `began`:
+/// counted as [`execute`] counts commands, each taking an equal share of
+/// the run's time.
 pub fn record_batched(shared: &Shared, conn: &ConnState, reqs: &[Vec<Bytes>], began: Instant) {
     let Some(last) = reqs.last() else {
         return;
@@ -489,8 +502,11 @@ pub fn record_batched(shared: &Shared, conn: &ConnState, reqs: &[Vec<Bytes>], be
     let slot_of = |args: &Vec<Bytes>| {
         if args[0].eq_ignore_ascii_case(b"get") {
             t.get_slot
-        } else {
+        } else if args[0].eq_ignore_ascii_case(b"mget") {
             t.mget_slot
+        } else {
+            // A collection read: its command's slot (commands come first).
+            lookup_index(&args[0]).unwrap_or(t.get_slot)
         }
     };
     let n = reqs.len() as u32;
@@ -499,13 +515,25 @@ pub fn record_batched(shared: &Shared, conn: &ConnState, reqs: &[Vec<Bytes>], be
         .commands
         .fetch_add(u64::from(n), std::sync::atomic::Ordering::Relaxed);
     let each = began.elapsed() / n;
-    let gets = reqs.iter().filter(|a| slot_of(a) == t.get_slot).count() as u32;
-    for (slot, calls) in [(t.get_slot, gets), (t.mget_slot, n - gets)] {
-        if calls > 0 {
-            shared
-                .cmdstats
-                .record(slot, u64::from(calls), each * calls, false);
+    // Calls per slot, in a run of consecutive commands of one slot.
+    let mut run: Option<(usize, u32)> = None;
+    for args in reqs {
+        let slot = slot_of(args);
+        match &mut run {
+            Some((s, calls)) if *s == slot => *calls += 1,
+            _ => {
+                if let Some((s, calls)) = run.replace((slot, 1)) {
+                    shared
+                        .cmdstats
+                        .record(s, u64::from(calls), each * calls, false);
+                }
+            }
         }
+    }
+    if let Some((s, calls)) = run {
+        shared
+            .cmdstats
+            .record(s, u64::from(calls), each * calls, false);
     }
     if is_slow(shared, each) {
         for args in reqs {

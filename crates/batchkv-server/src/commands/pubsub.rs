@@ -34,9 +34,16 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
 ];
 
 /// PUBLISH: the receiver count, after the messages for this connection
-/// itself (a RESP3 subscriber publishing to its own channel).
+/// itself (a RESP3 subscriber publishing to its own channel). Inside EXEC
+/// the other receivers get the message once the transaction commits
+/// (`tx::defer_publish`): a transaction that runs again does not send it
+/// twice.
 fn publish(shared: &Shared, conn: &mut ConnState, a: &[Bytes]) -> Reply {
-    let (n, own) = shared.pubsub.publish(conn.id, &a[0], &a[1]);
+    let (n, own) = if crate::tx::defer_publish(&a[0], &a[1]) {
+        shared.pubsub.count(conn.id, &a[0], &a[1])
+    } else {
+        shared.pubsub.publish(conn.id, &a[0], &a[1])
+    };
     if own.is_empty() {
         return Reply::Int(n as i64);
     }
@@ -57,12 +64,6 @@ const ALLOWED_SUBSCRIBED: &[&str] = &[
     "reset",
 ];
 
-/// Redis commands with subcommands: their errors name `cmd|sub`.
-const CONTAINERS: &[&str] = &[
-    "acl", "client", "cluster", "command", "config", "function", "latency", "memory", "module",
-    "object", "pubsub", "script", "slowlog", "xgroup", "xinfo",
-];
-
 /// The error a RESP2 connection with subscriptions gets instead of running
 /// command `name` with `args` (name included), or `None` to run it: only
 /// (P)(UN)SUBSCRIBE, PING, QUIT and RESET run there. RESP3 connections
@@ -71,14 +72,9 @@ pub(super) fn subscribed_context(conn: &ConnState, name: &str, args: &[Bytes]) -
     if conn.proto >= 3 || !conn.pubsub.is_subscribed() || ALLOWED_SUBSCRIBED.contains(&name) {
         return None;
     }
-    if name == "pubsub" {
-        // Redis rejects a bad subcommand before it checks the context.
-        if let Some(e) = pubsub_table_error(&args[1..]) {
-            return Some(e);
-        }
-    }
     let full = match args.get(1) {
-        Some(sub) if CONTAINERS.contains(&name) => {
+        // A container's error names `cmd|sub`.
+        Some(sub) if super::subcommands::of(name).is_some() => {
             format!("{name}|{}", String::from_utf8_lossy(sub).to_lowercase())
         }
         _ => name.to_string(),
@@ -98,30 +94,10 @@ pub(super) fn subscribed_pong(msg: Option<&Bytes>) -> Reply {
     ])
 }
 
-/// PUBSUB's errors that Redis finds in its command table, before it
-/// checks the subscribed context: an unknown subcommand, or a wrong
-/// argument count for a subcommand of fixed arity.
-fn pubsub_table_error(a: &[Bytes]) -> Option<Reply> {
-    let sub = a[0].to_ascii_lowercase();
-    match (sub.as_slice(), a.len()) {
-        (b"channels" | b"shardchannels" | b"numsub" | b"shardnumsub", _) => None,
-        (b"numpat" | b"help", 1) => None,
-        (b"numpat" | b"help", _) => Some(Reply::Error(format!(
-            "ERR wrong number of arguments for 'pubsub|{}' command",
-            String::from_utf8_lossy(&sub)
-        ))),
-        _ => Some(Reply::Error(format!(
-            "ERR unknown subcommand '{}'. Try PUBSUB HELP.",
-            String::from_utf8_lossy(&a[0])
-        ))),
-    }
-}
-
-/// Checks PUBSUB's subcommand and argument count: Redis's errors.
+/// Checks PUBSUB's arguments past what the command table checks (its
+/// subcommand and their arities, `subcommands.rs`, before a command is run
+/// or queued): Redis's error for CHANNELS with more than a pattern.
 fn check_pubsub_args(a: &[Bytes]) -> Result<(), Reply> {
-    if let Some(e) = pubsub_table_error(a) {
-        return Err(e);
-    }
     let sub = a[0].to_ascii_lowercase();
     if matches!(sub.as_slice(), b"channels" | b"shardchannels") && a.len() > 2 {
         return Err(Reply::Error(format!(

@@ -6,7 +6,8 @@
 //! metadata of all keys of a multi-key command is one batched read
 //! ([`Shared::read_many`]). Commands that write more than one key
 //! (SMOVE, the *STORE commands) lock every key they touch in one call and
-//! write one batch.
+//! write one batch; those that only read several (SINTER, SUNION, SDIFF,
+//! SINTERCARD) read them all at one engine snapshot.
 //!
 //! Members come back in member order where Redis's order is its hash
 //! table's; clients must not rely on either.
@@ -211,9 +212,11 @@ fn stored_keys(conn: &ConnState, keys: &[Bytes]) -> Vec<Vec<u8>> {
     keys.iter().map(|k| db_key(conn.db, k)).collect()
 }
 
-/// SINTER, SUNION, SDIFF.
+/// SINTER, SUNION, SDIFF: every key read at one snapshot (they take no
+/// lock).
 fn combine_reply(shared: &Shared, conn: &ConnState, a: &[Bytes], op: Op) -> Reply {
-    set_reply(tri!(combine(shared, op, &stored_keys(conn, a))))
+    let keys = stored_keys(conn, a);
+    set_reply(tri!(shared.at_snapshot(|| combine(shared, op, &keys))))
 }
 
 /// Adds to `b` a new set at stored key `key` holding `members` (sorted,
@@ -471,7 +474,8 @@ fn sintercard(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
         }
         i += 2;
     }
-    let n = tri!(combine(shared, Op::Inter, &stored_keys(conn, keys))).len() as u64;
+    let keys = stored_keys(conn, keys);
+    let n = tri!(shared.at_snapshot(|| combine(shared, Op::Inter, &keys))).len() as u64;
     Reply::Int((if limit == 0 { n } else { n.min(limit) }) as i64)
 }
 

@@ -11,9 +11,18 @@ use crate::ldouble::LDouble;
 use crate::resp::Reply;
 use crate::shared::{Live, Shared, Value};
 
-/// Largest string SETRANGE/APPEND may build (Redis's default
-/// proto-max-bulk-len).
-pub(super) const MAX_STRING: i64 = 512 << 20;
+/// Redis's `checkStringLength`: whether a string of `len + added` bytes
+/// fits `proto-max-bulk-len` (at most the longest value stored,
+/// `keyspace::MAX_VALUE_LEN`). Called before anything of that size is
+/// allocated.
+pub(super) fn check_string_length(shared: &Shared, len: u64, added: u64) -> Result<(), Reply> {
+    match len.checked_add(added) {
+        Some(total) if total <= shared.settings.proto_max_bulk_len() as u64 => Ok(()),
+        _ => Err(Reply::err(
+            "ERR string exceeds maximum allowed size (proto-max-bulk-len)",
+        )),
+    }
+}
 
 /// The string commands.
 pub(super) static COMMANDS: &[CommandSpec] = &[
@@ -313,9 +322,11 @@ pub fn append(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let key = db_key(conn.db, &a[0]);
     let _g = shared.lock_keys(&[&key]);
     let (exp, mut data) = tri!(shared.read(&key)).unwrap_or((None, Vec::new()));
-    if data.len() as i64 + a[1].len() as i64 > MAX_STRING {
-        return Reply::err("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
-    }
+    tri!(check_string_length(
+        shared,
+        data.len() as u64,
+        a[1].len() as u64
+    ));
     data.extend_from_slice(&a[1]);
     tri!(shared.put(&key, &data, exp));
     Reply::Int(data.len() as i64)
@@ -363,9 +374,13 @@ pub fn setrange(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     if piece.is_empty() {
         return Reply::Int(old.map_or(0, |(_, d)| d.len() as i64));
     }
-    if offset.saturating_add(piece.len() as i64) > MAX_STRING {
-        return Reply::err("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
-    }
+    // `offset` is at most 2^63-1: the sum cannot overflow a u64, and once
+    // checked the end fits the value limit (and a usize).
+    tri!(check_string_length(
+        shared,
+        offset as u64,
+        piece.len() as u64
+    ));
     let (exp, mut data) = old.unwrap_or((None, Vec::new()));
     let end = offset as usize + piece.len();
     if data.len() < end {

@@ -1,4 +1,4 @@
-//! Container commands — CLIENT, COMMAND, CONFIG, OBJECT, SLOWLOG — and
+//! Container commands — CLIENT, COMMAND, CONFIG, OBJECT, PUBSUB, SLOWLOG — and
 //! their subcommands: arity, flags, key positions and documentation, as
 //! redis-server 7.0.15 reports them (COMMAND INFO/DOCS; CLIENT SETINFO and
 //! NO-TOUCH as Redis 7.2). `execute` checks a container's subcommand
@@ -59,6 +59,7 @@ pub fn of(name: &str) -> Option<&'static [SubSpec]> {
         "command" => COMMAND,
         "config" => CONFIG,
         "object" => OBJECT,
+        "pubsub" => PUBSUB,
         "slowlog" => SLOWLOG,
         _ => return None,
     })
@@ -428,6 +429,80 @@ static OBJECT: &[SubSpec] = &[
     ),
 ];
 
+/// Flags of PUBSUB's subcommands but HELP.
+const PUBSUB_FLAGS: &[&str] = &["pubsub", "loading", "stale"];
+
+static PUBSUB: &[SubSpec] = &[
+    sub(
+        "channels",
+        -2,
+        PUBSUB_FLAGS,
+        NO_KEYS,
+        &["pubsub", "slow"],
+        &[],
+        "List active channels",
+        "2.8.0",
+        "O(N) where N is the number of active channels, and assuming constant time pattern \
+         matching (relatively short channels and patterns)",
+    ),
+    sub(
+        "help",
+        2,
+        &["loading", "stale"],
+        NO_KEYS,
+        &["slow"],
+        &[],
+        "Show helpful text about the different subcommands",
+        "6.2.0",
+        "O(1)",
+    ),
+    sub(
+        "numpat",
+        2,
+        PUBSUB_FLAGS,
+        NO_KEYS,
+        &["pubsub", "slow"],
+        &[],
+        "Get the count of unique patterns pattern subscriptions",
+        "2.8.0",
+        "O(1)",
+    ),
+    sub(
+        "numsub",
+        -2,
+        PUBSUB_FLAGS,
+        NO_KEYS,
+        &["pubsub", "slow"],
+        &[],
+        "Get the count of subscribers for channels",
+        "2.8.0",
+        "O(N) for the NUMSUB subcommand, where N is the number of requested channels",
+    ),
+    sub(
+        "shardchannels",
+        -2,
+        PUBSUB_FLAGS,
+        NO_KEYS,
+        &["pubsub", "slow"],
+        &[],
+        "List active shard channels",
+        "7.0.0",
+        "O(N) where N is the number of active shard channels, and assuming constant time \
+         pattern matching (relatively short shard channels).",
+    ),
+    sub(
+        "shardnumsub",
+        -2,
+        PUBSUB_FLAGS,
+        NO_KEYS,
+        &["pubsub", "slow"],
+        &[],
+        "Get the count of subscribers for shard channels",
+        "7.0.0",
+        "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard channels",
+    ),
+];
+
 static SLOWLOG: &[SubSpec] = &[
     sub(
         "get",
@@ -484,7 +559,7 @@ mod tests {
 
     #[test]
     fn subcommands_are_lowercase_and_have_help() {
-        for c in ["client", "command", "config", "object", "slowlog"] {
+        for c in ["client", "command", "config", "object", "pubsub", "slowlog"] {
             let subs = of(c).unwrap();
             assert!(subs.iter().any(|s| s.name == "help"), "{c}");
             assert!(subs

@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
 use super::{spec, CommandSpec, ConnState, NO_KEYS};
 use crate::keyspace::db_key;
@@ -294,8 +294,8 @@ fn exec(shared: &Shared, conn: &mut ConnState, _: &[Bytes]) -> Reply {
         let (replies, overlay) = tx::with_overlay(stripes.clone(), || {
             q.cmds
                 .iter()
-                .map(|(spec, args)| super::call(shared, conn, spec, args))
-                .collect::<Vec<Reply>>()
+                .map(|(spec, args)| (super::call(shared, conn, spec, args), conn.proto))
+                .collect::<Vec<(Reply, u8)>>()
         });
         if overlay.escaped && stripes.is_some() {
             // A command wrote a key its arguments do not name: run it all
@@ -312,8 +312,30 @@ fn exec(shared: &Shared, conn: &mut ConnState, _: &[Bytes]) -> Reply {
         }
         shared.mods.touch(&overlay.touched);
         drop(locks);
-        return Reply::Array(replies);
+        for (channel, payload) in &overlay.published {
+            // The messages to this connection itself are in the replies.
+            shared.pubsub.publish(conn.id, channel, payload);
+        }
+        return Reply::Array(in_their_protocols(replies, conn.proto));
     }
+}
+
+/// EXEC's replies, each paired with the protocol of the connection when
+/// its command ran, for a connection now using `proto`: as Redis, a reply
+/// is encoded in the protocol it was made in (a HELLO inside the
+/// transaction switches the replies after it, not the ones before).
+fn in_their_protocols(replies: Vec<(Reply, u8)>, proto: u8) -> Vec<Reply> {
+    replies
+        .into_iter()
+        .map(|(r, p)| {
+            if p == proto {
+                return r;
+            }
+            let mut out = BytesMut::new();
+            r.encode(p, &mut out);
+            Reply::Encoded(out)
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -5,8 +5,10 @@
 //! Three kinds of parameters:
 //! - effective: `requirepass`, `maxclients`, `timeout`,
 //!   `slowlog-log-slower-than`, `slowlog-max-len`, `appendfsync`,
-//!   `proto-max-bulk-len`, `client-query-buffer-limit`, `protected-mode`.
-//!   Hot paths read them from atomics, never under a lock.
+//!   `proto-max-bulk-len`, `client-query-buffer-limit`, `protected-mode`,
+//!   `client-output-buffer-limit` (its `normal` class; the `replica` and
+//!   `pubsub` classes are checked and shown only). Hot paths read them
+//!   from atomics, never under a lock.
 //! - echoed: Redis's in-memory encoding thresholds and a few settings
 //!   clients set (`save`, `appendonly`, `maxmemory`,
 //!   `notify-keyspace-events`, ...). batchkv has no
@@ -40,6 +42,8 @@ enum Kind {
     Save,
     /// `notify-keyspace-events`: event class characters.
     Events,
+    /// `client-output-buffer-limit`: `class hard soft seconds` groups.
+    OutputLimits,
     /// Shown, never set.
     Immutable,
 }
@@ -58,6 +62,7 @@ enum Effect {
     ProtoMaxBulkLen,
     QueryBufferLimit,
     ProtectedMode,
+    OutputBufferLimit,
 }
 
 struct Param {
@@ -110,9 +115,9 @@ const POLICIES: &[&str] = &[
     "noeviction",
 ];
 const FSYNC: &[&str] = &["everysec", "always", "no"];
-/// The most a connection's bulk length may be set to: the engine's value
-/// size limit (Redis allows up to 2^63-1).
-const MAX_BULK: u64 = batchkv::MAX_VALUE_SIZE as u64;
+/// The most a connection's bulk length may be set to: the longest value
+/// the server stores (Redis allows up to 2^63-1).
+const MAX_BULK: u64 = crate::keyspace::MAX_VALUE_LEN as u64;
 
 /// Every parameter, in the order CONFIG GET lists matches.
 static PARAMS: &[Param] = &[
@@ -147,6 +152,11 @@ static PARAMS: &[Param] = &[
     ),
     live("protected-mode", Kind::Bool, Effect::ProtectedMode),
     live("enable-debug-command", Kind::Immutable, Effect::Echo),
+    live(
+        "client-output-buffer-limit",
+        Kind::OutputLimits,
+        Effect::OutputBufferLimit,
+    ),
     echo("notify-keyspace-events", None, Kind::Events, ""),
     echo("save", None, Kind::Save, ""),
     echo("maxmemory", None, Kind::Mem(0, u64::MAX), "0"),
@@ -234,6 +244,11 @@ pub struct Settings {
     proto_max_bulk_len: AtomicUsize,
     client_query_buffer_limit: AtomicUsize,
     protected_mode: AtomicBool,
+    /// `client-output-buffer-limit normal`: hard and soft limits (bytes,
+    /// 0 = none) and the soft limit's seconds.
+    output_hard: AtomicU64,
+    output_soft: AtomicU64,
+    output_soft_seconds: AtomicU64,
     requirepass: RwLock<Option<String>>,
     /// Each parameter's value as CONFIG GET shows it, by index in
     /// [`PARAMS`]. Also serializes CONFIG SETs (all-or-nothing).
@@ -261,7 +276,7 @@ impl Settings {
             .map(|p| match p.name {
                 "requirepass" => cfg.requirepass.clone().unwrap_or_default(),
                 "maxclients" => cfg.maxclients.to_string(),
-                "timeout" => "0".into(),
+                "timeout" => cfg.timeout.to_string(),
                 "slowlog-log-slower-than" => "10000".into(),
                 "slowlog-max-len" => "128".into(),
                 "appendfsync" => cfg.appendfsync.as_str().into(),
@@ -269,6 +284,7 @@ impl Settings {
                 "client-query-buffer-limit" => cfg.client_query_buffer_limit.to_string(),
                 "protected-mode" => yes_no(cfg.protected_mode).into(),
                 "enable-debug-command" => cfg.enable_debug_command.as_str().into(),
+                "client-output-buffer-limit" => DEFAULT_OUTPUT_LIMITS.into(),
                 "databases" => NUM_DBS.to_string(),
                 "port" => port.to_string(),
                 "bind" => cfg.bind.clone(),
@@ -278,13 +294,16 @@ impl Settings {
             .collect();
         Settings {
             maxclients: AtomicUsize::new(cfg.maxclients),
-            timeout: AtomicU64::new(0),
+            timeout: AtomicU64::new(cfg.timeout),
             slowlog_log_slower_than: AtomicI64::new(10_000),
             slowlog_max_len: AtomicUsize::new(128),
             appendfsync: AtomicU8::new(fsync_code(cfg.appendfsync)),
             proto_max_bulk_len: AtomicUsize::new(cfg.proto_max_bulk_len),
             client_query_buffer_limit: AtomicUsize::new(cfg.client_query_buffer_limit),
             protected_mode: AtomicBool::new(cfg.protected_mode),
+            output_hard: AtomicU64::new(0),
+            output_soft: AtomicU64::new(0),
+            output_soft_seconds: AtomicU64::new(0),
             requirepass: RwLock::new(cfg.requirepass.clone().filter(|p| !p.is_empty())),
             values: Mutex::new(values),
         }
@@ -328,6 +347,15 @@ impl Settings {
     /// Redis's `protected-mode` (`security::denied`).
     pub fn protected_mode(&self) -> bool {
         self.protected_mode.load(Ordering::Relaxed)
+    }
+
+    /// `client-output-buffer-limit` for normal clients.
+    pub fn output_limits(&self) -> OutputLimits {
+        OutputLimits {
+            hard: self.output_hard.load(Ordering::Relaxed),
+            soft: self.output_soft.load(Ordering::Relaxed),
+            soft_seconds: self.output_soft_seconds.load(Ordering::Relaxed),
+        }
     }
 
     /// The password of the default user (`None`: no password needed).
@@ -413,7 +441,11 @@ impl Settings {
             parsed.push((i, value));
         }
         let mut values = lock(&self.values);
-        for (i, value) in parsed {
+        for (i, mut value) in parsed {
+            if matches!(PARAMS[i].kind, Kind::OutputLimits) {
+                // Classes not named keep their limits.
+                value = output_limits::merge(&values[i], &value);
+            }
             self.apply(PARAMS[i].effect, &value);
             values[i] = value;
         }
@@ -448,6 +480,13 @@ impl Settings {
                 .client_query_buffer_limit
                 .store(size(), Ordering::Relaxed),
             Effect::ProtectedMode => self.protected_mode.store(value == "yes", Ordering::Relaxed),
+            Effect::OutputBufferLimit => {
+                let l = output_limits::normal(value);
+                self.output_hard.store(l.hard, Ordering::Relaxed);
+                self.output_soft.store(l.soft, Ordering::Relaxed);
+                self.output_soft_seconds
+                    .store(l.soft_seconds, Ordering::Relaxed);
+            }
         }
     }
 
@@ -530,6 +569,7 @@ fn parse(kind: Kind, value: &[u8]) -> Result<String, String> {
         Kind::Events => events::parse(value)
             .map(events::to_string)
             .ok_or_else(|| "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".into()),
+        Kind::OutputLimits => output_limits::parse(&text),
         Kind::Immutable => Err("can't set immutable config".into()),
     }
 }
@@ -577,6 +617,133 @@ fn parse_save(v: &str) -> Option<String> {
         nums.push(n.to_string());
     }
     Some(nums.join(" "))
+}
+
+/// `client-output-buffer-limit` as Redis shows it at start.
+const DEFAULT_OUTPUT_LIMITS: &str =
+    "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60";
+
+/// A normal client's output buffer limits (`client-output-buffer-limit
+/// normal HARD SOFT SECONDS`): over `hard` bytes, or over `soft` bytes for
+/// more than `soft_seconds`, the client is disconnected; 0 = no limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct OutputLimits {
+    pub hard: u64,
+    pub soft: u64,
+    pub soft_seconds: u64,
+}
+
+/// `client-output-buffer-limit` values, with Redis 7's syntax and errors:
+/// groups of `class hard soft seconds` separated by single spaces; class
+/// `normal`, `replica` (shown as `slave`), `slave` or `pubsub` (any case);
+/// limits as memory amounts; the whole value accepted or refused.
+mod output_limits {
+    use super::{parse_memory, OutputLimits};
+
+    /// The classes in the order CONFIG GET shows them.
+    const CLASSES: [&str; 3] = ["normal", "slave", "pubsub"];
+
+    fn class(name: &str) -> Option<usize> {
+        match name.to_ascii_lowercase().as_str() {
+            "normal" => Some(0),
+            "slave" | "replica" => Some(1),
+            "pubsub" => Some(2),
+            _ => None,
+        }
+    }
+
+    /// Checks a CONFIG SET value: the groups it sets, each as `class hard
+    /// soft seconds` with the numbers as parsed (empty: no change).
+    pub fn parse(v: &str) -> Result<String, String> {
+        if v.is_empty() {
+            return Ok(String::new());
+        }
+        let words: Vec<&str> = v.split(' ').collect();
+        if !words.len().is_multiple_of(4) {
+            return Err("Wrong number of arguments in buffer limit configuration.".into());
+        }
+        let mut out = Vec::with_capacity(words.len() / 4);
+        for g in words.chunks(4) {
+            let c = class(g[0])
+                .ok_or("Invalid client class specified in buffer limit configuration.")?;
+            let bad =
+                || "Error in hard, soft or soft_seconds setting in buffer limit configuration.";
+            let hard = parse_memory(g[1].as_bytes()).ok_or_else(bad)?;
+            let soft = parse_memory(g[2].as_bytes()).ok_or_else(bad)?;
+            let secs = seconds(g[3]).ok_or_else(bad)?;
+            out.push(format!("{} {hard} {soft} {secs}", CLASSES[c]));
+        }
+        Ok(out.join(" "))
+    }
+
+    /// The seconds as Redis reads them: `strtoll` (sign, digits, saturating;
+    /// empty is 0) kept in an `int`, refused if that is negative.
+    fn seconds(w: &str) -> Option<i32> {
+        let (neg, digits) = match w.as_bytes().first() {
+            Some(b'-') => (true, &w[1..]),
+            Some(b'+') => (false, &w[1..]),
+            _ => (false, w),
+        };
+        // A sign alone converts nothing: `strtoll` leaves it unread.
+        if (digits.is_empty() && !w.is_empty()) || !digits.bytes().all(|c| c.is_ascii_digit()) {
+            return None;
+        }
+        let n = digits.bytes().fold(0i64, |n, c| {
+            n.saturating_mul(10).saturating_add(i64::from(c - b'0'))
+        });
+        let n = if neg { n.saturating_neg() } else { n };
+        // Truncation to 32 bits, as Redis's assignment to an `int`.
+        let kept = n as i32;
+        (kept >= 0).then_some(kept)
+    }
+
+    /// `current` (all classes) with the groups of `update` applied.
+    pub fn merge(current: &str, update: &str) -> String {
+        let mut groups: Vec<Vec<&str>> = current
+            .split(' ')
+            .collect::<Vec<_>>()
+            .chunks(4)
+            .map(<[&str]>::to_vec)
+            .collect();
+        if update.is_empty() {
+            return current.to_string();
+        }
+        for g in update.split(' ').collect::<Vec<_>>().chunks(4) {
+            if let Some(slot) = groups.iter_mut().find(|c| c[0] == g[0]) {
+                *slot = g.to_vec();
+            }
+        }
+        groups
+            .iter()
+            .map(|g| g.join(" "))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// The normal class's limits in a full value (as CONFIG GET shows).
+    pub fn normal(value: &str) -> OutputLimits {
+        let words: Vec<&str> = value.split(' ').collect();
+        let num = |i: usize| {
+            words
+                .get(i)
+                .and_then(|w| w.parse::<i64>().ok())
+                .unwrap_or(0)
+        };
+        let unsigned = |i: usize| {
+            words
+                .get(i)
+                .and_then(|w| w.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        match words.first() {
+            Some(&"normal") => OutputLimits {
+                hard: unsigned(1),
+                soft: unsigned(2),
+                soft_seconds: num(3).max(0) as u64,
+            },
+            _ => OutputLimits::default(),
+        }
+    }
 }
 
 /// Keyspace notification classes (`notify-keyspace-events`), as Redis's
@@ -716,7 +883,7 @@ mod tests {
             .ends_with("must be a memory value"));
         assert!(set(&s, &["proto-max-bulk-len", "100"])
             .unwrap_err()
-            .ends_with("between 1048576 and 67108864 inclusive"));
+            .ends_with("between 1048576 and 67108855 inclusive"));
         set(
             &s,
             &["save", "3600 1 300 100", "notify-keyspace-events", "KEA"],
@@ -780,6 +947,113 @@ mod tests {
             [("TIMEOUT".to_string(), "0".to_string())]
         );
         assert!(s.get(&[b"nosuch"]).is_empty());
+    }
+
+    #[test]
+    fn output_buffer_limits_parse_merge_and_apply_like_redis() {
+        let s = settings();
+        let name = "client-output-buffer-limit";
+        assert_eq!(get(&s, name), DEFAULT_OUTPUT_LIMITS);
+        assert_eq!(s.output_limits(), OutputLimits::default());
+        set(&s, &[name, "normal 256mb 64mb 60"]).unwrap();
+        assert_eq!(
+            get(&s, name),
+            "normal 268435456 67108864 60 slave 268435456 67108864 60 pubsub 33554432 8388608 60"
+        );
+        assert_eq!(
+            s.output_limits(),
+            OutputLimits {
+                hard: 256 << 20,
+                soft: 64 << 20,
+                soft_seconds: 60
+            }
+        );
+        // Later groups win; `replica` is shown as `slave`; units as Redis.
+        set(&s, &[name, "REPLICA 1 2 3 normal 1gb 2 3 Normal 1K 2kb +3"]).unwrap();
+        assert_eq!(
+            get(&s, name),
+            "normal 1000 2048 3 slave 1 2 3 pubsub 33554432 8388608 60"
+        );
+        set(&s, &[name, ""]).unwrap();
+        // Seconds kept in 32 bits; empty words are 0.
+        set(&s, &[name, "pubsub 0 0 99999999999"]).unwrap();
+        assert_eq!(
+            get(&s, name),
+            "normal 1000 2048 3 slave 1 2 3 pubsub 0 0 1215752191"
+        );
+        set(&s, &[name, "slave  1 -0"]).unwrap();
+        assert_eq!(
+            get(&s, name),
+            "normal 1000 2048 3 slave 0 1 0 pubsub 0 0 1215752191"
+        );
+        let why = |v: &str| {
+            set(&s, &[name, v])
+                .unwrap_err()
+                .split(" - ")
+                .nth(1)
+                .unwrap()
+                .to_string()
+        };
+        for (v, e) in [
+            (
+                "bogus 1 2 3",
+                "Invalid client class specified in buffer limit configuration.",
+            ),
+            (
+                "master 1 2 3",
+                "Invalid client class specified in buffer limit configuration.",
+            ),
+            (
+                " normal 1 2 3",
+                "Wrong number of arguments in buffer limit configuration.",
+            ),
+            (
+                "normal 1 2",
+                "Wrong number of arguments in buffer limit configuration.",
+            ),
+            (
+                "normal 1 2 3 ",
+                "Wrong number of arguments in buffer limit configuration.",
+            ),
+            (
+                "normal x 2 3",
+                "Error in hard, soft or soft_seconds setting in buffer limit configuration.",
+            ),
+            (
+                "normal 1 2 -3",
+                "Error in hard, soft or soft_seconds setting in buffer limit configuration.",
+            ),
+            (
+                "normal 1.5 2 3",
+                "Error in hard, soft or soft_seconds setting in buffer limit configuration.",
+            ),
+            (
+                "normal 1 2 2147483648",
+                "Error in hard, soft or soft_seconds setting in buffer limit configuration.",
+            ),
+            (
+                "normal 1 2 99999999999999999999",
+                "Error in hard, soft or soft_seconds setting in buffer limit configuration.",
+            ),
+            (
+                "normal 1 2 -",
+                "Error in hard, soft or soft_seconds setting in buffer limit configuration.",
+            ),
+            (
+                "normal 1 2 0x10",
+                "Error in hard, soft or soft_seconds setting in buffer limit configuration.",
+            ),
+            (
+                "normal 1 2 3 bogus 1 2 3",
+                "Invalid client class specified in buffer limit configuration.",
+            ),
+        ] {
+            assert_eq!(why(v), e, "{v:?}");
+        }
+        // Nothing changed by the refused values.
+        assert_eq!(s.output_limits().hard, 1000);
+        set(&s, &[name, "normal 0 0 0"]).unwrap();
+        assert_eq!(s.output_limits(), OutputLimits::default());
     }
 
     #[test]

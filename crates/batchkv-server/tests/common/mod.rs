@@ -66,6 +66,9 @@ pub fn start_in(dir: &std::path::Path, f: impl FnOnce(&mut Config)) -> Server {
     Server::start(cfg).unwrap()
 }
 
+/// Redis's error for a command on a key holding another type.
+pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+
 /// `CODE detail` of a server error reply.
 pub fn err_text(e: redis::RedisError) -> String {
     match (e.code(), e.detail()) {
@@ -95,6 +98,36 @@ pub fn q<T: redis::FromRedisValue>(con: &mut redis::Connection, args: &[&str]) -
     }
     c.query(con)
         .unwrap_or_else(|e| panic!("{args:?}: {}", err_text(e)))
+}
+
+/// Runs `line` (split on spaces) as one command and converts the reply.
+pub fn qs<T: redis::FromRedisValue>(c: &mut redis::Connection, line: &str) -> T {
+    let args: Vec<&str> = line.split(' ').collect();
+    q(c, &args)
+}
+
+/// Runs `line` (split on spaces) expecting an error; returns its text.
+pub fn errs(c: &mut redis::Connection, line: &str) -> String {
+    let args: Vec<&str> = line.split(' ').collect();
+    query_err(c, &args)
+}
+
+/// Waits until the server `c` talks to reports `n` blocked clients (INFO
+/// clients); fails after 10 s.
+pub fn wait_blocked(c: &mut redis::Connection, n: usize) {
+    let want = format!("blocked_clients:{n}\r\n");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let info: String = q(c, &["INFO", "clients"]);
+        if info.contains(&want) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never {want:?}: {info}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 /// A raw TCP connection for protocol-level tests.
@@ -163,6 +196,14 @@ impl Raw {
 /// sorted sets' score index) stored in the database at `dir`, which no
 /// server may have open.
 pub fn stored_elements(dir: &std::path::Path) -> usize {
+    let (elements, index) = stored_element_keys(dir);
+    elements + index
+}
+
+/// The element keys (first byte 0x12) and the sorted sets' score-index
+/// keys (0x13) stored in the database at `dir`, which no server may have
+/// open.
+pub fn stored_element_keys(dir: &std::path::Path) -> (usize, usize) {
     let db = batchkv::Db::open(dir, batchkv::Options::default()).unwrap();
     let opts = batchkv::ReadOptions {
         lower_bound: Some(vec![0x12]),
@@ -171,10 +212,14 @@ pub fn stored_elements(dir: &std::path::Path) -> usize {
     };
     let mut it = db.iter(&opts).unwrap();
     it.seek([0x12]);
-    let mut n = 0;
+    let (mut elements, mut index) = (0, 0);
     while it.valid() {
-        n += 1;
+        if it.key()[0] == 0x12 {
+            elements += 1;
+        } else {
+            index += 1;
+        }
         it.next();
     }
-    n
+    (elements, index)
 }

@@ -26,6 +26,35 @@ impl Resp {
 
     /// Sends one command and returns its whole reply.
     pub fn call<A: AsRef<[u8]>>(&mut self, args: &[A]) -> String {
+        self.pipeline(&[args]).pop().unwrap_or_default()
+    }
+
+    /// Sends the commands with one write (a pipeline) and returns their
+    /// whole replies.
+    pub fn pipeline<C: AsRef<[A]>, A: AsRef<[u8]>>(&mut self, cmds: &[C]) -> Vec<String> {
+        let mut req = Vec::new();
+        for args in cmds {
+            let args = args.as_ref();
+            req.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+            for a in args {
+                let a = a.as_ref();
+                req.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+                req.extend_from_slice(a);
+                req.extend_from_slice(b"\r\n");
+            }
+        }
+        self.r.get_mut().write_all(&req).unwrap();
+        cmds.iter()
+            .map(|_| {
+                let mut out = Vec::new();
+                self.read_reply(&mut out);
+                String::from_utf8_lossy(&out).into_owned()
+            })
+            .collect()
+    }
+
+    /// Sends one command without reading its reply.
+    pub fn send<A: AsRef<[u8]>>(&mut self, args: &[A]) {
         let mut req = format!("*{}\r\n", args.len()).into_bytes();
         for a in args {
             let a = a.as_ref();
@@ -34,9 +63,37 @@ impl Resp {
             req.extend_from_slice(b"\r\n");
         }
         self.r.get_mut().write_all(&req).unwrap();
+    }
+
+    /// Reads the next whole reply (or push message).
+    pub fn read(&mut self) -> String {
         let mut out = Vec::new();
         self.read_reply(&mut out);
         String::from_utf8_lossy(&out).into_owned()
+    }
+
+    /// Whether a reply (or push) arrives within `wait` (without reading
+    /// it); restores the 10 s read timeout.
+    pub fn pending(&mut self, wait: Duration) -> bool {
+        if !self.r.buffer().is_empty() {
+            return true;
+        }
+        self.r.get_mut().set_read_timeout(Some(wait)).unwrap();
+        let got = matches!(self.r.fill_buf(), Ok(b) if !b.is_empty());
+        self.r
+            .get_mut()
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        got
+    }
+
+    /// The text of the bulk or verbatim string reply to `args` (without a
+    /// verbatim string's `txt:`).
+    pub fn text<A: AsRef<[u8]>>(&mut self, args: &[A]) -> String {
+        let raw = self.call(args);
+        let body = raw.split_once("\r\n").map_or("", |(_, b)| b);
+        let body = body.strip_suffix("\r\n").unwrap_or(body);
+        body.strip_prefix("txt:").unwrap_or(body).to_string()
     }
 
     /// Appends one whole reply (nested ones included) to `out`.
@@ -110,6 +167,20 @@ impl RedisServer {
             std::thread::sleep(Duration::from_millis(20));
         }
         Ok(server)
+    }
+}
+
+impl RedisServer {
+    /// [`RedisServer::start`], or `None` after printing `SKIPPED: why`
+    /// (for tests that compare with redis-server where it is missing).
+    pub fn start_or_skip() -> Option<RedisServer> {
+        RedisServer::start()
+            .map_err(|why| eprintln!("SKIPPED: {why}"))
+            .ok()
+    }
+
+    pub fn port(&self) -> u16 {
+        self.addr.port()
     }
 }
 

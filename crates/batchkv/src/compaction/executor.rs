@@ -27,7 +27,7 @@
 use std::path::Path;
 
 use crate::db::filename::{self, FileKind};
-use crate::error::{Error, Result};
+use crate::error::{catch_panic, Error, Result};
 use crate::fs::FileSystem;
 use crate::iter::InternalIterator;
 use crate::key::{append_internal_key, parse_internal_key, SequenceNumber, ValueType};
@@ -161,7 +161,11 @@ pub(crate) fn run_compaction(
         let mut filtered: Option<(Vec<u8>, Vec<u8>)> = None;
         if let Some(f) = out.filter {
             if !shadowed && stripe == snapshots.len() && parsed.value_type == ValueType::Value {
-                match f.filter(task.output_level(), parsed.user_key, input.value()) {
+                let decision = catch_panic(
+                    || format!("compaction filter {:?}", f.name()),
+                    || f.filter(task.output_level(), parsed.user_key, input.value()),
+                )?;
+                match decision {
                     CompactionDecision::Keep => {}
                     CompactionDecision::Remove => {
                         let mut tomb = Vec::with_capacity(ikey.len());

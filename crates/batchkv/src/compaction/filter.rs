@@ -13,6 +13,9 @@
 //!   not at a given time.
 //! - A filter runs on compaction threads, concurrently: it must be
 //!   `Send + Sync` and must not call back into the database.
+//! - A panic in a filter is caught and becomes the database's background
+//!   error (`Error::Panicked` naming the filter): writes are refused, and
+//!   `flush`, `compact_range` and `close` return it.
 
 use std::fmt;
 use std::time::{SystemTime, UNIX_EPOCH};

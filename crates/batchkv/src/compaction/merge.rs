@@ -28,7 +28,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{append_internal_key, parse_internal_key, SequenceNumber, ValueType};
-use crate::merge::{full_merge, MergeOperator};
+use crate::merge::{full_merge, partial_merge, MergeOperator};
 use crate::range_del::FragmentedTombstones;
 
 /// What a run turned into.
@@ -144,7 +144,7 @@ pub(super) fn merge_run(input: &mut dyn InternalIterator, cx: &RunContext<'_>) -
             }
             let mut acc = oldest_first[0].to_vec();
             for right in &oldest_first[1..] {
-                match op.partial_merge(&key, &acc, right) {
+                match partial_merge(op, &key, &acc, right)? {
                     Some(v) => acc = v,
                     None => return Ok(unchanged(None)),
                 }

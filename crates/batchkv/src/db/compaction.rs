@@ -11,7 +11,7 @@ use super::{lock, Db, DbCore, DbState};
 use crate::compaction::{
     pick_compaction, run_compaction, task_for, CompactionConfig, CompactionTask, OutputSpec,
 };
-use crate::error::{Error, Result};
+use crate::error::{catch_panic, Error, Result};
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::user_key;
 use crate::options::Options;
@@ -152,7 +152,21 @@ impl DbCore {
         } else {
             let snapshots = self.snapshots.sequences();
             drop(st);
-            let merged = self.merge_inputs(&task, &opts, &snapshots, &mut allocated);
+            // A panic in the job (user code is caught where it is called;
+            // this is the last resort) fails it like any other error,
+            // instead of killing the thread with its inputs still marked
+            // as compacting.
+            let merged = catch_panic(
+                || {
+                    format!(
+                        "compaction of L{} into L{}",
+                        task.level,
+                        task.output_level()
+                    )
+                },
+                || self.merge_inputs(&task, &opts, &snapshots, &mut allocated),
+            )
+            .and_then(|r| r);
             st = lock(&self.state);
             merged
         };

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use super::filename::{self, FileKind};
 use super::table_cache::TableCache;
 use super::{lock, DbCore, DbState};
-use crate::error::{Error, Result};
+use crate::error::{catch_panic, Error, Result};
 use crate::fs::FileSystem;
 use crate::key::{parse_internal_key, SequenceNumber, ValueType};
 use crate::memtable::MemTable;
@@ -174,15 +174,22 @@ fn flush_oldest<'a>(
     st.pending_outputs.push(number);
     drop(st);
 
-    let written = write_level0_table(
-        core.fs.as_ref(),
-        &core.dir,
-        &core.tables,
-        mem,
-        number,
-        &opts,
-        &snapshots,
-    );
+    // A panic fails the flush like any other error (see `run_task`).
+    let written = catch_panic(
+        || format!("flush of table {number}"),
+        || {
+            write_level0_table(
+                core.fs.as_ref(),
+                &core.dir,
+                &core.tables,
+                mem,
+                number,
+                &opts,
+                &snapshots,
+            )
+        },
+    )
+    .and_then(|r| r);
 
     let st = lock(&core.state);
     let (mut st, result) = match written {

@@ -309,9 +309,10 @@ mod cost {
     use super::*;
 
     /// The cost of one measured call (clock pair, bucket, sum, max), the
-    /// figure the README quotes: `cargo test --release -p batchkv --lib
-    /// latency::cost -- --ignored --nocapture`. Ignored: a timing, meaningful
-    /// in release builds on a quiet machine only.
+    /// figure `docs/perf/history/2026-11-23-feature-costs.md` quotes:
+    /// `cargo test --release -p batchkv --lib latency::cost -- --ignored
+    /// --nocapture`. Ignored: a timing, meaningful in release builds on a
+    /// quiet machine only.
     #[test]
     #[ignore]
     fn one_timer_costs_well_under_a_microsecond() {

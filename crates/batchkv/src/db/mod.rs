@@ -49,6 +49,7 @@ mod recovery;
 mod snapshot;
 mod statistics;
 mod table_cache;
+mod transaction;
 mod wal_replay;
 mod write;
 
@@ -78,7 +79,8 @@ pub use snapshot::Snapshot;
 use snapshot::SnapshotList;
 pub use statistics::Statistics;
 use table_cache::TableCache;
-pub use wal_replay::{RecoveryReport, WalDamage};
+pub use transaction::{Transaction, TransactionIter, TransactionOptions};
+pub use wal_replay::{RecoveryReport, RecoveryStatus, WalDamage};
 use write::PendingWrite;
 
 /// What a read needs, swapped as one immutable unit.

@@ -82,7 +82,7 @@ impl Db {
         self.range_iter(&cf.inner, opts, Some(prefix.to_vec()), prefix_end(prefix))
     }
 
-    fn range_iter(
+    pub(super) fn range_iter(
         &self,
         cf: &std::sync::Arc<super::CfShared>,
         opts: &ReadOptions,
@@ -230,7 +230,9 @@ impl DoubleEndedIterator for RangeIter {
 impl std::iter::FusedIterator for RangeIter {}
 
 /// `range` as the iterator's inclusive lower and exclusive upper bound.
-fn key_bounds<K: AsRef<[u8]>, R: RangeBounds<K>>(range: &R) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
+pub(super) fn key_bounds<K: AsRef<[u8]>, R: RangeBounds<K>>(
+    range: &R,
+) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
     let lower = match range.start_bound() {
         Bound::Included(k) => Some(k.as_ref().to_vec()),
         Bound::Excluded(k) => Some(successor_key(k.as_ref())),

@@ -1,8 +1,8 @@
 //! Opening a database: lock, create or read the MANIFEST, replay the WALs
 //! that hold unflushed writes, start a fresh WAL, delete obsolete files.
 //!
-//! WAL damage is handled per [`WalRecoveryMode`]; in every mode a
-//! half-written batch is never applied (a batch is one WAL record, and a
+//! WAL damage is handled per [`WalRecoveryMode`](crate::WalRecoveryMode);
+//! in every mode a half-written batch is never applied (a batch is one WAL record, and a
 //! record is applied only if its checksum and framing are intact).
 
 use std::collections::{BTreeMap, VecDeque};
@@ -113,6 +113,16 @@ pub(super) fn open(
     for &number in &logs {
         versions.mark_file_number_used(number);
     }
+    // The WAL the last flush switched to is deleted only after a later
+    // edit names a newer one, so it exists unless something else removed it.
+    let newest_recorded = versions
+        .column_families()
+        .values()
+        .map(|c| c.log_number)
+        .max()
+        .unwrap_or(0);
+    let missing =
+        (newest_recorded > 0 && !logs.contains(&newest_recorded)).then_some(newest_recorded);
     // One edit per family (each edit names one family).
     let mut edits: Vec<VersionEdit> = families
         .iter()
@@ -167,6 +177,7 @@ pub(super) fn open(
             ReplayPolicy {
                 mode: opts.wal_recovery_mode,
                 keep_damaged: !read_only,
+                missing,
             },
             &mut new_mems,
             &mut sink,
@@ -329,7 +340,9 @@ fn refuse_foreign_files(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
     )))
 }
 
-/// Tells the log what recovery replayed and, loudly, what it dropped.
+/// Tells the log what recovery replayed (`info`) and, at `warn`, every
+/// damage found — also a tail, so a crash's lost last write is not silent
+/// — with what was not applied and where the damaged WAL was copied.
 fn log_report(report: &RecoveryReport) {
     if !report.wals_replayed.is_empty() {
         log::info!(
@@ -339,29 +352,48 @@ fn log_report(report: &RecoveryReport) {
         );
     }
     for d in &report.damage {
-        if d.torn_tail {
-            log::info!(
-                "recovery: torn tail in {} at offset {} ({} bytes not applied): {}",
+        if d.detail == super::wal_replay::MISSING {
+            log::warn!(
+                "recovery: {} is missing ({} recovery): {}; the writes it held are lost",
                 d.file.display(),
-                d.offset,
-                d.bytes_dropped,
+                report.mode,
                 d.detail
             );
-        } else {
+        } else if d.torn_tail {
             log::warn!(
-                "recovery: corruption in {} at offset {}: {}; {} intact write batches and {} bytes after it were not applied",
+                "recovery: torn tail in {} at offset {}: {}; {} bytes not applied \
+                 (nothing intact follows: the end of a write cut short by a crash)",
                 d.file.display(),
                 d.offset,
                 d.detail,
+                d.bytes_dropped
+            );
+        } else if report.mode != crate::options::WalRecoveryMode::SkipAnyCorruptedRecords {
+            log::warn!(
+                "recovery: corruption in {} at offset {} ({} recovery): {}; {} intact write batches and {} bytes after it were not applied",
+                d.file.display(),
+                d.offset,
+                report.mode,
+                d.detail,
                 d.records_dropped,
+                d.bytes_dropped
+            );
+        } else {
+            log::warn!(
+                "recovery: corruption in {} at offset {} ({} recovery): {}; {} bytes skipped, the intact write batches after them applied",
+                d.file.display(),
+                d.offset,
+                report.mode,
+                d.detail,
                 d.bytes_dropped
             );
         }
     }
     for (path, n) in &report.wals_dropped {
         log::warn!(
-            "recovery: {} not applied ({n} intact write batches) because an earlier WAL is damaged",
-            path.display()
+            "recovery: {} not applied ({n} intact write batches) because an earlier WAL is damaged ({} recovery)",
+            path.display(),
+            report.mode
         );
     }
     for path in &report.kept_aside {

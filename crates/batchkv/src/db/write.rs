@@ -24,10 +24,19 @@ const MAX_GROUP_BYTES: usize = 1 << 20;
 /// small write is not delayed behind a large group.
 const SMALL_GROUP_EXTRA: usize = 128 << 10;
 
+/// A check a write must pass before it is applied (a transaction's
+/// conflict check): run by the write's own leader, under the WAL lock, after
+/// every earlier group is published and before the write gets sequence
+/// numbers. An `Err` fails the write, which then writes nothing.
+pub(super) type Precondition = Box<dyn Fn(&DbCore) -> Result<()> + Send + Sync>;
+
 /// One writer waiting in the queue.
 pub(super) struct PendingWrite {
     batch: Mutex<Option<WriteBatch>>,
     opts: WriteOptions,
+    /// A write with a precondition is always a group of its own (see
+    /// [`Precondition`]).
+    precondition: Option<Precondition>,
     /// `Some` once the write is done (by a leader, or by itself).
     result: Mutex<Option<Result<()>>>,
     cv: Condvar,
@@ -112,6 +121,17 @@ impl Db {
     /// Applies `batch` atomically: after a crash either all or none of it
     /// is visible. With `opts.sync` it is durable when this returns.
     pub fn write(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
+        self.write_checked(opts, batch, None)
+    }
+
+    /// [`Db::write`] with a [`Precondition`] checked atomically with the
+    /// write. An empty batch is not written and its precondition not run.
+    pub(super) fn write_checked(
+        &self,
+        opts: &WriteOptions,
+        batch: WriteBatch,
+        precondition: Option<Precondition>,
+    ) -> Result<()> {
         let core = self.core();
         let _timer = core.counters.latency.timer(super::latency::Timed::Write);
         core.check_writable("write")?;
@@ -148,7 +168,7 @@ impl Db {
             core.check_cf_ids(&ids)?;
         }
         let (keys, bytes) = (batch.len() as u64, batch.approximate_size() as u64);
-        core.write(*opts, batch)?;
+        core.write(*opts, batch, precondition)?;
         Counters::add(&core.counters.keys_written, keys);
         Counters::add(&core.counters.bytes_written, bytes);
         Ok(())
@@ -180,10 +200,16 @@ impl DbCore {
             .inspect_err(|e| self.set_bg_error(e.clone()))
     }
 
-    fn write(&self, opts: WriteOptions, batch: WriteBatch) -> Result<()> {
+    fn write(
+        &self,
+        opts: WriteOptions,
+        batch: WriteBatch,
+        precondition: Option<Precondition>,
+    ) -> Result<()> {
         let me = Arc::new(PendingWrite {
             batch: Mutex::new(Some(batch)),
             opts,
+            precondition,
             result: Mutex::new(None),
             cv: Condvar::new(),
         });
@@ -205,7 +231,12 @@ impl DbCore {
         }
         // We lead. The WAL lock is uncontended: only a leader takes it.
         let mut log = lock(&self.log);
-        let (group, result) = match self.switch_memtable(&mut log, None) {
+        let checked = self.switch_memtable(&mut log, None).and_then(|()| {
+            // Every earlier group is published and no other write or
+            // ingestion runs until `log` is released.
+            me.precondition.as_ref().map_or(Ok(()), |check| check(self))
+        });
+        let (group, result) = match checked {
             Ok(()) => {
                 let group = self.take_group(&me);
                 let r = self.write_group(&me, &group, &mut log);
@@ -344,8 +375,14 @@ impl DbCore {
         for w in queue.iter() {
             if !group.is_empty() {
                 // A sync write must not ride in a group that will not fsync,
-                // and WAL and no-WAL writes do not mix.
-                if (w.opts.sync && !me.opts.sync) || w.opts.disable_wal != me.opts.disable_wal {
+                // and WAL and no-WAL writes do not mix. A write with a
+                // precondition is alone in its group: its check must see
+                // every write sequenced before it.
+                if (w.opts.sync && !me.opts.sync)
+                    || w.opts.disable_wal != me.opts.disable_wal
+                    || w.precondition.is_some()
+                    || me.precondition.is_some()
+                {
                     break;
                 }
             }

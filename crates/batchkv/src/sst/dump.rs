@@ -11,7 +11,7 @@ use super::TableOptions;
 use crate::error::Result;
 use crate::fs::{FileSystem, PosixFs};
 use crate::iter::InternalIterator;
-use crate::key::{parse_internal_key, SequenceNumber, ValueType};
+use crate::key::{parse_internal_key, SequenceNumber};
 
 /// One entry of an SST file, as [`SstFileReader::entries`] yields it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,12 +113,7 @@ impl Iterator for SstEntries {
         Some(Ok(SstEntry {
             user_key: p.user_key.to_vec(),
             sequence: p.sequence,
-            value_type: match p.value_type {
-                ValueType::Deletion => "deletion",
-                ValueType::Value => "value",
-                ValueType::RangeDeletion => "range_deletion",
-                ValueType::Merge => "merge",
-            },
+            value_type: p.value_type.name(),
             value_size: self.it.value().len(),
         }))
     }

@@ -1,6 +1,7 @@
 //! Versions: which SST files are live at each level, and the MANIFEST that
 //! records every change to that set.
 
+pub(crate) mod dump;
 pub(crate) mod edit;
 mod set;
 #[allow(clippy::module_inception)]

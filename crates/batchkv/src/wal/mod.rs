@@ -6,18 +6,21 @@
 //! - [`Reader`]: reads them back from the whole file, reporting a torn tail
 //!   ([`ReadOutcome::TornTail`]) apart from corruption
 //!   ([`ReadOutcome::Corrupt`]); recovery decides what each means per mode.
+//! - [`dump`]: the public inspection readers' WAL side
+//!   ([`WalFileReader`](crate::WalFileReader), `batchkv dump wal`).
 //!
 //! Byte layout, worked example, fragment rules and recovery modes:
 //! `docs/format/wal.md`. A WAL record's payload is a
 //! [`WriteBatch`](crate::batch::WriteBatch) rep; a MANIFEST record's is a
 //! [`VersionEdit`](crate::version::edit::VersionEdit) (`docs/format/manifest.md`).
 
+pub(crate) mod dump;
 pub(crate) mod format;
 mod reader;
 mod writer;
 
 #[allow(unused_imports)] // used by recovery once `Db` is wired in
-pub(crate) use reader::{ReadOutcome, Reader};
+pub(crate) use reader::{intact_fragment_after, ReadOutcome, Reader};
 #[allow(unused_imports)] // used by the write path once `Db` is wired in
 pub(crate) use writer::Writer;
 

@@ -43,6 +43,25 @@ pub(crate) enum ReadOutcome<'a> {
     },
 }
 
+/// The offset of the first intact physical record (framing within its
+/// block, known type, checksum) that starts after `from`, trying every
+/// byte offset — not only where the reader would resync. Recovery uses it
+/// to tell damage with nothing intact after it (a tail) from damage whose
+/// block still holds intact records the reader skipped because the damaged
+/// record's length could not be trusted. Runs only after damage; a match
+/// by chance needs a 32-bit checksum to agree.
+pub(crate) fn intact_fragment_after(data: &[u8], from: usize) -> Option<usize> {
+    (from + 1..data.len().saturating_sub(HEADER_SIZE - 1)).find(|&p| {
+        let h = &data[p..p + HEADER_SIZE];
+        let length = usize::from(u16::from_le_bytes([h[4], h[5]]));
+        let fits = HEADER_SIZE + length <= BLOCK_SIZE - p % BLOCK_SIZE
+            && p + HEADER_SIZE + length <= data.len();
+        fits && matches!(RecordType::from_u8(h[6]), Some(t) if t != RecordType::Zero)
+            && unmask_crc(decode_fixed32(h))
+                == record_crc(h[6], &data[p + HEADER_SIZE..p + HEADER_SIZE + length])
+    })
+}
+
 /// One physical record, or why there is none.
 enum Fragment<'a> {
     Ok {
@@ -74,6 +93,8 @@ pub(crate) struct Reader<'a> {
     pending: Option<(usize, Vec<u8>)>,
     /// One past the last non-zero byte: from here to the end is zero fill.
     zero_tail_start: usize,
+    /// Where reading ran into the zero fill, once it has.
+    zero_fill_from: Option<usize>,
 }
 
 impl<'a> Reader<'a> {
@@ -87,7 +108,24 @@ impl<'a> Reader<'a> {
             pos: 0,
             pending: None,
             zero_tail_start,
+            zero_fill_from: None,
         }
+    }
+
+    /// After [`ReadOutcome::Eof`]: the offset and length of the zero fill
+    /// that ended the file where a record header was expected, if it is
+    /// more than a block trailer's padding. The writer never writes zeros
+    /// there (it preallocates nothing), so such fill is space the OS
+    /// allocated but whose data never reached the disk: writes lost in a
+    /// power failure. `None` for a file that ends at a record boundary.
+    pub(crate) fn zero_fill(&self) -> Option<(u64, u64)> {
+        let from = self.zero_fill_from?;
+        let len = self.data.len() - from;
+        let left_in_block = BLOCK_SIZE - from % BLOCK_SIZE;
+        if left_in_block < HEADER_SIZE && len <= left_in_block {
+            return None; // trailer padding
+        }
+        Some((from as u64, len as u64))
     }
 
     /// The file name given to [`Reader::new`].
@@ -200,6 +238,9 @@ impl<'a> Reader<'a> {
         loop {
             if self.pos >= len || self.pos >= self.zero_tail_start {
                 // Only zero fill (preallocated or never-written pages) is left.
+                if self.pos < len && self.pending.is_none() {
+                    self.zero_fill_from.get_or_insert(self.pos);
+                }
                 self.pos = len;
                 return Fragment::End;
             }

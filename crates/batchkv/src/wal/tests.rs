@@ -320,6 +320,33 @@ fn zero_fill_after_records_is_a_clean_end() {
 }
 
 #[test]
+fn zero_fill_is_told_apart_from_trailer_padding() {
+    let records = vec![record(0, 10), record(1, 40_000)];
+    let (mut data, _) = write_log(&records);
+    let end = data.len();
+    let read = |data: &[u8]| {
+        let mut r = Reader::new(data, "f");
+        while r.next() != ReadOutcome::Eof {}
+        r.zero_fill()
+    };
+    assert_eq!(read(&data), None, "a clean end");
+    data.extend_from_slice(&[0u8; 5000]);
+    assert_eq!(read(&data), Some((end as u64, 5000)));
+    // Padding of every width at a block's end is not zero fill.
+    for pad in 1..HEADER_SIZE {
+        let (mut data, _) = write_log(&[record(0, BLOCK_SIZE - HEADER_SIZE - pad)]);
+        data.extend_from_slice(&vec![0u8; pad]);
+        assert_eq!(data.len(), BLOCK_SIZE);
+        assert_eq!(read(&data), None, "pad {pad}");
+        data.push(0);
+        assert_eq!(
+            read(&data),
+            Some(((BLOCK_SIZE - pad) as u64, pad as u64 + 1))
+        );
+    }
+}
+
+#[test]
 fn first_fragment_then_zero_fill_is_torn() {
     let records = vec![record(0, 10), record(1, 40_000)];
     let (data, offsets) = write_log(&records);

@@ -4,7 +4,9 @@
 //! metadata is one batched read; an intersection or difference reads the
 //! remaining candidates in each further source with one batched read per
 //! source (per [`CHUNK`] candidates for an intersection). A *STORE result
-//! replaces the destination in one batch (an empty result deletes it).
+//! replaces the destination in one batch (an empty result deletes it),
+//! under the locks of every key; ZUNION, ZINTER, ZDIFF and ZINTERCARD take
+//! no lock and read every source at one engine snapshot.
 //!
 //! Aggregation follows Redis's `zunionInterDiffGenericCommand`: sources
 //! are visited smallest first (a stable sort, as glibc's `qsort` is for
@@ -308,8 +310,12 @@ pub fn zstore(shared: &Shared, conn: &ConnState, a: &[Bytes], op: Op) -> Reply {
 /// members in Redis's order (score, then member).
 pub fn zcombine(shared: &Shared, conn: &ConnState, a: &[Bytes], op: Op) -> Reply {
     let (keys, opts) = tri!(parse_keys(conn, a, op, Output::Reply));
-    let plan = tri!(plan(shared, keys, opts, op, Output::Reply));
-    let mut result = tri!(compute(shared, &plan, op));
+    // No lock: every source is read at one snapshot.
+    let (plan, mut result) = tri!(shared.at_snapshot(|| {
+        let plan = plan(shared, keys, opts, op, Output::Reply)?;
+        let result = compute(shared, &plan, op)?;
+        Ok::<_, Reply>((plan, result))
+    }));
     result.sort_unstable_by(redis_order);
     scored_reply(result, plan.with_scores)
 }
@@ -318,10 +324,13 @@ pub fn zcombine(shared: &Shared, conn: &ConnState, a: &[Bytes], op: Op) -> Reply
 /// members are found.
 pub fn zintercard(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let (keys, opts) = tri!(parse_keys(conn, a, Op::Inter, Output::Card));
-    let plan = tri!(plan(shared, keys, opts, Op::Inter, Output::Card));
-    let limit = usize::try_from(plan.limit).unwrap_or(usize::MAX);
-    let stop = (limit > 0).then_some(limit);
-    let found = tri!(inter(shared, &plan.sources, plan.agg, stop)).len();
+    // No lock: every source is read at one snapshot.
+    let (found, stop) = tri!(shared.at_snapshot(|| {
+        let plan = plan(shared, keys, opts, Op::Inter, Output::Card)?;
+        let limit = usize::try_from(plan.limit).unwrap_or(usize::MAX);
+        let stop = (limit > 0).then_some(limit);
+        Ok::<_, Reply>((inter(shared, &plan.sources, plan.agg, stop)?.len(), stop))
+    }));
     Reply::Int(found.min(stop.unwrap_or(usize::MAX)) as i64)
 }
 

@@ -10,18 +10,17 @@
 
 use std::time::Duration;
 
-use batchkv::WriteBatch;
 use bytes::Bytes;
 
 use super::{pop_from, Scored};
-use crate::commands::coll::Writer;
+use crate::commands::coll::{self, Mpop, Others};
 use crate::commands::lists::parse_timeout;
 use crate::commands::strings::tri;
-use crate::commands::{parse_int, syntax_error, ConnState, Handler};
+use crate::commands::{syntax_error, ConnState, Handler};
 use crate::keyspace::db_key;
 use crate::meta::Kind;
 use crate::resp::Reply;
-use crate::shared::{wrong_type, Shared, Value};
+use crate::shared::Shared;
 
 /// Flags of ZMPOP.
 pub const MPOP: &[&str] = &["write", "movablekeys"];
@@ -30,22 +29,11 @@ pub const BPOP: &[&str] = &["write", "noscript", "blocking", "fast"];
 /// Flags of BZMPOP.
 pub const BMPOP: &[&str] = &["write", "blocking", "movablekeys"];
 
-/// What a pop does with a key that holds another type than a sorted set.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Others {
-    /// Answers WRONGTYPE when it reaches the key (a command's first run).
-    Fail,
-    /// Passes over it (a blocked client's retry).
-    Skip,
-}
-
 /// The key popped from and the members popped, in order.
 type Popped = (Bytes, Vec<Scored>);
 
 /// Pops up to `count` members from the low end (the high end, `max`) of
-/// the first non-empty sorted set among `keys` (user keys, in order; all
-/// locked together, their metadata one batched read): that key and the
-/// members, `None` if there is none.
+/// the first non-empty sorted set among `keys` (`coll::pop_first`).
 fn pop_first(
     shared: &Shared,
     conn: &ConnState,
@@ -54,74 +42,26 @@ fn pop_first(
     count: u64,
     others: Others,
 ) -> Result<Option<Popped>, Reply> {
-    let stored: Vec<Vec<u8>> = keys.iter().map(|k| db_key(conn.db, k)).collect();
-    let _g = shared.lock_keys(&stored);
-    let metas = shared.read_many(&stored);
-    for ((user, key), r) in keys.iter().zip(stored).zip(metas) {
-        let meta = match r? {
-            None => continue,
-            Some(Value::Coll(m)) if m.kind == Kind::ZSet => m,
-            Some(_) if others == Others::Skip => continue,
-            Some(_) => return Err(wrong_type()),
-        };
-        let mut w = Writer {
-            key,
-            meta,
-            batch: WriteBatch::new(),
-            existed: true,
-        };
-        let popped = pop_from(shared, &mut w, max, count)?;
-        w.commit(shared)?;
-        return Ok(Some((user.clone(), popped)));
-    }
-    Ok(None)
-}
-
-/// ZMPOP's and BZMPOP's arguments from `numkeys` on.
-struct MpopArgs<'a> {
-    keys: &'a [Bytes],
-    max: bool,
-    count: u64,
-}
-
-/// Parses `numkeys key... MIN|MAX [COUNT n]` with Redis's checks, in its
-/// order.
-fn parse_mpop(a: &[Bytes]) -> Result<MpopArgs<'_>, Reply> {
-    let numkeys = match a.first().and_then(|n| parse_int(n)) {
-        Some(n) if n >= 1 => n as u64,
-        _ => return Err(Reply::err("ERR numkeys should be greater than 0")),
-    };
-    // The keys, then MIN|MAX.
-    if numkeys >= (a.len() as u64).saturating_sub(1) {
-        return Err(syntax_error());
-    }
-    let n = numkeys as usize;
-    let max = if a[n + 1].eq_ignore_ascii_case(b"min") {
-        false
-    } else if a[n + 1].eq_ignore_ascii_case(b"max") {
-        true
-    } else {
-        return Err(syntax_error());
-    };
-    let mut count = None;
-    let mut rest = &a[n + 2..];
-    while let Some(opt) = rest.first() {
-        match rest.get(1) {
-            Some(v) if count.is_none() && opt.eq_ignore_ascii_case(b"count") => {
-                count = match parse_int(v) {
-                    Some(c) if c >= 1 => Some(c as u64),
-                    _ => return Err(Reply::err("ERR count should be greater than 0")),
-                };
-                rest = &rest[2..];
-            }
-            _ => return Err(syntax_error()),
-        }
-    }
-    Ok(MpopArgs {
-        keys: &a[1..=n],
-        max,
-        count: count.unwrap_or(1),
+    coll::pop_first(shared, conn.db, keys, Kind::ZSet, others, |s, w| {
+        pop_from(s, w, max, count)
     })
+}
+
+/// MIN or MAX (any case): whether it is MAX.
+fn parse_max(b: &[u8]) -> Option<bool> {
+    if b.eq_ignore_ascii_case(b"min") {
+        Some(false)
+    } else if b.eq_ignore_ascii_case(b"max") {
+        Some(true)
+    } else {
+        None
+    }
+}
+
+/// ZMPOP's and BZMPOP's arguments from `numkeys` on: `numkeys key...
+/// MIN|MAX [COUNT n]` (`side`: whether MAX).
+fn parse_mpop(a: &[Bytes]) -> Result<Mpop<'_, bool>, Reply> {
+    coll::parse_mpop(a, parse_max)
 }
 
 /// ZMPOP's and BZMPOP's reply: `[key, [[member, score], ...]]` (nested in
@@ -144,7 +84,7 @@ pub fn zmpop(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
         shared,
         conn,
         m.keys,
-        m.max,
+        m.side,
         m.count,
         Others::Fail
     )))
@@ -183,7 +123,7 @@ fn bzmpop_with(shared: &Shared, conn: &ConnState, a: &[Bytes], others: Others) -
     let m = tri!(parse_mpop(rest));
     tri!(parse_timeout(timeout));
     mpop_reply(tri!(pop_first(
-        shared, conn, m.keys, m.max, m.count, others
+        shared, conn, m.keys, m.side, m.count, others
     )))
 }
 
@@ -229,10 +169,10 @@ mod tests {
     fn mpop_arguments_are_checked_in_redis_order() {
         let a = args("2 a b MAX COUNT 3");
         let m = parse_mpop(&a).unwrap();
-        assert_eq!((m.keys.len(), m.max, m.count), (2, true, 3));
+        assert_eq!((m.keys.len(), m.side, m.count), (2, true, 3));
         let a = args("1 a min");
         let m = parse_mpop(&a).unwrap();
-        assert_eq!((m.keys.len(), m.max, m.count), (1, false, 1));
+        assert_eq!((m.keys.len(), m.side, m.count), (1, false, 1));
         let numkeys = Reply::err("ERR numkeys should be greater than 0");
         let count = Reply::err("ERR count should be greater than 0");
         for (line, want) in [

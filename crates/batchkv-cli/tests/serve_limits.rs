@@ -130,21 +130,20 @@ fn maxclients_is_lowered_to_what_the_limit_allows() {
 fn a_limit_too_low_for_the_engine_refuses_to_start() {
     let dir = tempfile::tempdir().unwrap();
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_batchkv"));
-    let out = cmd
-        .args([
-            "serve",
-            "--port",
-            "0",
-            "--maxclients",
-            "2000000000",
-            "--dir",
-        ])
-        .arg(dir.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped());
+    cmd.args([
+        "serve",
+        "--port",
+        "0",
+        "--maxclients",
+        "2000000000",
+        "--dir",
+    ])
+    .arg(dir.path())
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::piped());
     // SAFETY: as in `serve_limited`.
     unsafe {
-        out.pre_exec(|| {
+        cmd.pre_exec(|| {
             let lim = libc::rlimit {
                 rlim_cur: 200,
                 rlim_max: 200,
@@ -155,7 +154,18 @@ fn a_limit_too_low_for_the_engine_refuses_to_start() {
             Ok(())
         });
     }
-    let out = out.output().unwrap();
+    let mut child = cmd.spawn().unwrap();
+    // A server that starts anyway must not hang the test.
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("serve started with 200 descriptors for 1,048 reserved and 2e9 clients");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(
@@ -217,7 +227,9 @@ fn accept_backs_off_while_descriptors_run_out() {
     let used = cpu_ticks(pid) - before;
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
-    // A spinning loop uses ~2 s here; the backoff wakes 10 times a second.
+    eprintln!("{used} ticks ({hz}/s) of CPU in 2 s while out of descriptors");
+    // A spinning loop used 1.1 s here (110 ticks before the fix); the
+    // backoff wakes 10 times a second.
     assert!(
         used * 4 < hz * 2,
         "{used} ticks ({hz}/s) of CPU in 2 s while out of descriptors"

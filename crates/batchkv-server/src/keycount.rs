@@ -85,7 +85,10 @@ impl Delta {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     Absent,
-    Present { expires: bool },
+    /// Stored (live or expired), with its expiry time if it has one.
+    Present {
+        expire_at: Option<u64>,
+    },
 }
 
 impl State {
@@ -94,7 +97,7 @@ impl State {
             None => State::Absent,
             Some(v) => State::Present {
                 // Values not written by the server count, without expiry.
-                expires: decode_entry(v).and_then(|e| e.expire_at()).is_some(),
+                expire_at: decode_entry(v).and_then(|e| e.expire_at()),
             },
         }
     }
@@ -102,7 +105,7 @@ impl State {
     fn counts(self) -> (i64, i64) {
         match self {
             State::Absent => (0, 0),
-            State::Present { expires } => (1, i64::from(expires)),
+            State::Present { expire_at } => (1, i64::from(expire_at.is_some())),
         }
     }
 }
@@ -399,6 +402,15 @@ pub fn remember(key: &[u8], stored: Option<&[u8]>) {
             p.seen.push((key.to_vec(), State::of(stored)));
         }
     });
+}
+
+/// Whether `key` holds a live (unexpired) value at time `now`, if the
+/// current write command read it under its lock (`None`: not read).
+pub fn recall_live(key: &[u8], now: u64) -> Option<bool> {
+    recall(key).map(|s| match s {
+        State::Absent => false,
+        State::Present { expire_at } => expire_at.is_none_or(|t| t > now),
+    })
 }
 
 fn recall(key: &[u8]) -> Option<State> {

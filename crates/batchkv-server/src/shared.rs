@@ -325,6 +325,10 @@ impl Shared {
     /// Whether the engine holds a live value at stored key `key` (an
     /// engine error or a value it cannot decode counts as live).
     fn is_live_stored(&self, key: &[u8]) -> bool {
+        // What the command read under its lock spares a lookup.
+        if let Some(live) = crate::keycount::recall_live(key, keyspace::now_ms()) {
+            return live;
+        }
         match self.db.get(key) {
             Ok(Some(v)) => !matches!(keyspace::live_entry(&v, keyspace::now_ms()), Ok(None)),
             Ok(None) => false,

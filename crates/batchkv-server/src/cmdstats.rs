@@ -68,7 +68,7 @@ impl CommandStats {
         s.calls.fetch_add(calls, Relaxed);
         s.usec.fetch_add(took.as_micros() as u64, Relaxed);
         if failed {
-            s.failed.fetch_add(1, Relaxed);
+            s.failed.fetch_add(calls, Relaxed);
         }
     }
 

@@ -74,7 +74,8 @@ pub struct ServeArgs {
     /// WAL fsync policy: always, everysec or no.
     #[arg(long, default_value = "everysec")]
     pub appendfsync: AppendFsync,
-    /// Batch GET/MGET/EXISTS into multi_get (on) or use one get per key (off).
+    /// Batch reads into multi_get and group pipelined SET/MSET into one write
+    /// (on), or run every key and command alone (off).
     #[arg(long, default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
     pub batch: bool,
     /// Require AUTH with this password.

@@ -364,6 +364,13 @@ impl Conn {
                 i += done;
                 continue;
             }
+            if let Some(done) = self.run_write_group(&reqs[i..]) {
+                if !self.output_ok(self.out.len()) {
+                    return None;
+                }
+                i += done;
+                continue;
+            }
             // Messages queued before this command (pubsub.rs) precede its
             // reply.
             self.st.pubsub.drain(self.st.proto, &mut self.out);
@@ -431,12 +438,51 @@ impl Conn {
             return None;
         }
         let done = answered.commands;
-        commands::record_batched(&self.shared, &self.st, &reqs[..done], began);
+        commands::record_batched(&self.shared, &self.st, &reqs[..done], began, None);
         self.bytes_per_key = ((self.out.len() - start) / answered.keys).max(MIN_BYTES_PER_KEY);
         if !self.output_ok(self.out.len()) {
             return None;
         }
         Some(Some(done))
+    }
+
+    /// Runs the write commands at the start of `reqs` as one engine write
+    /// (`write_group.rs`); how many were answered, `None` if `reqs` does
+    /// not start with a group (or batching is off).
+    fn run_write_group(&mut self, reqs: &[Vec<Bytes>]) -> Option<usize> {
+        use crate::write_group::{self, Group};
+        if !self.shared.cfg.batch {
+            return None;
+        }
+        let group = write_group::find(&self.st, reqs)?;
+        self.st.pubsub.drain(self.st.proto, &mut self.out);
+        match group {
+            Group::Strings(n) => {
+                let began = std::time::Instant::now();
+                let reply = write_group::run_strings(&self.shared, &self.st, &reqs[..n]);
+                for _ in 0..n {
+                    reply.encode(self.st.proto, &mut self.out);
+                }
+                let error = match &reply {
+                    Reply::Error(text) => Some(text.as_str()),
+                    _ => None,
+                };
+                commands::record_batched(&self.shared, &self.st, &reqs[..n], began, error);
+                Some(n)
+            }
+            Group::Commands(specs) => {
+                let cmds: Vec<_> = specs
+                    .into_iter()
+                    .zip(reqs)
+                    .map(|(spec, args)| (spec, args.as_slice()))
+                    .collect();
+                let replies = commands::run_group(&self.shared, &mut self.st, &cmds);
+                for r in &replies {
+                    r.encode(self.st.proto, &mut self.out);
+                }
+                Some(replies.len())
+            }
+        }
     }
 
     /// How much of a batcher job's reply to produce, given the output

@@ -18,6 +18,7 @@
 //! around commands), `limits.rs` (the descriptor budget of `maxclients`),
 //! `cmdstats.rs` (INFO commandstats), `config/runtime.rs` (CONFIG SET),
 //! `marker.rs` (telling a server's database from plain engine data),
+//! `write_group.rs` (a pipeline's writes as one engine write),
 //! `commands/` (the commands).
 
 mod batcher;
@@ -45,6 +46,7 @@ mod server;
 mod shared;
 mod slowlog;
 mod tx;
+mod write_group;
 
 pub use config::{AppendFsync, Config, DebugCommand, ServeArgs};
 pub use server::{run, Server};

@@ -11,9 +11,11 @@ use batchkv::WalRecoveryMode;
 use batchkv_server::{Config, Server};
 use common::{q, Harness};
 
-/// A stopped server's directory whose WAL holds 2,000 SETs.
+/// A stopped server's directory whose WAL holds 2,000 SETs, one record
+/// each (`--batch off`: a pipeline's SETs are not grouped into one
+/// record), so damage drops the records from the damaged one's block on.
 fn written() -> tempfile::TempDir {
-    let h = Harness::start();
+    let h = Harness::start_with(|c| c.batch = false);
     let mut c = h.conn();
     let mut p = redis::pipe();
     for i in 0..2000 {

@@ -414,6 +414,44 @@ fn publish(conn: &ConnState) {
     conn.client.publish(conn.db, conn.proto, queued, watched);
 }
 
+/// The command `args` names if it may run in a pipeline's write group
+/// (`write_group.rs`): a write command with keys that cannot block, with
+/// no subcommand, its arity and key lengths valid, sent by an
+/// authenticated connection outside MULTI and outside a RESP2
+/// subscriber's context. `execute` would run it with no other check, and
+/// it changes no connection state.
+pub fn groupable(conn: &ConnState, args: &[Bytes]) -> Option<&'static CommandSpec> {
+    if !conn.authenticated || conn.tx.in_multi() || (conn.proto == 2 && conn.pubsub.is_subscribed())
+    {
+        return None;
+    }
+    let index = lookup_index(&args[0])?;
+    let spec = table().specs[index];
+    let fits = spec.first_key > 0
+        && spec.flags.contains(&"write")
+        && !spec.flags.contains(&"blocking")
+        && arity_ok(spec, args.len())
+        && matches!(subcommand(index, args), Ok((_, None)))
+        && crate::keyspace::check_new_keys(spec, args).is_none();
+    fits.then_some(spec)
+}
+
+/// Runs a pipeline's write group (`write_group.rs`): `cmds`, each as
+/// [`groupable`] found it, as one engine write; their replies in order.
+pub fn run_group(
+    shared: &Shared,
+    conn: &mut ConnState,
+    cmds: &[(&'static CommandSpec, &[Bytes])],
+) -> Vec<Reply> {
+    let replies = tx::run_group(shared, conn, cmds);
+    if let Some((_, last)) = cmds.last() {
+        let slot = lookup_index(&last[0]).unwrap_or(0);
+        conn.client.touch(Instant::now(), slot);
+    }
+    publish(conn);
+    replies
+}
+
 /// Runs a command queued in a transaction (EXEC): counted as
 /// [`execute`] counts a command.
 pub fn call(
@@ -491,10 +529,18 @@ fn log_slow(shared: &Shared, conn: &ConnState, args: &[Bytes], took: Duration) {
 }
 
 /// Records a run of batched reads `reqs` (GET, MGET, collection point
-/// reads) that the batcher answered (`conn.rs`), started at `began`:
+/// reads) that the batcher answered, or of grouped writes (SET, MSET,
+/// `write_group.rs`), started at `began` (`conn.rs`):
 /// counted as [`execute`] counts commands, each taking an equal share of
-/// the run's time.
-pub fn record_batched(shared: &Shared, conn: &ConnState, reqs: &[Vec<Bytes>], began: Instant) {
+/// the run's time; each failed if `error` (the error all of them
+/// answered).
+pub fn record_batched(
+    shared: &Shared,
+    conn: &ConnState,
+    reqs: &[Vec<Bytes>],
+    began: Instant,
+    error: Option<&str>,
+) {
     let Some(last) = reqs.last() else {
         return;
     };
@@ -505,7 +551,8 @@ pub fn record_batched(shared: &Shared, conn: &ConnState, reqs: &[Vec<Bytes>], be
         } else if args[0].eq_ignore_ascii_case(b"mget") {
             t.mget_slot
         } else {
-            // A collection read: its command's slot (commands come first).
+            // A collection read or a grouped write: its command's slot
+            // (commands come first).
             lookup_index(&args[0]).unwrap_or(t.get_slot)
         }
     };
@@ -525,7 +572,7 @@ pub fn record_batched(shared: &Shared, conn: &ConnState, reqs: &[Vec<Bytes>], be
                 if let Some((s, calls)) = run.replace((slot, 1)) {
                     shared
                         .cmdstats
-                        .record(s, u64::from(calls), each * calls, false);
+                        .record(s, u64::from(calls), each * calls, error.is_some());
                 }
             }
         }
@@ -533,7 +580,12 @@ pub fn record_batched(shared: &Shared, conn: &ConnState, reqs: &[Vec<Bytes>], be
     if let Some((s, calls)) = run {
         shared
             .cmdstats
-            .record(s, u64::from(calls), each * calls, false);
+            .record(s, u64::from(calls), each * calls, error.is_some());
+    }
+    if let Some(text) = error {
+        for _ in reqs {
+            shared.cmdstats.count_error(text);
+        }
     }
     if is_slow(shared, each) {
         for args in reqs {

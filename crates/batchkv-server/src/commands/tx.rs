@@ -211,7 +211,7 @@ fn watch_broken(shared: &Shared, watched: &BTreeMap<Vec<u8>, Watched>) -> bool {
 /// again holding every stripe (`exec`).
 fn exec_keys(
     db: u8,
-    cmds: &[(&'static CommandSpec, Vec<Bytes>)],
+    cmds: &[(&'static CommandSpec, &[Bytes])],
     watched: &BTreeMap<Vec<u8>, Watched>,
 ) -> Option<Vec<Vec<u8>>> {
     let mut keys: Vec<Vec<u8>> = watched.keys().cloned().collect();
@@ -284,16 +284,52 @@ fn exec(shared: &Shared, conn: &mut ConnState, _: &[Bytes]) -> Reply {
     if q.failed {
         return Reply::err("EXECABORT Transaction discarded because of previous errors.");
     }
+    let cmds: Vec<(&'static CommandSpec, &[Bytes])> = q
+        .cmds
+        .iter()
+        .map(|(spec, a)| (*spec, a.as_slice()))
+        .collect();
+    match run_isolated(shared, conn, &cmds, &watched) {
+        Ok(replies) => Reply::Array(in_their_protocols(replies, conn.proto)),
+        Err(reply) => reply,
+    }
+}
+
+/// Runs a pipeline's run of write commands `cmds` (name first in each;
+/// checked as `execute` checks a command, none of them changing the
+/// connection's state) as EXEC runs a transaction: one engine write,
+/// isolated (`conn.rs`, `write_group.rs`). Their replies in order; each
+/// is the write's error if the write failed.
+pub fn run_group(
+    shared: &Shared,
+    conn: &mut ConnState,
+    cmds: &[(&'static CommandSpec, &[Bytes])],
+) -> Vec<Reply> {
+    match run_isolated(shared, conn, cmds, &BTreeMap::new()) {
+        Ok(replies) => replies.into_iter().map(|(r, _)| r).collect(),
+        Err(e) => vec![e; cmds.len()],
+    }
+}
+
+/// Runs `cmds` as one atomic, isolated unit (`tx.rs`) holding the stripes
+/// of their keys and of `watched`'s: their replies, each with the
+/// protocol it was made in. `Err`: the reply instead of theirs, a null
+/// array if a watched key changed, or the error of the write.
+fn run_isolated(
+    shared: &Shared,
+    conn: &mut ConnState,
+    cmds: &[(&'static CommandSpec, &[Bytes])],
+    watched: &BTreeMap<Vec<u8>, Watched>,
+) -> Result<Vec<(Reply, u8)>, Reply> {
     let snapshot = ConnSnapshot::take(conn);
-    let mut stripes = exec_keys(conn.db, &q.cmds, &watched).map(|k| stripes_of(&k));
+    let mut stripes = exec_keys(conn.db, cmds, watched).map(|k| stripes_of(&k));
     loop {
         let locks = shared.lock_stripes(stripes.as_deref());
-        if watch_broken(shared, &watched) {
-            return Reply::NilArray;
+        if watch_broken(shared, watched) {
+            return Err(Reply::NilArray);
         }
         let (replies, overlay) = tx::with_overlay(stripes.clone(), || {
-            q.cmds
-                .iter()
+            cmds.iter()
                 .map(|(spec, args)| (super::call(shared, conn, spec, args), conn.proto))
                 .collect::<Vec<(Reply, u8)>>()
         });
@@ -306,9 +342,7 @@ fn exec(shared: &Shared, conn: &mut ConnState, _: &[Bytes]) -> Reply {
             continue;
         }
         if !overlay.batch.is_empty() {
-            if let Err(e) = shared.write(overlay.batch) {
-                return e;
-            }
+            shared.write(overlay.batch)?;
         }
         shared.mods.touch(&overlay.touched);
         drop(locks);
@@ -316,7 +350,7 @@ fn exec(shared: &Shared, conn: &mut ConnState, _: &[Bytes]) -> Reply {
             // The messages to this connection itself are in the replies.
             shared.pubsub.publish(conn.id, channel, payload);
         }
-        return Reply::Array(in_their_protocols(replies, conn.proto));
+        return Ok(replies);
     }
 }
 
@@ -361,7 +395,7 @@ mod tests {
 
     #[test]
     fn keyless_data_commands_and_database_changes_lock_everything() {
-        let q = |names: &[&[&str]]| -> Vec<(&'static CommandSpec, Vec<Bytes>)> {
+        let owned = |names: &[&[&str]]| -> Vec<(&'static CommandSpec, Vec<Bytes>)> {
             names
                 .iter()
                 .map(|a| {
@@ -370,26 +404,25 @@ mod tests {
                 })
                 .collect()
         };
-        let none = BTreeMap::new();
-        let keys = exec_keys(
-            2,
-            &q(&[&["set", "a", "1"], &["mset", "b", "1", "c", "2"]]),
-            &none,
-        );
+        let in_db = |db: u8, names: &[&[&str]]| {
+            let cmds = owned(names);
+            let refs: Vec<(&'static CommandSpec, &[Bytes])> =
+                cmds.iter().map(|(s, a)| (*s, a.as_slice())).collect();
+            exec_keys(db, &refs, &BTreeMap::new())
+        };
+        let q = |names: &[&[&str]]| in_db(0, names);
+        let keys = in_db(2, &[&["set", "a", "1"], &["mset", "b", "1", "c", "2"]]);
         assert_eq!(
             keys,
             Some(vec![db_key(2, b"a"), db_key(2, b"b"), db_key(2, b"c")])
         );
-        assert_eq!(
-            exec_keys(0, &q(&[&["ping"], &["get", "a"]]), &none).map(|k| k.len()),
-            Some(1)
-        );
+        assert_eq!(q(&[&["ping"], &["get", "a"]]).map(|k| k.len()), Some(1));
         for cmds in [
             &[&["flushdb"][..]][..],
             &[&["keys", "*"]],
             &[&["select", "1"], &["get", "a"]],
         ] {
-            assert_eq!(exec_keys(0, &q(cmds), &none), None, "{cmds:?}");
+            assert_eq!(q(cmds), None, "{cmds:?}");
         }
     }
 }

@@ -1,0 +1,187 @@
+//! Pipelined plain SETs and MSETs run as one engine write
+//! (`write_group.rs`): every reply, the data, the key counts and WATCH
+//! must be what the same commands give one by one (`--batch off` runs
+//! each command alone).
+
+mod common;
+
+use common::{q, Harness};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use redis::ConnectionLike;
+
+/// Sends `cmds` as one pipeline; the replies in order, errors included
+/// as values.
+fn pipeline(c: &mut redis::Connection, cmds: &[Vec<String>]) -> Vec<redis::Value> {
+    let mut bytes = Vec::new();
+    for cmd in cmds {
+        bytes.extend(redis::cmd(&cmd[0]).arg(&cmd[1..]).get_packed_command());
+    }
+    c.req_packed_commands(&bytes, 0, cmds.len()).unwrap()
+}
+
+/// A random command over keys k0..k5: blind string writes, write
+/// commands of every type (grouped as EXEC runs a transaction), reads,
+/// and commands a group cannot take (DBSIZE, a wrong arity) between them;
+/// types collide, so WRONGTYPE errors happen inside groups too.
+fn random_command(rng: &mut StdRng) -> Vec<String> {
+    let k = |rng: &mut StdRng| format!("k{}", rng.random_range(0..6));
+    let v = |rng: &mut StdRng| format!("v{}", rng.random_range(0..100));
+    let n = |rng: &mut StdRng| rng.random_range(-3..10).to_string();
+    match rng.random_range(0..26) {
+        0..=4 => vec!["SET".into(), k(rng), v(rng)],
+        5 | 6 => vec!["MSET".into(), k(rng), v(rng), k(rng), v(rng)],
+        7 => vec!["GET".into(), k(rng)],
+        8 => vec!["DEL".into(), k(rng)],
+        9 => vec!["HSET".into(), k(rng), "f".into(), v(rng)],
+        10 => vec!["SET".into(), k(rng), v(rng), "NX".into()],
+        11 => vec!["DBSIZE".into()],
+        12 => vec!["TYPE".into(), k(rng)],
+        13 => vec!["INCR".into(), k(rng)],
+        14 => vec!["APPEND".into(), k(rng), v(rng)],
+        15 => vec!["LPUSH".into(), k(rng), v(rng), v(rng)],
+        16 => vec!["RPOP".into(), k(rng)],
+        17 => vec!["SADD".into(), k(rng), v(rng)],
+        18 => vec!["ZADD".into(), k(rng), n(rng), v(rng)],
+        19 => vec!["HINCRBY".into(), k(rng), "f".into(), n(rng)],
+        20 => vec!["EXPIRE".into(), k(rng), "1000".into()],
+        21 => vec!["RENAME".into(), k(rng), k(rng)],
+        22 => vec!["GETSET".into(), k(rng), v(rng)],
+        23 => vec!["SET".into(), k(rng)],
+        24 => vec!["HGETALL".into(), k(rng)],
+        _ => vec!["MGET".into(), k(rng), k(rng), k(rng)],
+    }
+}
+
+#[test]
+fn random_pipelines_answer_as_commands_one_by_one() {
+    let grouped = Harness::start();
+    let alone = Harness::start_with(|c| c.batch = false);
+    let (mut g, mut a) = (grouped.conn(), alone.conn());
+    let mut rng = StdRng::seed_from_u64(0x5e7_600d);
+    for round in 0..300 {
+        let len = rng.random_range(1..40);
+        let cmds: Vec<Vec<String>> = (0..len).map(|_| random_command(&mut rng)).collect();
+        let (rg, ra) = (pipeline(&mut g, &cmds), pipeline(&mut a, &cmds));
+        assert_eq!(rg, ra, "round {round}: pipeline {cmds:?}");
+    }
+    // And the same data on disk after a restart.
+    let grouped = grouped.restart(|_| {});
+    let alone = alone.restart(|c| c.batch = false);
+    let (mut g, mut a) = (grouped.conn(), alone.conn());
+    for i in 0..6 {
+        let k = format!("k{i}");
+        let (tg, ta): (String, String) = (q(&mut g, &["TYPE", &k]), q(&mut a, &["TYPE", &k]));
+        assert_eq!(tg, ta, "type of {k}");
+        if tg == "string" {
+            let (vg, va): (String, String) = (q(&mut g, &["GET", &k]), q(&mut a, &["GET", &k]));
+            assert_eq!(vg, va, "value of {k}");
+        }
+    }
+    let (ng, na): (i64, i64) = (q(&mut g, &["DBSIZE"]), q(&mut a, &["DBSIZE"]));
+    assert_eq!(ng, na);
+}
+
+#[test]
+fn a_group_replaces_collections_and_keeps_exact_counts() {
+    let h = Harness::start();
+    let mut c = h.conn();
+    let _: i64 = q(&mut c, &["HSET", "h", "a", "1", "b", "2"]);
+    let _: i64 = q(&mut c, &["SADD", "s", "x"]);
+    let cmds: Vec<Vec<String>> = [
+        "SET h str",
+        "SET n 1",
+        "SET n 2",
+        "MSET s 3 m 4 n 5",
+        "SET m 6",
+    ]
+    .iter()
+    .map(|l| l.split(' ').map(String::from).collect())
+    .collect();
+    let replies = pipeline(&mut c, &cmds);
+    assert_eq!(replies, vec![redis::Value::Okay; 5]);
+    let types: Vec<String> = ["h", "s", "n", "m"]
+        .iter()
+        .map(|k| q(&mut c, &["TYPE", k]))
+        .collect();
+    assert_eq!(types, ["string"; 4]);
+    let got: Vec<String> = q(&mut c, &["MGET", "h", "s", "n", "m"]);
+    assert_eq!(got, ["str", "3", "5", "6"]);
+    let n: i64 = q(&mut c, &["DBSIZE"]);
+    assert_eq!(n, 4);
+    // The hash's and the set's elements went with them.
+    let dir = h.stop();
+    assert_eq!(common::stored_elements(dir.path()), 0);
+}
+
+#[test]
+fn a_key_over_the_limit_ends_the_group_and_gets_its_error() {
+    let h = Harness::start();
+    let mut raw = h.raw();
+    let long = "x".repeat(70_000);
+    let mut req = Vec::new();
+    for (k, v) in [("a", "1"), (long.as_str(), "2"), ("c", "3")] {
+        req.extend(redis::cmd("SET").arg(k).arg(v).get_packed_command());
+    }
+    raw.send(&req);
+    let got = raw.read_until(b"+OK\r\n-ERR");
+    assert!(
+        got.starts_with(b"+OK\r\n-ERR"),
+        "{}",
+        String::from_utf8_lossy(&got)
+    );
+    let rest = raw.read_until(b"+OK\r\n");
+    let all = [got, rest].concat();
+    let text = String::from_utf8_lossy(&all);
+    assert!(text.contains("too long") || text.contains("key"), "{text}");
+    assert!(text.ends_with("+OK\r\n"), "{text}");
+    let mut c = h.conn();
+    let got: Vec<Option<String>> = q(&mut c, &["MGET", "a", "c"]);
+    assert_eq!(got, [Some("1".into()), Some("3".into())]);
+    let n: i64 = q(&mut c, &["DBSIZE"]);
+    assert_eq!(n, 2);
+}
+
+#[test]
+fn a_grouped_write_of_a_watched_key_aborts_the_transaction() {
+    let h = Harness::start();
+    let (mut watcher, mut writer) = (h.conn(), h.conn());
+    let _: () = q(&mut watcher, &["WATCH", "w"]);
+    let cmds: Vec<Vec<String>> = vec![
+        vec!["SET".into(), "other".into(), "1".into()],
+        vec![
+            "MSET".into(),
+            "x".into(),
+            "1".into(),
+            "w".into(),
+            "2".into(),
+        ],
+    ];
+    assert_eq!(pipeline(&mut writer, &cmds), vec![redis::Value::Okay; 2]);
+    let _: () = q(&mut watcher, &["MULTI"]);
+    let _: () = q(&mut watcher, &["SET", "w", "mine"]);
+    let r: redis::Value = redis::cmd("EXEC").query(&mut watcher).unwrap();
+    assert_eq!(r, redis::Value::Nil);
+    let v: String = q(&mut watcher, &["GET", "w"]);
+    assert_eq!(v, "2");
+}
+
+#[test]
+fn grouped_writes_are_counted_in_commandstats() {
+    let h = Harness::start();
+    let mut c = h.conn();
+    let cmds: Vec<Vec<String>> = (0..7)
+        .map(|i| vec!["SET".into(), format!("k{i}"), "v".into()])
+        .chain(std::iter::once(vec![
+            "MSET".into(),
+            "a".into(),
+            "1".into(),
+            "b".into(),
+            "2".into(),
+        ]))
+        .collect();
+    assert_eq!(pipeline(&mut c, &cmds), vec![redis::Value::Okay; 8]);
+    let info: String = q(&mut c, &["INFO", "commandstats"]);
+    assert!(info.contains("cmdstat_set:calls=7,"), "{info}");
+    assert!(info.contains("cmdstat_mset:calls=1,"), "{info}");
+}

@@ -24,6 +24,7 @@
 
 use std::borrow::Cow;
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
@@ -422,7 +423,7 @@ impl Shared {
     /// Reads one engine key as it is stored.
     pub fn get_raw(&self, key: &[u8]) -> Result<Option<Vec<u8>>, Reply> {
         if tx::active() {
-            if let Some(v) = tx::lookup(key) {
+            if let Some(v) = tx::lookup(key).or_else(|| tx::prefetched(key)) {
                 return Ok(v);
             }
         }
@@ -672,6 +673,31 @@ impl Shared {
             None => Ok(None),
             Some(Value::Coll(m)) if m.kind == kind => Ok(Some(m)),
             Some(_) => Err(wrong_type()),
+        }
+    }
+
+    /// The engine values of stored keys `keys` (duplicates allowed), read
+    /// with one `multi_get` of the latest state: for EXEC and write groups
+    /// to prefetch, under their locks, the keys their commands name
+    /// (`tx::with_overlay`).
+    pub fn prefetch(&self, keys: &[Vec<u8>]) -> Result<HashMap<Vec<u8>, Option<Vec<u8>>>, Reply> {
+        let mut sorted: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+        sorted.sort_unstable();
+        sorted.dedup();
+        let mut out = HashMap::with_capacity(sorted.len());
+        let mut err = None;
+        self.db
+            .multi_get_with(&ReadOptions::default(), &sorted, |i, r| match r {
+                Ok(v) => {
+                    out.insert(sorted[i].to_vec(), v.map(<[u8]>::to_vec));
+                }
+                Err(e) => {
+                    err.get_or_insert(e);
+                }
+            });
+        match err {
+            Some(e) => Err(crate::commands::engine_error(e)),
+            None => Ok(out),
         }
     }
 

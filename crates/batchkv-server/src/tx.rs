@@ -73,7 +73,7 @@
 //! (so it is ordered with EXEC's check and write).
 
 use std::cell::{Cell, RefCell};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use batchkv::{BatchOp, WriteBatch};
@@ -269,6 +269,11 @@ pub struct Overlay {
     /// Messages PUBLISHed, `(channel, payload)` in order, to deliver to
     /// the other connections after the transaction's write.
     pub published: Vec<(Bytes, Bytes)>,
+    /// Engine values of keys the transaction names, read with one
+    /// `multi_get` once its stripes were locked (so still the latest
+    /// state): reads of these keys the overlay does not answer take them
+    /// from here instead of the engine.
+    prefetched: HashMap<Vec<u8>, Option<Vec<u8>>>,
 }
 
 impl Overlay {
@@ -281,6 +286,7 @@ impl Overlay {
             escaped: false,
             touched: Vec::new(),
             published: Vec::new(),
+            prefetched: HashMap::new(),
         }
     }
 
@@ -347,11 +353,19 @@ impl Drop for Installed {
 }
 
 /// Runs `f` with an empty overlay installed on this thread; `held` are
-/// the stripes the caller holds, ascending (`None`: all). Returns `f`'s
-/// result and the overlay. Must not be nested.
-pub fn with_overlay<R>(held: Option<Vec<usize>>, f: impl FnOnce() -> R) -> (R, Overlay) {
+/// the stripes the caller holds, ascending (`None`: all); `prefetched`
+/// the engine values of keys in those stripes, read while they were held
+/// (see [`Overlay`]). Returns `f`'s result and the overlay. Must not be
+/// nested.
+pub fn with_overlay<R>(
+    held: Option<Vec<usize>>,
+    prefetched: HashMap<Vec<u8>, Option<Vec<u8>>>,
+    f: impl FnOnce() -> R,
+) -> (R, Overlay) {
     debug_assert!(!active(), "overlays do not nest");
-    OVERLAY.with(|o| *o.borrow_mut() = Some(Overlay::new(held)));
+    let mut overlay = Overlay::new(held);
+    overlay.prefetched = prefetched;
+    OVERLAY.with(|o| *o.borrow_mut() = Some(overlay));
     ACTIVE.with(|a| a.set(true));
     let installed = Installed;
     let r = f();
@@ -374,6 +388,13 @@ pub fn record(batch: &WriteBatch) {
 /// if there is none).
 pub fn pending<R>(f: impl FnOnce(&WriteBatch) -> R) -> Option<R> {
     with(|o| f(&o.batch))
+}
+
+/// The engine value of `key` the installed overlay prefetched
+/// (`Some(None)`: absent), if it did; the caller asks only for a key the
+/// overlay's view ([`lookup`]) does not hold.
+pub fn prefetched(key: &[u8]) -> Option<Option<Vec<u8>>> {
+    with(|o| o.prefetched.get(key).cloned()).flatten()
 }
 
 /// The installed overlay's view of `key`: `Some(Some(v))` written,
@@ -514,7 +535,7 @@ mod tests {
     #[test]
     fn reads_see_puts_deletes_and_ranges_in_order() {
         let engine = [("a", "1"), ("b", "1"), ("c", "1"), ("d", "1"), ("f", "1")];
-        let (got, o) = with_overlay(None, || {
+        let (got, o) = with_overlay(None, HashMap::new(), || {
             let mut b = WriteBatch::new();
             b.put("b", "2");
             b.put("e", "2");
@@ -557,7 +578,7 @@ mod tests {
     #[test]
     fn merged_scans_stop_when_asked() {
         let engine = [("a", "1"), ("c", "1")];
-        let ((), _) = with_overlay(None, || {
+        let ((), _) = with_overlay(None, HashMap::new(), || {
             let mut b = WriteBatch::new();
             b.put("b", "2");
             b.put("d", "2");
@@ -587,13 +608,13 @@ mod tests {
 
     #[test]
     fn held_stripes_are_checked_and_the_overlay_is_removed_on_panic() {
-        let ((), o) = with_overlay(Some(vec![3, 9]), || {
+        let ((), o) = with_overlay(Some(vec![3, 9]), HashMap::new(), || {
             check_held(&[3, 9]);
         });
         assert!(!o.escaped);
-        let ((), o) = with_overlay(Some(vec![3, 9]), || check_held(&[3, 4]));
+        let ((), o) = with_overlay(Some(vec![3, 9]), HashMap::new(), || check_held(&[3, 4]));
         assert!(o.escaped);
-        let r = std::panic::catch_unwind(|| with_overlay(None, || panic!("boom")));
+        let r = std::panic::catch_unwind(|| with_overlay(None, HashMap::new(), || panic!("boom")));
         assert!(r.is_err());
         assert!(!active());
         assert_eq!(lookup(b"x"), None);

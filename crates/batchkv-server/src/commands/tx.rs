@@ -322,13 +322,21 @@ fn run_isolated(
     watched: &BTreeMap<Vec<u8>, Watched>,
 ) -> Result<Vec<(Reply, u8)>, Reply> {
     let snapshot = ConnSnapshot::take(conn);
-    let mut stripes = exec_keys(conn.db, cmds, watched).map(|k| stripes_of(&k));
+    let keys = exec_keys(conn.db, cmds, watched);
+    let mut stripes = keys.as_deref().map(stripes_of);
     loop {
         let locks = shared.lock_stripes(stripes.as_deref());
         if watch_broken(shared, watched) {
             return Err(Reply::NilArray);
         }
-        let (replies, overlay) = tx::with_overlay(stripes.clone(), || {
+        // The keys the commands name, read in one batch now that no one
+        // else can write them (the commands' own reads take them from
+        // the overlay).
+        let prefetched = match (&stripes, &keys) {
+            (Some(_), Some(k)) => shared.prefetch(k)?,
+            _ => Default::default(),
+        };
+        let (replies, overlay) = tx::with_overlay(stripes.clone(), prefetched, || {
             cmds.iter()
                 .map(|(spec, args)| (super::call(shared, conn, spec, args), conn.proto))
                 .collect::<Vec<(Reply, u8)>>()

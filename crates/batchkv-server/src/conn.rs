@@ -337,10 +337,11 @@ impl Conn {
         }
         let cap = self.shared.cfg.max_pending_query_bytes;
         let total = self.pending_query.update(held, cap).err()?;
-        eprintln!(
+        log::warn!(
             "batchkv serve: closing client id={} addr={}: unfinished requests of all clients \
              would reach {total} bytes (--max-pending-query-bytes {cap})",
-            self.st.id, self.st.client.addr
+            self.st.id,
+            self.st.client.addr
         );
         Some(ProtocolError(format!(
             "Protocol error: unfinished requests of all clients exceed \
@@ -530,10 +531,11 @@ impl Conn {
     }
 
     fn log_output_limit(&self, pending: usize) {
-        eprintln!(
+        log::warn!(
             "batchkv serve: closing client id={} addr={} for overcoming of output buffer \
              limits ({pending} bytes pending)",
-            self.st.id, self.st.client.addr
+            self.st.id,
+            self.st.client.addr
         );
     }
 

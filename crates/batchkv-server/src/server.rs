@@ -210,12 +210,15 @@ pub fn run(cfg: Config) -> std::io::Result<()> {
                     _ = term.recv() => {}
                     _ = int.recv() => {}
                 }
-                eprintln!("batchkv serve: signal received, shutting down");
+                log::warn!("batchkv serve: signal received, shutting down");
                 tx.send_replace(true);
             })
         });
     }
+    // The readiness line goes to stderr whatever the log level or
+    // `--logfile` (scripts wait for it), and to the log at `info`.
     eprintln!("batchkv serve: listening on {}", server.addr());
+    log::info!("batchkv serve: listening on {}", server.addr());
     server.join()
 }
 
@@ -284,7 +287,7 @@ async fn serve(
                     let s2 = s.clone();
                     let r = tokio::task::spawn_blocking(move || s2.sync_wal()).await;
                     if let Ok(Err(e)) = r {
-                        eprintln!("batchkv serve: WAL sync failed: {e}");
+                        log::error!("batchkv serve: WAL sync failed: {e}");
                     }
                 }
             }

@@ -250,6 +250,9 @@ pub struct Settings {
     output_soft: AtomicU64,
     output_soft_seconds: AtomicU64,
     requirepass: RwLock<Option<String>>,
+    /// Descriptors kept for other uses than clients (`limits.rs`): a
+    /// higher `maxclients` must fit the descriptor limit with them.
+    reserved_fds: u64,
     /// Each parameter's value as CONFIG GET shows it, by index in
     /// [`PARAMS`]. Also serializes CONFIG SETs (all-or-nothing).
     values: Mutex<Vec<String>>,
@@ -294,6 +297,7 @@ impl Settings {
             .collect();
         Settings {
             maxclients: AtomicUsize::new(cfg.maxclients),
+            reserved_fds: crate::limits::reserved_fds(cfg.options.max_open_files),
             timeout: AtomicU64::new(cfg.timeout),
             slowlog_log_slower_than: AtomicI64::new(10_000),
             slowlog_max_len: AtomicUsize::new(128),
@@ -440,6 +444,11 @@ impl Settings {
                 .map_err(|e| set_failed(&String::from_utf8_lossy(pair[0]), &e))?;
             parsed.push((i, value));
         }
+        for (i, value) in &parsed {
+            if matches!(PARAMS[*i].effect, Effect::MaxClients) {
+                self.check_maxclients(value)?;
+            }
+        }
         let mut values = lock(&self.values);
         for (i, mut value) in parsed {
             if matches!(PARAMS[i].kind, Kind::OutputLimits) {
@@ -450,6 +459,27 @@ impl Settings {
             values[i] = value;
         }
         Ok(())
+    }
+
+    /// As Redis: a `maxclients` above the current one raises the
+    /// process's descriptor limit if it must, and is refused, naming the
+    /// most that fits, if the limit cannot be raised that far.
+    fn check_maxclients(&self, value: &str) -> Result<(), String> {
+        let Ok(wanted) = value.parse::<usize>() else {
+            return Ok(());
+        };
+        if wanted <= self.maxclients() {
+            return Ok(());
+        }
+        let why = match crate::limits::adjust_open_files(wanted, self.reserved_fds) {
+            Ok(fits) if fits >= wanted => return Ok(()),
+            Ok(fits) => format!(
+                "The operating system is not able to handle the specified number of clients, \
+                 try with {fits}"
+            ),
+            Err(e) => e.to_string(),
+        };
+        Err(set_failed("maxclients", &why))
     }
 
     /// Makes `value` (already checked) take effect.
@@ -834,6 +864,23 @@ mod tests {
 
     fn get(s: &Settings, name: &str) -> String {
         s.get(&[name.as_bytes()])[0].1.clone()
+    }
+
+    #[test]
+    fn maxclients_beyond_the_descriptor_limit_is_refused_with_what_fits() {
+        let s = settings();
+        // More descriptors than any kernel allows (fs.nr_open is at most
+        // about 2^30).
+        let e = set(&s, &["maxclients", "4000000000"]).unwrap_err();
+        assert!(
+            e.starts_with("CONFIG SET failed (possibly related to argument 'maxclients') - ")
+                && e.contains("try with"),
+            "{e}"
+        );
+        assert_eq!(get(&s, "maxclients"), "10000");
+        assert_eq!(s.maxclients(), 10_000);
+        set(&s, &["maxclients", "50"]).unwrap();
+        assert_eq!(s.maxclients(), 50);
     }
 
     #[test]

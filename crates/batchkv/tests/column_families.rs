@@ -44,7 +44,7 @@ fn invalid(r: Result<impl std::fmt::Debug, Error>, needle: &str) {
 }
 
 fn scan(db: &Db, cf: &ColumnFamily) -> Vec<(Vec<u8>, Vec<u8>)> {
-    db.range_cf::<&[u8], _>(&ReadOptions::default(), cf, ..)
+    db.range_cf(&ReadOptions::default(), cf, ..)
         .unwrap()
         .map(Result::unwrap)
         .collect()
@@ -123,7 +123,7 @@ fn invalid_operations_give_specific_errors() {
     invalid(db.delete_cf(&a, b"k"), "\"a\"");
     invalid(db.iter_cf(&ReadOptions::default(), &a).map(|_| ()), "\"a\"");
     invalid(
-        db.range_cf::<&[u8], _>(&ReadOptions::default(), &a, ..)
+        db.range_cf(&ReadOptions::default(), &a, ..)
             .map(|_| ()),
         "\"a\"",
     );
@@ -591,7 +591,7 @@ fn snapshots_apply_across_families() {
     let r = db.multi_get_cf(&ro, &[(&a, b"k"), (&db.default_cf(), b"k")]);
     assert_eq!(r[0].as_ref().unwrap().as_deref(), Some(&b"a1"[..]));
     assert_eq!(r[1].as_ref().unwrap().as_deref(), Some(&b"d1"[..]));
-    assert_eq!(db.range_cf::<&[u8], _>(&ro, &a, ..).unwrap().count(), 1);
+    assert_eq!(db.range_cf(&ro, &a, ..).unwrap().count(), 1);
     assert_eq!(db.get_cf(&a, b"k").unwrap(), Some(b"a2".to_vec()));
 }
 

@@ -349,18 +349,39 @@ impl Db {
         key: impl AsRef<[u8]>,
         value: impl AsRef<[u8]>,
     ) -> Result<()> {
-        cf.live()?;
-        let mut b = crate::WriteBatch::new();
-        b.put_cf(cf, key, value);
-        self.write(&crate::WriteOptions::default(), b)
+        self.put_cf_opt(&crate::WriteOptions::default(), cf, key, value)
     }
 
     /// Deletes `key` in column family `cf`.
     pub fn delete_cf(&self, cf: &ColumnFamily, key: impl AsRef<[u8]>) -> Result<()> {
+        self.delete_cf_opt(&crate::WriteOptions::default(), cf, key)
+    }
+
+    /// [`Db::put_cf`] with write options (rust-rocksdb's `put_cf_opt`).
+    pub fn put_cf_opt(
+        &self,
+        opts: &crate::WriteOptions,
+        cf: &ColumnFamily,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+    ) -> Result<()> {
+        cf.live()?;
+        let mut b = crate::WriteBatch::new();
+        b.put_cf(cf, key, value);
+        self.write(opts, b)
+    }
+
+    /// [`Db::delete_cf`] with write options (rust-rocksdb's `delete_cf_opt`).
+    pub fn delete_cf_opt(
+        &self,
+        opts: &crate::WriteOptions,
+        cf: &ColumnFamily,
+        key: impl AsRef<[u8]>,
+    ) -> Result<()> {
         cf.live()?;
         let mut b = crate::WriteBatch::new();
         b.delete_cf(cf, key);
-        self.write(&crate::WriteOptions::default(), b)
+        self.write(opts, b)
     }
 
     /// Adds a merge operand for `key` in column family `cf` (see

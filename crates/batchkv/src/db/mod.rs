@@ -36,6 +36,7 @@ pub(crate) mod filename;
 mod flush;
 mod ingest;
 mod iterator;
+mod key_range;
 mod latency;
 mod memtable_factory;
 mod merge_read;
@@ -73,6 +74,7 @@ use crate::wal;
 
 pub use ingest::IngestOptions;
 pub use iterator::DbIterator;
+pub use key_range::KeyRange;
 use memtable_factory::MemTableFactory;
 pub use range::{KvResult, RangeIter};
 pub use snapshot::Snapshot;
@@ -255,6 +257,16 @@ impl Db {
     /// Opens (or creates, with `create_if_missing`) the database in `path`.
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
         Db::open_with_fs(path, opts, Arc::new(PosixFs))
+    }
+
+    /// Opens (creating it if missing) the database in `path` with default
+    /// options (rust-rocksdb's `DB::open_default`).
+    pub fn open_default(path: impl AsRef<Path>) -> Result<Db> {
+        let opts = Options {
+            create_if_missing: true,
+            ..Options::default()
+        };
+        Db::open(path, opts)
     }
 
     /// Opens the database through a custom filesystem (tests use a

@@ -43,10 +43,12 @@ mod merge_read;
 #[cfg(feature = "metrics")]
 mod metrics_export;
 mod multi_get;
+mod options_file;
 mod properties;
 mod range;
 mod read;
 mod recovery;
+mod secondary;
 mod snapshot;
 mod statistics;
 mod table_cache;
@@ -204,10 +206,14 @@ pub(crate) struct DbCore {
     shutting_down: AtomicBool,
     /// What opening replayed from the WALs and what it dropped.
     recovery: wal_replay::RecoveryReport,
-    /// Opened with [`Db::open_read_only`]: no writes, no background work.
+    /// Opened with [`Db::open_read_only`] or [`Db::open_as_secondary`]: no
+    /// writes, no background work.
     read_only: bool,
     /// What [`Db::statistics`] reports.
     counters: statistics::Counters,
+    /// Set for a secondary instance ([`Db::open_as_secondary`]): what it
+    /// has read of the primary's files.
+    secondary: Option<secondary::Follower>,
 }
 
 /// A description of the database's shape, from [`Db::stats`].
@@ -286,7 +292,7 @@ impl Db {
         cf_options: Vec<(String, Options)>,
     ) -> Result<Db> {
         opts.validate()?;
-        let core = recovery::open(path, opts, fs, false, &cf_options)?;
+        let core = recovery::open(path, opts, fs, recovery::OpenMode::ReadWrite, &cf_options)?;
         log::info!(
             "opened {} (last sequence {}, {} SST files)",
             path.display(),
@@ -318,11 +324,18 @@ impl Db {
     /// on read-only media, or beside a process that has the database open
     /// (it then sees the state at this open; tables that writer deletes
     /// later make reads of them fail with an I/O error — open a checkpoint
-    /// for a stable view). WALs are replayed into memory. Writes, `flush`,
+    /// for a stable view, or [`Db::open_as_secondary`] to follow the
+    /// writer). WALs are replayed into memory. Writes, `flush`,
     /// `compact_range` and `checkpoint` return [`Error::ReadOnly`].
     pub fn open_read_only(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
         opts.validate()?;
-        let core = recovery::open(path.as_ref(), opts, Arc::new(PosixFs), true, &[])?;
+        let core = recovery::open(
+            path.as_ref(),
+            opts,
+            Arc::new(PosixFs),
+            recovery::OpenMode::ReadOnly,
+            &[],
+        )?;
         Ok(Db {
             handle: Arc::new(DbHandle {
                 core: Arc::new(core),

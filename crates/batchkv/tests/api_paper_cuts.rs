@@ -179,5 +179,8 @@ fn opt_writes_and_open_default() {
         ro.put_opt(&synced, b"a", b"2"),
         Err(Error::ReadOnly(_))
     ));
-    assert!(matches!(ro.delete_opt(&synced, b"a"), Err(Error::ReadOnly(_))));
+    assert!(matches!(
+        ro.delete_opt(&synced, b"a"),
+        Err(Error::ReadOnly(_))
+    ));
 }

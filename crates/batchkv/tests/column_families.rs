@@ -123,8 +123,7 @@ fn invalid_operations_give_specific_errors() {
     invalid(db.delete_cf(&a, b"k"), "\"a\"");
     invalid(db.iter_cf(&ReadOptions::default(), &a).map(|_| ()), "\"a\"");
     invalid(
-        db.range_cf(&ReadOptions::default(), &a, ..)
-            .map(|_| ()),
+        db.range_cf(&ReadOptions::default(), &a, ..).map(|_| ()),
         "\"a\"",
     );
     invalid(

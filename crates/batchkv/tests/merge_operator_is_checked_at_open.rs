@@ -45,7 +45,8 @@ fn another_or_no_merge_operator_is_refused() {
     db.close().unwrap();
     let options = std::fs::read_to_string(dir.path().join("OPTIONS")).unwrap();
     assert!(
-        options.contains("[merge_operators]\n") && options.contains("default=batchkv.U64AddOperator\n"),
+        options.contains("[merge_operators]\n")
+            && options.contains("default=batchkv.U64AddOperator\n"),
         "{options}"
     );
     refused(
@@ -100,7 +101,10 @@ fn databases_without_a_recorded_operator_open_with_any() {
     db.merge(&WriteOptions::default(), b"k", b"w").unwrap();
     assert_eq!(db.get(b"k").unwrap(), Some(b"v,w".to_vec()));
     db.close().unwrap();
-    refused(Db::open(dir.path(), add()), &["\"batchkv.StringAppendOperator\""]);
+    refused(
+        Db::open(dir.path(), add()),
+        &["\"batchkv.StringAppendOperator\""],
+    );
     // A database written before the record existed has an OPTIONS file
     // without the section (or none at all): it opens with any operator.
     let text = std::fs::read_to_string(dir.path().join("OPTIONS")).unwrap();
@@ -136,19 +140,19 @@ fn each_column_family_is_checked_by_name() {
             common::opts(),
             vec![("counters".into(), append())],
         ),
-        &["\"batchkv.U64AddOperator\"", "\"batchkv.StringAppendOperator\""],
+        &[
+            "\"batchkv.U64AddOperator\"",
+            "\"batchkv.StringAppendOperator\"",
+        ],
     );
-    let db = Db::open_with_cf_options(
-        dir.path(),
-        common::opts(),
-        vec![("counters".into(), add())],
-    )
-    .unwrap();
+    let db = Db::open_with_cf_options(dir.path(), common::opts(), vec![("counters".into(), add())])
+        .unwrap();
     // Dropping the family forgets its operator; a new family of that name
     // may use another.
     db.drop_cf_by_name("counters").unwrap();
     let c = db.create_cf("counters", &append()).unwrap();
-    db.merge_cf(&WriteOptions::default(), &c, b"s", b"x").unwrap();
+    db.merge_cf(&WriteOptions::default(), &c, b"s", b"x")
+        .unwrap();
     db.close().unwrap();
     let db = Db::open_with_cf_options(
         dir.path(),

@@ -144,10 +144,22 @@ fn rocksdb_property_names_are_aliases() {
         ("rocksdb.estimate-num-keys", "batchkv.estimate-num-keys"),
         ("rocksdb.num-files-at-level0", "batchkv.num-files-at-level0"),
         ("rocksdb.num-files-at-level1", "batchkv.num-files-at-level1"),
-        ("rocksdb.total-sst-files-size", "batchkv.total-sst-files-size"),
-        ("rocksdb.live-sst-files-size", "batchkv.total-sst-files-size"),
-        ("rocksdb.cur-size-all-mem-tables", "batchkv.cur-size-all-mem-tables"),
-        ("rocksdb.num-immutable-mem-table", "batchkv.num-immutable-mem-table"),
+        (
+            "rocksdb.total-sst-files-size",
+            "batchkv.total-sst-files-size",
+        ),
+        (
+            "rocksdb.live-sst-files-size",
+            "batchkv.total-sst-files-size",
+        ),
+        (
+            "rocksdb.cur-size-all-mem-tables",
+            "batchkv.cur-size-all-mem-tables",
+        ),
+        (
+            "rocksdb.num-immutable-mem-table",
+            "batchkv.num-immutable-mem-table",
+        ),
         ("rocksdb.num-snapshots", "batchkv.num-snapshots"),
         ("rocksdb.background-errors", "batchkv.background-errors"),
         ("rocksdb.is-write-stopped", "batchkv.is-write-stopped"),
@@ -177,9 +189,13 @@ fn rocksdb_property_names_are_aliases() {
     // Per column family.
     let cf = db.create_cf("c", &Options::default()).unwrap();
     db.put_cf(&cf, b"x", b"1").unwrap();
-    assert_eq!(db.property_int_cf(&cf, "rocksdb.estimate-num-keys"), Some(1));
     assert_eq!(
-        db.property_cf(&cf, "rocksdb.num-files-at-level0").as_deref(),
+        db.property_int_cf(&cf, "rocksdb.estimate-num-keys"),
+        Some(1)
+    );
+    assert_eq!(
+        db.property_cf(&cf, "rocksdb.num-files-at-level0")
+            .as_deref(),
         Some("0")
     );
 }

@@ -31,8 +31,14 @@ fn every_range_form_compiles_and_selects_its_keys() {
     assert_eq!(keys(db.range(&ro, .."b")), ["a"]);
     assert_eq!(keys(db.range(&ro, ..="b")), ["a", "b"]);
     // &[u8], Vec<u8>, String, arrays and references to arrays
-    assert_eq!(keys(db.range(&ro, b"b".as_slice()..b"d".as_slice())), ["b", "c"]);
-    assert_eq!(keys(db.range(&ro, b"b".to_vec()..=b"c".to_vec())), ["b", "c"]);
+    assert_eq!(
+        keys(db.range(&ro, b"b".as_slice()..b"d".as_slice())),
+        ["b", "c"]
+    );
+    assert_eq!(
+        keys(db.range(&ro, b"b".to_vec()..=b"c".to_vec())),
+        ["b", "c"]
+    );
     assert_eq!(keys(db.range(&ro, String::from("e")..)), ["e"]);
     assert_eq!(keys(db.range(&ro, *b"b"..*b"c")), ["b"]);
     assert_eq!(keys(db.range(&ro, b"c"..)), ["c", "d", "e"]);

@@ -94,7 +94,11 @@ fn secondary_sees_every_acknowledged_write_of_a_busy_primary() {
     writer.join().unwrap();
     assert_eq!(checked, N);
     let level_files: u64 = (0..7)
-        .map(|l| primary.property_int(&format!("batchkv.num-files-at-level{l}")).unwrap())
+        .map(|l| {
+            primary
+                .property_int(&format!("batchkv.num-files-at-level{l}"))
+                .unwrap()
+        })
         .sum();
     assert!(primary.property_int("batchkv.num-flushes").unwrap() > 3);
     assert!(primary.property_int("batchkv.num-compactions").unwrap() > 0);
@@ -102,8 +106,16 @@ fn secondary_sees_every_acknowledged_write_of_a_busy_primary() {
     assert!(catch_ups >= 2, "{catch_ups} catch-ups");
     // A whole scan agrees with the primary.
     let ro = ReadOptions::default();
-    let mine: Vec<_> = secondary.range(&ro, ..).unwrap().map(Result::unwrap).collect();
-    let theirs: Vec<_> = primary.range(&ro, ..).unwrap().map(Result::unwrap).collect();
+    let mine: Vec<_> = secondary
+        .range(&ro, ..)
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let theirs: Vec<_> = primary
+        .range(&ro, ..)
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
     assert_eq!(mine.len() as u64, N - N / 10);
     assert_eq!(mine, theirs);
     eprintln!("{catch_ups} catch-ups, {level_files} tables at the end");
@@ -122,7 +134,10 @@ fn secondary_is_read_only_and_leaves_the_primary_directory_alone() {
             .unwrap()
             .map(|e| {
                 let e = e.unwrap();
-                (e.file_name().into_string().unwrap(), e.metadata().unwrap().len())
+                (
+                    e.file_name().into_string().unwrap(),
+                    e.metadata().unwrap().len(),
+                )
             })
             .collect();
         v.sort();
@@ -158,9 +173,13 @@ fn secondary_is_read_only_and_leaves_the_primary_directory_alone() {
     let err = Db::open_as_secondary(&p, &p, common::opts()).err().unwrap();
     assert!(err.to_string().contains("directory of its own"), "{err}");
     // No database there.
-    let err = Db::open_as_secondary(dir.path().join("none"), dir.path().join("s2"), common::opts())
-        .err()
-        .unwrap();
+    let err = Db::open_as_secondary(
+        dir.path().join("none"),
+        dir.path().join("s2"),
+        common::opts(),
+    )
+    .err()
+    .unwrap();
     assert!(err.to_string().contains("CURRENT is missing"), "{err}");
     // A primary is not a secondary.
     let err = primary.try_catch_up_with_primary().unwrap_err();
@@ -255,12 +274,17 @@ fn secondary_follows_a_primary_that_reopens() {
     assert_eq!(sec.get(b"a").unwrap(), None);
     assert_eq!(sec.get(b"b").unwrap(), Some(b"2".to_vec()));
     assert_eq!(sec.get(b"c").unwrap(), Some(b"3".to_vec()));
-    let later = sec.cf_handle("later").expect("a family created by the primary appears");
+    let later = sec
+        .cf_handle("later")
+        .expect("a family created by the primary appears");
     assert_eq!(sec.get_cf(&later, b"x").unwrap(), Some(b"9".to_vec()));
     primary.drop_cf(&cf).unwrap();
     sec.try_catch_up_with_primary().unwrap();
     assert!(sec.cf_handle("later").is_none());
-    assert!(sec.get_cf(&later, b"x").is_err(), "a dropped family's handle fails");
+    assert!(
+        sec.get_cf(&later, b"x").is_err(),
+        "a dropped family's handle fails"
+    );
 }
 
 /// The WAL with the largest number in `dir`.
@@ -305,7 +329,8 @@ fn a_record_being_written_is_invisible_until_complete() {
     assert_eq!(sec.get(b"torn-a").unwrap(), None);
     assert_eq!(sec.get(b"torn-b").unwrap(), None);
     // All but the last byte: still incomplete.
-    f.write_all(&record[record.len() / 2..record.len() - 1]).unwrap();
+    f.write_all(&record[record.len() / 2..record.len() - 1])
+        .unwrap();
     f.flush().unwrap();
     sec.try_catch_up_with_primary().unwrap();
     assert_eq!(sec.get(b"torn-a").unwrap(), None);

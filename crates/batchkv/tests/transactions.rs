@@ -100,21 +100,12 @@ fn range_merges_own_writes_both_ways_with_bounds() {
             })
             .collect()
     };
-    let fwd: Vec<_> = txn
-        .range(..)
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let fwd: Vec<_> = txn.range(..).unwrap().map(Result::unwrap).collect();
     assert_eq!(
         all(fwd),
         ["a=t-a", "b=db-b", "d=t-d", "g=t-g", "h=db-h", "j=db-j", "z=t-z"]
     );
-    let back: Vec<_> = txn
-        .range(..)
-        .unwrap()
-        .rev()
-        .map(Result::unwrap)
-        .collect();
+    let back: Vec<_> = txn.range(..).unwrap().rev().map(Result::unwrap).collect();
     assert_eq!(
         all(back),
         ["z=t-z", "j=db-j", "h=db-h", "g=t-g", "d=t-d", "b=db-b", "a=t-a"]
@@ -622,12 +613,7 @@ fn merges_read_through_the_operator() {
         .map(Result::unwrap)
         .collect();
     assert_eq!(got, vec![v("x"), v("a,b,c")]);
-    let items: Vec<_> = txn
-        .range(..)
-        .unwrap()
-        .rev()
-        .map(Result::unwrap)
-        .collect();
+    let items: Vec<_> = txn.range(..).unwrap().rev().map(Result::unwrap).collect();
     assert_eq!(
         items,
         vec![

@@ -64,7 +64,10 @@ impl KeyRange for RangeFull {
 
 impl<K: AsRef<[u8]>> KeyRange for Range<K> {
     fn into_bounds(self) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
-        (lower(Bound::Included(self.start)), upper(Bound::Excluded(self.end)))
+        (
+            lower(Bound::Included(self.start)),
+            upper(Bound::Excluded(self.end)),
+        )
     }
 }
 

@@ -82,7 +82,10 @@ pub(super) fn rewrite<'a>(
 ) {
     let operators = merge_operator_names(families);
     if let Err(e) = write(fs, dir, opts, &operators, temp) {
-        log::warn!("could not rewrite {}: {e}", dir.join(filename::OPTIONS).display());
+        log::warn!(
+            "could not rewrite {}: {e}",
+            dir.join(filename::OPTIONS).display()
+        );
     }
 }
 
@@ -99,12 +102,8 @@ pub(super) fn recorded_merge_operators(
     let data = fs.read_all(&path)?;
     let file = path.display().to_string();
     let bad = |offset: usize, why: String| Error::corruption(&file, offset as u64, why);
-    let text = std::str::from_utf8(&data).map_err(|e| {
-        bad(
-            e.valid_up_to(),
-            "the OPTIONS file is not UTF-8".to_string(),
-        )
-    })?;
+    let text = std::str::from_utf8(&data)
+        .map_err(|e| bad(e.valid_up_to(), "the OPTIONS file is not UTF-8".to_string()))?;
     let mut recorded = None;
     let mut offset = 0;
     for line in text.split_inclusive('\n') {
@@ -125,11 +124,15 @@ pub(super) fn recorded_merge_operators(
             // A section a later version added: not ours to read.
             break;
         }
-        let (cf, op) = line
-            .split_once('=')
-            .ok_or_else(|| bad(at, format!("{SECTION}: expected family=operator, got {line:?}")))?;
-        let decoded =
-            |s: &str| decode(s).ok_or_else(|| bad(at, format!("{SECTION}: bad encoding in {line:?}")));
+        let (cf, op) = line.split_once('=').ok_or_else(|| {
+            bad(
+                at,
+                format!("{SECTION}: expected family=operator, got {line:?}"),
+            )
+        })?;
+        let decoded = |s: &str| {
+            decode(s).ok_or_else(|| bad(at, format!("{SECTION}: bad encoding in {line:?}")))
+        };
         map.insert(decoded(cf)?, decoded(op)?);
     }
     Ok(recorded)

@@ -37,7 +37,9 @@ fn read_more(fs: &dyn FileSystem, path: &Path, bytes: &mut Vec<u8>) -> Result<bo
         return Err(Error::corruption(
             path.display().to_string(),
             size as u64,
-            format!("the file shrank from {old} to {size} bytes while a secondary instance followed it"),
+            format!(
+                "the file shrank from {old} to {size} bytes while a secondary instance followed it"
+            ),
         ));
     }
     if size > old {

@@ -91,7 +91,7 @@ fn main() -> batchkv::Result<()> {
         db.get_cf(&counters, b"docs")?,
         Some(2u64.to_le_bytes().to_vec())
     );
-    for kv in db.range_cf::<&[u8], _>(&ReadOptions::default(), &docs, ..)? {
+    for kv in db.range_cf(&ReadOptions::default(), &docs, ..)? {
         let (k, v) = kv?;
         println!(
             "{} = {}",

@@ -49,8 +49,8 @@ mod wal;
 pub use batch::{BatchOp, WriteBatch};
 pub use compaction::{CompactionDecision, CompactionFilter, TtlFilter};
 pub use db::{
-    ColumnFamily, Db, DbIterator, DbStats, IngestOptions, KvResult, LatencyStats, RangeIter,
-    RecoveryReport, RecoveryStatus, Snapshot, Statistics, Transaction, TransactionIter,
+    ColumnFamily, Db, DbIterator, DbStats, IngestOptions, KeyRange, KvResult, LatencyStats,
+    RangeIter, RecoveryReport, RecoveryStatus, Snapshot, Statistics, Transaction, TransactionIter,
     TransactionOptions, WalDamage,
 };
 pub use error::{Error, Result};

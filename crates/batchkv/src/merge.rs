@@ -23,10 +23,14 @@ use crate::error::{catch_panic, Error, Result};
 /// database. A panic in either is caught: on a read (`get`, `multi_get`,
 /// an iterator) it is that call's [`Error::Panicked`]; in a compaction it
 /// becomes the database's background error (writes are then refused, and
-/// `flush`, `compact_range` and `close` return it). The operator's [`name`](MergeOperator::name) is recorded in
-/// the `OPTIONS` file; reopen a database with the operator that wrote it.
+/// `flush`, `compact_range` and `close` return it). The operator's
+/// [`name`](MergeOperator::name) is recorded per column family in the
+/// `OPTIONS` file (`docs/format/options.md`): opening the database with
+/// another operator, or none, is refused with
+/// [`Error::InvalidArgument`](crate::Error::InvalidArgument) naming both.
 pub trait MergeOperator: Send + Sync {
-    /// A stable name (recorded in the `OPTIONS` file, used in errors).
+    /// A stable name (recorded in the `OPTIONS` file and checked at every
+    /// open, used in errors): change it only with the data's format.
     fn name(&self) -> &str;
 
     /// The value of `key` after applying `operands` (oldest first) to

@@ -177,7 +177,8 @@ pub struct Options {
     /// Combines merge operands ([`Db::merge`](crate::Db::merge)) with the
     /// versions below them, on reads and in compaction (see
     /// [`MergeOperator`](crate::MergeOperator)). Not settable from an option
-    /// string; its name is recorded in the `OPTIONS` file. Default none: a
+    /// string; its name is recorded in the `OPTIONS` file, and a reopen with
+    /// another operator, or none, is refused. Default none: a
     /// read that meets a merge operand then fails with `InvalidArgument`.
     pub merge_operator: Option<std::sync::Arc<dyn crate::MergeOperator>>,
 }
@@ -491,13 +492,16 @@ impl Options {
     }
 
     /// The options a database was last opened with, from the `OPTIONS` file
-    /// it writes at every open (one `name=value` per line, `#` comments).
+    /// it writes at every open (one `name=value` per line, `#` comments; the
+    /// `[merge_operators]` section that follows is not read here).
     pub fn from_options_file(path: impl AsRef<std::path::Path>) -> Result<Options> {
         let path = path.as_ref();
         let text = std::fs::read_to_string(path)
             .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
         text.lines()
             .map(str::trim)
+            // Sections (`[merge_operators]`) record what is set in code.
+            .take_while(|l| !l.starts_with('['))
             .filter(|l| !l.is_empty() && !l.starts_with('#'))
             .collect::<Vec<_>>()
             .join(";")

@@ -135,3 +135,52 @@ fn get_with_sees_what_get_returns_on_every_path() {
         1
     );
 }
+
+/// rust-rocksdb's `put_opt`/`delete_opt`/`put_cf_opt`/`delete_cf_opt`
+/// write with the given options (a synced write needs no `WriteBatch`),
+/// and `Db::open_default` creates the database.
+#[test]
+fn opt_writes_and_open_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("new");
+    let db = Db::open_default(&path).unwrap();
+    let synced = batchkv::WriteOptions {
+        sync: true,
+        ..Default::default()
+    };
+    let no_wal = batchkv::WriteOptions {
+        disable_wal: true,
+        ..Default::default()
+    };
+    db.put_opt(&synced, b"a", b"1").unwrap();
+    db.put_opt(&no_wal, b"b", b"2").unwrap();
+    db.put_opt(&synced, b"c", b"3").unwrap();
+    db.delete_opt(&synced, b"c").unwrap();
+    let cf = db.create_cf("cf", &batchkv::Options::default()).unwrap();
+    db.put_cf_opt(&synced, &cf, b"x", b"9").unwrap();
+    db.put_cf_opt(&synced, &cf, b"y", b"8").unwrap();
+    db.delete_cf_opt(&synced, &cf, b"y").unwrap();
+    let check = |db: &Db, cf: &batchkv::ColumnFamily| {
+        assert_eq!(db.get(b"a").unwrap(), Some(b"1".to_vec()));
+        assert_eq!(db.get(b"b").unwrap(), Some(b"2".to_vec()));
+        assert_eq!(db.get(b"c").unwrap(), None);
+        assert_eq!(db.get_cf(cf, b"x").unwrap(), Some(b"9".to_vec()));
+        assert_eq!(db.get_cf(cf, b"y").unwrap(), None);
+    };
+    check(&db, &cf);
+    // The WAL-less put was flushed at close; the others came back from the WAL.
+    db.close().unwrap();
+    let db = Db::open_default(&path).unwrap();
+    check(&db, &db.cf_handle("cf").unwrap());
+    // Options are still checked: a read-only database refuses them.
+    db.close().unwrap();
+    let ro = Db::open_read_only(&path, batchkv::Options::default()).unwrap();
+    assert!(matches!(
+        ro.put_opt(&synced, b"a", b"2"),
+        Err(Error::ReadOnly(_))
+    ));
+    assert!(matches!(
+        ro.delete_opt(&synced, b"a"),
+        Err(Error::ReadOnly(_))
+    ));
+}

@@ -231,14 +231,17 @@ fn without_an_operator_reads_of_merged_keys_fail_and_others_work() {
         db.merge(&wo(), k(2), "x").unwrap();
         db.close().unwrap();
     }
-    let db = Db::open(
-        dir.path(),
-        Options {
-            merge_operator: None,
-            ..common::opts()
-        },
-    )
-    .unwrap();
+    let no_operator = || Options {
+        merge_operator: None,
+        ..common::opts()
+    };
+    // The OPTIONS file records the operator: opening without it is refused
+    // (tests/merge_operator_is_checked_at_open.rs)...
+    assert!(Db::open(dir.path(), no_operator()).is_err());
+    // ...unless nothing is recorded (a database from before the record):
+    // then reads of merged keys fail, and the rest works.
+    std::fs::remove_file(dir.path().join("OPTIONS")).unwrap();
+    let db = Db::open(dir.path(), no_operator()).unwrap();
     let is_no_op =
         |e: &Error| matches!(e, Error::InvalidArgument(m) if m.contains("no merge operator"));
     assert_eq!(db.get(k(1)).unwrap().unwrap(), b"plain");

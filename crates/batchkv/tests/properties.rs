@@ -48,7 +48,9 @@ fn properties_describe_the_database() {
         "{stats}"
     );
     assert_eq!(db.property("batchkv.unknown"), None);
-    assert_eq!(db.property("rocksdb.stats"), None);
+    // RocksDB's names answer only where batchkv has the figure.
+    assert!(db.property("rocksdb.stats").unwrap().contains("flushes: 1"));
+    assert_eq!(db.property("rocksdb.no-such-property"), None);
     drop(snap);
     assert_eq!(db.property_int("batchkv.num-snapshots"), Some(0));
 }
@@ -124,4 +126,76 @@ fn statistics_count_what_the_engine_did() {
     assert!(s.compaction_bytes_read > 0, "{s:?}");
     assert!(s.block_cache_hits + s.block_cache_misses > 0, "{s:?}");
     assert!(s.write_amplification() > 0.0);
+}
+
+/// RocksDB's property names answer with batchkv's figure where batchkv
+/// has the same one (also per column family); the others stay unknown.
+#[test]
+fn rocksdb_property_names_are_aliases() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open_without_compactions(dir.path());
+    for i in 0..50u64 {
+        db.put(common::key(i), b"v").unwrap();
+    }
+    db.flush().unwrap();
+    db.put(common::key(1), b"w").unwrap();
+    let _snap = db.snapshot();
+    for (rocks, ours) in [
+        ("rocksdb.estimate-num-keys", "batchkv.estimate-num-keys"),
+        ("rocksdb.num-files-at-level0", "batchkv.num-files-at-level0"),
+        ("rocksdb.num-files-at-level1", "batchkv.num-files-at-level1"),
+        (
+            "rocksdb.total-sst-files-size",
+            "batchkv.total-sst-files-size",
+        ),
+        (
+            "rocksdb.live-sst-files-size",
+            "batchkv.total-sst-files-size",
+        ),
+        (
+            "rocksdb.cur-size-all-mem-tables",
+            "batchkv.cur-size-all-mem-tables",
+        ),
+        (
+            "rocksdb.num-immutable-mem-table",
+            "batchkv.num-immutable-mem-table",
+        ),
+        ("rocksdb.num-snapshots", "batchkv.num-snapshots"),
+        ("rocksdb.background-errors", "batchkv.background-errors"),
+        ("rocksdb.is-write-stopped", "batchkv.is-write-stopped"),
+    ] {
+        let got = db.property_int(rocks);
+        assert!(got.is_some(), "{rocks} is unknown");
+        assert_eq!(got, db.property_int(ours), "{rocks} vs {ours}");
+        assert_eq!(db.property(rocks), db.property(ours), "{rocks} vs {ours}");
+    }
+    assert_eq!(db.property_int("rocksdb.estimate-num-keys"), Some(51));
+    assert_eq!(db.property_int("rocksdb.num-files-at-level0"), Some(1));
+    assert_eq!(db.property_int("rocksdb.num-snapshots"), Some(1));
+    let stats = db.property("rocksdb.stats").unwrap();
+    assert!(stats.contains("L0"), "{stats}");
+    assert!(db.property("rocksdb.levelstats").unwrap().contains("L0"));
+    // Names batchkv has no figure for, or only under its own prefix.
+    for unknown in [
+        "rocksdb.num-running-compactions",
+        "rocksdb.last-sequence",
+        "rocksdb.num-files-at-levelx",
+        "rocksdb.",
+        "rocksdb.estimate-num-keys ",
+    ] {
+        assert_eq!(db.property(unknown), None, "{unknown}");
+        assert_eq!(db.property_int(unknown), None, "{unknown}");
+    }
+    // Per column family.
+    let cf = db.create_cf("c", &Options::default()).unwrap();
+    db.put_cf(&cf, b"x", b"1").unwrap();
+    assert_eq!(
+        db.property_int_cf(&cf, "rocksdb.estimate-num-keys"),
+        Some(1)
+    );
+    assert_eq!(
+        db.property_cf(&cf, "rocksdb.num-files-at-level0")
+            .as_deref(),
+        Some("0")
+    );
 }

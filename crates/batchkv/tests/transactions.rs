@@ -100,21 +100,12 @@ fn range_merges_own_writes_both_ways_with_bounds() {
             })
             .collect()
     };
-    let fwd: Vec<_> = txn
-        .range::<&[u8], _>(..)
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let fwd: Vec<_> = txn.range(..).unwrap().map(Result::unwrap).collect();
     assert_eq!(
         all(fwd),
         ["a=t-a", "b=db-b", "d=t-d", "g=t-g", "h=db-h", "j=db-j", "z=t-z"]
     );
-    let back: Vec<_> = txn
-        .range::<&[u8], _>(..)
-        .unwrap()
-        .rev()
-        .map(Result::unwrap)
-        .collect();
+    let back: Vec<_> = txn.range(..).unwrap().rev().map(Result::unwrap).collect();
     assert_eq!(
         all(back),
         ["z=t-z", "j=db-j", "h=db-h", "g=t-g", "d=t-d", "b=db-b", "a=t-a"]
@@ -133,7 +124,7 @@ fn range_merges_own_writes_both_ways_with_bounds() {
         .collect();
     assert_eq!(all(bounded_back), ["g=t-g", "d=t-d", "b=db-b"]);
     // Both ends mixed: every key exactly once.
-    let mut it = txn.range::<&[u8], _>(..).unwrap();
+    let mut it = txn.range(..).unwrap();
     let mut front = Vec::new();
     let mut back = Vec::new();
     while let Some(r) = it.next() {
@@ -492,7 +483,7 @@ fn column_families() {
         .collect();
     assert_eq!(got, vec![v("alice"), v("u2"), None]);
     let keys: Vec<_> = txn
-        .range_cf::<&[u8], _>(&users, ..)
+        .range_cf(&users, ..)
         .unwrap()
         .map(|r| r.unwrap().0)
         .collect();
@@ -622,12 +613,7 @@ fn merges_read_through_the_operator() {
         .map(Result::unwrap)
         .collect();
     assert_eq!(got, vec![v("x"), v("a,b,c")]);
-    let items: Vec<_> = txn
-        .range::<&[u8], _>(..)
-        .unwrap()
-        .rev()
-        .map(Result::unwrap)
-        .collect();
+    let items: Vec<_> = txn.range(..).unwrap().rev().map(Result::unwrap).collect();
     assert_eq!(
         items,
         vec![

@@ -128,6 +128,30 @@ pub(super) fn recovered_options(
     Ok(per_family(db_opts, o))
 }
 
+/// The shared state of a new family `id` named `name`, showing only
+/// `mem` (empty) until a super version is installed.
+pub(super) fn new_cf_shared(
+    id: u32,
+    name: &str,
+    opts: &Arc<Options>,
+    mem: &Arc<dyn crate::memtable::MemTable>,
+) -> Arc<CfShared> {
+    Arc::new(CfShared {
+        id,
+        name: name.to_string(),
+        opts: Arc::clone(opts),
+        sv: ArcSwap::from_pointee(SuperVersion {
+            mem: Arc::clone(mem),
+            imms: Vec::new(),
+            version: Default::default(),
+            table_range_dels: Default::default(),
+            opts: Arc::clone(opts),
+        }),
+        dropped: AtomicBool::new(false),
+        unpersisted: AtomicBool::new(false),
+    })
+}
+
 /// A family's state at open or creation.
 pub(super) fn new_cf_state(
     shared: Arc<CfShared>,
@@ -232,20 +256,7 @@ impl Db {
         let id = st.versions.next_column_family_id();
         let memtables = MemTableFactory::new(&opts);
         let mem = core.new_memtable(&memtables);
-        let shared = Arc::new(CfShared {
-            id,
-            name: name.to_string(),
-            opts: Arc::clone(&opts),
-            sv: ArcSwap::from_pointee(SuperVersion {
-                mem: Arc::clone(&mem),
-                imms: Vec::new(),
-                version: Default::default(),
-                table_range_dels: Default::default(),
-                opts: Arc::clone(&opts),
-            }),
-            dropped: AtomicBool::new(false),
-            unpersisted: AtomicBool::new(false),
-        });
+        let shared = new_cf_shared(id, name, &opts, &mem);
         let edit = VersionEdit {
             column_family: id,
             add_column_family: Some((name.to_string(), opts.to_option_string())),
@@ -264,7 +275,11 @@ impl Db {
             st.cfs.insert(id, state);
             core.install_super_version(st, id);
         });
-        drop(st);
+        if result.is_ok() {
+            core.rewrite_options_file(st);
+        } else {
+            drop(st);
+        }
         drop(log);
         result?;
         log::info!("created column family {name:?} (id {id})");
@@ -296,23 +311,14 @@ impl Db {
         };
         let id = cf.id();
         let (st, result) = core.apply_edit(st, edit, |st| {
-            if let Some(c) = st.cfs.remove(&id) {
-                c.shared.dropped.store(true, Ordering::Release);
-                // Handles outlive the family: they must not keep its
-                // memtables and tables alive. Readers that loaded the old
-                // super version keep what they use until they end.
-                c.shared.sv.store(Arc::new(SuperVersion {
-                    mem: core.new_memtable(&c.memtables),
-                    imms: Vec::new(),
-                    version: Default::default(),
-                    table_range_dels: Default::default(),
-                    opts: Arc::clone(&c.shared.opts),
-                }));
-                st.dropped_names.insert(id, c.shared.name.clone());
-            }
+            core.retire_family(st, id);
             core.bg_cv.notify_all();
         });
-        drop(st);
+        if result.is_ok() {
+            core.rewrite_options_file(st);
+        } else {
+            drop(st);
+        }
         drop(log);
         result?;
         log::info!("dropped column family {:?} (id {id})", cf.name());
@@ -349,18 +355,39 @@ impl Db {
         key: impl AsRef<[u8]>,
         value: impl AsRef<[u8]>,
     ) -> Result<()> {
-        cf.live()?;
-        let mut b = crate::WriteBatch::new();
-        b.put_cf(cf, key, value);
-        self.write(&crate::WriteOptions::default(), b)
+        self.put_cf_opt(&crate::WriteOptions::default(), cf, key, value)
     }
 
     /// Deletes `key` in column family `cf`.
     pub fn delete_cf(&self, cf: &ColumnFamily, key: impl AsRef<[u8]>) -> Result<()> {
+        self.delete_cf_opt(&crate::WriteOptions::default(), cf, key)
+    }
+
+    /// [`Db::put_cf`] with write options (rust-rocksdb's `put_cf_opt`).
+    pub fn put_cf_opt(
+        &self,
+        opts: &crate::WriteOptions,
+        cf: &ColumnFamily,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+    ) -> Result<()> {
+        cf.live()?;
+        let mut b = crate::WriteBatch::new();
+        b.put_cf(cf, key, value);
+        self.write(opts, b)
+    }
+
+    /// [`Db::delete_cf`] with write options (rust-rocksdb's `delete_cf_opt`).
+    pub fn delete_cf_opt(
+        &self,
+        opts: &crate::WriteOptions,
+        cf: &ColumnFamily,
+        key: impl AsRef<[u8]>,
+    ) -> Result<()> {
         cf.live()?;
         let mut b = crate::WriteBatch::new();
         b.delete_cf(cf, key);
-        self.write(&crate::WriteOptions::default(), b)
+        self.write(opts, b)
     }
 
     /// Adds a merge operand for `key` in column family `cf` (see
@@ -411,6 +438,45 @@ impl Db {
 }
 
 impl DbCore {
+    /// Removes family `id` from `st` (it was dropped): its handles fail
+    /// from now on, and its name stays known for their errors.
+    pub(super) fn retire_family(&self, st: &mut super::DbState, id: u32) {
+        if let Some(c) = st.cfs.remove(&id) {
+            c.shared.dropped.store(true, Ordering::Release);
+            // Handles outlive the family: they must not keep its
+            // memtables and tables alive. Readers that loaded the old
+            // super version keep what they use until they end.
+            c.shared.sv.store(Arc::new(SuperVersion {
+                mem: self.new_memtable(&c.memtables),
+                imms: Vec::new(),
+                version: Default::default(),
+                table_range_dels: Default::default(),
+                opts: Arc::clone(&c.shared.opts),
+            }));
+            st.dropped_names.insert(id, c.shared.name.clone());
+        }
+    }
+
+    /// Rewrites `OPTIONS` with the merge operators of the live families
+    /// (after a family was created or dropped). Called holding `log`, which
+    /// keeps two rewrites apart; `st` is released before the file is written.
+    fn rewrite_options_file(&self, mut st: std::sync::MutexGuard<'_, super::DbState>) {
+        let temp = st.versions.new_file_number();
+        let families: Vec<(String, Arc<Options>)> = st
+            .cfs
+            .values()
+            .map(|c| (c.shared.name.clone(), Arc::clone(&c.shared.opts)))
+            .collect();
+        drop(st);
+        super::options_file::rewrite(
+            self.fs.as_ref(),
+            &self.dir,
+            &self.opts,
+            families.iter().map(|(n, o)| (n.as_str(), o.as_ref())),
+            temp,
+        );
+    }
+
     /// `InvalidArgument` naming the first of `ids` that is not a live
     /// family (dropped, or never created).
     pub(super) fn check_cf_ids(&self, ids: &[u32]) -> Result<()> {

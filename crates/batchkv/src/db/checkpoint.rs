@@ -99,6 +99,16 @@ impl Db {
             Some(manifest_len),
         )?;
         set_current(fs, &staging, manifest_number)?;
+        // The merge operators in use, so opening the copy checks them too.
+        let families: Vec<(String, std::sync::Arc<crate::Options>)> = lock(&core.state)
+            .cfs
+            .values()
+            .map(|c| (c.shared.name.clone(), std::sync::Arc::clone(&c.shared.opts)))
+            .collect();
+        let operators = super::options_file::merge_operator_names(
+            families.iter().map(|(n, o)| (n.as_str(), o.as_ref())),
+        );
+        super::options_file::write(fs, &staging, &core.opts, &operators, manifest_number)?;
         fs.sync_dir(&staging)?;
         fs.rename(&staging, dir)?;
         let parent = dir

@@ -36,16 +36,19 @@ pub(crate) mod filename;
 mod flush;
 mod ingest;
 mod iterator;
+mod key_range;
 mod latency;
 mod memtable_factory;
 mod merge_read;
 #[cfg(feature = "metrics")]
 mod metrics_export;
 mod multi_get;
+mod options_file;
 mod properties;
 mod range;
 mod read;
 mod recovery;
+mod secondary;
 mod snapshot;
 mod statistics;
 mod table_cache;
@@ -73,6 +76,7 @@ use crate::wal;
 
 pub use ingest::IngestOptions;
 pub use iterator::DbIterator;
+pub use key_range::KeyRange;
 use memtable_factory::MemTableFactory;
 pub use range::{KvResult, RangeIter};
 pub use snapshot::Snapshot;
@@ -202,10 +206,14 @@ pub(crate) struct DbCore {
     shutting_down: AtomicBool,
     /// What opening replayed from the WALs and what it dropped.
     recovery: wal_replay::RecoveryReport,
-    /// Opened with [`Db::open_read_only`]: no writes, no background work.
+    /// Opened with [`Db::open_read_only`] or [`Db::open_as_secondary`]: no
+    /// writes, no background work.
     read_only: bool,
     /// What [`Db::statistics`] reports.
     counters: statistics::Counters,
+    /// Set for a secondary instance ([`Db::open_as_secondary`]): what it
+    /// has read of the primary's files.
+    secondary: Option<secondary::Follower>,
 }
 
 /// A description of the database's shape, from [`Db::stats`].
@@ -257,6 +265,16 @@ impl Db {
         Db::open_with_fs(path, opts, Arc::new(PosixFs))
     }
 
+    /// Opens (creating it if missing) the database in `path` with default
+    /// options (rust-rocksdb's `DB::open_default`).
+    pub fn open_default(path: impl AsRef<Path>) -> Result<Db> {
+        let opts = Options {
+            create_if_missing: true,
+            ..Options::default()
+        };
+        Db::open(path, opts)
+    }
+
     /// Opens the database through a custom filesystem (tests use a
     /// fault-injecting one, [`crate::FaultInjectionFs`]).
     pub fn open_with_fs(
@@ -274,7 +292,7 @@ impl Db {
         cf_options: Vec<(String, Options)>,
     ) -> Result<Db> {
         opts.validate()?;
-        let core = recovery::open(path, opts, fs, false, &cf_options)?;
+        let core = recovery::open(path, opts, fs, recovery::OpenMode::ReadWrite, &cf_options)?;
         log::info!(
             "opened {} (last sequence {}, {} SST files)",
             path.display(),
@@ -306,11 +324,18 @@ impl Db {
     /// on read-only media, or beside a process that has the database open
     /// (it then sees the state at this open; tables that writer deletes
     /// later make reads of them fail with an I/O error — open a checkpoint
-    /// for a stable view). WALs are replayed into memory. Writes, `flush`,
+    /// for a stable view, or [`Db::open_as_secondary`] to follow the
+    /// writer). WALs are replayed into memory. Writes, `flush`,
     /// `compact_range` and `checkpoint` return [`Error::ReadOnly`].
     pub fn open_read_only(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
         opts.validate()?;
-        let core = recovery::open(path.as_ref(), opts, Arc::new(PosixFs), true, &[])?;
+        let core = recovery::open(
+            path.as_ref(),
+            opts,
+            Arc::new(PosixFs),
+            recovery::OpenMode::ReadOnly,
+            &[],
+        )?;
         Ok(Db {
             handle: Arc::new(DbHandle {
                 core: Arc::new(core),

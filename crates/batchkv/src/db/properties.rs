@@ -1,5 +1,6 @@
 //! Named database properties, RocksDB style (`Db::property("batchkv.stats")`,
-//! `Db::property_int("batchkv.num-files-at-level0")`).
+//! `Db::property_int("batchkv.num-files-at-level0")`, or RocksDB's names:
+//! `Db::property_int("rocksdb.estimate-num-keys")`).
 //!
 //! | name | value |
 //! |---|---|
@@ -17,6 +18,24 @@
 //! | `batchkv.stats` | a multi-line summary: per level files and bytes, memtables, counters, latency percentiles (with `Options::statistics`) |
 //! | `batchkv.levelstats` | the per-level table of `batchkv.stats` |
 //!
+//! RocksDB's names are accepted as aliases where batchkv has the same
+//! figure (`ROCKSDB_ALIASES`); other `rocksdb.` names return `None`:
+//!
+//! | RocksDB name | answered by | note |
+//! |---|---|---|
+//! | `rocksdb.num-files-at-level<N>` | `batchkv.num-files-at-level<N>` | |
+//! | `rocksdb.total-sst-files-size` | `batchkv.total-sst-files-size` | the current version's files; RocksDB's also counts files only an older version (an open iterator) still holds |
+//! | `rocksdb.live-sst-files-size` | `batchkv.total-sst-files-size` | |
+//! | `rocksdb.num-immutable-mem-table` | `batchkv.num-immutable-mem-table` | |
+//! | `rocksdb.cur-size-all-mem-tables` | `batchkv.cur-size-all-mem-tables` | |
+//! | `rocksdb.estimate-num-keys` | `batchkv.estimate-num-keys` | an estimate in both: overwrites and tombstones are counted |
+//! | `rocksdb.estimate-table-readers-mem` | `batchkv.estimate-table-readers-mem` | |
+//! | `rocksdb.num-snapshots` | `batchkv.num-snapshots` | |
+//! | `rocksdb.background-errors` | `batchkv.background-errors` | 0 or 1 (RocksDB counts them) |
+//! | `rocksdb.is-write-stopped` | `batchkv.is-write-stopped` | |
+//! | `rocksdb.stats` | `batchkv.stats` | batchkv's text, not RocksDB's layout |
+//! | `rocksdb.levelstats` | `batchkv.levelstats` | batchkv's text, not RocksDB's layout |
+//!
 //! `property`/`property_int` describe the default column family;
 //! `property_cf`/`property_int_cf` another one (file, memtable, flush and
 //! key counts are the family's; snapshots, sequence, errors, stalls,
@@ -27,9 +46,44 @@ use std::fmt::Write as _;
 
 const PREFIX: &str = "batchkv.";
 
+/// RocksDB property names (without `rocksdb.`) answered by the batchkv
+/// property of the second name, where the figure is the same (the table in
+/// this module's documentation). `num-files-at-level<N>` is handled apart.
+pub(crate) const ROCKSDB_ALIASES: &[(&str, &str)] = &[
+    ("total-sst-files-size", "total-sst-files-size"),
+    ("live-sst-files-size", "total-sst-files-size"),
+    ("num-immutable-mem-table", "num-immutable-mem-table"),
+    ("cur-size-all-mem-tables", "cur-size-all-mem-tables"),
+    ("estimate-num-keys", "estimate-num-keys"),
+    ("estimate-table-readers-mem", "estimate-table-readers-mem"),
+    ("num-snapshots", "num-snapshots"),
+    ("background-errors", "background-errors"),
+    ("is-write-stopped", "is-write-stopped"),
+    ("stats", "stats"),
+    ("levelstats", "levelstats"),
+];
+
+/// The batchkv property (without its prefix) that `name` asks for: a
+/// `batchkv.` name, or a RocksDB name with an alias; `None` otherwise.
+fn property_key(name: &str) -> Option<&str> {
+    if let Some(prop) = name.strip_prefix(PREFIX) {
+        return Some(prop);
+    }
+    let prop = name.strip_prefix("rocksdb.")?;
+    if prop.starts_with("num-files-at-level") {
+        return Some(prop);
+    }
+    ROCKSDB_ALIASES
+        .iter()
+        .find(|(rocks, _)| *rocks == prop)
+        .map(|(_, ours)| *ours)
+}
+
 impl Db {
     /// The value of a named property (table in `db/properties.rs`, names as
-    /// in RocksDB with the `batchkv.` prefix), or `None` for an unknown name.
+    /// in RocksDB with the `batchkv.` prefix; RocksDB's own `rocksdb.` names
+    /// where batchkv has the same figure, e.g. `rocksdb.estimate-num-keys`),
+    /// or `None` for an unknown name.
     pub fn property(&self, name: &str) -> Option<String> {
         self.property_in(&self.default_cf(), name)
     }
@@ -47,7 +101,7 @@ impl Db {
     }
 
     fn property_in(&self, cf: &super::ColumnFamily, name: &str) -> Option<String> {
-        let prop = name.strip_prefix(PREFIX)?;
+        let prop = property_key(name)?;
         if let Some(n) = self.property_int_in(cf, name) {
             return Some(n.to_string());
         }
@@ -109,7 +163,7 @@ impl Db {
     }
 
     fn property_int_in(&self, cf: &super::ColumnFamily, name: &str) -> Option<u64> {
-        let prop = name.strip_prefix(PREFIX)?;
+        let prop = property_key(name)?;
         let core = self.core();
         if let Some(level) = prop.strip_prefix("num-files-at-level") {
             let level: usize = level.parse().ok()?;
@@ -169,4 +223,32 @@ fn level_table(stats: &DbStats) -> String {
         let _ = writeln!(s, "L{level:<5} {files:>5}  {bytes}");
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rocksdb_names_map_to_batchkv_names_and_others_to_none() {
+        assert_eq!(property_key("batchkv.stats"), Some("stats"));
+        assert_eq!(property_key("rocksdb.stats"), Some("stats"));
+        assert_eq!(
+            property_key("rocksdb.live-sst-files-size"),
+            Some("total-sst-files-size")
+        );
+        assert_eq!(
+            property_key("rocksdb.num-files-at-level3"),
+            Some("num-files-at-level3")
+        );
+        // batchkv-only figures have no RocksDB alias...
+        assert_eq!(property_key("rocksdb.last-sequence"), None);
+        assert_eq!(property_key("rocksdb.num-flushes"), None);
+        // ...and RocksDB figures batchkv lacks stay unknown.
+        assert_eq!(property_key("rocksdb.num-running-compactions"), None);
+        assert_eq!(property_key("leveldb.stats"), None);
+        for (rocks, ours) in ROCKSDB_ALIASES {
+            assert_eq!(property_key(&format!("rocksdb.{rocks}")), Some(*ours));
+        }
+    }
 }

@@ -9,8 +9,7 @@
 //!    an end stops before reaching a key the other end already yielded, so
 //!    no key is yielded twice and none is skipped.
 
-use std::ops::{Bound, RangeBounds};
-
+use super::key_range::KeyRange;
 use super::{Db, DbIterator};
 use crate::error::{Error, Result};
 use crate::options::ReadOptions;
@@ -35,26 +34,23 @@ pub struct RangeIter {
 }
 
 impl Db {
-    /// The keys in `range` (any `RangeBounds` over byte strings, e.g.
-    /// `b"a".as_slice()..b"m".as_slice()` or `..`), intersected with the
-    /// bounds in `opts`, as a Rust iterator.
-    pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(
-        &self,
-        opts: &ReadOptions,
-        range: R,
-    ) -> Result<RangeIter> {
-        let (lower, upper) = key_bounds(&range);
+    /// The keys in `range` (any [`KeyRange`]: `..`, `"a".."m"`,
+    /// `b"a".as_slice()..=b"m".as_slice()`, a `(Bound, Bound)` pair, ...,
+    /// no type annotation needed), intersected with the bounds in `opts`,
+    /// as a Rust iterator.
+    pub fn range(&self, opts: &ReadOptions, range: impl KeyRange) -> Result<RangeIter> {
+        let (lower, upper) = range.into_bounds();
         self.range_iter(&self.core().default_cf, opts, lower, upper)
     }
 
     /// [`Db::range`] in column family `cf`.
-    pub fn range_cf<K: AsRef<[u8]>, R: RangeBounds<K>>(
+    pub fn range_cf(
         &self,
         opts: &ReadOptions,
         cf: &super::ColumnFamily,
-        range: R,
+        range: impl KeyRange,
     ) -> Result<RangeIter> {
-        let (lower, upper) = key_bounds(&range);
+        let (lower, upper) = range.into_bounds();
         cf.live()?;
         self.range_iter(&cf.inner, opts, lower, upper)
     }
@@ -113,13 +109,6 @@ impl Db {
             done: false,
         })
     }
-}
-
-/// The smallest key greater than `k` in bytewise order.
-fn successor_key(k: &[u8]) -> Vec<u8> {
-    let mut s = k.to_vec();
-    s.push(0);
-    s
 }
 
 /// The smallest key greater than every key starting with `prefix`; `None`
@@ -229,23 +218,6 @@ impl DoubleEndedIterator for RangeIter {
 
 impl std::iter::FusedIterator for RangeIter {}
 
-/// `range` as the iterator's inclusive lower and exclusive upper bound.
-pub(super) fn key_bounds<K: AsRef<[u8]>, R: RangeBounds<K>>(
-    range: &R,
-) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
-    let lower = match range.start_bound() {
-        Bound::Included(k) => Some(k.as_ref().to_vec()),
-        Bound::Excluded(k) => Some(successor_key(k.as_ref())),
-        Bound::Unbounded => None,
-    };
-    let upper = match range.end_bound() {
-        Bound::Included(k) => Some(successor_key(k.as_ref())),
-        Bound::Excluded(k) => Some(k.as_ref().to_vec()),
-        Bound::Unbounded => None,
-    };
-    (lower, upper)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -256,6 +228,5 @@ mod tests {
         assert_eq!(prefix_end(b"a\xff"), Some(b"b".to_vec()));
         assert_eq!(prefix_end(b"\xff\xff"), None);
         assert_eq!(prefix_end(b""), None);
-        assert_eq!(successor_key(b"a"), b"a\0".to_vec());
     }
 }

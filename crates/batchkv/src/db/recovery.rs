@@ -26,16 +26,34 @@ use crate::options::Options;
 use crate::version::{VersionEdit, VersionSet};
 use crate::wal;
 
-/// A read-only open takes no lock and writes nothing: WALs are replayed
-/// into memtables kept in memory, no MANIFEST, WAL or OPTIONS file is
-/// written and no file is deleted.
+/// How a database is opened.
+pub(super) enum OpenMode {
+    /// Locked, writable: WALs are replayed into L0 tables, a new WAL,
+    /// MANIFEST and OPTIONS file are written, obsolete files deleted.
+    ReadWrite,
+    /// [`Db::open_read_only`](super::Db::open_read_only).
+    ReadOnly,
+    /// A secondary instance (`db/secondary/`): the state its MANIFEST tail
+    /// read so far; no WAL is replayed here (the first catch-up reads them).
+    Secondary(VersionSet),
+}
+
+/// A read-only or secondary open takes no lock and writes nothing: WALs
+/// are replayed into memtables kept in memory (by the catch-up, for a
+/// secondary), no MANIFEST, WAL or OPTIONS file is written and no file is
+/// deleted.
 pub(super) fn open(
     dir: &Path,
     opts: Options,
     fs: Arc<dyn FileSystem>,
-    read_only: bool,
+    mode: OpenMode,
     cf_options: &[(String, Options)],
 ) -> Result<DbCore> {
+    let read_only = !matches!(mode, OpenMode::ReadWrite);
+    let secondary = match mode {
+        OpenMode::Secondary(vs) => Some(vs),
+        _ => None,
+    };
     if read_only {
         if !fs.exists(&dir.join(filename::CURRENT)) {
             return Err(Error::InvalidArgument(format!(
@@ -75,7 +93,11 @@ pub(super) fn open(
         )));
     }
 
-    let mut versions = VersionSet::recover(Arc::clone(&fs), dir)?;
+    let is_secondary = secondary.is_some();
+    let mut versions = match secondary {
+        Some(vs) => vs,
+        None => VersionSet::recover(Arc::clone(&fs), dir)?,
+    };
     let tables = Arc::new(TableCache::new(
         dir.to_path_buf(),
         Arc::clone(&fs),
@@ -98,6 +120,18 @@ pub(super) fn open(
         let factory = MemTableFactory::new(&cf_opts);
         families.push((id, cf.name.clone(), cf_opts, factory, cf.log_number));
     }
+    // Refused before anything is replayed or written: a family opened with
+    // another merge operator than the OPTIONS file records.
+    if let Some(recorded) = super::options_file::recorded_merge_operators(fs.as_ref(), dir)? {
+        super::options_file::check_merge_operators(
+            &dir.join(filename::OPTIONS),
+            &recorded,
+            families.iter().map(|f| {
+                let op = f.2.merge_operator.as_ref().map(|m| m.name());
+                (f.1.as_str(), op)
+            }),
+        )?;
+    }
     let mut next_memtable_id = 0u64;
     let mut max_sequence = versions.last_sequence();
 
@@ -108,6 +142,7 @@ pub(super) fn open(
         .filter_map(|name| filename::parse(name))
         .filter(|&(kind, n)| kind == FileKind::Wal && n >= versions.log_number())
         .map(|(_, n)| n)
+        .filter(|_| !is_secondary)
         .collect();
     logs.sort_unstable();
     for &number in &logs {
@@ -121,8 +156,8 @@ pub(super) fn open(
         .map(|c| c.log_number)
         .max()
         .unwrap_or(0);
-    let missing =
-        (newest_recorded > 0 && !logs.contains(&newest_recorded)).then_some(newest_recorded);
+    let missing = (!is_secondary && newest_recorded > 0 && !logs.contains(&newest_recorded))
+        .then_some(newest_recorded);
     // One edit per family (each edit names one family).
     let mut edits: Vec<VersionEdit> = families
         .iter()
@@ -202,7 +237,16 @@ pub(super) fn open(
             edit.last_sequence = Some(max_sequence);
             versions.log_and_apply(edit)?;
         }
-        write_options_file(fs.as_ref(), dir, &opts, versions.new_file_number())?;
+        let operators = super::options_file::merge_operator_names(
+            families.iter().map(|f| (f.1.as_str(), f.2.as_ref())),
+        );
+        super::options_file::write(
+            fs.as_ref(),
+            dir,
+            &opts,
+            &operators,
+            versions.new_file_number(),
+        )?;
         (writer, log_number)
     };
 
@@ -285,25 +329,13 @@ pub(super) fn open(
         recovery: report,
         read_only,
         counters: Default::default(),
+        secondary: None,
     };
     core.counters.latency.set_enabled(core.opts.statistics);
     if !read_only {
         core.delete_obsolete_files();
     }
     Ok(core)
-}
-
-/// Replaces `OPTIONS` atomically (temp file, fsync, rename, directory
-/// fsync) with the options this open uses; a crash leaves the old file or
-/// the new one, and at worst a temp file the next sweep deletes.
-fn write_options_file(fs: &dyn FileSystem, dir: &Path, opts: &Options, temp: u64) -> Result<()> {
-    let tmp = filename::path(dir, FileKind::Temp, temp);
-    let mut f = fs.new_writable(&tmp)?;
-    f.append(opts.options_file_text().as_bytes())?;
-    f.sync()?;
-    drop(f);
-    fs.rename(&tmp, &dir.join(filename::OPTIONS))?;
-    fs.sync_dir(dir)
 }
 
 /// A directory without CURRENT may be used for a new database only if it

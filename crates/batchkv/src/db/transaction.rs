@@ -31,9 +31,10 @@
 //!    first tracked (savepoints truncate it).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
-use std::ops::{Bound, RangeBounds};
+use std::ops::Bound;
 use std::sync::Arc;
 
+use super::key_range::KeyRange;
 use super::{lock, CfShared, ColumnFamily, Db, DbCore, Snapshot};
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
@@ -401,18 +402,14 @@ impl Transaction {
     /// its own writes (as of this call) merged over the database at the
     /// snapshot — its puts added or replacing, its deletes hiding keys, its
     /// merges applied. Ascending with `next`, descending with `next_back`.
-    pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<TransactionIter> {
+    pub fn range(&self, range: impl KeyRange) -> Result<TransactionIter> {
         self.range_cf(&self.default_cf(), range)
     }
 
     /// [`range`](Self::range) in column family `cf`.
-    pub fn range_cf<K: AsRef<[u8]>, R: RangeBounds<K>>(
-        &self,
-        cf: &ColumnFamily,
-        range: R,
-    ) -> Result<TransactionIter> {
+    pub fn range_cf(&self, cf: &ColumnFamily, range: impl KeyRange) -> Result<TransactionIter> {
         cf.live()?;
-        let (lower, upper) = super::range::key_bounds(&range);
+        let (lower, upper) = range.into_bounds();
         let db = self.db.range_iter(
             &cf.inner,
             &self.read_options(),

@@ -45,16 +45,32 @@ pub(super) struct PendingWrite {
 impl Db {
     /// Inserts or replaces `key`.
     pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
-        let mut b = WriteBatch::new();
-        b.put(key, value);
-        self.write(&WriteOptions::default(), b)
+        self.put_opt(&WriteOptions::default(), key, value)
     }
 
     /// Deletes `key` (a no-op if absent).
     pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
+        self.delete_opt(&WriteOptions::default(), key)
+    }
+
+    /// [`Db::put`] with write options (rust-rocksdb's `put_opt`): with
+    /// `opts.sync` the write is durable when this returns.
+    pub fn put_opt(
+        &self,
+        opts: &WriteOptions,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+    ) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.put(key, value);
+        self.write(opts, b)
+    }
+
+    /// [`Db::delete`] with write options (rust-rocksdb's `delete_opt`).
+    pub fn delete_opt(&self, opts: &WriteOptions, key: impl AsRef<[u8]>) -> Result<()> {
         let mut b = WriteBatch::new();
         b.delete(key);
-        self.write(&WriteOptions::default(), b)
+        self.write(opts, b)
     }
 
     /// Adds a merge operand for `key` (RocksDB's `Merge`): reads combine it

@@ -8,5 +8,5 @@ mod set;
 mod version;
 
 pub(crate) use edit::{FileMetaData, VersionEdit};
-pub(crate) use set::{set_current, VersionSet, DEFAULT_CF_NAME};
+pub(crate) use set::{read_current, set_current, ManifestState, VersionSet, DEFAULT_CF_NAME};
 pub(crate) use version::{Version, NUM_LEVELS};

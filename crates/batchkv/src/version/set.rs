@@ -104,44 +104,18 @@ impl VersionSet {
 
     /// Reads CURRENT and replays the MANIFEST it names.
     pub fn recover(fs: Arc<dyn FileSystem>, dir: &Path) -> Result<VersionSet> {
-        let current_path = dir.join(filename::CURRENT);
-        let current = fs.read_all(&current_path)?;
-        let manifest_name = parse_current(&current, &current_path)?;
+        let manifest_name = read_current(fs.as_ref(), dir)?;
         let manifest_path = dir.join(&manifest_name);
         let data = fs.read_all(&manifest_path)?;
         let file = manifest_path.display().to_string();
 
-        let mut cfs: BTreeMap<u32, (String, String, Version, Option<u64>)> = BTreeMap::new();
-        cfs.insert(
-            0,
-            (
-                DEFAULT_CF_NAME.to_string(),
-                String::new(),
-                Version::default(),
-                None,
-            ),
-        );
-        let mut max_column_family = 0u32;
-        let (mut next_file, mut last_seq) = (None, None);
+        let mut state = ManifestState::new();
         let mut reader = wal::Reader::new(&data, &file);
         let mut torn_tail = None;
         loop {
             match reader.next() {
                 wal::ReadOutcome::Record { data, offset } => {
-                    let edit = VersionEdit::decode(&data, &file, offset)?;
-                    if let Some(name) = &edit.comparator {
-                        if name != COMPARATOR_NAME {
-                            return Err(Error::InvalidArgument(format!(
-                                "database uses comparator {name:?}, batchkv provides {COMPARATOR_NAME:?}"
-                            )));
-                        }
-                    }
-                    apply_cf_edit(&mut cfs, &edit, &file, offset)?;
-                    if let Some(m) = edit.max_column_family {
-                        max_column_family = max_column_family.max(m);
-                    }
-                    next_file = edit.next_file_number.or(next_file);
-                    last_seq = edit.last_sequence.or(last_seq);
+                    state.apply_record(&data, &file, offset)?;
                 }
                 wal::ReadOutcome::Eof => break,
                 // A torn last record is an edit whose write never completed
@@ -156,65 +130,12 @@ impl VersionSet {
                 }
             }
         }
-        // A MANIFEST describing overlapping or misordered levels would make
-        // reads return wrong data: refuse it.
-        for (_, (name, _, version, _)) in cfs.iter() {
-            version.check_invariants().map_err(|e| {
-                Error::corruption(
-                    &file,
-                    0,
-                    format!("MANIFEST describes a bad version of column family {name:?}: {e}"),
-                )
-            })?;
-        }
-        let missing =
-            |what: &str| Error::corruption(&file, 0, format!("MANIFEST records no {what}"));
-        let next_file_number = next_file.ok_or_else(|| missing("next file number"))?;
-        let manifest_number = filename::parse(&manifest_name).map(|(_, n)| n).unwrap_or(0);
-        // File numbers count files created: far below this in any real
-        // database, and room for `+ 1` without overflow (found by fuzzing).
-        const MAX_FILE_NUMBER: u64 = 1 << 62;
-        if next_file_number > MAX_FILE_NUMBER || manifest_number > MAX_FILE_NUMBER {
-            return Err(Error::corruption(
-                &file,
-                0,
-                format!(
-                    "file number out of range: next {next_file_number}, MANIFEST {manifest_number} (limit {MAX_FILE_NUMBER})"
-                ),
-            ));
-        }
-        if cfs.get(&0).and_then(|c| c.3).is_none() {
-            return Err(missing("log number"));
-        }
-        let cfs: BTreeMap<u32, CfVersion> = cfs
-            .into_iter()
-            .map(|(id, (name, options, version, log))| {
-                (
-                    id,
-                    CfVersion {
-                        name,
-                        options,
-                        current: Arc::new(version),
-                        log_number: log.unwrap_or(0),
-                    },
-                )
-            })
-            .collect();
-        max_column_family = max_column_family.max(cfs.keys().copied().max().unwrap_or(0));
+        let vs = state.version_set(fs, dir, &manifest_name, &file)?;
         if let Some((offset, detail)) = torn_tail {
-            check_dropped_edit_was_unapplied(fs.as_ref(), dir, &cfs)
+            check_dropped_edit_was_unapplied(vs.fs.as_ref(), dir, &vs.cfs)
                 .map_err(|why| Error::corruption(&file, offset, format!("{detail}; {why}")))?;
         }
-        Ok(VersionSet {
-            dir: dir.to_path_buf(),
-            fs,
-            cfs,
-            max_column_family,
-            next_file_number: next_file_number.max(manifest_number + 1),
-            last_sequence: last_seq.ok_or_else(|| missing("last sequence"))?,
-            manifest: None,
-            manifest_number,
-        })
+        Ok(vs)
     }
 
     /// The default column family's current version.
@@ -406,6 +327,139 @@ impl VersionSet {
         self.manifest = Some(Arc::new(Mutex::new(writer)));
         self.manifest_number = number;
         Ok(())
+    }
+}
+
+/// The name of the MANIFEST that `CURRENT` in `dir` names.
+pub(crate) fn read_current(fs: &dyn FileSystem, dir: &Path) -> Result<String> {
+    let current_path = dir.join(filename::CURRENT);
+    let current = fs.read_all(&current_path)?;
+    parse_current(&current, &current_path)
+}
+
+/// The state a MANIFEST describes, built one record at a time: by
+/// [`VersionSet::recover`] over a whole file, and by a secondary instance
+/// (`db/secondary/`) as the primary appends to its MANIFEST.
+#[derive(Clone)]
+pub(crate) struct ManifestState {
+    /// Per column family id: (name, option string, version, log number).
+    cfs: BTreeMap<u32, (String, String, Version, Option<u64>)>,
+    max_column_family: u32,
+    next_file: Option<u64>,
+    last_seq: Option<SequenceNumber>,
+}
+
+impl ManifestState {
+    /// The state before the first record: only the default family, empty.
+    pub fn new() -> ManifestState {
+        let mut cfs = BTreeMap::new();
+        cfs.insert(
+            0,
+            (
+                DEFAULT_CF_NAME.to_string(),
+                String::new(),
+                Version::default(),
+                None,
+            ),
+        );
+        ManifestState {
+            cfs,
+            max_column_family: 0,
+            next_file: None,
+            last_seq: None,
+        }
+    }
+
+    /// Applies one MANIFEST record (a [`VersionEdit`]) read from `file` at
+    /// `offset`. On error the state is unchanged only up to the failing
+    /// family's edit: callers stop using it.
+    pub fn apply_record(&mut self, data: &[u8], file: &str, offset: u64) -> Result<()> {
+        let edit = VersionEdit::decode(data, file, offset)?;
+        if let Some(name) = &edit.comparator {
+            if name != COMPARATOR_NAME {
+                return Err(Error::InvalidArgument(format!(
+                    "database uses comparator {name:?}, batchkv provides {COMPARATOR_NAME:?}"
+                )));
+            }
+        }
+        apply_cf_edit(&mut self.cfs, &edit, file, offset)?;
+        if let Some(m) = edit.max_column_family {
+            self.max_column_family = self.max_column_family.max(m);
+        }
+        self.next_file = edit.next_file_number.or(self.next_file);
+        self.last_seq = edit.last_sequence.or(self.last_seq);
+        Ok(())
+    }
+
+    /// The [`VersionSet`] of this state, read from `manifest_name` in `dir`
+    /// (`file` is its path, for errors). Refuses a state that is not a
+    /// whole database: misordered levels, or no file number, log number or
+    /// last sequence recorded.
+    pub fn version_set(
+        &self,
+        fs: Arc<dyn FileSystem>,
+        dir: &Path,
+        manifest_name: &str,
+        file: &str,
+    ) -> Result<VersionSet> {
+        // A MANIFEST describing overlapping or misordered levels would make
+        // reads return wrong data: refuse it.
+        for (name, _, version, _) in self.cfs.values() {
+            version.check_invariants().map_err(|e| {
+                Error::corruption(
+                    file,
+                    0,
+                    format!("MANIFEST describes a bad version of column family {name:?}: {e}"),
+                )
+            })?;
+        }
+        let missing =
+            |what: &str| Error::corruption(file, 0, format!("MANIFEST records no {what}"));
+        let next_file_number = self.next_file.ok_or_else(|| missing("next file number"))?;
+        let manifest_number = filename::parse(manifest_name).map(|(_, n)| n).unwrap_or(0);
+        // File numbers count files created: far below this in any real
+        // database, and room for `+ 1` without overflow (found by fuzzing).
+        const MAX_FILE_NUMBER: u64 = 1 << 62;
+        if next_file_number > MAX_FILE_NUMBER || manifest_number > MAX_FILE_NUMBER {
+            return Err(Error::corruption(
+                file,
+                0,
+                format!(
+                    "file number out of range: next {next_file_number}, MANIFEST {manifest_number} (limit {MAX_FILE_NUMBER})"
+                ),
+            ));
+        }
+        if self.cfs.get(&0).and_then(|c| c.3).is_none() {
+            return Err(missing("log number"));
+        }
+        let cfs: BTreeMap<u32, CfVersion> = self
+            .cfs
+            .iter()
+            .map(|(&id, (name, options, version, log))| {
+                (
+                    id,
+                    CfVersion {
+                        name: name.clone(),
+                        options: options.clone(),
+                        current: Arc::new(version.clone()),
+                        log_number: log.unwrap_or(0),
+                    },
+                )
+            })
+            .collect();
+        let max_column_family = self
+            .max_column_family
+            .max(cfs.keys().copied().max().unwrap_or(0));
+        Ok(VersionSet {
+            dir: dir.to_path_buf(),
+            fs,
+            cfs,
+            max_column_family,
+            next_file_number: next_file_number.max(manifest_number + 1),
+            last_sequence: self.last_seq.ok_or_else(|| missing("last sequence"))?,
+            manifest: None,
+            manifest_number,
+        })
     }
 }
 

@@ -112,6 +112,22 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// Reads the log whose contents so far are `data`, starting at `pos`,
+    /// which must be where an earlier reader of the same file stood after
+    /// returning a record ([`Reader::position`]), or 0. A log being
+    /// appended to is read this way, each time with more of its bytes.
+    pub(crate) fn resume(data: &'a [u8], pos: usize, file_name: &str) -> Reader<'a> {
+        let mut r = Reader::new(data, file_name);
+        r.pos = pos.min(data.len());
+        r
+    }
+
+    /// The offset just past the last record returned (after a
+    /// [`ReadOutcome::Record`]): where [`Reader::resume`] continues.
+    pub(crate) fn position(&self) -> usize {
+        self.pos
+    }
+
     /// After [`ReadOutcome::Eof`]: the offset and length of the zero fill
     /// that ended the file where a record header was expected, if it is
     /// more than a block trailer's padding. The writer never writes zeros

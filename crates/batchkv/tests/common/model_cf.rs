@@ -58,7 +58,7 @@ fn check_family(
     at: &str,
 ) {
     let got: Vec<(Vec<u8>, Vec<u8>)> = db
-        .range_cf::<&[u8], _>(ro, cf, ..)
+        .range_cf(ro, cf, ..)
         .unwrap()
         .map(Result::unwrap)
         .collect();

@@ -37,6 +37,7 @@ mod flush;
 mod ingest;
 mod iterator;
 mod latency;
+mod lookup;
 mod memtable_factory;
 mod merge_read;
 #[cfg(feature = "metrics")]

@@ -38,6 +38,7 @@ mod ingest;
 mod iterator;
 mod key_range;
 mod latency;
+mod lookup;
 mod memtable_factory;
 mod merge_read;
 #[cfg(feature = "metrics")]

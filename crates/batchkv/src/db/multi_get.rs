@@ -15,27 +15,42 @@
 use std::ops::Range;
 use std::sync::Arc;
 
+use super::lookup::{Answer, KeyLookup, Step, TableStage, Tombstones};
 use super::{Db, DbCore, SuperVersion};
 use crate::error::{Error, Result};
-use crate::key::{user_key, ValueType};
+use crate::key::{user_key, SequenceNumber};
 use crate::key_list::KeyList;
-use crate::memtable::{BatchLookup, EntryRef, MemTable};
+use crate::memtable::{BatchLookup, EntryRef};
 use crate::options::ReadOptions;
-use crate::range_del::FragmentedTombstones;
 use crate::sst::{Block, BlockReadOptions};
 
 /// Resolution state of one distinct key; `'a` borrows memtable memory.
 enum Slot<'a> {
-    Pending,
+    /// Not resolved yet: the key's lookup so far.
+    Pending(KeyLookup),
     InMemory(&'a [u8]),
     /// A value inside a cached SST block, kept alive by holding the block.
     InBlock(Arc<Block>, Range<usize>),
     Owned(Vec<u8>),
     Deleted,
-    /// The newest visible version is a merge operand: finished one by one
-    /// on the slow path (`merge_read.rs`) after the batch stages.
-    NeedsMerge,
     Failed(Error),
+}
+
+impl<'a> Slot<'a> {
+    /// The slot for what a stage said of a key: `None` leaves it pending.
+    fn settled(r: Result<Option<Answer<'a>>>) -> Option<Slot<'a>> {
+        match r {
+            Ok(None) => None,
+            Ok(Some(Answer::Absent)) => Some(Slot::Deleted),
+            Ok(Some(Answer::Borrowed(v))) => Some(Slot::InMemory(v)),
+            Ok(Some(Answer::Owned(v))) => Some(Slot::Owned(v)),
+            Err(e) => Some(Slot::Failed(e)),
+        }
+    }
+
+    fn is_pending(&self) -> bool {
+        matches!(self, Slot::Pending(_))
+    }
 }
 
 impl Db {
@@ -140,7 +155,7 @@ impl Db {
         &self,
         cf: &super::CfShared,
         opts: &ReadOptions,
-        seq: crate::key::SequenceNumber,
+        seq: SequenceNumber,
         keys: &[K],
         mut on_result: impl FnMut(usize, Result<Option<&[u8]>>),
     ) {
@@ -161,26 +176,20 @@ impl Db {
         }
 
         // 2. Stage by stage.
-        let mut slots: Vec<Slot<'_>> = distinct.iter().map(|_| Slot::Pending).collect();
-        resolve_in_memtables(&sv, &distinct, seq, strategy, &mut slots);
-        resolve_in_tables(
-            core,
-            &sv,
-            &distinct,
-            seq,
-            super::read::block_read_options(opts),
-            &mut slots,
-        );
-
-        // Keys that met a merge operand, one by one.
         let ro = super::read::block_read_options(opts);
+        let mut slots: Vec<Slot<'_>> = distinct
+            .iter()
+            .map(|_| Slot::Pending(KeyLookup::default()))
+            .collect();
+        resolve_in_memtables(core, &sv, &distinct, seq, strategy, &mut slots);
+        resolve_in_tables(core, &sv, &distinct, seq, ro, &mut slots);
+        // Past the last stage: keys that kept operands merge them.
         for (u, slot) in slots.iter_mut().enumerate() {
-            if matches!(slot, Slot::NeedsMerge) {
-                *slot = match core.get_merged(&sv, distinct[u], seq, ro) {
-                    Ok(Some(v)) => Slot::Owned(v),
-                    Ok(None) => Slot::Deleted,
-                    Err(e) => Slot::Failed(e),
-                };
+            if let Slot::Pending(l) = slot {
+                if l.has_operands() {
+                    let r = l.end(&sv, distinct[u]).map(Some);
+                    *slot = Slot::settled(r).unwrap_or(Slot::Deleted);
+                }
             }
         }
 
@@ -199,11 +208,7 @@ impl Db {
                 Slot::InMemory(v) => Ok(Some(*v)),
                 Slot::InBlock(b, r) => Ok(Some(b.bytes(r.clone()))),
                 Slot::Owned(v) => Ok(Some(v.as_slice())),
-                Slot::Deleted | Slot::Pending => Ok(None),
-                // Resolved by the loop just above.
-                Slot::NeedsMerge => Err(Error::InvalidArgument(
-                    "internal: merge operand left unresolved".into(),
-                )),
+                Slot::Deleted | Slot::Pending(_) => Ok(None),
                 Slot::Failed(e) => Err(e.clone()),
             };
             on_result(i, r);
@@ -267,104 +272,105 @@ fn prefetch_value(slot: &Slot<'_>) {
 /// Runs the memtable stages: each memtable sees only the keys no newer
 /// memtable resolved.
 fn resolve_in_memtables<'a>(
+    core: &DbCore,
     sv: &'a SuperVersion,
     distinct: &[&[u8]],
-    seq: u64,
+    seq: SequenceNumber,
     strategy: BatchLookup,
     slots: &mut [Slot<'a>],
 ) {
     let mut pending: Vec<u32> = (0..distinct.len() as u32).collect();
     let mut stage_keys: Vec<&[u8]> = Vec::with_capacity(distinct.len());
-    for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
+    // Keys the batch answer did not decide, asked again one by one.
+    let mut undecided: Vec<u32> = Vec::new();
+    for mem in sv.memtables() {
         if pending.is_empty() {
             return;
         }
         stage_keys.clear();
         stage_keys.extend(pending.iter().map(|&u| distinct[u as usize]));
+        if let Some(t) = Tombstones::of_memtable(&**mem) {
+            for &u in &pending {
+                if let Slot::Pending(l) = &mut slots[u as usize] {
+                    l.cover(t.covering(distinct[u as usize], seq));
+                }
+            }
+        }
+        undecided.clear();
         let result = mem.multi_get(&stage_keys, seq, strategy, &mut |j, entry| {
-            slots[pending[j] as usize] = match entry {
-                EntryRef::Value(v) => Slot::InMemory(v),
-                EntryRef::Deleted => Slot::Deleted,
-                EntryRef::Merge(_) => Slot::NeedsMerge,
+            let u = pending[j];
+            let slot = &mut slots[u as usize];
+            let Slot::Pending(l) = slot else {
+                return;
+            };
+            *slot = match l.decide(entry) {
+                None => return undecided.push(u),
+                Some(Step::Value(v)) => Slot::InMemory(v),
+                Some(Step::Absent) => Slot::Deleted,
+                Some(step) => {
+                    let key = distinct[u as usize];
+                    match Slot::settled(l.settle(sv, key, step)) {
+                        Some(s) => s,
+                        None => return,
+                    }
+                }
             };
         });
         if let Err(e) = result {
             for &u in &pending {
-                if matches!(slots[u as usize], Slot::Pending) {
+                if slots[u as usize].is_pending() {
                     slots[u as usize] = Slot::Failed(e.clone());
                 }
             }
+            return;
         }
-        if let Some(frags) = mem.range_dels().and_then(|d| d.fragmented()) {
-            apply_memtable_range_dels(&**mem, &frags, distinct, &pending, seq, slots);
+        // `pending` ascends; the batch may report its keys in any order.
+        undecided.sort_unstable();
+        let mut undecided = undecided.iter().copied().peekable();
+        for &u in &pending {
+            let key = distinct[u as usize];
+            let slot = &mut slots[u as usize];
+            let Slot::Pending(l) = slot else {
+                continue;
+            };
+            let r = if undecided.next_if_eq(&u).is_some() {
+                core.lookup_in_memtable(sv, mem, l, key, seq)
+            } else {
+                match l.after_stage(true) {
+                    Some(step) => l.settle(sv, key, step),
+                    None => continue,
+                }
+            };
+            if let Some(s) = Slot::settled(r) {
+                *slot = s;
+            }
         }
-        pending.retain(|&u| matches!(slots[u as usize], Slot::Pending));
-    }
-}
-
-/// Settles the keys of one memtable stage that a range tombstone of that
-/// memtable covers: a version newer than the tombstone stands, anything
-/// else (an older version, or none — older stages hold only older ones)
-/// is deleted.
-fn apply_memtable_range_dels<'a>(
-    mem: &'a dyn MemTable,
-    frags: &FragmentedTombstones,
-    distinct: &[&[u8]],
-    stage: &[u32],
-    seq: u64,
-    slots: &mut [Slot<'a>],
-) {
-    for &u in stage {
-        let slot = &mut slots[u as usize];
-        if matches!(slot, Slot::Failed(_)) {
-            continue;
-        }
-        let key = distinct[u as usize];
-        let covered = frags.max_covering(key, seq);
-        if covered == 0 {
-            continue;
-        }
-        *slot = match slot {
-            Slot::Pending => Slot::Deleted,
-            _ => match mem.get_versioned(key, seq) {
-                Ok(Some((s, EntryRef::Value(v)))) if s > covered => Slot::InMemory(v),
-                Ok(Some((s, EntryRef::Merge(_)))) if s > covered => Slot::NeedsMerge,
-                Ok(_) => Slot::Deleted,
-                Err(e) => Slot::Failed(e),
-            },
-        };
+        pending.retain(|&u| slots[u as usize].is_pending());
     }
 }
 
 /// Runs the SST stages: L0 files newest first, then each deeper level.
 /// Every table is asked once, for the still-unresolved keys inside its key
-/// range, in ascending order ([`Table::multi_get_with`]). Levels ≥ 1 do not
-/// overlap, so their files and the sorted keys are walked together.
+/// range, in ascending order ([`Table::multi_get_blocks`]), however many
+/// they are. Levels ≥ 1 do not overlap, so their files and the sorted keys
+/// are walked together.
+///
+/// [`Table::multi_get_blocks`]: crate::sst::Table::multi_get_blocks
 fn resolve_in_tables(
     core: &DbCore,
-    sv: &Arc<SuperVersion>,
+    sv: &SuperVersion,
     distinct: &[&[u8]],
-    seq: u64,
+    seq: SequenceNumber,
     ro: BlockReadOptions,
     slots: &mut [Slot<'_>],
 ) {
     let mut pending: Vec<u32> = (0..distinct.len() as u32)
-        .filter(|&u| matches!(slots[u as usize], Slot::Pending))
+        .filter(|&u| slots[u as usize].is_pending())
         .collect();
-    if let [u] = pending[..] {
-        // One key: nothing to overlap; the single-key path allocates less.
-        slots[u as usize] = match core.get_from_tables(sv, distinct[u as usize], seq, ro) {
-            Ok(Some(v)) => Slot::Owned(v),
-            Ok(None) => Slot::Deleted,
-            Err(e) => Slot::Failed(e),
-        };
-        return;
-    }
-    // Per distinct key, the newest range tombstone covering it seen so far
-    // (0: none); empty until a table with range tombstones is met.
-    let mut covered: Vec<u64> = Vec::new();
     let mut group: Vec<u32> = Vec::with_capacity(pending.len());
     let mut group_keys: Vec<&[u8]> = Vec::with_capacity(pending.len());
+    // Keys whose newest version in a table is a merge operand.
+    let mut operands_at: Vec<u32> = Vec::new();
     for (level, files) in sv.version.levels.iter().enumerate() {
         let mut rest = &pending[..];
         for file in files {
@@ -383,110 +389,74 @@ fn resolve_in_tables(
                 rest.iter()
                     .copied()
                     .take_while(|&u| distinct[u as usize] <= hi)
-                    .filter(|&u| {
-                        distinct[u as usize] >= lo && matches!(slots[u as usize], Slot::Pending)
-                    }),
+                    .filter(|&u| distinct[u as usize] >= lo && slots[u as usize].is_pending()),
             );
             if level > 0 {
                 rest = &rest[rest.partition_point(|&u| distinct[u as usize] <= hi)..];
             }
-            // An ingested file newer than the read holds nothing it sees.
-            if group.is_empty() || !file.visible_at(seq) {
+            if group.is_empty() {
                 continue;
             }
-            group_keys.clear();
-            group_keys.extend(group.iter().map(|&u| distinct[u as usize]));
-            let table = match core.tables.get(file.number) {
-                Ok(t) => t,
-                Err(e) => {
+            let stage = match TableStage::open(core, file, seq) {
+                None => continue,
+                Some(Ok(stage)) => stage,
+                Some(Err(e)) => {
                     for &u in &group {
                         slots[u as usize] = Slot::Failed(e.clone());
                     }
                     continue;
                 }
             };
-            if table.range_dels().is_some() || !covered.is_empty() {
-                settle_covered_keys(
-                    &table,
-                    file.global_seqno,
-                    distinct,
-                    seq,
-                    ro,
-                    &mut covered,
-                    &mut group,
-                    slots,
-                );
-                if group.is_empty() {
-                    continue;
+            if let Some(t) = stage.tombstones() {
+                for &u in &group {
+                    if let Slot::Pending(l) = &mut slots[u as usize] {
+                        l.cover(t.covering(distinct[u as usize], seq));
+                    }
                 }
-                group_keys.clear();
-                group_keys.extend(group.iter().map(|&u| distinct[u as usize]));
             }
-            table.multi_get_blocks(&group_keys, seq, ro, &mut |j, r, block| {
-                slots[group[j] as usize] = match r {
-                    Ok((ValueType::Value, v)) => {
-                        match block.and_then(|b| Some((b, b.range_of(v)?))) {
-                            Some((b, range)) => Slot::InBlock(Arc::clone(b), range),
-                            None => Slot::Owned(v.to_vec()),
-                        }
+            group_keys.clear();
+            group_keys.extend(group.iter().map(|&u| distinct[u as usize]));
+            operands_at.clear();
+            stage
+                .table
+                .multi_get_blocks(&group_keys, seq, ro, &mut |j, r, block| {
+                    let u = group[j];
+                    let slot = &mut slots[u as usize];
+                    let Slot::Pending(l) = slot else {
+                        return;
+                    };
+                    let found = r.and_then(|(s, t, v)| Ok((s, stage.entry(core, t, v)?)));
+                    *slot = match found {
+                        Err(e) => Slot::Failed(e),
+                        Ok((_, EntryRef::Merge(_))) => return operands_at.push(u),
+                        Ok((s, e)) => match l.judge(stage.sequence(s), e) {
+                            Step::Value(v) => match block.and_then(|b| Some((b, b.range_of(v)?))) {
+                                Some((b, range)) => Slot::InBlock(Arc::clone(b), range),
+                                None => Slot::Owned(v.to_vec()),
+                            },
+                            step => {
+                                let key = distinct[u as usize];
+                                let r = l.settle(sv, key, step).map(|a| a.map(Answer::into_owned));
+                                match Slot::settled(r) {
+                                    Some(s) => s,
+                                    None => return,
+                                }
+                            }
+                        },
+                    };
+                });
+            for &u in &operands_at {
+                if let Slot::Pending(l) = &mut slots[u as usize] {
+                    let key = distinct[u as usize];
+                    let r = super::merge_read::walk_table(core, sv, &stage, l, key, seq, ro);
+                    if let Some(s) = Slot::settled(r) {
+                        slots[u as usize] = s;
                     }
-                    Ok((ValueType::Deletion, _)) => Slot::Deleted,
-                    Ok((ValueType::Merge, _)) => Slot::NeedsMerge,
-                    Ok((ValueType::RangeDeletion, _)) => {
-                        Slot::Failed(core.range_deletion_among_points(file.number))
-                    }
-                    Err(e) => Slot::Failed(e),
-                };
-            });
+                }
+            }
         }
-        pending.retain(|&u| matches!(slots[u as usize], Slot::Pending));
+        pending.retain(|&u| slots[u as usize].is_pending());
     }
-}
-
-/// Range tombstones in the SST stage: raises `covered` for `group`'s keys
-/// by `table`'s tombstones, then resolves here, one by one and comparing
-/// sequence numbers, every key a tombstone covers (a version newer than the
-/// tombstone stands; an older one is deleted; none leaves the key for the
-/// next table). Only the uncovered keys stay in `group` for the batch path.
-/// `global_seqno`: the table's, if it is an ingested file (its entries are
-/// stored at sequence 0 and read at that sequence).
-#[allow(
-    clippy::too_many_arguments,
-    reason = "one call site, all state of the stage"
-)]
-fn settle_covered_keys(
-    table: &Arc<crate::sst::Table>,
-    global_seqno: u64,
-    distinct: &[&[u8]],
-    seq: u64,
-    ro: BlockReadOptions,
-    covered: &mut Vec<u64>,
-    group: &mut Vec<u32>,
-    slots: &mut [Slot<'_>],
-) {
-    if let Some(rd) = table.range_dels() {
-        if covered.is_empty() {
-            covered.resize(distinct.len(), 0);
-        }
-        for &u in group.iter() {
-            let c = &mut covered[u as usize];
-            *c = (*c).max(rd.fragmented.max_covering(distinct[u as usize], seq));
-        }
-    }
-    group.retain(|&u| {
-        let c = covered[u as usize];
-        if c == 0 {
-            return true;
-        }
-        slots[u as usize] = match table.get_versioned(distinct[u as usize], seq, ro) {
-            Ok(Some((s, ValueType::Value, v))) if s.max(global_seqno) > c => Slot::Owned(v),
-            Ok(Some((s, ValueType::Merge, _))) if s.max(global_seqno) > c => Slot::NeedsMerge,
-            Ok(Some(_)) => Slot::Deleted,
-            Ok(None) => Slot::Pending,
-            Err(e) => Slot::Failed(e),
-        };
-        false
-    });
 }
 
 #[cfg(test)]

@@ -1,11 +1,10 @@
-//! Point reads: memtable → immutable memtables → L0 (newest first) → L1…Ln.
+//! Point reads (`get` and its variants): one key through the lookup core
+//! (`lookup.rs`): memtable → immutable memtables → L0 (newest first) →
+//! L1…Ln.
 
-use std::sync::Arc;
-
-use super::{Db, DbCore, SuperVersion};
+use super::{Db, DbCore};
 use crate::error::{Error, Result};
-use crate::key::{SequenceNumber, ValueType};
-use crate::memtable::EntryRef;
+use crate::key::SequenceNumber;
 use crate::options::ReadOptions;
 use crate::sst::BlockReadOptions;
 
@@ -81,30 +80,8 @@ impl Db {
         let seq = core.read_sequence(opts)?;
         super::statistics::Counters::add(&core.counters.gets, 1);
         let sv = cf.sv.load_full();
-        let ro = block_read_options(opts);
-        for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
-            let covered = mem.range_dels().map_or(0, |d| d.max_covering(key, seq));
-            if covered > 0 {
-                // Only a version newer than the tombstone survives it; older
-                // memtables and the tables hold only older versions.
-                return match mem.get_versioned(key, seq)? {
-                    Some((s, EntryRef::Value(v))) if s > covered => Ok(f(Some(v))),
-                    Some((s, EntryRef::Merge(_))) if s > covered => {
-                        Ok(f(core.get_merged(&sv, key, seq, ro)?.as_deref()))
-                    }
-                    _ => Ok(f(None)),
-                };
-            }
-            match mem.get(key, seq)? {
-                Some(EntryRef::Value(v)) => return Ok(f(Some(v))),
-                Some(EntryRef::Deleted) => return Ok(f(None)),
-                Some(EntryRef::Merge(_)) => {
-                    return Ok(f(core.get_merged(&sv, key, seq, ro)?.as_deref()))
-                }
-                None => {}
-            }
-        }
-        Ok(f(core.get_from_tables(&sv, key, seq, ro)?.as_deref()))
+        let answer = core.lookup(&sv, key, seq, block_read_options(opts))?;
+        Ok(f(answer.as_deref()))
     }
 }
 
@@ -119,53 +96,6 @@ impl DbCore {
             Some(s) => Ok(s.sequence()),
             None => Ok(self.last_visible()),
         }
-    }
-
-    /// Looks `key` up in the SST files of `sv`'s version.
-    pub(super) fn get_from_tables(
-        &self,
-        sv: &Arc<SuperVersion>,
-        key: &[u8],
-        seq: SequenceNumber,
-        ro: BlockReadOptions,
-    ) -> Result<Option<Vec<u8>>> {
-        // The newest range tombstone covering `key` seen so far (0: none).
-        let mut covered = 0;
-        for level in 0..sv.version.levels.len() {
-            for file in sv.version.files_for_key(level, key) {
-                // An ingested file newer than the read holds nothing it sees.
-                if !file.visible_at(seq) {
-                    continue;
-                }
-                let table = self.tables.get(file.number)?;
-                if let Some(rd) = table.range_dels() {
-                    covered = covered.max(rd.fragmented.max_covering(key, seq));
-                }
-                if covered > 0 {
-                    match table.get_versioned(key, seq, ro)? {
-                        // An ingested file's entries are at its global seqno.
-                        Some((s, ValueType::Value, v)) if s.max(file.global_seqno) > covered => {
-                            return Ok(Some(v))
-                        }
-                        Some((s, ValueType::Merge, _)) if s.max(file.global_seqno) > covered => {
-                            return self.get_merged(sv, key, seq, ro)
-                        }
-                        Some(_) => return Ok(None),
-                        None => continue,
-                    }
-                }
-                match table.get_with(key, seq, ro)? {
-                    Some((ValueType::Value, v)) => return Ok(Some(v)),
-                    Some((ValueType::Deletion, _)) => return Ok(None),
-                    Some((ValueType::Merge, _)) => return self.get_merged(sv, key, seq, ro),
-                    Some((ValueType::RangeDeletion, _)) => {
-                        return Err(self.range_deletion_among_points(file.number))
-                    }
-                    None => {}
-                }
-            }
-        }
-        Ok(None)
     }
 
     /// The error for a data-block entry of type `RangeDeletion` (range

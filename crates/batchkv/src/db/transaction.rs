@@ -35,6 +35,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use super::key_range::KeyRange;
+use super::lookup::{TableStage, Tombstones};
 use super::{lock, CfShared, ColumnFamily, Db, DbCore, Snapshot};
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
@@ -632,8 +633,8 @@ fn written_after(core: &DbCore, cf: &CfShared, key: &[u8], snap: SequenceNumber)
     }
     let seq = core.last_visible();
     let sv = cf.sv.load_full();
-    for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
-        if mem.range_dels().map_or(0, |d| d.max_covering(key, seq)) > snap {
+    for mem in sv.memtables() {
+        if Tombstones::of_memtable(&**mem).map_or(0, |t| t.covering(key, seq)) > snap {
             return Ok(true);
         }
         if let Some((s, _)) = mem.get_versioned(key, seq)? {
@@ -648,18 +649,16 @@ fn written_after(core: &DbCore, cf: &CfShared, key: &[u8], snap: SequenceNumber)
     };
     for level in 0..sv.version.levels.len() {
         for file in sv.version.files_for_key(level, key) {
-            if !file.visible_at(seq) {
+            let Some(stage) = TableStage::open(core, file, seq) else {
                 continue;
+            };
+            let stage = stage?;
+            if stage.tombstones().map_or(0, |t| t.covering(key, seq)) > snap {
+                return Ok(true);
             }
-            let table = core.tables.get(file.number)?;
-            if let Some(rd) = table.range_dels() {
-                if rd.fragmented.max_covering(key, seq) > snap {
-                    return Ok(true);
-                }
-            }
-            if let Some((s, _, _)) = table.get_versioned(key, seq, ro)? {
-                // An ingested file's entries are at its global seqno.
-                if s.max(file.global_seqno) > snap {
+            if let Some((s, t, v)) = stage.table.get_versioned(key, seq, ro)? {
+                stage.entry(core, t, &v)?;
+                if stage.sequence(s) > snap {
                     return Ok(true);
                 }
             }

@@ -110,7 +110,9 @@ impl MemRangeDels {
     }
 
     /// The largest sequence ≤ `seq` of a tombstone covering `key`, or 0.
-    #[inline]
+    /// (Reads fetch [`MemRangeDels::fragmented`] once per stage instead:
+    /// `db/lookup.rs`.)
+    #[cfg(test)]
     pub(crate) fn max_covering(&self, key: &[u8], seq: SequenceNumber) -> SequenceNumber {
         match self.fragmented() {
             Some(f) => f.max_covering(key, seq),

@@ -82,6 +82,7 @@ use batchkv::{Db, ReadOptions};
 use bytes::BytesMut;
 use tokio::sync::oneshot;
 
+use crate::errors::{self, CORRUPT};
 use crate::keyspace::{self, Entry, NotString};
 use crate::meta::{self, Kind, Meta};
 use crate::resp;
@@ -639,9 +640,6 @@ impl Batcher {
     }
 }
 
-/// The error reply to a stored value this server did not write.
-const CORRUPT: &str = "ERR corrupt value (not written by batchkv serve)";
-
 /// Statistics of one batch.
 #[derive(Default)]
 struct Count {
@@ -803,7 +801,7 @@ impl Encoder<'_, '_> {
                         }
                     }
                     Some(Found::Missing) => encode_missing(req.proto, out, shape),
-                    Some(Found::WrongType) => encode_error(out, keyspace::WRONGTYPE),
+                    Some(Found::WrongType) => encode_error(out, errors::WRONGTYPE),
                     Some(Found::Failed(e)) => encode_error(out, e),
                 }
                 check_abort(req, out, progress);
@@ -917,7 +915,7 @@ fn encode_string(
         }
         // MGET answers nil for a key that is not a string.
         Ok(Some(Err(NotString::WrongType))) if shape != Shape::Get => resp::encode_nil(proto, out),
-        Ok(Some(Err(NotString::WrongType))) => encode_error(out, keyspace::WRONGTYPE),
+        Ok(Some(Err(NotString::WrongType))) => encode_error(out, errors::WRONGTYPE),
         Ok(Some(Err(NotString::Corrupt))) => encode_error(out, CORRUPT),
         Err(e) => encode_error(out, &format!("ERR {e}")),
     }
@@ -1192,7 +1190,7 @@ mod tests {
         };
         let mut out = BytesMut::new();
         batcher.execute(Some((&own, &mut out)), vec![theirs]);
-        let wrongtype = format!("-{}\r\n", keyspace::WRONGTYPE);
+        let wrongtype = format!("-{}\r\n", errors::WRONGTYPE);
         assert_eq!(
             String::from_utf8_lossy(&out),
             format!(

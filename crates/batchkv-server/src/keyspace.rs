@@ -276,9 +276,6 @@ pub enum NotString {
     WrongType,
 }
 
-/// Redis's reply to a command on a key of the wrong type.
-pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
-
 /// Decodes a stored string and applies lazy expiry at time `now`:
 /// `Ok(None)` if expired (of any type).
 pub fn live_value(v: &[u8], now: u64) -> Result<Option<Decoded<'_>>, NotString> {

@@ -28,6 +28,7 @@ mod commands;
 mod config;
 mod conn;
 mod cursors;
+mod errors;
 mod expiry;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;

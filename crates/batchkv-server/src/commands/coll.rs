@@ -13,7 +13,8 @@ use super::{parse_int, syntax_error};
 use crate::keyspace::{db_key, put_meta};
 use crate::meta::{self, Kind, Meta};
 use crate::resp::Reply;
-use crate::shared::{wrong_type, Shared, Value};
+use crate::errors::wrong_type;
+use crate::shared::{Shared, Value};
 
 /// Elements as `(sub, value)` pairs, in `sub` order.
 pub type Elements = Vec<(Vec<u8>, Vec<u8>)>;

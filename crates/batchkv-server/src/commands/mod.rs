@@ -34,6 +34,9 @@ use bytes::Bytes;
 
 use crate::clients::{ClientHandle, BLOCKED};
 
+pub(crate) use crate::errors::{
+    engine_error, lossy, not_integer, syntax_error, unknown_command, wrong_arity,
+};
 use crate::resp::Reply;
 use crate::shared::Shared;
 
@@ -226,33 +229,6 @@ pub enum After {
     Block,
 }
 
-/// Redis's reply to an unknown command: the name cut at 128 bytes, then
-/// arguments while the echoed text is under 128 bytes, the last one cut to
-/// fit (CR/LF become spaces when the error is encoded).
-pub fn unknown_command(args: &[Bytes]) -> Reply {
-    let mut echoed = String::new();
-    for a in &args[1..] {
-        if echoed.len() >= 128 {
-            break;
-        }
-        echoed.push_str(&format!("'{}' ", lossy(a, 128 - echoed.len())));
-    }
-    Reply::Error(format!(
-        "ERR unknown command '{}', with args beginning with: {echoed}",
-        lossy(&args[0], 128)
-    ))
-}
-
-pub(crate) fn lossy(b: &[u8], max: usize) -> String {
-    String::from_utf8_lossy(&b[..b.len().min(max)]).into_owned()
-}
-
-pub fn wrong_arity(name: &str) -> Reply {
-    Reply::Error(format!(
-        "ERR wrong number of arguments for '{name}' command"
-    ))
-}
-
 /// A SCAN-family reply: the next cursor and this page's items.
 pub fn scan_reply(next: u64, items: Vec<Reply>) -> Reply {
     Reply::Array(vec![
@@ -264,18 +240,6 @@ pub fn scan_reply(next: u64, items: Vec<Reply>) -> Reply {
 /// A HELP subcommand's reply: one simple string per line, as Redis's.
 pub(crate) fn help_reply(lines: &[&str]) -> Reply {
     Reply::Array(lines.iter().map(|l| Reply::Status((*l).into())).collect())
-}
-
-pub fn syntax_error() -> Reply {
-    Reply::err("ERR syntax error")
-}
-
-pub fn not_integer() -> Reply {
-    Reply::err("ERR value is not an integer or out of range")
-}
-
-pub fn engine_error(e: impl std::fmt::Display) -> Reply {
-    Reply::Error(format!("ERR {e}"))
 }
 
 /// Parses an integer argument as Redis does (`string2ll`).
@@ -546,27 +510,6 @@ pub fn record_batched(shared: &Shared, conn: &ConnState, reqs: &[Vec<Bytes>], be
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn unknown_command_text_matches_redis() {
-        let args = vec![Bytes::from("FOO"), Bytes::from("a"), Bytes::from("b")];
-        assert_eq!(
-            unknown_command(&args),
-            Reply::err("ERR unknown command 'FOO', with args beginning with: 'a' 'b' ")
-        );
-    }
-
-    #[test]
-    fn unknown_command_echo_is_capped_like_redis() {
-        let mut args = vec![Bytes::from("FOO")];
-        args.extend(std::iter::repeat_n(Bytes::from("a".repeat(50)), 10));
-        let want = format!(
-            "ERR unknown command 'FOO', with args beginning with: '{a}' '{a}' '{b}' ",
-            a = "a".repeat(50),
-            b = "a".repeat(22)
-        );
-        assert_eq!(unknown_command(&args), Reply::Error(want));
-    }
 
     #[test]
     fn integers_parse_strictly() {

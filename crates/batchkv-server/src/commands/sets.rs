@@ -25,7 +25,8 @@ use super::{
 use crate::keyspace::{db_key, glob_match, put_meta};
 use crate::meta::{self, Kind, Meta};
 use crate::resp::Reply;
-use crate::shared::{wrong_type, Shared, Value};
+use crate::errors::wrong_type;
+use crate::shared::{Shared, Value};
 
 /// Redis's flags for SADD (`write denyoom fast`).
 const WMF: &[&str] = &["write", "denyoom", "fast"];

@@ -211,7 +211,7 @@ pub fn set(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
         None
     };
     if get && matches!(old, Some(Value::Coll(_))) {
-        return crate::shared::wrong_type();
+        return crate::errors::wrong_type();
     }
     let old_reply = |old: Option<Value>| match old {
         Some(Value::Str(_, d)) if get => Reply::Bulk(Bytes::from(d)),

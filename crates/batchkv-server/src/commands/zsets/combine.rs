@@ -30,7 +30,8 @@ use crate::commands::{not_integer, parse_int, syntax_error, ConnState};
 use crate::keyspace::{db_key, put_meta};
 use crate::meta::{self, Kind, Meta};
 use crate::resp::Reply;
-use crate::shared::{wrong_type, Shared, Value};
+use crate::errors::wrong_type;
+use crate::shared::{Shared, Value};
 
 /// Flags of the *STORE commands (Redis: `movablekeys`, the keys follow
 /// `numkeys`).

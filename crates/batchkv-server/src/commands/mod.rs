@@ -364,11 +364,7 @@ fn subcommand(
         .position(|s| s.name.as_bytes().eq_ignore_ascii_case(name))
     {
         Some(j) => Ok((first + j, Some(&subs[j]))),
-        None => Err(Reply::Error(format!(
-            "ERR unknown subcommand '{}'. Try {} HELP.",
-            lossy(name, 128),
-            String::from_utf8_lossy(&args[0]).to_ascii_uppercase()
-        ))),
+        None => Err(crate::errors::unknown_subcommand(name, &args[0])),
     }
 }
 

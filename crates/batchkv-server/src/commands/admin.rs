@@ -5,7 +5,7 @@
 use bytes::Bytes;
 
 use super::{not_integer, parse_int, spec, syntax_error, CommandSpec, ConnState};
-use super::{F, NO_KEYS};
+use super::{F, NO_AUTH, NO_KEYS};
 use crate::errors::DB_OUT_OF_RANGE;
 use crate::keyspace::NUM_DBS;
 use crate::resp::Reply;
@@ -16,15 +16,6 @@ pub const REDIS_VERSION: &str = "7.2.0";
 
 /// Redis's flags of ECHO, SELECT, TIME.
 const ANYTIME: &[&str] = &["loading", "stale", "fast"];
-/// Redis's flags of AUTH, HELLO, QUIT.
-const NO_AUTH: &[&str] = &[
-    "noscript",
-    "loading",
-    "stale",
-    "fast",
-    "no_auth",
-    "allow_busy",
-];
 
 /// Connection and server commands (flags as Redis 7's).
 pub(super) static COMMANDS: &[CommandSpec] = &[

@@ -8,6 +8,7 @@ use bytes::{Bytes, BytesMut};
 use super::coll::{self, parse_rand_count, pick_random, Writer};
 use super::strings::tri;
 use super::{not_integer, parse_int, spec, CommandSpec, ConnState, KEY1, R, RS, W, WM};
+use crate::batcher::Shape;
 use crate::errors::{INCR_OVERFLOW, NAN_OR_INFINITY, NOT_FLOAT, OUT_OF_RANGE};
 use crate::keyspace::{db_key, glob_match};
 use crate::ldouble::LDouble;
@@ -20,8 +21,9 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     spec("hset", -4, WM, KEY1, |s, c, a| hset(s, c, a, "hset")),
     spec("hmset", -4, WM, KEY1, |s, c, a| hset(s, c, a, "hmset")),
     spec("hsetnx", 4, WM, KEY1, |s, c, a| hsetnx(s, c, a)),
-    spec("hget", 3, R, KEY1, |s, c, a| hget(s, c, a)),
-    spec("hmget", -3, R, KEY1, |s, c, a| hmget(s, c, a)),
+    spec("hget", 3, R, KEY1, |s, c, a| hget(s, c, a)).batched(|_| Shape::HGet),
+    // The key, then n - 1 fields.
+    spec("hmget", -3, R, KEY1, |s, c, a| hmget(s, c, a)).batched(|n| Shape::HMget(n - 1)),
     spec("hgetall", 2, RS, KEY1, |s, c, a| {
         hgetall(s, c, a, true, true)
     }),

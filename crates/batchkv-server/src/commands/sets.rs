@@ -22,7 +22,8 @@ use super::strings::tri;
 use super::{
     parse_int, spec, syntax_error, CommandSpec, ConnState, ALL_KEYS, KEY1, NO_KEYS, R, RS, WM,
 };
-use crate::errors::{cannot_be_negative, NOT_POSITIVE, NUMKEYS_NOT_POSITIVE, wrong_type};
+use crate::batcher::Shape;
+use crate::errors::{cannot_be_negative, wrong_type, NOT_POSITIVE, NUMKEYS_NOT_POSITIVE};
 use crate::keyspace::{db_key, glob_match, put_meta};
 use crate::meta::{self, Kind, Meta};
 use crate::resp::Reply;
@@ -39,8 +40,10 @@ const RMK: &[&str] = &["readonly", "movablekeys"];
 pub(super) static COMMANDS: &[CommandSpec] = &[
     spec("sadd", -3, WMF, KEY1, |s, c, a| sadd(s, c, a)),
     spec("srem", -3, WF, KEY1, |s, c, a| srem(s, c, a)),
-    spec("sismember", 3, R, KEY1, |s, c, a| sismember(s, c, a)),
-    spec("smismember", -3, R, KEY1, |s, c, a| smismember(s, c, a)),
+    spec("sismember", 3, R, KEY1, |s, c, a| sismember(s, c, a)).batched(|_| Shape::SIsMember),
+    // The key, then n - 1 members.
+    spec("smismember", -3, R, KEY1, |s, c, a| smismember(s, c, a))
+        .batched(|n| Shape::SMIsMember(n - 1)),
     spec("smembers", 2, RS, KEY1, |s, c, a| smembers(s, c, a)),
     spec("scard", 2, R, KEY1, |s, c, a| scard(s, c, a)),
     spec("spop", -2, WF, KEY1, |s, c, a| spop(s, c, a)),

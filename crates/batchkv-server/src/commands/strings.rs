@@ -6,6 +6,7 @@ use batchkv::WriteBatch;
 use bytes::Bytes;
 
 use super::{not_integer, parse_int, spec, syntax_error, CommandSpec, ConnState, KEY1, R, W, WM};
+use crate::batcher::Shape;
 use crate::errors::{invalid_expire_time, INCR_OVERFLOW, NAN_OR_INFINITY, NOT_FLOAT};
 use crate::keyspace::{db_key, encode_value, now_ms};
 use crate::ldouble::LDouble;
@@ -27,8 +28,8 @@ pub(super) fn check_string_length(shared: &Shared, len: u64, added: u64) -> Resu
 
 /// The string commands.
 pub(super) static COMMANDS: &[CommandSpec] = &[
-    spec("get", 2, R, KEY1, |s, c, a| get(s, c, a)),
-    spec("mget", -2, R, super::ALL_KEYS, |s, c, a| mget(s, c, a)),
+    spec("get", 2, R, KEY1, |s, c, a| get(s, c, a)).batched(|_| Shape::Get),
+    spec("mget", -2, R, super::ALL_KEYS, |s, c, a| mget(s, c, a)).batched(Shape::Mget),
     spec("set", -3, WM, KEY1, |s, c, a| set(s, c, a)),
     spec("setnx", 3, WM, KEY1, |s, c, a| setnx(s, c, a)),
     spec("setex", 4, WM, KEY1, |s, c, a| {

@@ -34,6 +34,7 @@ use super::strings::tri;
 use super::{
     not_integer, parse_int, spec, syntax_error, CommandSpec, ConnState, KEY1, NO_KEYS, R, RS, W, WM,
 };
+use crate::batcher::Shape;
 use crate::blocking::WaitFor;
 use crate::errors::{corrupt, out_of_range_between, NOT_FLOAT, NOT_POSITIVE, OUT_OF_RANGE};
 use crate::keyspace::{db_key, glob_match};
@@ -54,8 +55,9 @@ const WMF: &[&str] = &["write", "denyoom", "fast"];
 pub(super) static COMMANDS: &[CommandSpec] = &[
     spec("zadd", -4, WMF, KEY1, |s, c, a| zadd(s, c, a)),
     spec("zincrby", 4, WMF, KEY1, |s, c, a| zincrby(s, c, a)),
-    spec("zscore", 3, R, KEY1, |s, c, a| zscore(s, c, a)),
-    spec("zmscore", -3, R, KEY1, |s, c, a| zmscore(s, c, a)),
+    spec("zscore", 3, R, KEY1, |s, c, a| zscore(s, c, a)).batched(|_| Shape::ZScore),
+    // The key, then n - 1 members.
+    spec("zmscore", -3, R, KEY1, |s, c, a| zmscore(s, c, a)).batched(|n| Shape::ZMScore(n - 1)),
     spec("zcard", 2, R, KEY1, |s, c, a| zcard(s, c, a)),
     spec("zrem", -3, WF, KEY1, |s, c, a| zrem(s, c, a)),
     spec("zrank", 3, R, KEY1, |s, c, a| zrank(s, c, a, false)),

@@ -535,11 +535,11 @@ pub fn record_batched(shared: &Shared, conn: &ConnState, reqs: &[Vec<Bytes>], be
     let Some(last) = reqs.last() else {
         return;
     };
-    // A command's slot is its index (commands come first).
-    let slot_of = |args: &Vec<Bytes>| {
-        let found = batch_shape(args);
-        debug_assert!(found.is_some(), "a batched run holds batchable reads only");
-        found.map_or(0, |(index, _)| index)
+    // A command's slot is its index (commands come first); a batched
+    // read's is found without a lookup.
+    let slot_of = |args: &Vec<Bytes>| match batch_shape(args) {
+        Some((index, _)) => index,
+        None => lookup_index(&args[0]).unwrap_or(0),
     };
     let n = reqs.len() as u32;
     shared

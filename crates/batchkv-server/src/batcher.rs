@@ -82,6 +82,7 @@ use batchkv::{Db, ReadOptions};
 use bytes::BytesMut;
 use tokio::sync::oneshot;
 
+use crate::errors::{self, CORRUPT};
 use crate::keyspace::{self, Entry, NotString};
 use crate::meta::{self, Kind, Meta};
 use crate::resp;
@@ -519,7 +520,7 @@ impl Batcher {
             for (req, out, progress) in &mut parts {
                 out.truncate(progress.start);
                 for _ in &req.shapes {
-                    encode_error(out, crate::panics::INTERNAL_ERROR);
+                    resp::encode_error(out, crate::panics::INTERNAL_ERROR);
                 }
                 progress.answered = Answered {
                     commands: req.shapes.len(),
@@ -617,7 +618,7 @@ impl Batcher {
         let mut found = Vec::with_capacity(keys.len());
         self.db.multi_get_with(opts, &keys, |i, r| {
             let f = match r {
-                Err(e) => Found::Failed(format!("ERR {e}")),
+                Err(e) => Found::Failed(errors::engine_error_text(e)),
                 Ok(None) => Found::Missing,
                 Ok(Some(v)) => match keyspace::live_entry(v, now) {
                     Ok(None) => Found::Missing,
@@ -638,9 +639,6 @@ impl Batcher {
         found
     }
 }
-
-/// The error reply to a stored value this server did not write.
-const CORRUPT: &str = "ERR corrupt value (not written by batchkv serve)";
 
 /// Statistics of one batch.
 #[derive(Default)]
@@ -803,8 +801,8 @@ impl Encoder<'_, '_> {
                         }
                     }
                     Some(Found::Missing) => encode_missing(req.proto, out, shape),
-                    Some(Found::WrongType) => encode_error(out, keyspace::WRONGTYPE),
-                    Some(Found::Failed(e)) => encode_error(out, e),
+                    Some(Found::WrongType) => resp::encode_error(out, errors::WRONGTYPE),
+                    Some(Found::Failed(e)) => resp::encode_error(out, e),
                 }
                 check_abort(req, out, progress);
             }
@@ -847,10 +845,10 @@ impl Encoder<'_, '_> {
             (Shape::Get | Shape::Mget(_), r) => {
                 encode_string(req.proto, out, shape, r, self.now, self.count)
             }
-            (_, Err(e)) => self.failed = Some(format!("ERR {e}")),
+            (_, Err(e)) => self.failed = Some(errors::engine_error_text(e)),
             (Shape::HGet | Shape::HMget(_), Ok(Some(v))) => resp::encode_bulk(out, v),
             (Shape::SIsMember | Shape::SMIsMember(_), Ok(v)) => {
-                out.extend_from_slice(if v.is_some() { b":1\r\n" } else { b":0\r\n" })
+                resp::encode_int(out, i64::from(v.is_some()))
             }
             (Shape::ZScore | Shape::ZMScore(_), Ok(Some(v))) => match <[u8; 8]>::try_from(v) {
                 Ok(b) => resp::encode_double(req.proto, out, f64::from_le_bytes(b)),
@@ -863,7 +861,7 @@ impl Encoder<'_, '_> {
             if let Some(e) = self.failed.take() {
                 if !progress.stopped {
                     out.truncate(self.start);
-                    encode_error(out, &e);
+                    resp::encode_error(out, &e);
                 }
             }
         }
@@ -917,9 +915,9 @@ fn encode_string(
         }
         // MGET answers nil for a key that is not a string.
         Ok(Some(Err(NotString::WrongType))) if shape != Shape::Get => resp::encode_nil(proto, out),
-        Ok(Some(Err(NotString::WrongType))) => encode_error(out, keyspace::WRONGTYPE),
-        Ok(Some(Err(NotString::Corrupt))) => encode_error(out, CORRUPT),
-        Err(e) => encode_error(out, &format!("ERR {e}")),
+        Ok(Some(Err(NotString::WrongType))) => resp::encode_error(out, errors::WRONGTYPE),
+        Ok(Some(Err(NotString::Corrupt))) => resp::encode_error(out, CORRUPT),
+        Err(e) => resp::encode_error(out, &errors::engine_error_text(e)),
     }
 }
 
@@ -927,11 +925,11 @@ fn encode_string(
 /// unbatched commands reply.
 fn encode_missing(proto: u8, out: &mut BytesMut, shape: Shape) {
     match shape {
-        Shape::SIsMember => out.extend_from_slice(b":0\r\n"),
+        Shape::SIsMember => resp::encode_int(out, 0),
         Shape::SMIsMember(n) => {
             resp::encode_array_header(out, n);
             for _ in 0..n {
-                out.extend_from_slice(b":0\r\n");
+                resp::encode_int(out, 0);
             }
         }
         Shape::HMget(n) | Shape::ZMScore(n) | Shape::Mget(n) => {
@@ -942,12 +940,6 @@ fn encode_missing(proto: u8, out: &mut BytesMut, shape: Shape) {
         }
         Shape::Get | Shape::HGet | Shape::ZScore => resp::encode_nil(proto, out),
     }
-}
-
-fn encode_error(out: &mut BytesMut, e: &str) {
-    out.extend_from_slice(b"-");
-    out.extend_from_slice(e.as_bytes());
-    out.extend_from_slice(b"\r\n");
 }
 
 /// Takes queued jobs while the batch stays within [`MAX_BATCH_KEYS`] keys,
@@ -1192,7 +1184,7 @@ mod tests {
         };
         let mut out = BytesMut::new();
         batcher.execute(Some((&own, &mut out)), vec![theirs]);
-        let wrongtype = format!("-{}\r\n", keyspace::WRONGTYPE);
+        let wrongtype = format!("-{}\r\n", errors::WRONGTYPE);
         assert_eq!(
             String::from_utf8_lossy(&out),
             format!(

@@ -606,36 +606,14 @@ impl Conn {
     }
 }
 
-/// Whether `args` is a GET, MGET or collection point read (HGET, HMGET,
-/// SISMEMBER, SMISMEMBER, ZSCORE, ZMSCORE) that can join a batched run (never
-/// inside MULTI: there it is queued; never in RESP2 with subscriptions:
-/// there it is refused).
+/// The shape of `args` if it is a read that can join a batched run (GET,
+/// MGET and the collection point reads: the command table's
+/// [`batch`](commands::CommandSpec::batch) entries) with the arity Redis
+/// requires; never inside MULTI (there it is queued), never in RESP2 with
+/// subscriptions (there it is refused).
 fn batchable(st: &ConnState, args: &[Bytes]) -> Option<Shape> {
     if !st.authenticated || st.tx.in_multi() || (st.proto == 2 && st.pubsub.is_subscribed()) {
         return None;
     }
-    let name = &args[0];
-    let is = |n: &[u8]| name.eq_ignore_ascii_case(n);
-    // With the arity Redis requires (the normal path answers the error).
-    let (single, many) = (args.len() == 3, args.len() >= 3);
-    let n = args.len().saturating_sub(2);
-    if is(b"get") && args.len() == 2 {
-        Some(Shape::Get)
-    } else if is(b"mget") && args.len() >= 2 {
-        Some(Shape::Mget(args.len() - 1))
-    } else if is(b"hget") && single {
-        Some(Shape::HGet)
-    } else if is(b"hmget") && many {
-        Some(Shape::HMget(n))
-    } else if is(b"sismember") && single {
-        Some(Shape::SIsMember)
-    } else if is(b"smismember") && many {
-        Some(Shape::SMIsMember(n))
-    } else if is(b"zscore") && single {
-        Some(Shape::ZScore)
-    } else if is(b"zmscore") && many {
-        Some(Shape::ZMScore(n))
-    } else {
-        None
-    }
+    commands::batch_shape(args).map(|(_, shape)| shape)
 }

@@ -88,7 +88,6 @@ pub fn check_new_keys(
     spec: &crate::commands::CommandSpec,
     args: &[bytes::Bytes],
 ) -> Option<crate::resp::Reply> {
-    let too_long = |i: usize| args.get(i).is_some_and(|k| k.len() > MAX_KEY_LEN);
     let created = if spec.flags.contains(&"denyoom") {
         (spec.first_key, spec.last_key, spec.step)
     } else if spec.flags.contains(&"write") && (spec.first_key, spec.last_key) == (1, 2) {
@@ -96,23 +95,9 @@ pub fn check_new_keys(
     } else {
         return None;
     };
-    let (first, last, step) = created;
-    if first <= 0 || step <= 0 {
-        return None;
-    }
-    let last = if last < 0 {
-        args.len() as i64 + i64::from(last)
-    } else {
-        i64::from(last)
-    };
-    let mut i = i64::from(first);
-    while i <= last {
-        if too_long(i as usize) {
-            return Some(key_too_long());
-        }
-        i += i64::from(step);
-    }
-    None
+    crate::commands::key_positions(created, args.len())
+        .any(|i| args[i].len() > MAX_KEY_LEN)
+        .then(key_too_long)
 }
 
 const TAG_PLAIN: u8 = 0;
@@ -275,9 +260,6 @@ pub enum NotString {
     /// A live collection.
     WrongType,
 }
-
-/// Redis's reply to a command on a key of the wrong type.
-pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 
 /// Decodes a stored string and applies lazy expiry at time `now`:
 /// `Ok(None)` if expired (of any type).

@@ -6,9 +6,11 @@
 //! runs of pipelined GET/MGET — from one connection and across
 //! connections — are combined into one `multi_get` by the [`batcher`].
 //!
-//! Files: `resp.rs` (protocol), `keyspace.rs` (key and value encoding,
-//! globs), `server.rs` (shared state, accept loop, WAL sync, shutdown),
-//! `conn.rs` (one connection), `batcher.rs` (batched reads), `expiry.rs`
+//! Files: `resp.rs` (protocol, reply encoding), `errors.rs` (the error
+//! texts several places answer), `keyspace.rs` (key and value encoding,
+//! globs), `server.rs` (accept loop, WAL sync, shutdown), `shared.rs`
+//! (the state connections share, engine access), `conn.rs` (one
+//! connection), `batcher.rs` (batched reads), `expiry.rs`
 //! (active expiry), `blocking.rs` (clients blocked in BLPOP and friends),
 //! `tx.rs` (the mechanism of MULTI/EXEC and WATCH), `ldouble.rs` (80-bit
 //! `long double` for INCRBYFLOAT), `pubsub.rs` (Pub/Sub subscriptions and
@@ -19,7 +21,9 @@
 //! `cmdstats.rs` (INFO commandstats), `config/runtime.rs` (CONFIG SET),
 //! `marker.rs` (telling a server's database from plain engine data),
 //! `write_group.rs` (a pipeline's writes as one engine write),
-//! `commands/` (the commands).
+//! `meta.rs` (collections' stored layout), `keycount.rs` (key counts),
+//! `commands/` (the command table — names, arities, flags, key
+//! positions, handlers, which reads are batched — and the commands).
 
 mod batcher;
 mod blocking;
@@ -29,6 +33,7 @@ mod commands;
 mod config;
 mod conn;
 mod cursors;
+mod errors;
 mod expiry;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;

@@ -390,20 +390,8 @@ impl Reply {
         match self {
             Reply::Simple(s) => line(out, b'+', s.as_bytes()),
             Reply::Status(s) => line(out, b'+', s.as_bytes()),
-            // CR and LF become spaces: an error may echo client bytes, and
-            // a line break in it would let them inject replies (Redis does
-            // the same).
-            Reply::Error(s) => {
-                let start = out.len();
-                line(out, b'-', s.as_bytes());
-                let end = out.len() - 2;
-                for b in &mut out[start..end] {
-                    if *b == b'\r' || *b == b'\n' {
-                        *b = b' ';
-                    }
-                }
-            }
-            Reply::Int(i) => line(out, b':', itoa(*i).as_bytes()),
+            Reply::Error(s) => encode_error(out, s),
+            Reply::Int(i) => encode_int(out, *i),
             Reply::Bulk(b) => encode_bulk(out, b),
             Reply::Nil => encode_nil(proto, out),
             Reply::NilArray => {
@@ -414,16 +402,16 @@ impl Reply {
                 }
             }
             Reply::Array(items) => {
-                line(out, b'*', itoa(items.len() as i64).as_bytes());
+                encode_header(out, b'*', items.len());
                 for it in items {
                     it.encode(proto, out);
                 }
             }
             Reply::Pairs(pairs) => {
                 if proto >= 3 {
-                    line(out, b'*', itoa(pairs.len() as i64).as_bytes());
+                    encode_header(out, b'*', pairs.len());
                 } else {
-                    line(out, b'*', itoa(2 * pairs.len() as i64).as_bytes());
+                    encode_header(out, b'*', 2 * pairs.len());
                 }
                 for (a, b) in pairs {
                     if proto >= 3 {
@@ -435,7 +423,7 @@ impl Reply {
             }
             Reply::Set(items) => {
                 let tag = if proto >= 3 { b'~' } else { b'*' };
-                line(out, tag, itoa(items.len() as i64).as_bytes());
+                encode_header(out, tag, items.len());
                 for it in items {
                     it.encode(proto, out);
                 }
@@ -443,14 +431,14 @@ impl Reply {
             Reply::Encoded(b) => out.put_slice(b),
             Reply::Push(items) => {
                 let tag = if proto >= 3 { b'>' } else { b'*' };
-                line(out, tag, itoa(items.len() as i64).as_bytes());
+                encode_header(out, tag, items.len());
                 for it in items {
                     it.encode(proto, out);
                 }
             }
             Reply::Verbatim(b) => {
                 if proto >= 3 {
-                    line(out, b'=', itoa(b.len() as i64 + 4).as_bytes());
+                    encode_header(out, b'=', b.len() + 4);
                     out.put_slice(b"txt:");
                     out.put_slice(b);
                     out.put_slice(b"\r\n");
@@ -466,9 +454,9 @@ impl Reply {
             Reply::Double(d) => encode_double(proto, out, *d),
             Reply::Map(pairs) => {
                 if proto >= 3 {
-                    line(out, b'%', itoa(pairs.len() as i64).as_bytes());
+                    encode_header(out, b'%', pairs.len());
                 } else {
-                    line(out, b'*', itoa(2 * pairs.len() as i64).as_bytes());
+                    encode_header(out, b'*', 2 * pairs.len());
                 }
                 for (k, v) in pairs {
                     k.encode(proto, out);
@@ -479,10 +467,6 @@ impl Reply {
     }
 }
 
-fn itoa(i: i64) -> String {
-    i.to_string()
-}
-
 fn line(out: &mut BytesMut, tag: u8, body: &[u8]) {
     out.reserve(body.len() + 3);
     out.put_u8(tag);
@@ -490,10 +474,39 @@ fn line(out: &mut BytesMut, tag: u8, body: &[u8]) {
     out.put_slice(b"\r\n");
 }
 
+/// Appends an error reply `-text`. CR and LF become spaces: an error may
+/// echo client bytes, and a line break in it would let them inject
+/// replies (Redis does the same).
+pub fn encode_error(out: &mut BytesMut, text: &str) {
+    let start = out.len();
+    line(out, b'-', text.as_bytes());
+    let end = out.len() - 2;
+    for b in &mut out[start + 1..end] {
+        if *b == b'\r' || *b == b'\n' {
+            *b = b' ';
+        }
+    }
+}
+
+/// Appends an integer reply `:i`.
+pub fn encode_int(out: &mut BytesMut, i: i64) {
+    let mut hdr = [0u8; 24];
+    let n = if i < 0 {
+        // `-` then the magnitude's digits: `write_len_header` writes the
+        // tag, so the tag slot takes `:` and the sign is shifted in.
+        let m = write_len_header(&mut hdr[1..], b'-', i.unsigned_abs());
+        hdr[0] = b':';
+        m + 1
+    } else {
+        write_len_header(&mut hdr, b':', i as u64)
+    };
+    out.put_slice(&hdr[..n]);
+}
+
 /// Appends a bulk string.
 pub fn encode_bulk(out: &mut BytesMut, b: &[u8]) {
     let mut hdr = [0u8; 24];
-    let n = write_len_header(&mut hdr, b'$', b.len());
+    let n = write_len_header(&mut hdr, b'$', b.len() as u64);
     out.reserve(n + b.len() + 2);
     out.put_slice(&hdr[..n]);
     out.put_slice(b);
@@ -502,8 +515,13 @@ pub fn encode_bulk(out: &mut BytesMut, b: &[u8]) {
 
 /// Appends an array header `*n`.
 pub fn encode_array_header(out: &mut BytesMut, n: usize) {
+    encode_header(out, b'*', n);
+}
+
+/// Appends an aggregate's (or verbatim string's) header `tag n`.
+fn encode_header(out: &mut BytesMut, tag: u8, n: usize) {
     let mut hdr = [0u8; 24];
-    let len = write_len_header(&mut hdr, b'*', n);
+    let len = write_len_header(&mut hdr, tag, n as u64);
     out.put_slice(&hdr[..len]);
 }
 
@@ -517,7 +535,7 @@ pub fn encode_nil(proto: u8, out: &mut BytesMut) {
 }
 
 /// Writes `tag len \r\n` into `hdr` without allocating; returns its length.
-fn write_len_header(hdr: &mut [u8; 24], tag: u8, mut len: usize) -> usize {
+fn write_len_header(hdr: &mut [u8], tag: u8, mut len: u64) -> usize {
     let mut digits = [0u8; 20];
     let mut d = 0;
     loop {
@@ -861,5 +879,14 @@ mod tests {
         Reply::Nil.encode(3, &mut o);
         Reply::NilArray.encode(2, &mut o);
         assert_eq!(&o[..], b"$-1\r\n_\r\n*-1\r\n");
+    }
+
+    #[test]
+    fn integers_encode_as_decimal_text_at_the_limits() {
+        for i in [0, 7, -7, 10, -10, i64::MAX, i64::MIN, i64::MIN + 1] {
+            let mut o = BytesMut::new();
+            Reply::Int(i).encode(2, &mut o);
+            assert_eq!(o, format!(":{i}\r\n").as_bytes(), "{i}");
+        }
     }
 }

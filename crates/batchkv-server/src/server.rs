@@ -2,30 +2,16 @@
 //! graceful shutdown. The state connections share is in `shared.rs`.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use batchkv::{Db, FileSystem, PosixFs};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::batcher::Batcher;
 use crate::config::{AppendFsync, Config};
-use crate::keycount::KeyCounts;
-use crate::meta::{self, Versions};
-use crate::shared::{Shared, Stats, STRIPES};
-
-/// Runs `f` on a runtime worker that may block, when inside a
-/// multi-threaded runtime (otherwise just runs it).
-pub fn block_in_place<R>(f: impl FnOnce() -> R) -> R {
-    match tokio::runtime::Handle::try_current() {
-        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(f)
-        }
-        _ => f(),
-    }
-}
+use crate::shared::new_shared;
 
 /// A server running on its own threads (see [`Server::start`]).
 pub struct Server {
@@ -220,43 +206,6 @@ pub fn run(cfg: Config) -> std::io::Result<()> {
     eprintln!("batchkv serve: listening on {}", server.addr());
     log::info!("batchkv serve: listening on {}", server.addr());
     server.join()
-}
-
-/// The state connections share, for a server on `db` listening on
-/// `port`; `shutdown` is what SHUTDOWN signals.
-pub(crate) fn new_shared(db: Db, cfg: Config, port: u16, shutdown: watch::Sender<bool>) -> Shared {
-    let stats = Arc::new(Stats::default());
-    let batcher = cfg
-        .batch
-        .then(|| Arc::new(Batcher::new(db.clone(), cfg.threads, stats.clone())));
-    Shared {
-        stats,
-        batcher,
-        started: Instant::now(),
-        port,
-        clients: AtomicUsize::new(0),
-        next_client_id: AtomicU64::new(0),
-        dirty: AtomicBool::new(false),
-        versions: Versions::new(),
-        has_collections: AtomicBool::new(meta::any_elements(&db)),
-        db,
-        key_counts: Arc::new(KeyCounts::new()),
-        stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
-        mods: crate::tx::Mods::default(),
-        cursors: Mutex::new(crate::cursors::Cursors::default()),
-        shutdown,
-        blocking: crate::blocking::Blocking::new(),
-        pubsub: Default::default(),
-        settings: crate::config::Settings::new(&cfg, port),
-        clients_reg: crate::clients::Clients::default(),
-        slowlog: crate::slowlog::SlowLog::default(),
-        cmdstats: crate::cmdstats::CommandStats::new(crate::commands::stat_names()),
-        run_id: (0..40)
-            .map(|_| char::from(b"0123456789abcdef"[rand::random_range(0..16)]))
-            .collect(),
-        auth_failures: Default::default(),
-        cfg,
-    }
 }
 
 async fn serve(

@@ -34,12 +34,23 @@ use tokio::sync::watch;
 
 use crate::batcher::Batcher;
 use crate::config::{AppendFsync, Config};
+use crate::errors::{corrupt, wrong_type};
 use crate::keycount::KeyCounts;
 use crate::keyspace::{self, Entry};
 use crate::meta::{self, Kind, Meta, Versions};
 use crate::resp::Reply;
-use crate::server::block_in_place;
 use crate::tx;
+
+/// Runs `f` on a runtime worker that may block, when inside a
+/// multi-threaded runtime (otherwise just runs it).
+pub fn block_in_place<R>(f: impl FnOnce() -> R) -> R {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
+    }
+}
 
 /// A live string read by a command: `(expiry ms, bytes)`, `None` if
 /// absent or expired.
@@ -75,14 +86,6 @@ impl Value {
             Entry::Coll(m) => Value::Coll(m),
         }
     }
-}
-
-fn corrupt() -> Reply {
-    Reply::err("ERR corrupt value (not written by batchkv serve)")
-}
-
-pub fn wrong_type() -> Reply {
-    Reply::err(keyspace::WRONGTYPE)
 }
 
 thread_local! {
@@ -201,6 +204,43 @@ pub struct Shared {
     pub run_id: String,
     /// Failed AUTHs: counted for INFO, logged at a limited rate.
     pub auth_failures: crate::security::AuthFailures,
+}
+
+/// The state connections share, for a server on `db` listening on
+/// `port`; `shutdown` is what SHUTDOWN signals.
+pub(crate) fn new_shared(db: Db, cfg: Config, port: u16, shutdown: watch::Sender<bool>) -> Shared {
+    let stats = Arc::new(Stats::default());
+    let batcher = cfg
+        .batch
+        .then(|| Arc::new(Batcher::new(db.clone(), cfg.threads, stats.clone())));
+    Shared {
+        stats,
+        batcher,
+        started: Instant::now(),
+        port,
+        clients: AtomicUsize::new(0),
+        next_client_id: AtomicU64::new(0),
+        dirty: AtomicBool::new(false),
+        versions: Versions::new(),
+        has_collections: AtomicBool::new(meta::any_elements(&db)),
+        db,
+        key_counts: Arc::new(KeyCounts::new()),
+        stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
+        mods: crate::tx::Mods::default(),
+        cursors: Mutex::new(crate::cursors::Cursors::default()),
+        shutdown,
+        blocking: crate::blocking::Blocking::new(),
+        pubsub: Default::default(),
+        settings: crate::config::Settings::new(&cfg, port),
+        clients_reg: crate::clients::Clients::default(),
+        slowlog: crate::slowlog::SlowLog::default(),
+        cmdstats: crate::cmdstats::CommandStats::new(crate::commands::stat_names()),
+        run_id: (0..40)
+            .map(|_| char::from(b"0123456789abcdef"[rand::random_range(0..16)]))
+            .collect(),
+        auth_failures: Default::default(),
+        cfg,
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

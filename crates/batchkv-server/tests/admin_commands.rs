@@ -809,6 +809,19 @@ fn help_hints() -> Vec<String> {
                     }
                 }
             }
+            // The containers named in calls of the error constructors
+            // (`errors.rs`): `bad_subcommand(sub, "CLIENT")`,
+            // `unknown_subcommand(sub, b"object")`.
+            for call in ["bad_subcommand(", "unknown_subcommand("] {
+                for part in text.split(call).skip(1) {
+                    let args = part.split_once(')').map_or("", |(a, _)| a);
+                    if let Some(quoted) = args.rsplit('"').nth(1) {
+                        if !quoted.is_empty() && quoted.chars().all(|c| c.is_ascii_alphabetic()) {
+                            out.push(quoted.to_ascii_uppercase());
+                        }
+                    }
+                }
+            }
         }
     }
     out.sort();

@@ -5,7 +5,8 @@
 use bytes::Bytes;
 
 use super::{not_integer, parse_int, spec, syntax_error, CommandSpec, ConnState};
-use super::{F, NO_KEYS};
+use super::{F, NO_AUTH, NO_KEYS};
+use crate::errors::DB_OUT_OF_RANGE;
 use crate::keyspace::NUM_DBS;
 use crate::resp::Reply;
 use crate::shared::Shared;
@@ -15,15 +16,6 @@ pub const REDIS_VERSION: &str = "7.2.0";
 
 /// Redis's flags of ECHO, SELECT, TIME.
 const ANYTIME: &[&str] = &["loading", "stale", "fast"];
-/// Redis's flags of AUTH, HELLO, QUIT.
-const NO_AUTH: &[&str] = &[
-    "noscript",
-    "loading",
-    "stale",
-    "fast",
-    "no_auth",
-    "allow_busy",
-];
 
 /// Connection and server commands (flags as Redis 7's).
 pub(super) static COMMANDS: &[CommandSpec] = &[
@@ -102,10 +94,7 @@ fn debug(a: &[Bytes]) -> Reply {
             "    Print this help.",
         ]),
         b"panic" if a.len() == 1 => panic!("DEBUG PANIC"),
-        _ => Reply::Error(format!(
-            "ERR unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
-            super::lossy(&a[0], 128)
-        )),
+        _ => crate::errors::bad_subcommand(&a[0], "DEBUG"),
     }
 }
 
@@ -125,7 +114,7 @@ fn run(shared: &Shared, conn: &mut ConnState, name: &str, a: &[Bytes]) -> Reply 
                 conn.db = n as u8;
                 Reply::ok()
             }
-            Some(_) => Reply::err("ERR DB index is out of range"),
+            Some(_) => Reply::err(DB_OUT_OF_RANGE),
             None => not_integer(),
         },
         "auth" => auth(shared, conn, a),

@@ -15,6 +15,7 @@ use bytes::Bytes;
 
 use super::{help_reply, lossy, parse_int, spec, syntax_error, CommandSpec, ConnState, NO_KEYS};
 use crate::clients::{KillFilter, NO_EVICT, NO_TOUCH};
+use crate::errors::TIMEOUT_NEGATIVE;
 use crate::resp::Reply;
 use crate::shared::Shared;
 
@@ -282,7 +283,7 @@ fn kill_filter(a: &[Bytes]) -> Result<KillFilter, Reply> {
 /// effect (module docs).
 fn pause(sub: &[u8], a: &[Bytes]) -> Reply {
     match parse_int(&a[0]) {
-        Some(ms) if ms < 0 => return Reply::err("ERR timeout is negative"),
+        Some(ms) if ms < 0 => return Reply::err(TIMEOUT_NEGATIVE),
         Some(_) => {}
         None => return Reply::err("ERR timeout is not an integer or out of range"),
     }
@@ -292,9 +293,6 @@ fn pause(sub: &[u8], a: &[Bytes]) -> Reply {
             Reply::ok()
         }
         [_, _] => Reply::err("ERR CLIENT PAUSE mode must be WRITE or ALL"),
-        _ => Reply::Error(format!(
-            "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
-            lossy(sub, 128)
-        )),
+        _ => crate::errors::bad_subcommand(sub, "CLIENT"),
     }
 }

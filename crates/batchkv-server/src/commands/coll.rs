@@ -10,10 +10,11 @@ use batchkv::{ReadOptions, WriteBatch};
 use bytes::Bytes;
 
 use super::{parse_int, syntax_error};
+use crate::errors::{out_of_range_between, wrong_type, INVALID_CURSOR, NUMKEYS_NOT_POSITIVE};
 use crate::keyspace::{db_key, put_meta};
 use crate::meta::{self, Kind, Meta};
 use crate::resp::Reply;
-use crate::shared::{wrong_type, Shared, Value};
+use crate::shared::{Shared, Value};
 
 /// Elements as `(sub, value)` pairs, in `sub` order.
 pub type Elements = Vec<(Vec<u8>, Vec<u8>)>;
@@ -133,7 +134,7 @@ pub struct Mpop<'a, S> {
 pub fn parse_mpop<S>(a: &[Bytes], side: impl Fn(&[u8]) -> Option<S>) -> Result<Mpop<'_, S>, Reply> {
     let numkeys = match a.first().and_then(|n| parse_int(n)) {
         Some(n) if n >= 1 => n as u64,
-        _ => return Err(Reply::err("ERR numkeys should be greater than 0")),
+        _ => return Err(Reply::err(NUMKEYS_NOT_POSITIVE)),
     };
     // The keys, then SIDE.
     if numkeys >= (a.len() as u64).saturating_sub(1) {
@@ -275,15 +276,14 @@ const MAX_RAND_REPEATS: i64 = crate::resp::MAX_MULTIBULK_LEN;
 pub fn parse_rand_count(b: &[u8]) -> Result<i64, Reply> {
     match super::parse_int(b) {
         None => Err(super::not_integer()),
-        Some(n) if n == i64::MIN || n < -MAX_RAND_REPEATS => Err(Reply::Error(format!(
-            "ERR value is out of range, value must between -{} and {}",
+        Some(n) if n == i64::MIN || n < -MAX_RAND_REPEATS => Err(out_of_range_between(
             if n == i64::MIN {
-                i64::MAX
+                -i64::MAX
             } else {
-                MAX_RAND_REPEATS
+                -MAX_RAND_REPEATS
             },
-            i64::MAX
-        ))),
+            i64::MAX,
+        )),
         Some(n) => Ok(n),
     }
 }
@@ -345,7 +345,7 @@ pub fn parse_cursor(b: &[u8]) -> Result<u64, Reply> {
     std::str::from_utf8(b)
         .ok()
         .and_then(|s| s.parse::<u64>().ok())
-        .ok_or_else(|| Reply::err("ERR invalid cursor"))
+        .ok_or_else(|| Reply::err(INVALID_CURSOR))
 }
 
 /// Collections up to this many elements answer a SCAN-family command in

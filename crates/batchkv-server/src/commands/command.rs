@@ -373,18 +373,8 @@ fn keys_of(cmd: &[Bytes]) -> Result<(Vec<usize>, bool), Reply> {
         out.extend(at + 1..=at + n);
         return Ok((out, write));
     }
-    let (first, last, step) = keys;
-    if first <= 0 {
+    if keys.0 <= 0 {
         return Err(Reply::err("ERR The command has no key arguments"));
     }
-    let last = if last < 0 {
-        argc as i32 + last
-    } else {
-        last.min(argc as i32 - 1)
-    };
-    let out = (first..=last)
-        .step_by(step.max(1) as usize)
-        .map(|i| i as usize)
-        .collect();
-    Ok((out, write))
+    Ok((super::key_positions(keys, argc).collect(), write))
 }

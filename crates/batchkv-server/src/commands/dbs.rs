@@ -13,6 +13,7 @@ use bytes::Bytes;
 
 use super::strings::tri;
 use super::{parse_int, spec, CommandSpec, ConnState, KEY1, NO_KEYS, W};
+use crate::errors::{DB_OUT_OF_RANGE, SAME_OBJECT};
 use crate::keyspace::{db_key, decode_expiry_index_key, expiry_index_key, EXPIRY_INDEX, NUM_DBS};
 use crate::meta::{prefix_end, ELEMENTS, SCORES};
 use crate::resp::Reply;
@@ -34,10 +35,10 @@ pub fn move_key(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
         return super::not_integer();
     };
     let Some(dst_db) = db_index(n) else {
-        return Reply::err("ERR DB index is out of range");
+        return Reply::err(DB_OUT_OF_RANGE);
     };
     if dst_db == conn.db {
-        return Reply::err("ERR source and destination objects are the same");
+        return Reply::err(SAME_OBJECT);
     }
     let src = db_key(conn.db, &a[0]);
     let dst = db_key(dst_db, &a[0]);
@@ -60,7 +61,7 @@ pub fn swapdb(shared: &Shared, a: &[Bytes]) -> Reply {
         return Reply::err("ERR invalid second DB index");
     };
     let (Some(x), Some(y)) = (db_index(x), db_index(y)) else {
-        return Reply::err("ERR DB index is out of range");
+        return Reply::err(DB_OUT_OF_RANGE);
     };
     if x == y {
         return Reply::ok();

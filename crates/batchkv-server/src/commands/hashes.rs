@@ -8,6 +8,8 @@ use bytes::{Bytes, BytesMut};
 use super::coll::{self, parse_rand_count, pick_random, Writer};
 use super::strings::tri;
 use super::{not_integer, parse_int, spec, CommandSpec, ConnState, KEY1, R, RS, W, WM};
+use crate::batcher::Shape;
+use crate::errors::{INCR_OVERFLOW, NAN_OR_INFINITY, NOT_FLOAT, OUT_OF_RANGE};
 use crate::keyspace::{db_key, glob_match};
 use crate::ldouble::LDouble;
 use crate::meta::Kind;
@@ -19,8 +21,9 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     spec("hset", -4, WM, KEY1, |s, c, a| hset(s, c, a, "hset")),
     spec("hmset", -4, WM, KEY1, |s, c, a| hset(s, c, a, "hmset")),
     spec("hsetnx", 4, WM, KEY1, |s, c, a| hsetnx(s, c, a)),
-    spec("hget", 3, R, KEY1, |s, c, a| hget(s, c, a)),
-    spec("hmget", -3, R, KEY1, |s, c, a| hmget(s, c, a)),
+    spec("hget", 3, R, KEY1, |s, c, a| hget(s, c, a)).batched(|_| Shape::HGet),
+    // The key, then n - 1 fields.
+    spec("hmget", -3, R, KEY1, |s, c, a| hmget(s, c, a)).batched(|n| Shape::HMget(n - 1)),
     spec("hgetall", 2, RS, KEY1, |s, c, a| {
         hgetall(s, c, a, true, true)
     }),
@@ -220,7 +223,7 @@ pub fn hincrby(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
         },
     };
     let Some(n) = cur.checked_add(by) else {
-        return Reply::err("ERR increment or decrement would overflow");
+        return Reply::err(INCR_OVERFLOW);
     };
     tri!(set_fields(
         shared,
@@ -236,7 +239,7 @@ pub fn hincrby(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
 /// value; the sum is kept in Redis's `%.17Lf`-based form.
 pub fn hincrbyfloat(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let Some(by) = LDouble::parse(&a[2]) else {
-        return Reply::err("ERR value is not a valid float");
+        return Reply::err(NOT_FLOAT);
     };
     if matches!(by, LDouble::Infinite { .. }) {
         return Reply::err("ERR value is NaN or Infinity");
@@ -252,7 +255,7 @@ pub fn hincrbyfloat(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
         },
     };
     let Some(n) = cur.checked_add(by) else {
-        return Reply::err("ERR increment would produce NaN or Infinity");
+        return Reply::err(NAN_OR_INFINITY);
     };
     let text = n.to_human();
     tri!(set_fields(shared, &mut w, &[(&a[1], text.as_bytes())]));
@@ -280,7 +283,7 @@ fn hrandfield_args(a: &[Bytes]) -> Result<(Option<i64>, bool), Reply> {
         _ => return Err(super::syntax_error()),
     };
     if with_values && n.unsigned_abs() > (i64::MAX / 2) as u64 {
-        return Err(Reply::err("ERR value is out of range"));
+        return Err(Reply::err(OUT_OF_RANGE));
     }
     Ok((Some(parse_rand_count(c)?), with_values))
 }

@@ -12,6 +12,9 @@ use super::{
     not_integer, parse_int, spec, syntax_error, CommandSpec, ConnState, ALL_KEYS, KEY1, NO_KEYS, R,
     RS, W,
 };
+use crate::errors::{
+    invalid_expire_time, DB_OUT_OF_RANGE, INVALID_CURSOR, NO_SUCH_KEY, SAME_OBJECT,
+};
 use crate::keyspace::{
     db_key, decode_expiry_index_key, glob_match, live_entry, now_ms, EXPIRY_INDEX, NUM_DBS,
 };
@@ -124,7 +127,7 @@ pub fn expire(
     let Some(n) = parse_int(&a[1]) else {
         return not_integer();
     };
-    let invalid = || Reply::Error(format!("ERR invalid expire time in '{cmd}' command"));
+    let invalid = || invalid_expire_time(cmd);
     let Some(ms) = n.checked_mul(unit) else {
         return invalid();
     };
@@ -251,7 +254,7 @@ pub fn scan(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
         .ok()
         .and_then(|s| s.parse::<u64>().ok())
     else {
-        return Reply::err("ERR invalid cursor");
+        return Reply::err(INVALID_CURSOR);
     };
     let mut pattern: Option<&Bytes> = None;
     let mut count: i64 = 10;
@@ -327,7 +330,7 @@ pub fn rename(shared: &Shared, conn: &ConnState, a: &[Bytes], nx: bool) -> Reply
     let dst = db_key(conn.db, &a[1]);
     let _g = shared.lock_keys(&[&src, &dst]);
     let Some(value) = tri!(shared.read_value(&src)) else {
-        return Reply::err("ERR no such key");
+        return Reply::err(NO_SUCH_KEY);
     };
     if src == dst {
         return if nx { Reply::Int(0) } else { Reply::ok() };
@@ -353,7 +356,7 @@ pub fn copy(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
             b"DB" if i + 1 < a.len() => {
                 match parse_int(&a[i + 1]) {
                     Some(n) if (0..NUM_DBS as i64).contains(&n) => dst_db = n as u8,
-                    Some(_) => return Reply::err("ERR DB index is out of range"),
+                    Some(_) => return Reply::err(DB_OUT_OF_RANGE),
                     None => return not_integer(),
                 }
                 i += 1;
@@ -365,7 +368,7 @@ pub fn copy(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let src = db_key(conn.db, &a[0]);
     let dst = db_key(dst_db, &a[1]);
     if src == dst {
-        return Reply::err("ERR source and destination objects are the same");
+        return Reply::err(SAME_OBJECT);
     }
     let _g = shared.lock_keys(&[&src, &dst]);
     let Some(value) = tri!(shared.read_value(&src)) else {

@@ -34,6 +34,7 @@ use super::{
     not_integer, parse_int, spec, syntax_error, CommandSpec, ConnState, Handler, KEY1, NO_KEYS, R,
     RS, W, WM,
 };
+use crate::errors::{cannot_be_negative, NOT_POSITIVE, NO_SUCH_KEY, TIMEOUT_NEGATIVE};
 use crate::keyspace::{db_key, put_meta};
 use crate::meta::{self, Kind, Meta};
 use crate::resp::Reply;
@@ -332,7 +333,7 @@ fn push(shared: &Shared, conn: &ConnState, a: &[Bytes], end: End, only_existing:
 fn parse_pop_count(b: &[u8]) -> Result<u64, Reply> {
     match parse_int(b) {
         Some(n) if n >= 0 => Ok(n as u64),
-        _ => Err(Reply::err("ERR value is out of range, must be positive")),
+        _ => Err(Reply::err(NOT_POSITIVE)),
     }
 }
 
@@ -408,7 +409,7 @@ fn lset(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let key = db_key(conn.db, &a[0]);
     let _g = shared.lock_keys(&[&key]);
     let Some(mut w) = tri!(coll::open_existing(shared, key, Kind::List)) else {
-        return Reply::err("ERR no such key");
+        return Reply::err(NO_SUCH_KEY);
     };
     let Some(p) = position(tri!(parse_index(&a[1])), w.meta.size) else {
         return Reply::err("ERR index out of range");
@@ -613,7 +614,7 @@ fn parse_lpos(a: &[Bytes]) -> Result<LposArgs, Reply> {
     };
     let non_negative = |b: &[u8], what: &str| match parse_int(b) {
         Some(n) if n >= 0 => Ok(n),
-        _ => Err(Reply::Error(format!("ERR {what} can't be negative"))),
+        _ => Err(cannot_be_negative(what)),
     };
     let mut i = 0;
     while i < a.len() {
@@ -796,7 +797,7 @@ pub(crate) fn parse_timeout(b: &[u8]) -> Result<Option<Duration>, Reply> {
     // 2^63: the first value that does not fit an i64.
     let limit = -(i64::MIN as f64);
     if !(0.0..limit).contains(&ms) {
-        return Err(Reply::err("ERR timeout is negative"));
+        return Err(Reply::err(TIMEOUT_NEGATIVE));
     }
     let mut ms = ms as u64;
     if ms == 0 && secs == 0.0 && underflows_positive(b) {

@@ -1,9 +1,14 @@
-//! Command dispatch: the command table (arity, flags — also what COMMAND
-//! reports), authentication, and the per-connection state commands change.
+//! Command dispatch: the command table, authentication, and the
+//! per-connection state commands change.
 //!
-//! Every command runs synchronously against the engine; reads that can be
-//! batched (GET, MGET) are taken out of a pipeline by the connection before
-//! they get here (see `conn.rs`).
+//! The table ([`CommandSpec`], one `COMMANDS` list per module) is the one
+//! list of commands: dispatch, COMMAND INFO/COUNT/DOCS/GETKEYS, the
+//! statistics slots, EXEC's locks, the key-length checks and the batcher's
+//! eligibility all read it.
+//!
+//! Every command runs synchronously against the engine; reads the table
+//! marks as batched (GET, MGET, the collection point reads) are taken out
+//! of a pipeline by the connection before they get here (see `conn.rs`).
 
 mod admin;
 mod bits;
@@ -32,8 +37,12 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
+use crate::batcher::Shape;
 use crate::clients::{ClientHandle, BLOCKED};
 
+pub(crate) use crate::errors::{
+    engine_error, lossy, not_integer, syntax_error, unknown_command, wrong_arity,
+};
 use crate::resp::Reply;
 use crate::shared::Shared;
 
@@ -42,17 +51,26 @@ use crate::shared::Shared;
 /// arity).
 pub type Handler = fn(&Shared, &mut ConnState, &[Bytes]) -> Reply;
 
-/// One command: Redis's COMMAND INFO fields and its handler. Each module
-/// lists its commands in a `COMMANDS` table; [`lookup`] finds them all.
+/// One command: Redis's COMMAND INFO fields, its handler, and whether a
+/// batched run can take it. Each module lists its commands in a
+/// `COMMANDS` table; [`lookup`] finds them all. The table is what
+/// dispatch ([`execute`]), COMMAND INFO/COUNT/DOCS/GETKEYS, the batcher's
+/// eligibility ([`batch_shape`]) and EXEC's locks read.
 pub struct CommandSpec {
     pub name: &'static str,
     /// Positive: exact argument count (name included); negative: at least.
     pub arity: i32,
     pub flags: &'static [&'static str],
+    /// Key positions (name at 0): the first, the last (negative: from the
+    /// end), the step; see [`key_positions`].
     pub first_key: i32,
     pub last_key: i32,
     pub step: i32,
     pub handler: Handler,
+    /// Set for the reads a batched run can take (`conn.rs`): the shape of
+    /// the command's batcher job from its argument count after the name
+    /// (already checked against `arity`).
+    pub batch: Option<fn(usize) -> Shape>,
 }
 
 pub(crate) const fn spec(
@@ -70,7 +88,44 @@ pub(crate) const fn spec(
         last_key: keys.1,
         step: keys.2,
         handler,
+        batch: None,
     }
+}
+
+impl CommandSpec {
+    /// This command, which a batched run can take as `shape` (see
+    /// [`CommandSpec::batch`]).
+    pub(crate) const fn batched(mut self, shape: fn(usize) -> Shape) -> CommandSpec {
+        self.batch = Some(shape);
+        self
+    }
+
+    /// The indexes of the keys in a call with `argc` arguments (name
+    /// included).
+    pub fn key_positions(&self, argc: usize) -> impl Iterator<Item = usize> {
+        key_positions((self.first_key, self.last_key, self.step), argc)
+    }
+}
+
+/// The indexes in a command's arguments (name at 0, `argc` in all) that
+/// hold keys, per `(first, last, step)` (a negative last counts from the
+/// end; a first below 1 means no keys).
+pub fn key_positions(keys: (i32, i32, i32), argc: usize) -> impl Iterator<Item = usize> {
+    let (first, last, step) = keys;
+    let argc = argc as i64;
+    let last = match i64::from(last) {
+        l if l < 0 => argc + l,
+        l => l,
+    }
+    .min(argc - 1);
+    let step = i64::from(step).max(1) as usize;
+    // No keys: an empty range (`first` > `last`).
+    let first = if first < 1 {
+        last + 1
+    } else {
+        i64::from(first)
+    };
+    (first..=last).step_by(step).map(|i| i as usize)
 }
 
 /// Flags: a write command.
@@ -82,6 +137,16 @@ pub(crate) const R: &[&str] = &["readonly", "fast"];
 /// A read whose cost grows with the data (Redis: no `fast`).
 pub(crate) const RS: &[&str] = &["readonly"];
 pub(crate) const F: &[&str] = &["fast"];
+/// Redis's flags of the commands a client may run before AUTH (AUTH,
+/// HELLO, QUIT, RESET).
+pub(crate) const NO_AUTH: &[&str] = &[
+    "noscript",
+    "loading",
+    "stale",
+    "fast",
+    "no_auth",
+    "allow_busy",
+];
 /// Key positions: none; the first argument; all arguments from the first.
 pub(crate) const NO_KEYS: (i32, i32, i32) = (0, 0, 0);
 pub(crate) const KEY1: (i32, i32, i32) = (1, 1, 1);
@@ -123,9 +188,9 @@ struct Table {
     subs: Vec<Option<(&'static [subcommands::SubSpec], usize)>>,
     /// Statistics slot names: every command, then every subcommand.
     slot_names: Vec<String>,
-    /// The slots of GET and MGET (the batched commands).
-    get_slot: usize,
-    mget_slot: usize,
+    /// The commands a batched run can take ([`CommandSpec::batch`]): so
+    /// few that comparing their names is cheaper than a lookup.
+    batched: Vec<usize>,
 }
 
 fn table() -> &'static Table {
@@ -147,15 +212,15 @@ fn table() -> &'static Table {
                 Some((list, first))
             })
             .collect();
-        let slot = |name: &str| slot_names.iter().position(|n| n == name).unwrap_or(0);
-        let (get_slot, mget_slot) = (slot("get"), slot("mget"));
+        let batched = (0..specs.len())
+            .filter(|&i| specs[i].batch.is_some())
+            .collect();
         Table {
             specs,
             by_name,
             subs,
             slot_names,
-            get_slot,
-            mget_slot,
+            batched,
         }
     })
 }
@@ -179,6 +244,21 @@ pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
 /// then every subcommand as `container|sub`.
 pub fn stat_names() -> Vec<String> {
     table().slot_names.clone()
+}
+
+/// The index (also its statistics slot) and batcher job shape of `args`
+/// (name included) if its command is one a batched run can take
+/// ([`CommandSpec::batch`]) and `args` has the arity it requires (if not,
+/// the command runs alone and answers the error).
+pub fn batch_shape(args: &[Bytes]) -> Option<(usize, Shape)> {
+    let t = table();
+    let &index = t
+        .batched
+        .iter()
+        .find(|&&i| t.specs[i].name.as_bytes().eq_ignore_ascii_case(&args[0]))?;
+    let spec = t.specs[index];
+    let shape = spec.batch?;
+    arity_ok(spec, args.len()).then(|| (index, shape(args.len() - 1)))
 }
 
 /// Whether `argc` (name included) satisfies `spec`'s arity.
@@ -226,33 +306,6 @@ pub enum After {
     Block,
 }
 
-/// Redis's reply to an unknown command: the name cut at 128 bytes, then
-/// arguments while the echoed text is under 128 bytes, the last one cut to
-/// fit (CR/LF become spaces when the error is encoded).
-pub fn unknown_command(args: &[Bytes]) -> Reply {
-    let mut echoed = String::new();
-    for a in &args[1..] {
-        if echoed.len() >= 128 {
-            break;
-        }
-        echoed.push_str(&format!("'{}' ", lossy(a, 128 - echoed.len())));
-    }
-    Reply::Error(format!(
-        "ERR unknown command '{}', with args beginning with: {echoed}",
-        lossy(&args[0], 128)
-    ))
-}
-
-pub(crate) fn lossy(b: &[u8], max: usize) -> String {
-    String::from_utf8_lossy(&b[..b.len().min(max)]).into_owned()
-}
-
-pub fn wrong_arity(name: &str) -> Reply {
-    Reply::Error(format!(
-        "ERR wrong number of arguments for '{name}' command"
-    ))
-}
-
 /// A SCAN-family reply: the next cursor and this page's items.
 pub fn scan_reply(next: u64, items: Vec<Reply>) -> Reply {
     Reply::Array(vec![
@@ -264,18 +317,6 @@ pub fn scan_reply(next: u64, items: Vec<Reply>) -> Reply {
 /// A HELP subcommand's reply: one simple string per line, as Redis's.
 pub(crate) fn help_reply(lines: &[&str]) -> Reply {
     Reply::Array(lines.iter().map(|l| Reply::Status((*l).into())).collect())
-}
-
-pub fn syntax_error() -> Reply {
-    Reply::err("ERR syntax error")
-}
-
-pub fn not_integer() -> Reply {
-    Reply::err("ERR value is not an integer or out of range")
-}
-
-pub fn engine_error(e: impl std::fmt::Display) -> Reply {
-    Reply::Error(format!("ERR {e}"))
 }
 
 /// Parses an integer argument as Redis does (`string2ll`).
@@ -318,7 +359,7 @@ pub fn execute(shared: &Shared, conn: &mut ConnState, args: &[Bytes]) -> (Reply,
             wrong_arity(&t.slot_names[slot]),
         );
     }
-    if !conn.authenticated && !matches!(spec.name, "auth" | "hello" | "quit" | "reset") {
+    if !conn.authenticated && !spec.flags.contains(&"no_auth") {
         let e = Reply::err("NOAUTH Authentication required.");
         return reject(shared, conn, Some(slot), Some(spec), e);
     }
@@ -400,11 +441,7 @@ fn subcommand(
         .position(|s| s.name.as_bytes().eq_ignore_ascii_case(name))
     {
         Some(j) => Ok((first + j, Some(&subs[j]))),
-        None => Err(Reply::Error(format!(
-            "ERR unknown subcommand '{}'. Try {} HELP.",
-            lossy(name, 128),
-            String::from_utf8_lossy(&args[0]).to_ascii_uppercase()
-        ))),
+        None => Err(crate::errors::unknown_subcommand(name, &args[0])),
     }
 }
 
@@ -544,17 +581,11 @@ pub fn record_batched(
     let Some(last) = reqs.last() else {
         return;
     };
-    let t = table();
-    let slot_of = |args: &Vec<Bytes>| {
-        if args[0].eq_ignore_ascii_case(b"get") {
-            t.get_slot
-        } else if args[0].eq_ignore_ascii_case(b"mget") {
-            t.mget_slot
-        } else {
-            // A collection read or a grouped write: its command's slot
-            // (commands come first).
-            lookup_index(&args[0]).unwrap_or(t.get_slot)
-        }
+    // A command's slot is its index (commands come first); a batched
+    // read's is found without a lookup.
+    let slot_of = |args: &Vec<Bytes>| match batch_shape(args) {
+        Some((index, _)) => index,
+        None => lookup_index(&args[0]).unwrap_or(0),
     };
     let n = reqs.len() as u32;
     shared
@@ -599,25 +630,80 @@ pub fn record_batched(
 mod tests {
     use super::*;
 
-    #[test]
-    fn unknown_command_text_matches_redis() {
-        let args = vec![Bytes::from("FOO"), Bytes::from("a"), Bytes::from("b")];
-        assert_eq!(
-            unknown_command(&args),
-            Reply::err("ERR unknown command 'FOO', with args beginning with: 'a' 'b' ")
-        );
+    fn positions(keys: (i32, i32, i32), argc: usize) -> Vec<usize> {
+        key_positions(keys, argc).collect()
     }
 
     #[test]
-    fn unknown_command_echo_is_capped_like_redis() {
-        let mut args = vec![Bytes::from("FOO")];
-        args.extend(std::iter::repeat_n(Bytes::from("a".repeat(50)), 10));
-        let want = format!(
-            "ERR unknown command 'FOO', with args beginning with: '{a}' '{a}' '{b}' ",
-            a = "a".repeat(50),
-            b = "a".repeat(22)
+    fn key_positions_follow_the_command_table() {
+        assert_eq!(positions(KEY1, 3), [1]);
+        assert_eq!(positions(ALL_KEYS, 4), [1, 2, 3]);
+        assert_eq!(positions((1, -1, 2), 5), [1, 3]);
+        assert_eq!(positions((1, 2, 1), 5), [1, 2]);
+        assert_eq!(positions(NO_KEYS, 5), Vec::<usize>::new());
+        // Fewer arguments than the table names: no out-of-range index.
+        assert_eq!(positions((1, 2, 1), 2), [1]);
+        assert_eq!(positions(ALL_KEYS, 1), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn the_table_says_which_reads_a_batched_run_takes() {
+        let shape = |line: &str| {
+            let args: Vec<Bytes> = line
+                .split(' ')
+                .map(|a| Bytes::from(a.to_string()))
+                .collect();
+            batch_shape(&args)
+                .map(|(index, shape)| (all_commands().nth(index).unwrap().name, shape))
+        };
+        assert_eq!(shape("GeT k"), Some(("get", Shape::Get)));
+        assert_eq!(shape("mget a b c"), Some(("mget", Shape::Mget(3))));
+        assert_eq!(shape("hget h f"), Some(("hget", Shape::HGet)));
+        assert_eq!(shape("HMGET h f g"), Some(("hmget", Shape::HMget(2))));
+        assert_eq!(
+            shape("sismember s m"),
+            Some(("sismember", Shape::SIsMember))
         );
-        assert_eq!(unknown_command(&args), Reply::Error(want));
+        assert_eq!(
+            shape("smismember s m"),
+            Some(("smismember", Shape::SMIsMember(1)))
+        );
+        assert_eq!(shape("zscore z m"), Some(("zscore", Shape::ZScore)));
+        assert_eq!(
+            shape("zmscore z m n o"),
+            Some(("zmscore", Shape::ZMScore(3)))
+        );
+        // The wrong arity runs alone (and answers the error); so does
+        // every other command.
+        for line in [
+            "get",
+            "get a b",
+            "mget",
+            "hget h",
+            "hmget h",
+            "zscore z m n",
+            "set k v",
+            "getx k",
+        ] {
+            assert_eq!(shape(line), None, "{line}");
+        }
+        // Only keyed reads are batched: the batcher reads without locks.
+        for c in all_commands().filter(|c| c.batch.is_some()) {
+            assert!(
+                c.flags.contains(&"readonly") && c.first_key == 1,
+                "{}",
+                c.name
+            );
+        }
+    }
+
+    #[test]
+    fn only_commands_flagged_no_auth_run_before_auth() {
+        let no_auth: Vec<_> = all_commands()
+            .filter(|c| c.flags.contains(&"no_auth"))
+            .map(|c| c.name)
+            .collect();
+        assert_eq!(no_auth, ["auth", "hello", "quit", "reset"]);
     }
 
     #[test]

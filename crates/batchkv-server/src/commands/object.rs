@@ -15,6 +15,7 @@ use bytes::Bytes;
 use super::coll;
 use super::strings::tri;
 use super::{parse_int, spec, CommandSpec, ConnState, ALL_KEYS, NO_KEYS, R};
+use crate::errors::unknown_subcommand;
 use crate::keyspace::db_key;
 use crate::meta::{Kind, Meta};
 use crate::resp::Reply;
@@ -66,10 +67,7 @@ pub fn check_subcommand(a: &[Bytes]) -> Option<Reply> {
     {
         Some((_, n)) if *n == a.len() => None,
         Some((name, _)) => Some(super::wrong_arity(&format!("object|{name}"))),
-        None => Some(Reply::Error(format!(
-            "ERR unknown subcommand '{}'. Try OBJECT HELP.",
-            super::lossy(sub, 128)
-        ))),
+        None => Some(unknown_subcommand(sub, b"object")),
     }
 }
 
@@ -101,7 +99,7 @@ pub fn object(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
             }
         }
         // Checked above.
-        _ => Reply::err("ERR syntax error"),
+        _ => super::syntax_error(),
     }
 }
 

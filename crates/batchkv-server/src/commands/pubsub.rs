@@ -100,10 +100,7 @@ pub(super) fn subscribed_pong(msg: Option<&Bytes>) -> Reply {
 fn check_pubsub_args(a: &[Bytes]) -> Result<(), Reply> {
     let sub = a[0].to_ascii_lowercase();
     if matches!(sub.as_slice(), b"channels" | b"shardchannels") && a.len() > 2 {
-        return Err(Reply::Error(format!(
-            "ERR unknown subcommand or wrong number of arguments for '{}'. Try PUBSUB HELP.",
-            String::from_utf8_lossy(&a[0])
-        )));
+        return Err(crate::errors::bad_subcommand(&a[0], "PUBSUB"));
     }
     Ok(())
 }

@@ -22,10 +22,12 @@ use super::strings::tri;
 use super::{
     parse_int, spec, syntax_error, CommandSpec, ConnState, ALL_KEYS, KEY1, NO_KEYS, R, RS, WM,
 };
+use crate::batcher::Shape;
+use crate::errors::{cannot_be_negative, wrong_type, NOT_POSITIVE, NUMKEYS_NOT_POSITIVE};
 use crate::keyspace::{db_key, glob_match, put_meta};
 use crate::meta::{self, Kind, Meta};
 use crate::resp::Reply;
-use crate::shared::{wrong_type, Shared, Value};
+use crate::shared::{Shared, Value};
 
 /// Redis's flags for SADD (`write denyoom fast`).
 const WMF: &[&str] = &["write", "denyoom", "fast"];
@@ -38,8 +40,10 @@ const RMK: &[&str] = &["readonly", "movablekeys"];
 pub(super) static COMMANDS: &[CommandSpec] = &[
     spec("sadd", -3, WMF, KEY1, |s, c, a| sadd(s, c, a)),
     spec("srem", -3, WF, KEY1, |s, c, a| srem(s, c, a)),
-    spec("sismember", 3, R, KEY1, |s, c, a| sismember(s, c, a)),
-    spec("smismember", -3, R, KEY1, |s, c, a| smismember(s, c, a)),
+    spec("sismember", 3, R, KEY1, |s, c, a| sismember(s, c, a)).batched(|_| Shape::SIsMember),
+    // The key, then n - 1 members.
+    spec("smismember", -3, R, KEY1, |s, c, a| smismember(s, c, a))
+        .batched(|n| Shape::SMIsMember(n - 1)),
     spec("smembers", 2, RS, KEY1, |s, c, a| smembers(s, c, a)),
     spec("scard", 2, R, KEY1, |s, c, a| scard(s, c, a)),
     spec("spop", -2, WF, KEY1, |s, c, a| spop(s, c, a)),
@@ -326,7 +330,7 @@ fn smismember(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let mut out = bytes::BytesMut::with_capacity(4 * subs.len() + 8);
     crate::resp::encode_array_header(&mut out, subs.len());
     tri!(coll::visit_elements(shared, &k, &m, &subs, |_, v| {
-        out.extend_from_slice(if v.is_some() { b":1\r\n" } else { b":0\r\n" })
+        crate::resp::encode_int(&mut out, i64::from(v.is_some()))
     }));
     Reply::Encoded(out)
 }
@@ -350,7 +354,7 @@ fn spop(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
         1 => None,
         2 => match parse_int(&a[1]) {
             Some(n) if n >= 0 => Some(n),
-            _ => return Reply::err("ERR value is out of range, must be positive"),
+            _ => return Reply::err(NOT_POSITIVE),
         },
         _ => return syntax_error(),
     };
@@ -456,7 +460,7 @@ fn smove(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
 fn sintercard(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let numkeys = match parse_int(&a[0]) {
         Some(n) if n > 0 => n as u64,
-        _ => return Reply::err("ERR numkeys should be greater than 0"),
+        _ => return Reply::err(NUMKEYS_NOT_POSITIVE),
     };
     if numkeys > (a.len() - 1) as u64 {
         return Reply::err("ERR Number of keys can't be greater than number of args");
@@ -468,7 +472,7 @@ fn sintercard(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
         match opts.get(i + 1) {
             Some(v) if opts[i].eq_ignore_ascii_case(b"limit") => match parse_int(v) {
                 Some(n) if n >= 0 => limit = n as u64,
-                _ => return Reply::err("ERR LIMIT can't be negative"),
+                _ => return cannot_be_negative("LIMIT"),
             },
             _ => return syntax_error(),
         }

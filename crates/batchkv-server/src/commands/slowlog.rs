@@ -46,12 +46,7 @@ fn get(shared: &Shared, a: &[Bytes]) -> Reply {
             Some(n) if n >= 0 => Some(usize::try_from(n).unwrap_or(usize::MAX)),
             _ => return Reply::err("ERR count should be greater than or equal to -1"),
         },
-        _ => {
-            return Reply::Error(format!(
-                "ERR unknown subcommand or wrong number of arguments for '{}'. Try SLOWLOG HELP.",
-                super::lossy(&a[0], 128)
-            ))
-        }
+        _ => return crate::errors::bad_subcommand(&a[0], "SLOWLOG"),
     };
     let entries = shared.slowlog.get(count);
     Reply::Array(

@@ -6,6 +6,8 @@ use batchkv::WriteBatch;
 use bytes::Bytes;
 
 use super::{not_integer, parse_int, spec, syntax_error, CommandSpec, ConnState, KEY1, R, W, WM};
+use crate::batcher::Shape;
+use crate::errors::{invalid_expire_time, INCR_OVERFLOW, NAN_OR_INFINITY, NOT_FLOAT};
 use crate::keyspace::{db_key, encode_value, now_ms};
 use crate::ldouble::LDouble;
 use crate::resp::Reply;
@@ -26,8 +28,8 @@ pub(super) fn check_string_length(shared: &Shared, len: u64, added: u64) -> Resu
 
 /// The string commands.
 pub(super) static COMMANDS: &[CommandSpec] = &[
-    spec("get", 2, R, KEY1, |s, c, a| get(s, c, a)),
-    spec("mget", -2, R, super::ALL_KEYS, |s, c, a| mget(s, c, a)),
+    spec("get", 2, R, KEY1, |s, c, a| get(s, c, a)).batched(|_| Shape::Get),
+    spec("mget", -2, R, super::ALL_KEYS, |s, c, a| mget(s, c, a)).batched(Shape::Mget),
     spec("set", -3, WM, KEY1, |s, c, a| set(s, c, a)),
     spec("setnx", 3, WM, KEY1, |s, c, a| setnx(s, c, a)),
     spec("setex", 4, WM, KEY1, |s, c, a| {
@@ -78,7 +80,7 @@ pub(super) use tri;
 /// Parses an expiry argument into an absolute time in ms. `unit_ms` is
 /// 1000 for seconds, 1 for ms; `absolute` for EXAT/PXAT.
 pub(super) fn expire_at(v: &[u8], unit_ms: i64, absolute: bool, cmd: &str) -> Result<u64, Reply> {
-    let invalid = || Reply::Error(format!("ERR invalid expire time in '{cmd}' command"));
+    let invalid = || invalid_expire_time(cmd);
     let n = parse_int(v).ok_or_else(not_integer)?;
     if n <= 0 {
         return Err(invalid());
@@ -211,7 +213,7 @@ pub fn set(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
         None
     };
     if get && matches!(old, Some(Value::Coll(_))) {
-        return crate::shared::wrong_type();
+        return crate::errors::wrong_type();
     }
     let old_reply = |old: Option<Value>| match old {
         Some(Value::Str(_, d)) if get => Reply::Bulk(Bytes::from(d)),
@@ -405,7 +407,7 @@ pub fn incr_by(shared: &Shared, conn: &ConnState, key: &[u8], by: Option<i64>) -
         },
     };
     let Some(n) = cur.checked_add(by) else {
-        return Reply::err("ERR increment or decrement would overflow");
+        return Reply::err(INCR_OVERFLOW);
     };
     tri!(shared.put(&key, n.to_string().as_bytes(), exp));
     Reply::Int(n)
@@ -421,14 +423,14 @@ pub fn incr_by_float(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
         None => (None, LDouble::zero(false)),
         Some((exp, d)) => match LDouble::parse(&d) {
             Some(n) => (exp, n),
-            None => return Reply::err("ERR value is not a valid float"),
+            None => return Reply::err(NOT_FLOAT),
         },
     };
     let Some(by) = LDouble::parse(&a[1]) else {
-        return Reply::err("ERR value is not a valid float");
+        return Reply::err(NOT_FLOAT);
     };
     let Some(n) = cur.checked_add(by) else {
-        return Reply::err("ERR increment would produce NaN or Infinity");
+        return Reply::err(NAN_OR_INFINITY);
     };
     let text = n.to_human();
     tri!(shared.put(&key, text.as_bytes(), exp));

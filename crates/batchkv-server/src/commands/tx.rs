@@ -38,20 +38,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         c.tx.watched.clear();
         Reply::ok()
     }),
-    spec(
-        "reset",
-        1,
-        &[
-            "noscript",
-            "loading",
-            "stale",
-            "fast",
-            "no_auth",
-            "allow_busy",
-        ],
-        NO_KEYS,
-        |s, c, _| reset(s, c),
-    ),
+    spec("reset", 1, super::NO_AUTH, NO_KEYS, |s, c, _| reset(s, c)),
 ];
 
 /// A connection's transaction state.
@@ -224,26 +211,9 @@ fn exec_keys(
         if spec.name == "select" || keyless_data {
             return None;
         }
-        keys.extend(key_positions(spec, args.len()).map(|i| db_key(db, &args[i])));
+        keys.extend(spec.key_positions(args.len()).map(|i| db_key(db, &args[i])));
     }
     Some(keys)
-}
-
-/// The indexes in a command's arguments (name at 0, `argc` in all) that
-/// hold keys, per `spec`'s first/last/step (a negative last counts from
-/// the end).
-fn key_positions(spec: &CommandSpec, argc: usize) -> impl Iterator<Item = usize> {
-    let argc = argc as i64;
-    let first = i64::from(spec.first_key);
-    let last = match i64::from(spec.last_key) {
-        l if l < 0 => argc + l,
-        l => l,
-    }
-    .min(argc - 1);
-    let step = i64::from(spec.step).max(1) as usize;
-    // No keys: an empty range (`first` > `last`, or `first` < 1).
-    let first = first.max(1);
-    (first..=last).step_by(step).map(|i| i as usize)
 }
 
 /// What a queued command may change in the connection: restored before a
@@ -383,23 +353,6 @@ fn in_their_protocols(replies: Vec<(Reply, u8)>, proto: u8) -> Vec<Reply> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn positions(keys: (i32, i32, i32), argc: usize) -> Vec<usize> {
-        let s = spec("x", -1, &[], keys, |_, _, _| Reply::ok());
-        key_positions(&s, argc).collect()
-    }
-
-    #[test]
-    fn key_positions_follow_the_command_table() {
-        assert_eq!(positions(super::super::KEY1, 3), [1]);
-        assert_eq!(positions(super::super::ALL_KEYS, 4), [1, 2, 3]);
-        assert_eq!(positions((1, -1, 2), 5), [1, 3]);
-        assert_eq!(positions((1, 2, 1), 5), [1, 2]);
-        assert_eq!(positions(NO_KEYS, 5), Vec::<usize>::new());
-        // Fewer arguments than the table names: no out-of-range index.
-        assert_eq!(positions((1, 2, 1), 2), [1]);
-        assert_eq!(positions(super::super::ALL_KEYS, 1), Vec::<usize>::new());
-    }
 
     #[test]
     fn keyless_data_commands_and_database_changes_lock_everything() {

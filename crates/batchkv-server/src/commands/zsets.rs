@@ -34,7 +34,9 @@ use super::strings::tri;
 use super::{
     not_integer, parse_int, spec, syntax_error, CommandSpec, ConnState, KEY1, NO_KEYS, R, RS, W, WM,
 };
+use crate::batcher::Shape;
 use crate::blocking::WaitFor;
+use crate::errors::{corrupt, out_of_range_between, NOT_FLOAT, NOT_POSITIVE, OUT_OF_RANGE};
 use crate::keyspace::{db_key, glob_match};
 use crate::meta::{self, Kind, Meta};
 use crate::resp::Reply;
@@ -53,8 +55,9 @@ const WMF: &[&str] = &["write", "denyoom", "fast"];
 pub(super) static COMMANDS: &[CommandSpec] = &[
     spec("zadd", -4, WMF, KEY1, |s, c, a| zadd(s, c, a)),
     spec("zincrby", 4, WMF, KEY1, |s, c, a| zincrby(s, c, a)),
-    spec("zscore", 3, R, KEY1, |s, c, a| zscore(s, c, a)),
-    spec("zmscore", -3, R, KEY1, |s, c, a| zmscore(s, c, a)),
+    spec("zscore", 3, R, KEY1, |s, c, a| zscore(s, c, a)).batched(|_| Shape::ZScore),
+    // The key, then n - 1 members.
+    spec("zmscore", -3, R, KEY1, |s, c, a| zmscore(s, c, a)).batched(|n| Shape::ZMScore(n - 1)),
     spec("zcard", 2, R, KEY1, |s, c, a| zcard(s, c, a)),
     spec("zrem", -3, WF, KEY1, |s, c, a| zrem(s, c, a)),
     spec("zrank", 3, R, KEY1, |s, c, a| zrank(s, c, a, false)),
@@ -131,11 +134,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
 ];
 
 fn not_a_float() -> Reply {
-    Reply::err("ERR value is not a valid float")
-}
-
-fn corrupt() -> Reply {
-    Reply::err("ERR corrupt value (not written by batchkv serve)")
+    Reply::err(NOT_FLOAT)
 }
 
 /// A score as stored: -0 becomes +0.
@@ -560,7 +559,7 @@ pub fn zpop(shared: &Shared, conn: &ConnState, a: &[Bytes], max: bool) -> Reply 
     let count = match a.get(1).map(|c| parse_int(c)) {
         None => None,
         Some(Some(n)) if n >= 0 => Some(n),
-        Some(_) => return Reply::err("ERR value is out of range, must be positive"),
+        Some(_) => return Reply::err(NOT_POSITIVE),
     };
     let key = db_key(conn.db, &a[0]);
     let _g = shared.lock_keys(&[&key]);
@@ -616,15 +615,13 @@ const RAND_REPEAT_MAX: i64 = 1 << 24;
 fn parse_zrand_count(b: &[u8], with_scores: bool) -> Result<i64, Reply> {
     let n = parse_int(b).ok_or_else(not_integer)?;
     if n < -RAND_REPEAT_MAX && n != i64::MIN {
-        return Err(Reply::err("ERR value is out of range"));
+        return Err(Reply::err(OUT_OF_RANGE));
     }
     if n == i64::MIN {
-        return Err(Reply::err(
-            "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
-        ));
+        return Err(out_of_range_between(-i64::MAX, i64::MAX));
     }
     if with_scores && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&n) {
-        return Err(Reply::err("ERR value is out of range"));
+        return Err(Reply::err(OUT_OF_RANGE));
     }
     Ok(n)
 }

@@ -27,10 +27,11 @@ use crate::blocking::WaitFor;
 use crate::commands::coll;
 use crate::commands::strings::tri;
 use crate::commands::{not_integer, parse_int, syntax_error, ConnState};
+use crate::errors::{cannot_be_negative, wrong_type};
 use crate::keyspace::{db_key, put_meta};
 use crate::meta::{self, Kind, Meta};
 use crate::resp::Reply;
-use crate::shared::{wrong_type, Shared, Value};
+use crate::shared::{Shared, Value};
 
 /// Flags of the *STORE commands (Redis: `movablekeys`, the keys follow
 /// `numkeys`).
@@ -272,7 +273,7 @@ fn parse_options(a: &[Bytes], op: Op, out: Output, plan: &mut Plan) -> Result<()
         } else if out == Output::Card && left >= 2 && is(b"limit") {
             plan.limit = match parse_int(&a[j + 1]) {
                 Some(l) if l >= 0 => l as u64,
-                _ => return Err(Reply::err("ERR LIMIT can't be negative")),
+                _ => return Err(cannot_be_negative("LIMIT")),
             };
             j += 2;
         } else {

@@ -35,6 +35,10 @@ const MAX_CHUNK: usize = 4096;
 const MAX_CHUNK_BYTES: usize = 1 << 20;
 
 /// Where entries come from.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one per Python iterator, never stored in bulk: the size does not matter"
+)]
 enum Source {
     /// A database iterator, positioned at its first entry on the first
     /// read (`started`).

@@ -41,6 +41,8 @@ const KEYS: u64 = 12;
 const ROUNDS: u64 = 300;
 
 type State = BTreeMap<Vec<u8>, Vec<u8>>;
+/// A transaction's own writes: each key's final value (`None`: deleted).
+type Own = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
 
 fn key(i: u64) -> Vec<u8> {
     format!("k{i:02}").into_bytes()
@@ -55,8 +57,8 @@ struct Writer {
     /// Keys read with `get_for_update` or written (transactions only:
     /// a plain write's footprint is its key).
     footprint: BTreeSet<Vec<u8>>,
-    /// Each written key's final value (`None`: deleted).
-    writes: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    /// Each written key's final value.
+    writes: Own,
     /// Ticks taken just before the commit (or write) started and just
     /// after it returned.
     begin: u64,
@@ -78,7 +80,7 @@ impl Clock {
 }
 
 /// What the transaction must see for `k`: its own write, else the start.
-fn view(start: &State, own: &BTreeMap<Vec<u8>, Option<Vec<u8>>>, k: &[u8]) -> Option<Vec<u8>> {
+fn view(start: &State, own: &Own, k: &[u8]) -> Option<Vec<u8>> {
     match own.get(k) {
         Some(v) => v.clone(),
         None => start.get(k).cloned(),
@@ -94,9 +96,9 @@ fn run_transaction(
     clock: &Clock,
     name: String,
 ) -> Writer {
-    let mut own: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();
+    let mut own = Own::new();
     let mut tracked: BTreeSet<Vec<u8>> = BTreeSet::new();
-    let mut savepoints: Vec<(BTreeMap<Vec<u8>, Option<Vec<u8>>>, BTreeSet<Vec<u8>>)> = Vec::new();
+    let mut savepoints: Vec<(Own, BTreeSet<Vec<u8>>)> = Vec::new();
     let steps = rng.random_range(1..8);
     for step in 0..steps {
         if rng.random_bool(0.5) {

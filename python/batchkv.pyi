@@ -46,6 +46,16 @@ class Unsupported(Error):
 class BackgroundError(Error):
     """A background failure (flush, compaction, WAL sync) stopped writes."""
 
+class Conflict(Error):
+    """A transaction could not commit: a key it wrote or read with
+    ``get_for_update`` was written by someone else after its snapshot.
+    Nothing was applied; retry the transaction from the start."""
+
+    key: bytes
+    """The conflicting key (the first in (family, key) order)."""
+    cf: str
+    """The name of the key's column family."""
+
 class Snapshot:
     """A consistent read view: reads given ``snapshot=`` see the database as
     it was when ``Db.snapshot()`` was called. Released when garbage collected."""
@@ -87,11 +97,125 @@ class WriteBatch:
 
 class Iterator(_Iterator[_T]):
     """An iterator over a key range of one snapshot (from ``items``, ``keys``,
-    ``values`` or ``prefix``). Writes made after its creation are not seen."""
+    ``values`` or ``prefix`` of a ``Db`` or a ``Transaction``). Writes made
+    after its creation are not seen."""
 
     def __iter__(self) -> "Iterator[_T]": ...
     def __next__(self) -> _T:
         """The next entry; raises the engine error that ended iteration, if any."""
+
+class Transaction:
+    """An optimistic transaction, from ``Db.transaction()``.
+
+    Writes are buffered and applied atomically by ``commit()``. Reads see
+    the transaction's own writes over the database as of the snapshot
+    taken when it began (snapshot isolation). ``commit()`` raises
+    ``Conflict`` and applies nothing if a key the transaction wrote, or
+    read with ``get_for_update``, was written by anyone after that
+    snapshot; for those keys committed transactions are serializable. Keys
+    read with plain ``get`` are not checked (write skew through them is
+    possible). Nothing locks or waits: on ``Conflict``, retry.
+
+    As a context manager it commits when the block ends normally and rolls
+    back when the block raises. After ``commit()`` (successful or not) or
+    a rollback by the context manager, every call raises
+    ``InvalidArgument``.
+    """
+
+    def get(self, key: BytesLike, cf: Optional[ColumnFamily] = None) -> Optional[bytes]:
+        """The value as the transaction sees it (its own write, else the
+        database's at its snapshot), or ``None``. Not checked at commit."""
+    def get_for_update(
+        self, key: BytesLike, cf: Optional[ColumnFamily] = None
+    ) -> Optional[bytes]:
+        """Like ``get``; ``commit()`` then raises ``Conflict`` if anyone
+        writes ``key`` after the snapshot."""
+    def multi_get(
+        self, keys: Iterable[BytesLike], cf: Optional[ColumnFamily] = None
+    ) -> List[Optional[bytes]]:
+        """The values of ``keys`` in order: own writes first, one batched
+        engine read at the snapshot for the rest, GIL released."""
+    def multi_get_for_update(self, keys: Iterable[BytesLike]) -> List[Optional[bytes]]:
+        """``multi_get`` in the default family, tracking every key as
+        ``get_for_update`` does."""
+    def put(self, key: BytesLike, value: BytesLike, cf: Optional[ColumnFamily] = None) -> None:
+        """Buffers ``key = value``."""
+    def delete(self, key: BytesLike, cf: Optional[ColumnFamily] = None) -> None:
+        """Buffers a delete of ``key`` (an absent key is no error)."""
+    def merge(
+        self, key: BytesLike, operand: BytesLike, cf: Optional[ColumnFamily] = None
+    ) -> None:
+        """Buffers a merge; reads of ``key`` in the transaction apply the
+        family's ``merge_operator``."""
+    def __getitem__(self, key: BytesLike) -> bytes:
+        """The value (as ``get``), or ``KeyError``."""
+    def __setitem__(self, key: BytesLike, value: BytesLike) -> None:
+        """Buffers a put."""
+    def __delitem__(self, key: BytesLike) -> None:
+        """Buffers a delete."""
+    def __contains__(self, key: BytesLike) -> bool:
+        """``key in txn`` (as ``get``)."""
+    def __iter__(self) -> Iterator[bytes]:
+        """All keys of the default family as the transaction sees them."""
+    def items(
+        self,
+        start: Optional[BytesLike] = None,
+        end: Optional[BytesLike] = None,
+        reverse: bool = False,
+        cf: Optional[ColumnFamily] = None,
+    ) -> Iterator[Tuple[bytes, bytes]]:
+        """``(key, value)`` pairs with ``start <= key < end``: the
+        transaction's writes made before this call merged over the
+        database at the snapshot."""
+    def keys(
+        self,
+        start: Optional[BytesLike] = None,
+        end: Optional[BytesLike] = None,
+        reverse: bool = False,
+        cf: Optional[ColumnFamily] = None,
+    ) -> Iterator[bytes]:
+        """Like ``items()``, keys only."""
+    def values(
+        self,
+        start: Optional[BytesLike] = None,
+        end: Optional[BytesLike] = None,
+        reverse: bool = False,
+        cf: Optional[ColumnFamily] = None,
+    ) -> Iterator[bytes]:
+        """Like ``items()``, values only."""
+    def prefix(
+        self, prefix: BytesLike, reverse: bool = False, cf: Optional[ColumnFamily] = None
+    ) -> Iterator[Tuple[bytes, bytes]]:
+        """``(key, value)`` pairs whose key starts with ``prefix``."""
+    def set_savepoint(self) -> None:
+        """Marks the current state; savepoints nest."""
+    def rollback_to_savepoint(self) -> None:
+        """Undoes the writes (and ``get_for_update`` tracking) since the last
+        savepoint and removes it; ``InvalidArgument`` if none is set."""
+    def rollback(self) -> None:
+        """Discards every write, tracked key and savepoint; the transaction
+        stays usable at its original snapshot."""
+    def commit(self) -> None:
+        """Applies the writes atomically or raises ``Conflict`` (applying
+        nothing); the transaction is finished either way."""
+    @property
+    def pending_writes(self) -> int:
+        """The number of buffered writes."""
+    @property
+    def snapshot(self) -> Snapshot:
+        """The snapshot the transaction reads at."""
+    @property
+    def finished(self) -> bool:
+        """True once committed (or failed to) or rolled back on exit."""
+    def __enter__(self) -> "Transaction": ...
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> bool:
+        """Commits on a normal exit (``Conflict`` propagates), rolls back
+        if the block raised."""
 
 class Db:
     """An open database.
@@ -217,6 +341,9 @@ class Db:
         """``(key, value)`` pairs whose key starts with ``prefix``."""
     def snapshot(self) -> Snapshot:
         """A snapshot of the current state."""
+    def transaction(self, sync: bool = False) -> Transaction:
+        """Begins an optimistic transaction at a snapshot taken now;
+        ``sync=True`` makes its commit durable before ``commit()`` returns."""
     def create_column_family(
         self, name: str, **options: Union[bool, int, float, str]
     ) -> ColumnFamily:

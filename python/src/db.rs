@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, PoisonError, RwLock};
 
 use batchkv::merge_operators::{StringAppendOperator, U64AddOperator};
-use batchkv::{ColumnFamily, Db, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
+use batchkv::{
+    ColumnFamily, Db, Options, ReadOptions, Snapshot, TransactionOptions, WriteBatch, WriteOptions,
+};
 use pyo3::exceptions::{PyKeyError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString};
@@ -14,12 +16,19 @@ use crate::batch::PyWriteBatch;
 use crate::bytes_arg;
 use crate::errors::{to_py, Closed, InvalidArgument};
 use crate::iter::{Mode, PyDbIterator};
+use crate::txn::PyTransaction;
 
 /// A consistent read view: reads given `snapshot=` see the database as it
 /// was when `Db.snapshot()` was called. Released when garbage collected.
 #[pyclass(module = "batchkv", name = "Snapshot", frozen)]
 pub(crate) struct PySnapshot {
     snap: Snapshot,
+}
+
+impl PySnapshot {
+    pub(crate) fn new(snap: Snapshot) -> Self {
+        PySnapshot { snap }
+    }
 }
 
 #[pymethods]
@@ -123,7 +132,7 @@ fn read_opts(snapshot: Option<&PySnapshot>) -> ReadOptions {
 
 /// The smallest key greater than every key starting with `prefix`; `None`
 /// if there is none (the prefix is empty or all `0xff`).
-fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
     let mut end = prefix.to_vec();
     while let Some(last) = end.pop() {
         if last < 0xff {
@@ -290,7 +299,7 @@ fn write_opts(sync: bool) -> WriteOptions {
     }
 }
 
-fn optional_bytes(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<u8>>> {
+pub(crate) fn optional_bytes(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<u8>>> {
     obj.map(|o| bytes_arg(o).map(Cow::into_owned)).transpose()
 }
 
@@ -601,6 +610,18 @@ impl PyDb {
         Ok(PySnapshot {
             snap: self.handle()?.snapshot(),
         })
+    }
+
+    /// Begins an optimistic transaction reading at a snapshot taken now;
+    /// `sync=True` makes its commit durable (WAL fsync) before `commit()`
+    /// returns. Use it as a context manager: the block's normal end
+    /// commits, an exception rolls back.
+    #[pyo3(signature = (sync=false))]
+    fn transaction(&self, sync: bool) -> PyResult<PyTransaction> {
+        let opts = TransactionOptions {
+            write_options: write_opts(sync),
+        };
+        Ok(PyTransaction::new(self.handle()?.transaction_opt(&opts)))
     }
 
     /// Creates column family `name` with the given engine options

@@ -5,6 +5,7 @@ use batchkv::Error as EngineError;
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 
 create_exception!(
     batchkv,
@@ -62,6 +63,15 @@ create_exception!(
 );
 create_exception!(
     batchkv,
+    Conflict,
+    Error,
+    "A transaction could not commit: a key it wrote or read with \
+     get_for_update was written by someone else after its snapshot. \
+     Nothing was applied; retry the transaction. Attributes: key (bytes), \
+     cf (the column family's name)."
+);
+create_exception!(
+    batchkv,
     BackgroundError,
     Error,
     "A background failure (flush, compaction, WAL sync) stopped writes."
@@ -81,10 +91,28 @@ pub(crate) fn to_py(e: EngineError) -> PyErr {
         EngineError::MergeFailed { .. } => MergeFailed::new_err(msg),
         EngineError::Unsupported { .. } => Unsupported::new_err(msg),
         EngineError::Background(_) => BackgroundError::new_err(msg),
+        EngineError::Conflict { key, cf } => conflict(msg, &key, &cf),
         // The engine's enum is non-exhaustive: a kind added later is still
         // a batchkv.Error.
         _ => Error::new_err(msg),
     }
+}
+
+/// A `Conflict` carrying the key (`bytes`) and family name as attributes.
+fn conflict(msg: String, key: &[u8], cf: &str) -> PyErr {
+    Python::attach(|py| {
+        let err = Conflict::new_err(msg);
+        let value = err.value(py);
+        let set = value
+            .setattr("key", PyBytes::new(py, key))
+            .and_then(|()| value.setattr("cf", cf));
+        match set {
+            Ok(()) => err,
+            // Setting attributes on a fresh exception cannot fail short of
+            // memory exhaustion; if it does, that error is raised instead.
+            Err(e) => e,
+        }
+    })
 }
 
 /// Adds the exception classes to the module.
@@ -100,5 +128,6 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MergeFailed", py.get_type::<MergeFailed>())?;
     m.add("Unsupported", py.get_type::<Unsupported>())?;
     m.add("BackgroundError", py.get_type::<BackgroundError>())?;
+    m.add("Conflict", py.get_type::<Conflict>())?;
     Ok(())
 }

@@ -1,9 +1,11 @@
-//! `batchkv.Iterator`: a Python iterator over an engine `DbIterator`.
+//! `batchkv.Iterator`: a Python iterator over an engine `DbIterator` (of a
+//! `Db`) or `TransactionIter` (of a `Transaction`).
 //!
 //! Invariants:
-//! 1. The engine iterator owns what it reads (memtables, table files) and
-//!    reads one sequence number, so it outlives `Db.close()` safely and
-//!    never sees writes made after its creation.
+//! 1. The engine iterator owns what it reads (memtables, table files; a
+//!    transaction's writes as of the iterator's creation) and reads one
+//!    sequence number, so it outlives `Db.close()` safely and never sees
+//!    writes made after its creation.
 //! 2. Entries are read in chunks with the GIL released; after a chunk the
 //!    engine iterator is positioned at the next entry to read, so chunks
 //!    neither skip nor repeat entries.
@@ -11,7 +13,7 @@
 use std::collections::VecDeque;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use batchkv::{DbIterator, Error as EngineError};
+use batchkv::{DbIterator, Error as EngineError, TransactionIter};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 
@@ -32,11 +34,68 @@ pub(crate) enum Mode {
 const MAX_CHUNK: usize = 4096;
 const MAX_CHUNK_BYTES: usize = 1 << 20;
 
+/// Where entries come from.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one per Python iterator, never stored in bulk: the size does not matter"
+)]
+enum Source {
+    /// A database iterator, positioned at its first entry on the first
+    /// read (`started`).
+    Db { it: DbIterator, started: bool },
+    /// A transaction's merged view; owned pairs, from either end.
+    Txn(TransactionIter),
+}
+
+impl Source {
+    /// The next entry in the iteration's direction; `None` at the end.
+    /// Copies only what `mode` yields.
+    fn next_entry(&mut self, reverse: bool, mode: Mode) -> Option<batchkv::KvResult> {
+        match self {
+            Source::Db { it, started } => {
+                if !*started {
+                    *started = true;
+                    if reverse {
+                        it.seek_to_last();
+                    } else {
+                        it.seek_to_first();
+                    }
+                }
+                if !it.valid() {
+                    return it.status().err().map(Err);
+                }
+                let key = if mode == Mode::Values {
+                    Vec::new()
+                } else {
+                    it.key().to_vec()
+                };
+                let value = if mode == Mode::Keys {
+                    Vec::new()
+                } else {
+                    it.value().to_vec()
+                };
+                if reverse {
+                    it.prev();
+                } else {
+                    it.next();
+                }
+                Some(Ok((key, value)))
+            }
+            Source::Txn(it) => {
+                if reverse {
+                    it.next_back()
+                } else {
+                    it.next()
+                }
+            }
+        }
+    }
+}
+
 struct State {
-    it: DbIterator,
+    source: Source,
     reverse: bool,
-    started: bool,
-    /// The engine iterator ran off its range (or failed: `err`).
+    /// The source ran off its range (or failed: `err`).
     done: bool,
     err: Option<EngineError>,
     buf: VecDeque<(Vec<u8>, Vec<u8>)>,
@@ -66,46 +125,31 @@ impl State {
 
     /// Reads the next chunk into `buf` (blocking: call without the GIL).
     fn fill(&mut self, mode: Mode) {
-        if !self.started {
-            self.started = true;
-            if self.reverse {
-                self.it.seek_to_last();
-            } else {
-                self.it.seek_to_first();
-            }
-        }
         let mut bytes = 0;
         while self.buf.len() < self.chunk && bytes < MAX_CHUNK_BYTES {
-            if !self.it.valid() {
-                self.done = true;
-                self.err = self.it.status().err();
-                break;
-            }
-            let key = if mode == Mode::Values {
-                Vec::new()
-            } else {
-                self.it.key().to_vec()
-            };
-            let value = if mode == Mode::Keys {
-                Vec::new()
-            } else {
-                self.it.value().to_vec()
-            };
-            bytes += key.len() + value.len();
-            self.buf.push_back((key, value));
-            if self.reverse {
-                self.it.prev();
-            } else {
-                self.it.next();
+            match self.source.next_entry(self.reverse, mode) {
+                Some(Ok((key, value))) => {
+                    bytes += key.len() + value.len();
+                    self.buf.push_back((key, value));
+                }
+                Some(Err(e)) => {
+                    self.done = true;
+                    self.err = Some(e);
+                    break;
+                }
+                None => {
+                    self.done = true;
+                    break;
+                }
             }
         }
         self.chunk = (self.chunk * 2).min(MAX_CHUNK);
     }
 }
 
-/// An iterator over a key range of one snapshot, from `Db.items()`,
-/// `Db.keys()`, `Db.values()` or `Db.prefix()`. Writes made after it was
-/// created are not visible to it.
+/// An iterator over a key range of one snapshot, from `items()`,
+/// `keys()`, `values()` or `prefix()` of a `Db` or a `Transaction`. Writes
+/// made after it was created are not visible to it.
 #[pyclass(module = "batchkv", name = "Iterator", frozen)]
 pub(crate) struct PyDbIterator {
     state: Mutex<State>,
@@ -116,11 +160,19 @@ impl PyDbIterator {
     /// Wraps an unpositioned engine iterator whose `ReadOptions` carry the
     /// range's bounds.
     pub(crate) fn new(it: DbIterator, reverse: bool, mode: Mode) -> Self {
+        Self::with_source(Source::Db { it, started: false }, reverse, mode)
+    }
+
+    /// Wraps a transaction's range iterator (bounded at its creation).
+    pub(crate) fn from_transaction(it: TransactionIter, reverse: bool, mode: Mode) -> Self {
+        Self::with_source(Source::Txn(it), reverse, mode)
+    }
+
+    fn with_source(source: Source, reverse: bool, mode: Mode) -> Self {
         PyDbIterator {
             state: Mutex::new(State {
-                it,
+                source,
                 reverse,
-                started: false,
                 done: false,
                 err: None,
                 buf: VecDeque::new(),

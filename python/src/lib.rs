@@ -10,6 +10,7 @@ mod batch;
 mod db;
 mod errors;
 mod iter;
+mod txn;
 
 use std::borrow::Cow;
 
@@ -56,5 +57,6 @@ fn batchkv_py(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<db::PyColumnFamily>()?;
     m.add_class::<batch::PyWriteBatch>()?;
     m.add_class::<iter::PyDbIterator>()?;
+    m.add_class::<txn::PyTransaction>()?;
     errors::register(m)
 }

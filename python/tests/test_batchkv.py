@@ -1,6 +1,8 @@
-"""Tests of the batchkv Python package (unittest: no install beyond the package).
+"""Tests of the batchkv Python package.
 
-Run: python -m unittest discover python/tests
+Written with unittest, so both runners work: ``python -m unittest discover
+python/tests`` (nothing to install beyond the package) and ``python -m
+pytest python/tests`` (what CI runs, through scripts/python-test.sh).
 """
 
 import os
@@ -11,6 +13,7 @@ import threading
 import unittest
 
 import batchkv
+import gilcheck
 
 
 class DbTestCase(unittest.TestCase):
@@ -128,9 +131,28 @@ class MultiGet(DbTestCase):
         self.assertEqual(self.db.multi_get((k for k in [b"x"])), [b"new"])
         self.assertEqual(self.db.multi_get([b"x"], snapshot=snap), [b"old"])
 
-    def test_threads_make_progress_together(self):
+    def test_multi_get_releases_the_gil(self):
+        """While one thread is inside multi_get, another thread runs Python
+        code: the GIL is released during the engine call (see gilcheck: a
+        handshake, not a timing)."""
+        if not gilcheck.gil_is_enabled():
+            self.skipTest("free-threaded build: no GIL")
+        batch = batchkv.WriteBatch()
+        for i in range(100_000):
+            batch.put(b"g%06d" % i, b"%d" % i)
+        self.db.write(batch)
+        keys = [b"g%06d" % i for i in range(100_000)]
+        results = []
+        self.assertTrue(gilcheck.releases_gil(lambda: results.append(self.db.multi_get(keys))))
+        self.assertEqual(results[0][12345], b"12345")
+        # The check can fail: a call into C code that keeps the GIL (a
+        # sort of 1M ints, longer than the multi_get) is never seen.
+        numbers = list(range(1_000_000, 0, -1))
+        self.assertFalse(gilcheck.releases_gil(lambda: sorted(numbers)))
+
+    def test_concurrent_calls_from_threads_are_correct(self):
         """Concurrent multi_get calls from several threads all complete
-        with correct results (the GIL is released inside the engine call)."""
+        with correct results."""
         batch = batchkv.WriteBatch()
         for i in range(2000):
             batch.put(b"t%04d" % i, b"%d" % i)
@@ -164,13 +186,19 @@ class Batches(DbTestCase):
         b.delete(b"gone")
         b.put(b"a", b"last wins")
         self.assertEqual(len(b), 4)
+        self.assertEqual(repr(b), "<batchkv.WriteBatch ops=4>")
+        size = b.approximate_size
+        self.assertGreater(size, len(b"a1b2gonealast wins"))
+        b.put(b"c", b"3")
+        self.assertGreater(b.approximate_size, size)
+        b.delete(b"c")
         # Nothing is visible before write.
         self.assertIsNone(self.db.get(b"a"))
         self.db.write(b, sync=True)
         self.assertEqual(self.db.get(b"a"), b"last wins")
         self.assertEqual(self.db.get(b"b"), b"2")
         self.assertIsNone(self.db.get(b"gone"))
-        self.assertEqual(len(b), 4)  # unchanged, reusable
+        self.assertEqual(len(b), 6)  # unchanged, reusable
         b.clear()
         self.assertEqual(len(b), 0)
 
@@ -419,12 +447,54 @@ class Lifecycle(unittest.TestCase):
 
 
 class Errors(unittest.TestCase):
+    """Each engine error kind reachable from Python raises its own
+    subclass of batchkv.Error. ReadOnly (read-only opens), Unsupported (a
+    build without ZSTD) and BackgroundError (a failed background write)
+    cannot be provoked through this package's API."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="batchkv-py-")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
     def test_hierarchy(self):
         for name in ["IOError", "Corruption", "InvalidArgument", "Locked", "Closed",
-                     "ReadOnly", "MergeFailed", "Unsupported", "BackgroundError"]:
+                     "ReadOnly", "MergeFailed", "Unsupported", "BackgroundError", "Conflict"]:
             cls = getattr(batchkv, name)
             self.assertTrue(issubclass(cls, batchkv.Error), name)
+            self.assertEqual(cls.__module__, "batchkv", name)
         self.assertTrue(issubclass(batchkv.Error, Exception))
+        # Distinct classes: catching one kind does not catch another.
+        self.assertFalse(issubclass(batchkv.Conflict, batchkv.InvalidArgument))
+        self.assertFalse(issubclass(batchkv.Locked, batchkv.IOError))
+
+    def test_io_error_names_the_path(self):
+        blocker = os.path.join(self.dir, "a-file")
+        with open(blocker, "w") as f:
+            f.write("not a directory")
+        with self.assertRaises(batchkv.IOError) as cm:
+            batchkv.Db(os.path.join(blocker, "db"))
+        self.assertIn("a-file", str(cm.exception))
+
+    def test_merge_failed(self):
+        with batchkv.Db(os.path.join(self.dir, "db"), merge_operator="u64add") as db:
+            db.merge(b"n", b"abc")  # not an 8-byte counter
+            with self.assertRaises(batchkv.MergeFailed) as cm:
+                db.get(b"n")
+            self.assertIn('key "n"', str(cm.exception))
+
+    def test_conflict_carries_key_and_family(self):
+        with batchkv.Db(os.path.join(self.dir, "db")) as db:
+            txn = db.transaction()
+            txn.get_for_update(b"k")
+            db.put(b"k", b"other writer")
+            with self.assertRaises(batchkv.Conflict) as cm:
+                txn.commit()
+            self.assertIsInstance(cm.exception, batchkv.Error)
+            self.assertEqual(cm.exception.key, b"k")
+            self.assertEqual(cm.exception.cf, "default")
+            self.assertIn("transaction conflict", str(cm.exception))
 
     def test_corruption(self):
         d = tempfile.mkdtemp(prefix="batchkv-py-")

@@ -45,6 +45,12 @@ fn stress_passes_then_detects_a_value_never_written() {
         .unwrap();
     let stdout = succeeded(&out);
     assert!(stdout.contains("stress: ok seed=11"), "{stdout}");
+    // Transactions are part of the mix (their reads checked, their commits
+    // recorded like batches).
+    assert!(
+        stdout.contains(" transactions,") && !stdout.contains(" 0 transactions,"),
+        "{stdout}"
+    );
     assert!(
         stdout.contains("workload: wal_less=500/1000 flush=5/1000 compact_range=3/1000"),
         "{stdout}"

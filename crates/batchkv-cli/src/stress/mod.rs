@@ -191,11 +191,12 @@ pub fn run_stress(args: StressArgs) -> CliResult<ExitCode> {
     let secs = began.elapsed().as_secs_f64();
     println!(
         "stress: ok seed={seed}: {ops} operations ({:.0}/s), {verified} reads verified, {} keys verified at the end; \
-         {} WAL-less writes, {} range deletes, {} flush() calls, {} compact_range calls; {} flushes, L0 files {}",
+         {} WAL-less writes, {} range deletes, {} transactions, {} flush() calls, {} compact_range calls; {} flushes, L0 files {}",
         ops as f64 / secs,
         end.keys,
         shared.wal_less_writes.load(Ordering::Relaxed),
         shared.range_deletes.load(Ordering::Relaxed),
+        shared.transactions.load(Ordering::Relaxed),
         shared.flushes.load(Ordering::Relaxed),
         shared.compact_ranges.load(Ordering::Relaxed),
         stats.flushes,

@@ -9,6 +9,10 @@
 //! order of WAL-less acknowledgements), and a `flush()` or `compact_range`
 //! that returns OK persists the tickets issued before it started.
 //!
+//! A transaction (`worker/transaction.rs`) locks its keys the same way before it
+//! begins, so its reads must match the oracle exactly and its commit can
+//! meet no conflict; the commit is recorded like a batch (one batch id).
+//!
 //! A range delete `[lo, hi)` (alone, or inside a batch) is recorded in the
 //! oracle as a delete of every key index in `lo..hi` (key bytes sort like
 //! their indexes: `k` + 8 zero-padded digits), all under one batch id, so
@@ -21,6 +25,8 @@ use std::sync::Mutex;
 use batchkv::{BatchLookup, Db, ReadOptions, WriteBatch, WriteOptions};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+
+mod transaction;
 
 use super::families::Families;
 use super::options::Workload;
@@ -48,6 +54,8 @@ pub struct Shared {
     pub compact_ranges: AtomicU64,
     /// Range deletes acknowledged (alone or inside a batch).
     pub range_deletes: AtomicU64,
+    /// Transactions committed.
+    pub transactions: AtomicU64,
     pub workload: Workload,
 }
 
@@ -63,6 +71,7 @@ impl Shared {
             flushes: AtomicU64::new(0),
             compact_ranges: AtomicU64::new(0),
             range_deletes: AtomicU64::new(0),
+            transactions: AtomicU64::new(0),
             workload,
             stop: AtomicBool::new(false),
             failure: Mutex::new(None),
@@ -103,7 +112,8 @@ pub fn run(shared: &Shared, seed: u64) {
                 0..20 => w.put_or_delete(true),
                 20..24 => w.put_or_delete(false),
                 24..26 => w.delete_range(),
-                26..38 => w.write_batch(),
+                26..34 => w.write_batch(),
+                34..38 => w.transaction(),
                 38..56 => w.get(),
                 56..78 => w.multi_get(),
                 78..90 => w.scan(),

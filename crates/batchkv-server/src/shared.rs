@@ -719,7 +719,9 @@ impl Shared {
     /// The engine values of stored keys `keys` (duplicates allowed), read
     /// with one `multi_get` of the latest state: for EXEC and write groups
     /// to prefetch, under their locks, the keys their commands name
-    /// (`tx::with_overlay`).
+    /// (`tx::with_overlay`). Also remembered for the key counts of the
+    /// one write that follows (`keycount::remember`), so it looks them up
+    /// no second time.
     pub fn prefetch(&self, keys: &[Vec<u8>]) -> Result<HashMap<Vec<u8>, Option<Vec<u8>>>, Reply> {
         let mut sorted: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
         sorted.sort_unstable();
@@ -729,6 +731,9 @@ impl Shared {
         self.db
             .multi_get_with(&ReadOptions::default(), &sorted, |i, r| match r {
                 Ok(v) => {
+                    // The latest state under the caller's locks: what the
+                    // key counts of its one write need too.
+                    crate::keycount::remember(sorted[i], v);
                     out.insert(sorted[i].to_vec(), v.map(<[u8]>::to_vec));
                 }
                 Err(e) => {

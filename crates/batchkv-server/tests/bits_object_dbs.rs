@@ -103,7 +103,7 @@ fn lcs_reads_both_keys_at_one_moment() {
             std::thread::spawn(move || {
                 let mut n = 0u64;
                 while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    let v = if n % 2 == 0 { &y } else { &x };
+                    let v = if n.is_multiple_of(2) { &y } else { &x };
                     let _: () = q(&mut w, &["MSET", "a", v, "b", v]);
                     n += 1;
                 }

@@ -65,7 +65,8 @@ pub struct Window {
     /// or between a close and an open under the gate).
     since: Option<Snapshot>,
     opened: Instant,
-    keys: HashMap<Vec<u8>, Change>,
+    /// Hashed with a per-process random seed (the keys are clients').
+    keys: HashMap<Vec<u8>, Change, foldhash::fast::RandomState>,
 }
 
 impl Window {
@@ -74,7 +75,7 @@ impl Window {
         Window {
             since,
             opened: Instant::now(),
-            keys: HashMap::new(),
+            keys: HashMap::default(),
         }
     }
 

@@ -109,7 +109,10 @@ fn tables_iterators_kept_go_when_the_last_is_dropped() {
     );
     let seen = common::drain(&mut first);
     assert_eq!(seen.len(), 200);
-    assert!(seen.iter().all(|(_, v)| v == b"old"), "the iterator's view changed");
+    assert!(
+        seen.iter().all(|(_, v)| v == b"old"),
+        "the iterator's view changed"
+    );
     drop(first);
     assert!(
         old.is_subset(&files(dir.path(), ".sst")),

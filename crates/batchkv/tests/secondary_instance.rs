@@ -460,8 +460,8 @@ fn secondary_families_open_with_the_given_options() {
         .expect("opened without its merge operator");
     assert!(err.to_string().contains("merge operator"), "{err}");
     // Not following it, no operator is needed.
-    let sec = Db::open_cf_as_secondary(&common::opts(), &p, dir.path().join("s1"), ["other"])
-        .unwrap();
+    let sec =
+        Db::open_cf_as_secondary(&common::opts(), &p, dir.path().join("s1"), ["other"]).unwrap();
     assert_eq!(sec.cf_names(), ["default", "other"]);
     drop(sec);
 
@@ -474,7 +474,10 @@ fn secondary_families_open_with_the_given_options() {
     .unwrap();
     assert_eq!(sec.cf_names(), ["default", "counts"]);
     let sc = sec.cf_handle("counts").unwrap();
-    assert_eq!(sec.get_cf(&sc, b"n").unwrap(), Some(4u64.to_le_bytes().to_vec()));
+    assert_eq!(
+        sec.get_cf(&sc, b"n").unwrap(),
+        Some(4u64.to_le_bytes().to_vec())
+    );
 
     // All families, options by name — also for one created later.
     let all = Db::open_as_secondary_with_cf_options(
@@ -497,7 +500,10 @@ fn secondary_families_open_with_the_given_options() {
     all.try_catch_up_with_primary().unwrap();
     sec.try_catch_up_with_primary().unwrap();
     let al = all.cf_handle("later").expect("created later, shown");
-    assert_eq!(all.get_cf(&al, b"m").unwrap(), Some(2u64.to_le_bytes().to_vec()));
+    assert_eq!(
+        all.get_cf(&al, b"m").unwrap(),
+        Some(2u64.to_le_bytes().to_vec())
+    );
     assert!(sec.cf_handle("later").is_none(), "not listed, not shown");
     // The family's options are the given ones (a merge operator).
     assert!(al.options().merge_operator.is_some());

@@ -542,7 +542,11 @@ fn multi_get_for_update_cf_is_one_read_and_tracks_each_family() {
     let after = db.statistics();
     assert_eq!(got, vec![v("alice"), v("u1"), v("own"), None]);
     assert_eq!(after.multi_gets - before.multi_gets, 1, "one batched read");
-    assert_eq!(after.multi_get_keys - before.multi_get_keys, 3, "own write answered");
+    assert_eq!(
+        after.multi_get_keys - before.multi_get_keys,
+        3,
+        "own write answered"
+    );
     assert_eq!(after.gets, before.gets, "no single reads");
     // Writes to the same keys in the default family are no conflict.
     db.put(b"alice", b"x").unwrap();

@@ -36,7 +36,10 @@ impl DbCore {
     /// deciding and deleting apart is safe. Failures are ignored: the file
     /// is retried at the next call. Must not be called with `state` held.
     pub(super) fn delete_obsolete_files(&self) {
-        debug_assert!(!self.read_only, "invariant 3: a read-only instance sweeps nothing");
+        debug_assert!(
+            !self.read_only,
+            "invariant 3: a read-only instance sweeps nothing"
+        );
         let Ok(names) = self.fs.list_dir(&self.dir) else {
             return;
         };

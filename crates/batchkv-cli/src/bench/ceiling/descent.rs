@@ -1,0 +1,238 @@
+//! The ideal interleaved descent: W independent searches of an [`Index`]
+//! in flight, advanced round-robin. Each step consumes the node prefetched
+//! in the previous round (compare its key, move right or down) and
+//! prefetches the next node to compare, so the batch's misses overlap.
+//!
+//! Per search: `x` (a node before the target; the head at first), `level`,
+//! `z = next(x, level)` (prefetched, to be compared), and `bound`, the node
+//! last found ≥ the target (at a level above) with `bound_eq` saying if it
+//! equals it. A successor equal to `bound` needs no comparison: the search
+//! goes down at once (or, at level 0, ends with `bound` as its answer).
+//! The searches are independent: nothing is sorted or shared.
+
+use std::cmp::Ordering;
+
+use super::cache::LineCache;
+use super::index::{compare_words, pack_key, Index, NIL};
+
+/// One search in flight.
+#[derive(Clone, Copy)]
+struct Search {
+    x: usize,
+    z: usize,
+    bound: usize,
+    bound_eq: bool,
+    level: usize,
+    /// The search's position in the batch.
+    pos: usize,
+}
+
+/// Node and line counts of counted searches ([`Searcher::multi_get_counted`]).
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct Touched {
+    pub lookups: u64,
+    /// Nodes whose key a search compared.
+    pub nodes: u64,
+    /// Distinct cache lines each search read (tower slots and key words,
+    /// the head's included), summed.
+    pub lines: u64,
+    /// Reads that missed a simulated last-level cache ([`LineCache`]),
+    /// in the order the interleaved searches made them.
+    pub misses: u64,
+}
+
+/// A thread's searcher: reusable per-batch state over one index.
+pub struct Searcher<'a> {
+    index: &'a Index,
+    targets: Vec<u64>,
+    live: Vec<Search>,
+    /// Lines read per search (counted searches only).
+    lines: Vec<Vec<usize>>,
+    /// Counted searches only (made by the first).
+    cache: Option<LineCache>,
+}
+
+impl<'a> Searcher<'a> {
+    pub fn new(index: &'a Index) -> Searcher<'a> {
+        Searcher {
+            index,
+            targets: Vec::new(),
+            live: Vec::new(),
+            lines: Vec::new(),
+            cache: None,
+        }
+    }
+
+    /// Looks up `keys` (each `key_size` bytes) together; calls
+    /// `found(i, ordinal)` for each key `i` present, with the insertion
+    /// ordinal of its newest node. Returns how many were found.
+    pub fn multi_get(
+        &mut self,
+        keys: &[&[u8]],
+        found: &mut impl FnMut(usize, u64),
+    ) -> Result<usize, String> {
+        self.run::<false>(keys, found, &mut Touched::default())
+    }
+
+    /// [`Searcher::multi_get`], also counting the nodes and lines each
+    /// search reads (slower: for the report, not for timing).
+    pub fn multi_get_counted(
+        &mut self,
+        keys: &[&[u8]],
+        touched: &mut Touched,
+    ) -> Result<usize, String> {
+        self.run::<true>(keys, &mut |_, _| {}, touched)
+    }
+
+    fn run<const COUNT: bool>(
+        &mut self,
+        keys: &[&[u8]],
+        found: &mut impl FnMut(usize, u64),
+        touched: &mut Touched,
+    ) -> Result<usize, String> {
+        let index = self.index;
+        let kw = index.key_words();
+        self.targets.clear();
+        for k in keys {
+            if k.len() != index.key_size() {
+                return Err(format!(
+                    "memceiling: a {}-byte key in an index of {}-byte keys",
+                    k.len(),
+                    index.key_size()
+                ));
+            }
+            pack_key(k, &mut self.targets);
+        }
+        if index.nodes() == 0 {
+            return Ok(0);
+        }
+        let (head, top) = (index.head(), index.top() - 1);
+        let first = index.next(head, top);
+        prefetch_node(index, first, top);
+        self.live.clear();
+        self.live.extend((0..keys.len()).map(|pos| Search {
+            x: head,
+            z: first,
+            bound: NIL,
+            bound_eq: false,
+            level: top,
+            pos,
+        }));
+        if COUNT {
+            touched.lookups += keys.len() as u64;
+            self.lines.resize_with(keys.len(), Vec::new);
+            let cache = self.cache.get_or_insert_with(LineCache::last_level);
+            for l in &mut self.lines[..keys.len()] {
+                l.clear();
+                note(l, cache, touched, line_of(index, head - top));
+            }
+        }
+        let mut hits = 0;
+        let mut live = self.live.len();
+        while live > 0 {
+            let mut i = 0;
+            while i < live {
+                let s = &mut self.live[i];
+                let target = &self.targets[s.pos * kw..][..kw];
+                // `s.z` was prefetched in the previous round; never NIL
+                // here (a NIL successor equals the NIL bound).
+                let ord = compare_words(index.key(s.z), target);
+                if COUNT {
+                    touched.nodes += 1;
+                    if let Some(cache) = &mut self.cache {
+                        let l = &mut self.lines[s.pos];
+                        note(l, cache, touched, line_of(index, s.z + 1));
+                        note(l, cache, touched, line_of(index, s.z + kw));
+                    }
+                }
+                let mut done = false;
+                if ord == Ordering::Less {
+                    s.x = s.z;
+                } else {
+                    s.bound = s.z;
+                    s.bound_eq = ord == Ordering::Equal;
+                    done = s.level == 0;
+                    s.level = s.level.saturating_sub(1);
+                }
+                // The next node to compare: right of `x`, or down through
+                // the bound without comparing it again.
+                while !done {
+                    if let (true, Some(cache)) = (COUNT, &mut self.cache) {
+                        let line = line_of(index, s.x - s.level);
+                        note(&mut self.lines[s.pos], cache, touched, line);
+                    }
+                    s.z = index.next(s.x, s.level);
+                    if s.z != s.bound {
+                        break;
+                    }
+                    done = s.level == 0;
+                    s.level = s.level.saturating_sub(1);
+                }
+                if done {
+                    if s.bound_eq {
+                        hits += 1;
+                        found(s.pos, index.ordinal(s.bound));
+                    }
+                    if COUNT {
+                        touched.lines += dedup_count(&mut self.lines[s.pos]);
+                    }
+                    live -= 1;
+                    self.live.swap(i, live);
+                    continue;
+                }
+                prefetch_node(index, s.z, s.level);
+                i += 1;
+            }
+        }
+        Ok(hits)
+    }
+}
+
+/// Prefetches what comparing `node` at `level` reads: its key and its
+/// successor slot at that level.
+#[inline(always)]
+fn prefetch_node(index: &Index, node: usize, level: usize) {
+    prefetch(index.addr(node + 1));
+    prefetch(index.addr(node - level));
+}
+
+/// A counted search reads `line`.
+fn note(lines: &mut Vec<usize>, cache: &mut LineCache, touched: &mut Touched, line: usize) {
+    lines.push(line);
+    touched.misses += u64::from(cache.access(line));
+}
+
+fn line_of(index: &Index, word: usize) -> usize {
+    index.addr(word) as usize / 64
+}
+
+/// Distinct entries of `lines` (emptied).
+fn dedup_count(lines: &mut Vec<usize>) -> u64 {
+    lines.sort_unstable();
+    lines.dedup();
+    let n = lines.len() as u64;
+    lines.clear();
+    n
+}
+
+/// Hints the CPU to bring the line holding `p` into L1. No-op on targets
+/// without a stable prefetch intrinsic.
+#[inline(always)]
+fn prefetch(p: *const u64) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: PREFETCHT0 is a hint: it does not fault on any address,
+        // and reads and writes nothing the program can observe; SSE is
+        // part of the x86_64 baseline. (`unused_unsafe`: newer compilers
+        // make the intrinsic safe.)
+        #[allow(unused_unsafe)]
+        unsafe {
+            _mm_prefetch::<_MM_HINT_T0>(p.cast::<i8>());
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = p;
+    }
+}

@@ -9,11 +9,20 @@
 //! equals it. A successor equal to `bound` needs no comparison: the search
 //! goes down at once (or, at level 0, ends with `bound` as its answer).
 //! The searches are independent: nothing is sorted or shared.
+//!
+//! Keys of up to [`INLINE_WORDS`] words are compared with the word count
+//! as a constant and the target held in the search itself, which keeps a
+//! step to a few dozen instructions: a ceiling that spends more on
+//! instructions than the memory system makes it wait would be a CPU
+//! ceiling instead.
 
 use std::cmp::Ordering;
 
 use super::cache::LineCache;
 use super::index::{compare_words, pack_key, Index, NIL};
+
+/// Key words compared with a constant word count (keys of ≤ 32 bytes).
+const INLINE_WORDS: usize = 4;
 
 /// One search in flight.
 #[derive(Clone, Copy)]
@@ -21,10 +30,13 @@ struct Search {
     x: usize,
     z: usize,
     bound: usize,
-    bound_eq: bool,
     level: usize,
     /// The search's position in the batch.
     pos: usize,
+    bound_eq: bool,
+    /// The target's words when it has at most [`INLINE_WORDS`] (else
+    /// they are in `Searcher::targets`).
+    target: [u64; INLINE_WORDS],
 }
 
 /// Node and line counts of counted searches ([`Searcher::multi_get_counted`]).
@@ -84,6 +96,8 @@ impl<'a> Searcher<'a> {
         self.run::<true>(keys, &mut |_, _| {}, touched)
     }
 
+    /// Checks and packs the targets, then runs the descent for the key
+    /// length.
     fn run<const COUNT: bool>(
         &mut self,
         keys: &[&[u8]],
@@ -91,7 +105,6 @@ impl<'a> Searcher<'a> {
         touched: &mut Touched,
     ) -> Result<usize, String> {
         let index = self.index;
-        let kw = index.key_words();
         self.targets.clear();
         for k in keys {
             if k.len() != index.key_size() {
@@ -106,23 +119,51 @@ impl<'a> Searcher<'a> {
         if index.nodes() == 0 {
             return Ok(0);
         }
+        Ok(match index.key_words() {
+            1 => self.descend::<COUNT, 1>(keys.len(), found, touched),
+            2 => self.descend::<COUNT, 2>(keys.len(), found, touched),
+            3 => self.descend::<COUNT, 3>(keys.len(), found, touched),
+            4 => self.descend::<COUNT, 4>(keys.len(), found, touched),
+            _ => self.descend::<COUNT, 0>(keys.len(), found, touched),
+        })
+    }
+
+    /// The interleaved descent of the `n` packed targets; `KW` is the key's
+    /// word count, or 0 for keys longer than [`INLINE_WORDS`] words.
+    #[inline(always)]
+    fn descend<const COUNT: bool, const KW: usize>(
+        &mut self,
+        n: usize,
+        found: &mut impl FnMut(usize, u64),
+        touched: &mut Touched,
+    ) -> usize {
+        let index = self.index;
+        let kw = index.key_words();
         let (head, top) = (index.head(), index.top() - 1);
         let first = index.next(head, top);
         prefetch_node(index, first, top);
         self.live.clear();
-        self.live.extend((0..keys.len()).map(|pos| Search {
-            x: head,
-            z: first,
-            bound: NIL,
-            bound_eq: false,
-            level: top,
-            pos,
+        let targets = &self.targets;
+        self.live.extend((0..n).map(|pos| {
+            let mut target = [0; INLINE_WORDS];
+            if KW > 0 {
+                target[..KW].copy_from_slice(&targets[pos * KW..][..KW]);
+            }
+            Search {
+                x: head,
+                z: first,
+                bound: NIL,
+                level: top,
+                pos,
+                bound_eq: false,
+                target,
+            }
         }));
         if COUNT {
-            touched.lookups += keys.len() as u64;
-            self.lines.resize_with(keys.len(), Vec::new);
+            touched.lookups += n as u64;
+            self.lines.resize_with(n, Vec::new);
             let cache = self.cache.get_or_insert_with(LineCache::last_level);
-            for l in &mut self.lines[..keys.len()] {
+            for l in &mut self.lines[..n] {
                 l.clear();
                 note(l, cache, touched, line_of(index, head - top));
             }
@@ -133,10 +174,13 @@ impl<'a> Searcher<'a> {
             let mut i = 0;
             while i < live {
                 let s = &mut self.live[i];
-                let target = &self.targets[s.pos * kw..][..kw];
                 // `s.z` was prefetched in the previous round; never NIL
                 // here (a NIL successor equals the NIL bound).
-                let ord = compare_words(index.key(s.z), target);
+                let ord = if KW > 0 {
+                    compare_words(index.key_array::<KW>(s.z), &s.target[..KW])
+                } else {
+                    compare_words(index.key(s.z), &self.targets[s.pos * kw..][..kw])
+                };
                 if COUNT {
                     touched.nodes += 1;
                     if let Some(cache) = &mut self.cache {
@@ -184,7 +228,7 @@ impl<'a> Searcher<'a> {
                 i += 1;
             }
         }
-        Ok(hits)
+        hits
     }
 }
 

@@ -176,6 +176,17 @@ impl Index {
         &self.words[node + 1..node + 1 + self.key_words]
     }
 
+    /// The key words of a non-head `node`, whose key has `KW` words.
+    #[inline(always)]
+    pub(super) fn key_array<const KW: usize>(&self, node: usize) -> &[u64; KW] {
+        debug_assert_eq!(KW, self.key_words);
+        match self.words[node + 1..].first_chunk::<KW>() {
+            Some(k) => k,
+            // A node's key words are followed by its ordinal.
+            None => unreachable!("node {node} has no {KW} key words"),
+        }
+    }
+
     /// The insertion ordinal of a non-head `node`.
     pub(super) fn ordinal(&self, node: usize) -> u64 {
         self.words[node + 1 + self.key_words]

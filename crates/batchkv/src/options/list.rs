@@ -20,8 +20,8 @@ use crate::{CompactionFilter, MergeOperator};
 
 define_options! {
     /// Database options. Construct with `Options::default()` and set fields,
-    /// use [`Options::builder`], or parse an option string (see
-    /// [`Options::from_str`]).
+    /// use [`Options::builder`], or parse an option string with
+    /// [`str::parse`] (its syntax: the `FromStr` implementation below).
     pub struct Options {
         /// Create the database if the directory holds none (default true).
         db create_if_missing: bool = true, Flag;

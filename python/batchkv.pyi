@@ -135,9 +135,12 @@ class Transaction:
     ) -> List[Optional[bytes]]:
         """The values of ``keys`` in order: own writes first, one batched
         engine read at the snapshot for the rest, GIL released."""
-    def multi_get_for_update(self, keys: Iterable[BytesLike]) -> List[Optional[bytes]]:
-        """``multi_get`` in the default family, tracking every key as
-        ``get_for_update`` does."""
+    def multi_get_for_update(
+        self, keys: Iterable[BytesLike], cf: Optional[ColumnFamily] = None
+    ) -> List[Optional[bytes]]:
+        """``multi_get`` (one batched engine read), tracking every key as
+        ``get_for_update`` does: ``commit()`` raises ``Conflict`` if any of
+        them is written by anyone after the snapshot."""
     def put(self, key: BytesLike, value: BytesLike, cf: Optional[ColumnFamily] = None) -> None:
         """Buffers ``key = value``."""
     def delete(self, key: BytesLike, cf: Optional[ColumnFamily] = None) -> None:
@@ -231,6 +234,25 @@ class Db:
     def __init__(
         self, path: Union[str, "os.PathLike[str]"], **options: Union[bool, int, float, str]
     ) -> None: ...
+    @staticmethod
+    def open_as_secondary(
+        primary: Union[str, "os.PathLike[str]"],
+        secondary: Union[str, "os.PathLike[str]"],
+        **options: Union[bool, int, float, str],
+    ) -> "Db":
+        """Opens a secondary instance of the database in ``primary``: a
+        read-only view following a primary (in this process or another)
+        that keeps writing, flushing and compacting. ``secondary`` is the
+        instance's own directory (created if missing; it holds only a lock
+        file). It shows the primary's state as of this call; call
+        ``try_catch_up_with_primary()`` to see later writes. Nothing is
+        written to ``primary``; writes, ``flush``, ``compact_range`` and
+        ``checkpoint`` raise ``ReadOnly``."""
+    def try_catch_up_with_primary(self) -> None:
+        """Brings a secondary instance up to date: afterwards it shows every
+        write the primary acknowledged before the call. Reads and iterators
+        begun before it keep what they saw. ``InvalidArgument`` on a
+        database not opened with ``Db.open_as_secondary``."""
     def close(self) -> None:
         """Flushes what only memory holds, stops background work, releases
         the lock. Idempotent; later calls raise ``Closed``."""

@@ -16,6 +16,8 @@
 #   SMISMEMBER100, SADD                sets s:N with members m:N
 #   ZMSCORE100, ZADD                   sorted sets z:N with members m:N
 #   LPUSH, LPOP                        lists l:N (LPOP after LPUSH refills)
+# String write tests over the KEYS loaded keys (-r KEYS): MSET10 (MSET of
+# 10 random keys), INCR (counter:N beside them), APPEND (8 bytes to key:N).
 #
 # Environment (defaults in brackets):
 #   KEYS [1000000]       keys loaded and the -r range of the benchmarks
@@ -165,7 +167,7 @@ LOADED=
 load_for() {
     local what
     case $1 in
-    GET | MGET100 | SET) what=strings ;;
+    GET | MGET100 | SET | MSET10 | INCR | APPEND) what=strings ;;
     H*) what=hashes ;;
     S*) what=sets ;;
     Z*) what=zsets ;;
@@ -215,6 +217,18 @@ bench() {
     case $test in
     GET | SET)
         rps=$(redis-benchmark "${args[@]}" -n "$n" -d "$VALUE" -t "${test,,}" |
+            awk -F'"' 'NR == 2 { print $4 }')
+        ;;
+    MSET10 | INCR | APPEND)
+        # Over the loaded string keys (-r KEYS): MSET of 10 of them, INCR
+        # of counters beside them, APPEND of 8 bytes to them.
+        local cmd=()
+        case $test in
+        MSET10) cmd=(MSET); for _ in $(seq 1 10); do cmd+=(key:__rand_int__ "$(head -c "$VALUE" </dev/zero | tr '\0' x)"); done ;;
+        INCR) cmd=(INCR counter:__rand_int__) ;;
+        APPEND) cmd=(APPEND key:__rand_int__ 12345678) ;;
+        esac
+        rps=$(redis-benchmark "${args[@]}" -n "$n" "${cmd[@]}" |
             awk -F'"' 'NR == 2 { print $4 }')
         ;;
     MGET100)

@@ -317,6 +317,42 @@ impl PyDb {
         })
     }
 
+    /// Opens a secondary instance of the database in `primary`: a
+    /// read-only view that follows a primary (in this process or another)
+    /// which keeps writing, flushing and compacting. `secondary` is the
+    /// instance's own directory (created if missing; it holds only a lock
+    /// file). It shows the primary's state as of this call; call
+    /// `try_catch_up_with_primary()` to see later writes. Nothing is written
+    /// to `primary`; writes, `flush`, `compact_range` and `checkpoint`
+    /// raise `batchkv.ReadOnly`. `options` as for `Db(...)`.
+    #[staticmethod]
+    #[pyo3(signature = (primary, secondary, **options))]
+    fn open_as_secondary(
+        py: Python<'_>,
+        primary: PathBuf,
+        secondary: PathBuf,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
+        let opts = options_from(options)?;
+        let db = py
+            .detach(|| Db::open_as_secondary(&primary, &secondary, opts))
+            .map_err(to_py)?;
+        Ok(PyDb {
+            db: RwLock::new(Some(db)),
+            path: primary,
+        })
+    }
+
+    /// Brings a secondary instance up to date with its primary: afterwards
+    /// it shows every write the primary acknowledged before the call.
+    /// Reads and iterators begun before it keep what they saw. Raises
+    /// `batchkv.InvalidArgument` on a database not opened with
+    /// `Db.open_as_secondary`.
+    fn try_catch_up_with_primary(&self, py: Python<'_>) -> PyResult<()> {
+        let db = self.handle()?;
+        py.detach(|| db.try_catch_up_with_primary()).map_err(to_py)
+    }
+
     /// Closes the database: flushes what only memory holds, stops the
     /// background threads, releases the lock. Idempotent. Later calls
     /// raise `batchkv.Closed`.

@@ -166,6 +166,36 @@ impl PyTransaction {
             (None, true) => txn.get_for_update(&k),
         })
     }
+
+    /// `multi_get` or, with `for_update`, `multi_get_for_update`: one
+    /// batched engine read, in `cf` or the default family.
+    fn multi_get_inner<'py>(
+        &self,
+        py: Python<'py>,
+        keys: &Bound<'py, PyAny>,
+        cf: Option<&PyColumnFamily>,
+        for_update: bool,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let objs: Vec<Bound<'py, PyAny>> = keys.try_iter()?.collect::<PyResult<_>>()?;
+        let ks = key_list(&objs)?;
+        let cf = cf.map(|c| c.cf.clone());
+        let results = self.run(py, |txn| {
+            Ok(match &cf {
+                Some(cf) => {
+                    let pairs: Vec<(&ColumnFamily, &[u8])> =
+                        ks.iter().map(|k| (cf, k.as_ref())).collect();
+                    if for_update {
+                        txn.multi_get_for_update_cf(&pairs)
+                    } else {
+                        txn.multi_get_cf(&pairs)
+                    }
+                }
+                None if for_update => txn.multi_get_for_update(&ks),
+                None => txn.multi_get(&ks),
+            })
+        })?;
+        value_list(py, results)
+    }
 }
 
 /// The error for using a finished transaction.
@@ -214,33 +244,19 @@ impl PyTransaction {
         keys: &Bound<'py, PyAny>,
         cf: Option<PyRef<'_, PyColumnFamily>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let objs: Vec<Bound<'py, PyAny>> = keys.try_iter()?.collect::<PyResult<_>>()?;
-        let ks = key_list(&objs)?;
-        let cf = cf.map(|c| c.cf.clone());
-        let results = self.run(py, |txn| {
-            Ok(match &cf {
-                Some(cf) => {
-                    let pairs: Vec<(&ColumnFamily, &[u8])> =
-                        ks.iter().map(|k| (cf, k.as_ref())).collect();
-                    txn.multi_get_cf(&pairs)
-                }
-                None => txn.multi_get(&ks),
-            })
-        })?;
-        value_list(py, results)
+        self.multi_get_inner(py, keys, cf.as_deref(), false)
     }
 
-    /// `multi_get` in the default column family, tracking every key as
+    /// `multi_get` (one batched engine read), tracking every key as
     /// `get_for_update` does.
+    #[pyo3(signature = (keys, cf=None))]
     fn multi_get_for_update<'py>(
         &self,
         py: Python<'py>,
         keys: &Bound<'py, PyAny>,
+        cf: Option<PyRef<'_, PyColumnFamily>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let objs: Vec<Bound<'py, PyAny>> = keys.try_iter()?.collect::<PyResult<_>>()?;
-        let ks = key_list(&objs)?;
-        let results = self.run(py, |txn| Ok(txn.multi_get_for_update(&ks)))?;
-        value_list(py, results)
+        self.multi_get_inner(py, keys, cf.as_deref(), true)
     }
 
     /// Buffers `key = value`.

@@ -554,5 +554,66 @@ class ColumnFamilies(DbTestCase):
             self.db.drop_column_family("default")
 
 
+class Secondary(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="batchkv-py-sec-")
+        self.primary_path = os.path.join(self.dir, "primary")
+        self.secondary_path = os.path.join(self.dir, "secondary")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def test_follows_the_primary(self):
+        with batchkv.Db(self.primary_path) as primary:
+            primary.put(b"a", b"1")
+            primary.flush()
+            primary.put(b"b", b"2")
+            sec = batchkv.Db.open_as_secondary(self.primary_path, self.secondary_path,
+                                               block_cache_size=1 << 20)
+            with sec:
+                self.assertEqual(sec.multi_get([b"a", b"b", b"c"]), [b"1", b"2", None])
+                self.assertEqual(sec.path, primary.path)
+                items = sec.items()
+                primary.put(b"c", b"3")
+                primary.delete(b"a")
+                self.assertIsNone(sec.get(b"c"))  # not caught up yet
+                sec.try_catch_up_with_primary()
+                self.assertEqual(sec.get(b"c"), b"3")
+                self.assertIsNone(sec.get(b"a"))
+                # An iterator begun before the catch-up keeps its view.
+                self.assertEqual(list(items), [(b"a", b"1"), (b"b", b"2")])
+                # A family the primary creates appears at a catch-up.
+                users = primary.create_column_family("users")
+                primary.put(b"u", b"ada", cf=users)
+                sec.try_catch_up_with_primary()
+                self.assertEqual(sec.get(b"u", cf=sec.get_column_family("users")), b"ada")
+                with self.assertRaises(batchkv.ReadOnly):
+                    sec.put(b"x", b"y")
+                with self.assertRaises(batchkv.ReadOnly):
+                    sec.flush()
+            self.assertTrue(sec.closed)
+            # The primary is unaffected and still writable.
+            primary.put(b"d", b"4")
+            self.assertEqual(primary.get(b"c"), b"3")
+
+    def test_errors(self):
+        with self.assertRaises(batchkv.InvalidArgument):  # no database there
+            batchkv.Db.open_as_secondary(self.primary_path, self.secondary_path)
+        with batchkv.Db(self.primary_path) as primary:
+            with self.assertRaises(batchkv.InvalidArgument):  # not a secondary
+                primary.try_catch_up_with_primary()
+            with self.assertRaises(batchkv.InvalidArgument):  # its own directory
+                batchkv.Db.open_as_secondary(self.primary_path, self.primary_path)
+            with self.assertRaises(batchkv.InvalidArgument):  # a bad option
+                batchkv.Db.open_as_secondary(self.primary_path, self.secondary_path,
+                                             no_such_option=1)
+            sec = batchkv.Db.open_as_secondary(self.primary_path, self.secondary_path)
+            with self.assertRaises(batchkv.Locked):  # one secondary per directory
+                batchkv.Db.open_as_secondary(self.primary_path, self.secondary_path)
+            sec.close()
+            with self.assertRaises(batchkv.Closed):
+                sec.try_catch_up_with_primary()
+
+
 if __name__ == "__main__":
     unittest.main()

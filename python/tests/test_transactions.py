@@ -415,6 +415,17 @@ class ColumnFamilies(TxnTestCase):
             txn.commit()
         self.assertEqual((cm.exception.key, cm.exception.cf), (b"u1", "users"))
 
+    def test_multi_get_for_update_in_a_family(self):
+        users = self.db.create_column_family("users")
+        self.db.put(b"a", b"1", cf=users)
+        txn = self.db.transaction()
+        self.assertEqual(txn.multi_get_for_update([b"a", b"b"], cf=users), [b"1", None])
+        self.db.put(b"b", b"in default")  # another family: no conflict
+        self.db.put(b"b", b"2", cf=users)
+        with self.assertRaises(batchkv.Conflict) as cm:
+            txn.commit()
+        self.assertEqual((cm.exception.key, cm.exception.cf), (b"b", "users"))
+
     def test_merge_in_a_family(self):
         counters = self.db.create_column_family("counters", merge_operator="u64add")
         with self.db.transaction() as txn:

@@ -402,26 +402,29 @@ impl Shared {
     /// keys it writes).
     pub fn apply(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<(), Reply> {
         self.mark_dirty();
-        let delta = KeyCounts::delta_of(&self.db, &batch).map_err(crate::commands::engine_error)?;
-        let r = if opts.sync {
-            // The fsync blocks: let the runtime move other tasks off this
-            // worker meanwhile (and let concurrent writers group-commit).
-            block_in_place(|| self.db.write(opts, batch))
-        } else {
-            self.db.write(opts, batch)
-        };
-        r.map_err(crate::commands::engine_error)?;
-        if !delta.is_empty() {
-            self.key_counts.add(&delta);
-        }
-        Ok(())
+        self.key_counts
+            .write(&self.db, batch, |batch| {
+                if opts.sync {
+                    // The fsync blocks: let the runtime move other tasks off
+                    // this worker meanwhile (and let concurrent writers
+                    // group-commit).
+                    block_in_place(|| self.db.write(opts, batch))
+                } else {
+                    self.db.write(opts, batch)
+                }
+            })
+            .map_err(crate::commands::engine_error)
     }
 
     /// Keys in database `db` and how many have an expiry (`keycount.rs`;
-    /// inside EXEC including what the transaction wrote so far). O(1)
-    /// outside EXEC.
+    /// inside EXEC including what the transaction wrote so far). Outside
+    /// EXEC: O(keys written since the write window last closed), at most
+    /// `window::WINDOW_KEYS_HARD` lookups, batched.
     pub fn key_count(&self, db: u8) -> Result<crate::keycount::Count, Reply> {
-        let mut c = self.key_counts.get(usize::from(db)).map_err(Reply::err)?;
+        let mut c = self
+            .key_counts
+            .get(&self.db, usize::from(db))
+            .map_err(Reply::err)?;
         let pending = tx::pending(|b| KeyCounts::delta_of(&self.db, b));
         if let Some(delta) = pending {
             let delta = delta.map_err(crate::commands::engine_error)?;

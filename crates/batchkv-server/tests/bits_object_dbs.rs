@@ -86,6 +86,48 @@ fn lcs_matches_redis() {
     );
 }
 
+/// LCS reads both keys at one snapshot (as every keyed read does,
+/// `commands::call_slot`): with a writer flipping both
+/// between two strings that share nothing, in one MSET each time, LCS
+/// always sees a pair written together (a full-length match).
+#[test]
+fn lcs_reads_both_keys_at_one_moment() {
+    let h = Harness::start();
+    let mut c = h.conn();
+    let (x, y) = ("a".repeat(64), "b".repeat(64));
+    let _: () = q(&mut c, &["MSET", "a", &x, "b", &x]);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writers: Vec<_> = (0..2)
+        .map(|_| {
+            let (mut w, stop, x, y) = (h.conn(), stop.clone(), x.clone(), y.clone());
+            std::thread::spawn(move || {
+                let mut n = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let v = if n.is_multiple_of(2) { &y } else { &x };
+                    let _: () = q(&mut w, &["MSET", "a", v, "b", v]);
+                    n += 1;
+                }
+                n
+            })
+        })
+        .collect();
+    let (mut torn, mut reads) = (0, 0);
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(1);
+    while std::time::Instant::now() < until {
+        reads += 1;
+        if q::<i64>(&mut c, &["LCS", "a", "b", "LEN"]) != 64 {
+            torn += 1;
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let writes: u64 = writers.into_iter().map(|w| w.join().unwrap()).sum();
+    assert!(writes > 0 && reads > 0, "both sides ran");
+    assert_eq!(
+        torn, 0,
+        "LCS saw a pair never written together ({torn} of {reads} reads, {writes} writes)"
+    );
+}
+
 #[test]
 fn object_touch_move_swapdb() {
     let h = Harness::start();

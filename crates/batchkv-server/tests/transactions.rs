@@ -491,6 +491,41 @@ fn watch_aborts_when_the_key_changes_and_only_then() {
     assert_eq!(exec(&mut c), Value::Array(vec![]));
 }
 
+/// SETBIT writes (and signals) only when it changes something, as Redis
+/// 7.0.15 answers: setting a bit to the value it holds leaves a WATCH
+/// intact; changing it, or creating the key with a 0 bit, breaks it.
+#[test]
+fn setbit_breaks_watch_only_when_it_changes_the_string() {
+    let h = Harness::start();
+    let mut c = h.conn();
+    let mut o = h.conn();
+    let setbit = |o: &mut redis::Connection, k: &str, bit: &str, v: &str| {
+        q::<i64>(o, &["SETBIT", k, bit, v])
+    };
+    // "tx" is 0x74 0x78: bit 1 is 1, bit 0 is 0.
+    q::<()>(&mut o, &["SET", "k", "tx"]);
+    assert!(watched_exec_runs(&mut c, "k", |_| {
+        assert_eq!(setbit(&mut o, "k", "1", "1"), 1);
+        assert_eq!(setbit(&mut o, "k", "0", "0"), 0);
+    }));
+    assert!(!watched_exec_runs(&mut c, "k", |_| {
+        assert_eq!(setbit(&mut o, "k", "0", "1"), 0);
+    }));
+    // Past the end: the string grows, even with a 0 bit.
+    assert!(!watched_exec_runs(&mut c, "k", |_| {
+        assert_eq!(setbit(&mut o, "k", "100", "0"), 0);
+        assert_eq!(q::<i64>(&mut o, &["STRLEN", "k"]), 13);
+    }));
+    assert!(!watched_exec_runs(&mut c, "new", |_| {
+        assert_eq!(setbit(&mut o, "new", "3", "0"), 0);
+    }));
+    assert_eq!(
+        q::<i64>(&mut o, &["STRLEN", "new"]),
+        1,
+        "created, not set by the aborted EXEC"
+    );
+}
+
 #[test]
 fn watch_aborts_when_a_live_key_expires() {
     let h = Harness::start();

@@ -230,10 +230,8 @@ fn catch_up_keeps_earlier_readers_views() {
         primary.put(common::key(i), b"new").unwrap();
     }
     primary.flush().unwrap();
+    // Deletes its input tables before it returns.
     primary.compact_range(None, None).unwrap();
-    // A reopen sweeps every file the compaction made obsolete.
-    primary.close().unwrap();
-    let _reopened = Db::open(&p, common::opts()).unwrap();
     sec.try_catch_up_with_primary().unwrap();
     assert_eq!(sec.get(common::key(5)).unwrap(), Some(b"new".to_vec()));
     // The table the iterator reads is gone from the primary's directory.
@@ -362,4 +360,151 @@ fn damage_in_the_middle_of_a_wal_is_corruption() {
     let err = Db::open_as_secondary(&p, &s, common::opts()).err().unwrap();
     assert!(err.is_corruption(), "{err}");
     assert!(err.to_string().contains(".log"), "{err}");
+}
+
+/// `open_cf_as_secondary`: only the named families (and "default") are
+/// shown; catch-ups follow their drop and re-creation, and never show
+/// families of other names, existing or created later.
+#[test]
+fn open_cf_as_secondary_follows_the_named_families() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, s) = (dir.path().join("p"), dir.path().join("s"));
+    let primary = Db::open(&p, common::opts()).unwrap();
+    let a = primary.create_cf("a", &Options::default()).unwrap();
+    let b = primary.create_cf("b", &Options::default()).unwrap();
+    primary.put(b"k", b"default").unwrap();
+    primary.put_cf(&a, b"k", b"a1").unwrap();
+    primary.put_cf(&b, b"k", b"b1").unwrap();
+    primary.flush_cf(&a).unwrap();
+
+    let err = Db::open_cf_as_secondary(&common::opts(), &p, &s, ["a", "nope"])
+        .err()
+        .expect("a family the primary lacks is refused");
+    assert!(
+        matches!(&err, Error::InvalidArgument(m) if m.contains("\"nope\"")),
+        "{err}"
+    );
+    let sec = Db::open_cf_as_secondary(&common::opts(), &p, &s, ["a"]).unwrap();
+    assert_eq!(sec.cf_names(), ["default", "a"]);
+    assert!(sec.cf_handle("b").is_none());
+    let sa = sec.cf_handle("a").unwrap();
+    assert_eq!(sec.get_cf(&sa, b"k").unwrap(), Some(b"a1".to_vec()));
+    assert_eq!(sec.get(b"k").unwrap(), Some(b"default".to_vec()));
+
+    // Writes to every family, a flush of the unfollowed one, a new family.
+    primary.put_cf(&a, b"k2", b"a2").unwrap();
+    primary.put_cf(&b, b"k2", b"b2").unwrap();
+    primary.flush_cf(&b).unwrap();
+    let c = primary.create_cf("c", &Options::default()).unwrap();
+    primary.put_cf(&c, b"k", b"c1").unwrap();
+    sec.try_catch_up_with_primary().unwrap();
+    assert_eq!(sec.get_cf(&sa, b"k2").unwrap(), Some(b"a2".to_vec()));
+    assert_eq!(sec.cf_names(), ["default", "a"], "b and c are not followed");
+
+    // The primary drops "a": so does the secondary; an iterator over it
+    // keeps reading.
+    let mut it = sec.iter_cf(&ReadOptions::default(), &sa).unwrap();
+    primary.drop_cf(&a).unwrap();
+    sec.try_catch_up_with_primary().unwrap();
+    assert!(sec.cf_handle("a").is_none());
+    assert!(matches!(
+        sec.get_cf(&sa, b"k"),
+        Err(Error::InvalidArgument(_))
+    ));
+    it.seek_to_first();
+    assert!(it.valid());
+    assert_eq!((it.key(), it.value()), (&b"k"[..], &b"a1"[..]));
+    drop(it);
+
+    // Created again under the listed name: followed again, empty.
+    let a2 = primary.create_cf("a", &Options::default()).unwrap();
+    primary.put_cf(&a2, b"new", b"yes").unwrap();
+    sec.try_catch_up_with_primary().unwrap();
+    let sa2 = sec.cf_handle("a").expect("re-created family is followed");
+    assert_ne!(sa2.id(), sa.id());
+    assert_eq!(sec.get_cf(&sa2, b"new").unwrap(), Some(b"yes".to_vec()));
+    assert_eq!(sec.get_cf(&sa2, b"k").unwrap(), None);
+    assert_eq!(sec.cf_names(), ["default", "a"]);
+}
+
+/// Per-family options reach a secondary: a family's merge operator must
+/// be given (its recorded option string cannot hold it), at open and for
+/// families the primary creates later.
+#[test]
+fn secondary_families_open_with_the_given_options() {
+    use batchkv::merge_operators::U64AddOperator;
+    let counting = || Options {
+        merge_operator: Some(Arc::new(U64AddOperator)),
+        ..Options::default()
+    };
+    let one = 1u64.to_le_bytes();
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("p");
+    let primary = Db::open(&p, common::opts()).unwrap();
+    let counts = primary.create_cf("counts", &counting()).unwrap();
+    let other = primary.create_cf("other", &Options::default()).unwrap();
+    for _ in 0..3 {
+        primary
+            .merge_cf(&WriteOptions::default(), &counts, b"n", one)
+            .unwrap();
+    }
+    primary.put_cf(&other, b"x", b"1").unwrap();
+    primary.flush_cf(&counts).unwrap();
+    primary
+        .merge_cf(&WriteOptions::default(), &counts, b"n", one)
+        .unwrap();
+
+    // Without the operator the family is refused, as a primary open is.
+    let err = Db::open_cf_as_secondary(&common::opts(), &p, dir.path().join("s0"), ["counts"])
+        .err()
+        .expect("opened without its merge operator");
+    assert!(err.to_string().contains("merge operator"), "{err}");
+    // Not following it, no operator is needed.
+    let sec =
+        Db::open_cf_as_secondary(&common::opts(), &p, dir.path().join("s1"), ["other"]).unwrap();
+    assert_eq!(sec.cf_names(), ["default", "other"]);
+    drop(sec);
+
+    let sec = Db::open_cf_descriptors_as_secondary(
+        &common::opts(),
+        &p,
+        dir.path().join("s2"),
+        vec![("counts".to_string(), counting())],
+    )
+    .unwrap();
+    assert_eq!(sec.cf_names(), ["default", "counts"]);
+    let sc = sec.cf_handle("counts").unwrap();
+    assert_eq!(
+        sec.get_cf(&sc, b"n").unwrap(),
+        Some(4u64.to_le_bytes().to_vec())
+    );
+
+    // All families, options by name — also for one created later.
+    let all = Db::open_as_secondary_with_cf_options(
+        &p,
+        dir.path().join("s3"),
+        common::opts(),
+        vec![
+            ("counts".to_string(), counting()),
+            ("later".to_string(), counting()),
+        ],
+    )
+    .unwrap();
+    assert_eq!(all.cf_names(), ["default", "counts", "other"]);
+    let later = primary.create_cf("later", &counting()).unwrap();
+    for _ in 0..2 {
+        primary
+            .merge_cf(&WriteOptions::default(), &later, b"m", one)
+            .unwrap();
+    }
+    all.try_catch_up_with_primary().unwrap();
+    sec.try_catch_up_with_primary().unwrap();
+    let al = all.cf_handle("later").expect("created later, shown");
+    assert_eq!(
+        all.get_cf(&al, b"m").unwrap(),
+        Some(2u64.to_le_bytes().to_vec())
+    );
+    assert!(sec.cf_handle("later").is_none(), "not listed, not shown");
+    // The family's options are the given ones (a merge operator).
+    assert!(al.options().merge_operator.is_some());
 }

@@ -512,6 +512,73 @@ fn column_families() {
     ));
 }
 
+/// `multi_get_for_update_cf`: one batched engine read for the keys the
+/// transaction's own writes do not answer, and every pair tracked in its
+/// family — a later write to any of them, in any family, is a conflict
+/// naming that family; the same key in another family is not.
+#[test]
+fn multi_get_for_update_cf_is_one_read_and_tracks_each_family() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(&dir);
+    let users = db.create_cf("users", &Options::default()).unwrap();
+    let idx = db.create_cf("index", &Options::default()).unwrap();
+    db.put_cf(&users, b"u1", b"alice").unwrap();
+    db.put_cf(&idx, b"alice", b"u1").unwrap();
+    db.put(b"u1", b"in default").unwrap();
+
+    let mut txn = db.transaction();
+    txn.put_cf(&users, b"u2", b"own").unwrap();
+    let before = db.statistics();
+    let got: Vec<_> = txn
+        .multi_get_for_update_cf(&[
+            (&users, &b"u1"[..]),
+            (&idx, b"alice"),
+            (&users, b"u2"),
+            (&idx, b"nobody"),
+        ])
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    let after = db.statistics();
+    assert_eq!(got, vec![v("alice"), v("u1"), v("own"), None]);
+    assert_eq!(after.multi_gets - before.multi_gets, 1, "one batched read");
+    assert_eq!(
+        after.multi_get_keys - before.multi_get_keys,
+        3,
+        "own write answered"
+    );
+    assert_eq!(after.gets, before.gets, "no single reads");
+    // Writes to the same keys in the default family are no conflict.
+    db.put(b"alice", b"x").unwrap();
+    db.put(b"nobody", b"x").unwrap();
+    // A write to a key tracked while absent is, named with its family.
+    db.put_cf(&idx, b"nobody", b"u7").unwrap();
+    let (key, cf) = conflict(txn.commit());
+    assert_eq!((key.as_slice(), cf.as_str()), (&b"nobody"[..], "index"));
+    assert_eq!(db.get_cf(&users, b"u2").unwrap(), None, "nothing applied");
+
+    // Unwritten tracked keys commit; a write to one in the other family
+    // conflicts there too.
+    let mut txn = db.transaction();
+    txn.multi_get_for_update_cf(&[(&users, &b"u1"[..]), (&idx, b"alice")]);
+    txn.put_cf(&users, b"u1", b"alice2").unwrap();
+    txn.commit().unwrap();
+    let mut txn = db.transaction();
+    txn.multi_get_for_update_cf(&[(&idx, &b"alice"[..]), (&users, b"u1")]);
+    db.put_cf(&users, b"u1", b"changed").unwrap();
+    let (key, cf) = conflict(txn.commit());
+    assert_eq!((key.as_slice(), cf.as_str()), (&b"u1"[..], "users"));
+
+    // A dropped family's key fails alone; the others are read and tracked.
+    let mut txn = db.transaction();
+    db.drop_cf(&idx).unwrap();
+    let got = txn.multi_get_for_update_cf(&[(&idx, &b"alice"[..]), (&users, b"u1")]);
+    assert!(matches!(got[0], Err(Error::InvalidArgument(_))), "{got:?}");
+    assert_eq!(got[1].as_ref().unwrap(), &v("changed"));
+    db.put_cf(&users, b"u1", b"again").unwrap();
+    assert_eq!(conflict(txn.commit()).0, b"u1");
+}
+
 #[test]
 fn conflict_is_found_after_flush_and_compaction() {
     let dir = tempfile::tempdir().unwrap();

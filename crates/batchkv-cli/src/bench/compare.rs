@@ -38,7 +38,7 @@ struct RunResult {
 }
 
 pub fn run(args: &BenchArgs, names: &[&str]) -> BenchResult<ExitCode> {
-    let engines = parse_engines(args.engines.as_deref().unwrap_or(""))?;
+    let engines = parse_engines(args.engines.as_deref().unwrap_or(&args.engine))?;
     if args.repeat == 0 {
         return Err("--repeat must be at least 1".into());
     }
@@ -109,6 +109,7 @@ pub fn run(args: &BenchArgs, names: &[&str]) -> BenchResult<ExitCode> {
     let table = medians(names, &engines, &runs);
     println!();
     print!("{}", render_table(&table, args.repeat));
+    print!("{}", render_ceiling_ratios(&engines, &runs));
     if let Some(path) = &args.json {
         write_json(path, args, &engines, &bins, &runs, &table)?;
     }
@@ -279,6 +280,39 @@ fn render_table(t: &Table, repeat: usize) -> String {
     out
 }
 
+/// Per engine, multireadrandom's keys/s over memceiling's within each run
+/// (same process, same flags), and their median; empty unless both ran.
+fn render_ceiling_ratios(engines: &[String], runs: &[RunResult]) -> String {
+    let ops = |doc: &Value, name: &str| {
+        doc["benchmarks"]
+            .as_array()?
+            .iter()
+            .find(|e| e["name"] == name && e.get("skipped").is_none())?["ops_per_sec"]
+            .as_f64()
+    };
+    let mut out = String::new();
+    for e in engines {
+        let ratios: Vec<f64> = runs
+            .iter()
+            .filter(|r| &r.engine == e)
+            .filter_map(|r| Some(ops(&r.doc, "multireadrandom")? / ops(&r.doc, "memceiling")?))
+            .filter(|r| r.is_finite())
+            .collect();
+        let Some(m) = median(ratios.clone()) else {
+            continue;
+        };
+        if out.is_empty() {
+            out.push_str("\nengine/ceiling (multireadrandom / memceiling keys/s, per run):\n");
+        }
+        let each: Vec<String> = ratios.iter().map(|r| format!("{r:.3}")).collect();
+        out.push_str(&format!(
+            "{e:<22} median {m:.3} (runs: {})\n",
+            each.join(" ")
+        ));
+    }
+    out
+}
+
 fn render_rows(t: &Table, title: &str, values: &[Vec<Option<f64>>]) -> String {
     let base = base_engine(&t.engines);
     let mut header = vec![format!("{title:<22}")];
@@ -435,6 +469,35 @@ mod tests {
         assert!(text.contains("batchkv/rocksdb"), "{text}");
         assert!(text.contains("4.00x"), "{text}");
         assert!(text.contains("skipped"), "{text}");
+    }
+
+    #[test]
+    fn ceiling_ratios_are_taken_within_each_run() {
+        let run = |engine: &str, rep, mrr: f64, ceiling: f64| RunResult {
+            engine: engine.into(),
+            repetition: rep,
+            doc: json!({ "benchmarks": [
+                { "name": "fillrandom", "ops_per_sec": 9.0 },
+                { "name": "multireadrandom", "ops_per_sec": mrr },
+                { "name": "memceiling", "ops_per_sec": ceiling },
+            ] }),
+        };
+        let runs = vec![
+            run("batchkv", 1, 1.0, 4.0),
+            run("batchkv", 2, 3.0, 6.0),
+            run("batchkv", 3, 1.0, 5.0),
+        ];
+        let text = render_ceiling_ratios(&["batchkv".to_string()], &runs);
+        assert!(
+            text.contains("median 0.250 (runs: 0.250 0.500 0.200)"),
+            "{text}"
+        );
+        let none = vec![RunResult {
+            engine: "batchkv".into(),
+            repetition: 1,
+            doc: json!({ "benchmarks": [{ "name": "multireadrandom", "ops_per_sec": 1.0 }] }),
+        }];
+        assert_eq!(render_ceiling_ratios(&["batchkv".to_string()], &none), "");
     }
 
     #[test]

@@ -9,15 +9,28 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 /// Writes the key for `index` into `buf` (exactly `key_size` bytes).
+/// Without allocating: the reads make one key per operation, and
+/// `index.to_string()` cost ~300 instructions of each (callgrind).
 pub fn make_key(buf: &mut Vec<u8>, index: u64, key_size: usize) {
     buf.clear();
-    let digits = index.to_string();
+    let mut text = [0u8; 20]; // u64::MAX has 20 digits
+    let mut start = text.len();
+    let mut v = index;
+    loop {
+        start -= 1;
+        text[start] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    let digits = &text[start..];
     if digits.len() >= key_size {
         // Keep the low-order digits: distinct indexes below 10^key_size stay distinct.
-        buf.extend_from_slice(&digits.as_bytes()[digits.len() - key_size..]);
+        buf.extend_from_slice(&digits[digits.len() - key_size..]);
     } else {
         buf.resize(key_size - digits.len(), b'0');
-        buf.extend_from_slice(digits.as_bytes());
+        buf.extend_from_slice(digits);
     }
 }
 
@@ -82,6 +95,28 @@ mod tests {
         assert_eq!(a, b"0000000000000042");
         make_key(&mut b, 1000, 16);
         assert!(a < b);
+    }
+
+    #[test]
+    fn keys_are_the_low_digits_of_the_decimal_index() {
+        let mut k = Vec::new();
+        for (index, size) in [
+            (0, 1),
+            (0, 16),
+            (7, 3),
+            (123_456, 4),
+            (u64::MAX, 25),
+            (u64::MAX, 5),
+        ] {
+            make_key(&mut k, index, size);
+            let text = index.to_string();
+            let want = if text.len() >= size {
+                text[text.len() - size..].to_string()
+            } else {
+                format!("{}{text}", "0".repeat(size - text.len()))
+            };
+            assert_eq!(k, want.as_bytes(), "index {index}, size {size}");
+        }
     }
 
     #[test]

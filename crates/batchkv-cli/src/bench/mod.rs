@@ -4,6 +4,7 @@
 //! `--batch_size`, …) and accept both `--name=value` and `--name value`;
 //! booleans may be bare (`--sync`) or valued (`--sync=0|1|true|false`).
 
+mod ceiling;
 mod cleanup;
 mod compare;
 mod db_dir;
@@ -37,7 +38,10 @@ fn parse_bool(s: &str) -> Result<bool, String> {
 #[derive(clap::Args, Debug, Clone)]
 #[command(rename_all = "snake_case")]
 pub struct BenchArgs {
-    /// Comma-separated list of benchmarks to run in order.
+    /// Comma-separated list of benchmarks to run in order. `memceiling`
+    /// reads a plain skip list of fillrandom's keys as multireadrandom reads
+    /// the engine, with the ideal interleaved prefetching descent: the
+    /// memory system's ceiling (docs/benchmark.md).
     #[arg(long, default_value = "fillrandom,readrandom,multireadrandom")]
     pub benchmarks: String,
     /// Number of keys.
@@ -221,11 +225,28 @@ fn progress_total(name: &str, args: &BenchArgs) -> u64 {
         "readrandom"
         | "readmissing"
         | "multireadrandom"
+        | "memceiling"
         | "seekrandom"
         | "readwhilewriting"
         | "multireadwhilewriting" => args.reads().saturating_mul(args.threads as u64),
         _ => 0,
     }
+}
+
+/// After multireadrandom or memceiling, once both ran: the engine's keys/s
+/// over the ceiling's.
+fn ceiling_ratio_line(report: &Report, just_ran: &str, batch: usize) -> Option<String> {
+    if just_ran != "multireadrandom" && just_ran != "memceiling" {
+        return None;
+    }
+    let engine = report.ops_per_sec("multireadrandom")?;
+    let ceiling = report.ops_per_sec("memceiling")?;
+    (ceiling > 0.0).then(|| {
+        format!(
+            "engine/ceiling : {:.3} (multireadrandom {engine:.0} / memceiling {ceiling:.0} keys/s, batch {batch})",
+            engine / ceiling
+        )
+    })
 }
 
 pub fn run(args: BenchArgs) -> Result<ExitCode, Box<dyn std::error::Error + Send + Sync>> {
@@ -248,7 +269,8 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, Box<dyn std::error::Error + Send
         }
     }
     cleanup::install()?;
-    if args.engines.is_some() {
+    if args.engines.is_some() || args.repeat > 1 {
+        // `--repeat` alone repeats `--engine` (one child run each).
         return compare::run(&args, &names);
     }
     let cfg = args.engine_config()?;
@@ -296,6 +318,9 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, Box<dyn std::error::Error + Send
             println!("{}", l.lines());
         }
         report.push(rec);
+        if let Some(line) = ceiling_ratio_line(&report, name, args.batch_size) {
+            println!("{line}");
+        }
         if name.starts_with("fill") || name == "overwrite" {
             if let Some((kind, bytes, entries)) = db.memtable_usage() {
                 println!(

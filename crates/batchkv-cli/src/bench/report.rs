@@ -56,6 +56,8 @@ pub struct BenchRecord {
     /// File bytes and user bytes from the start of the run to the end of
     /// this benchmark.
     pub write_amp: Option<Cumulative>,
+    /// Further figures for the JSON report (see `workloads::Stats`).
+    pub fields: Vec<(&'static str, f64)>,
 }
 
 impl BenchRecord {
@@ -69,6 +71,7 @@ impl BenchRecord {
             latency: None,
             skipped: None,
             write_amp: None,
+            fields: stats.fields.clone(),
         }
     }
 
@@ -82,6 +85,7 @@ impl BenchRecord {
             latency: None,
             skipped: Some(why.to_string()),
             write_amp: None,
+            fields: Vec::new(),
         }
     }
 
@@ -137,6 +141,15 @@ impl Report {
         self.records.push(r);
     }
 
+    /// Operations per second of the last run (not skipped) of `name`.
+    pub fn ops_per_sec(&self, name: &str) -> Option<f64> {
+        self.records
+            .iter()
+            .rev()
+            .find(|r| r.name == name && r.skipped.is_none())
+            .map(BenchRecord::ops_per_sec)
+    }
+
     pub fn write_json(&self, path: &Path, args: &BenchArgs) -> std::io::Result<()> {
         let options = json!({
             "num": args.num, "reads": args.reads(), "threads": args.threads,
@@ -176,6 +189,9 @@ impl Report {
                     e["cumulative_file_bytes"] = json!(w.file_bytes);
                     e["cumulative_user_bytes"] = json!(w.user_bytes);
                     e["write_amplification"] = json!(w.ratio());
+                }
+                for (k, v) in &r.fields {
+                    e[*k] = json!(v);
                 }
                 if let Some(why) = &r.skipped {
                     e["skipped"] = json!(why);

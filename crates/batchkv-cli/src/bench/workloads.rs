@@ -19,6 +19,7 @@ pub const KNOWN: &[&str] = &[
     "readrandom",
     "readmissing",
     "multireadrandom",
+    "memceiling",
     "readseq",
     "readreverse",
     "seekrandom",
@@ -46,10 +47,12 @@ pub struct Stats {
     /// Bytes of keys and values the benchmark wrote (write amplification's
     /// denominator).
     pub user_bytes: u64,
+    /// Further figures for the JSON report (name, value).
+    pub fields: Vec<(&'static str, f64)>,
 }
 
 /// CPU time the process has used so far (all threads, user + system).
-fn process_cpu_seconds() -> f64 {
+pub(super) fn process_cpu_seconds() -> f64 {
     // SAFETY: getrusage only writes the struct it is given.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
@@ -60,17 +63,25 @@ fn process_cpu_seconds() -> f64 {
 }
 
 /// Stops a loop after `count` iterations, or after `--duration` seconds.
-struct Budget {
+pub(super) struct Budget {
     count: u64,
     deadline: Option<Instant>,
 }
 
 impl Budget {
-    fn new(args: &BenchArgs, count: u64) -> Budget {
+    pub(super) fn new(args: &BenchArgs, count: u64) -> Budget {
         Budget {
             count,
             deadline: (args.duration > 0)
                 .then(|| Instant::now() + Duration::from_secs(args.duration)),
+        }
+    }
+
+    /// Exactly `count` iterations, whatever `--duration` says.
+    pub(super) fn count(count: u64) -> Budget {
+        Budget {
+            count,
+            deadline: None,
         }
     }
 
@@ -83,6 +94,10 @@ impl Budget {
 }
 
 pub fn run(name: &str, db: &dyn BenchDb, args: &BenchArgs) -> BenchResult<Stats> {
+    if name == "memceiling" {
+        // No engine involved; it times its own reads (not its set-up).
+        return super::ceiling::run(args);
+    }
     let start = Instant::now();
     let cpu_start = process_cpu_seconds();
     let entry_bytes = (args.key_size + args.value_size) as u64;
@@ -149,6 +164,7 @@ pub fn run(name: &str, db: &dyn BenchDb, args: &BenchArgs) -> BenchResult<Stats>
         cpu_seconds: process_cpu_seconds() - cpu_start,
         extra,
         user_bytes,
+        fields: Vec::new(),
     })
 }
 
@@ -217,21 +233,34 @@ fn run_readers(
     kind: ReadKind,
     stop: &AtomicBool,
 ) -> BenchResult<(u64, u64)> {
+    let r = run_threads(args, |seed| read_loop(db, args, kind, seed));
+    stop.store(true, Ordering::Release);
+    r
+}
+
+/// The seed of reading thread `t`.
+pub(super) fn reader_seed(args: &BenchArgs, t: usize) -> u64 {
+    args.seed.wrapping_add(1000 + t as u64)
+}
+
+/// Runs `reader(seed)` on `--threads` threads, each with its
+/// [`reader_seed`]; returns the summed (operations, found).
+pub(super) fn run_threads(
+    args: &BenchArgs,
+    reader: impl Fn(u64) -> BenchResult<(u64, u64)> + Sync,
+) -> BenchResult<(u64, u64)> {
+    let reader = &reader;
     let results: Vec<BenchResult<(u64, u64)>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..args.threads)
-            .map(|t| {
-                s.spawn(move || read_loop(db, args, kind, args.seed.wrapping_add(1000 + t as u64)))
-            })
+            .map(|t| s.spawn(move || reader(reader_seed(args, t))))
             .collect();
-        let r = handles
+        handles
             .into_iter()
             .map(|h| {
                 h.join()
                     .unwrap_or_else(|_| Err("reader thread panicked".into()))
             })
-            .collect();
-        stop.store(true, Ordering::Release);
-        r
+            .collect()
     });
     let mut total = (0, 0);
     for r in results {
@@ -248,13 +277,17 @@ fn read_loop(
     kind: ReadKind,
     seed: u64,
 ) -> BenchResult<(u64, u64)> {
-    let mut rng = SmallRng::seed_from_u64(seed);
     let budget = Budget::new(args, args.reads());
+    let mut probe = Probe::new();
+    if kind == ReadKind::Multi {
+        return multi_batches(args, seed, &budget, |keys| {
+            probe.op(keys.len() as u64, || db.multi_get(keys))
+        });
+    }
+    let mut rng = SmallRng::seed_from_u64(seed);
     let num = args.num.max(1);
     let (mut ops, mut found) = (0u64, 0u64);
     let mut key = Vec::new();
-    let mut batch: Vec<Vec<u8>> = vec![Vec::new(); args.batch_size];
-    let mut probe = Probe::new();
     let mut seeker = match kind {
         ReadKind::Seek => Some(db.seeker()?),
         _ => None,
@@ -276,20 +309,37 @@ fn read_loop(
                 found += u64::from(probe.op(1, || seeker.seek(&key, args.seek_nexts))?);
                 ops += 1;
             }
-            ReadKind::Multi => {
-                let n = if budget.deadline.is_some() {
-                    args.batch_size as u64
-                } else {
-                    (budget.count - ops).min(args.batch_size as u64)
-                };
-                for k in batch.iter_mut().take(n as usize) {
-                    make_key(k, rng.random_range(0..num), args.key_size);
-                }
-                let refs: Vec<&[u8]> = batch.iter().take(n as usize).map(Vec::as_slice).collect();
-                found += probe.op(n, || db.multi_get(&refs))? as u64;
-                ops += n;
-            }
+            ReadKind::Multi => return Err("internal: multireads run in multi_batches".into()),
         }
+    }
+    Ok((ops, found))
+}
+
+/// multireadrandom's loop: batches of `--batch_size` random existing keys
+/// drawn from `seed` until `budget` is spent, each handed to `multi_get`,
+/// which says how many it found. Returns (keys, found).
+pub(super) fn multi_batches(
+    args: &BenchArgs,
+    seed: u64,
+    budget: &Budget,
+    mut multi_get: impl FnMut(&[&[u8]]) -> BenchResult<usize>,
+) -> BenchResult<(u64, u64)> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let num = args.num.max(1);
+    let (mut ops, mut found) = (0u64, 0u64);
+    let mut batch: Vec<Vec<u8>> = vec![Vec::new(); args.batch_size];
+    while !budget.done(ops) {
+        let n = if budget.deadline.is_some() {
+            args.batch_size as u64
+        } else {
+            (budget.count - ops).min(args.batch_size as u64)
+        };
+        for k in batch.iter_mut().take(n as usize) {
+            make_key(k, rng.random_range(0..num), args.key_size);
+        }
+        let refs: Vec<&[u8]> = batch.iter().take(n as usize).map(Vec::as_slice).collect();
+        found += multi_get(&refs)? as u64;
+        ops += n;
     }
     Ok((ops, found))
 }

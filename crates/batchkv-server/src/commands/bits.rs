@@ -50,8 +50,15 @@ pub fn setbit(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let byte = (offset / 8) as usize;
     let key = db_key(conn.db, &a[0]);
     let _g = shared.lock_keys(&[&key]);
-    let (exp, mut data) = tri!(shared.read(&key)).unwrap_or((None, Vec::new()));
+    let stored = tri!(shared.read(&key));
+    let existed = stored.is_some();
+    let (exp, mut data) = stored.unwrap_or((None, Vec::new()));
     let old = bit_at(&data, offset);
+    // As Redis 7: an existing string whose bit already holds the value
+    // is not written, so a WATCH on it is not broken.
+    if existed && byte < data.len() && (old == 1) == on {
+        return Reply::Int(i64::from(old));
+    }
     if data.len() <= byte {
         data.resize(byte + 1, 0);
     }

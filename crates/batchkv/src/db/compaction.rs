@@ -81,16 +81,23 @@ impl Db {
                     return Err(Error::Background(Box::new(e.clone())));
                 }
                 core.check_open()?;
-                let v = st.versions.current_cf(cf).ok_or_else(dropped)?;
-                let files = if level == 0 {
-                    v.levels[0].clone()
-                } else {
-                    in_range(&v, level)
+                // The version is released before the task runs: held across
+                // `run_task`, it kept the task's inputs live through the
+                // sweep that follows the install, and nothing swept them
+                // again until a reopen (issue 29 follow-up).
+                let task = {
+                    let v = st.versions.current_cf(cf).ok_or_else(dropped)?;
+                    let files = if level == 0 {
+                        v.levels[0].clone()
+                    } else {
+                        in_range(&v, level)
+                    };
+                    if files.is_empty() {
+                        break;
+                    }
+                    task_for(&v, level, files, &st.compacting)
                 };
-                if files.is_empty() {
-                    break;
-                }
-                match task_for(&v, level, files, &st.compacting) {
+                match task {
                     Some(task) => {
                         let (guard, result) = core.run_task(st, cf, task, false);
                         drop(guard);

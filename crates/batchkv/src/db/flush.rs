@@ -1,7 +1,5 @@
-//! The background flush: immutable memtable → L0 SST → MANIFEST edit, and
-//! deletion of the files no version needs any more.
+//! The background flush: immutable memtable → L0 SST → MANIFEST edit.
 
-use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -296,55 +294,6 @@ pub(super) fn flush_and_wait(core: &DbCore, cf: u32) -> Result<()> {
             .bg_cv
             .wait(st)
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-    }
-}
-
-impl DbCore {
-    /// Deletes WALs, tables and MANIFESTs that no live version, pending
-    /// output or recovery needs. Takes `state` only to decide; the directory
-    /// listing comes before (a file created after it is not considered) and
-    /// the unlinks after, so writers never wait for them. Once obsolete, a
-    /// file stays obsolete (file numbers are never reused while open), so
-    /// deciding and deleting apart is safe. Failures are ignored: the file
-    /// is retried at the next call.
-    pub(super) fn delete_obsolete_files(&self) {
-        let Ok(names) = self.fs.list_dir(&self.dir) else {
-            return;
-        };
-        let obsolete: Vec<(FileKind, u64, String)> = {
-            let mut st = lock(&self.state);
-            st.live_versions.retain(|w| w.strong_count() > 0);
-            let mut live: BTreeSet<u64> = st.pending_outputs.iter().copied().collect();
-            live.extend(st.versions.all_file_numbers());
-            for v in st.live_versions.iter().filter_map(|w| w.upgrade()) {
-                live.extend(v.file_numbers());
-            }
-            // What the MANIFEST says no family needs, or what the memtables
-            // show (an empty family needs no old WAL), whichever is later:
-            // replay reads a family's records only from WALs at or above its
-            // recorded log number, so either bound is safe.
-            let log_number = st.versions.log_number().max(st.min_log_needed());
-            let manifest = st.versions.manifest_number();
-            names
-                .into_iter()
-                .filter_map(|name| {
-                    let (kind, number) = filename::parse(&name)?;
-                    let obsolete = match kind {
-                        FileKind::Wal => number < log_number,
-                        FileKind::Table => !live.contains(&number),
-                        FileKind::Manifest => number < manifest,
-                        FileKind::Temp => true,
-                    };
-                    obsolete.then_some((kind, number, name))
-                })
-                .collect()
-        };
-        for (kind, number, name) in obsolete {
-            if kind == FileKind::Table {
-                self.tables.evict(number);
-            }
-            let _ = self.fs.remove_file(&self.dir.join(&name));
-        }
     }
 }
 

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use super::obsolete::PinnedSuperVersion;
 use super::{Db, DbCore, SuperVersion};
 use crate::error::Result;
 use crate::iter::level_iter::OpenTable;
@@ -20,8 +21,10 @@ use crate::version::FileMetaData;
 /// it was created are not visible to it.
 pub struct DbIterator {
     inner: DbIter,
-    /// Keeps the memtables and the version (and so the files) alive.
-    _sv: Arc<SuperVersion>,
+    /// Keeps the memtables and the version (and so the files) alive;
+    /// dropped after `inner` (field order), sweeping the files it alone
+    /// kept.
+    _sv: PinnedSuperVersion,
 }
 
 impl Db {
@@ -79,7 +82,7 @@ impl Db {
             )
             .with_range_dels(range_dels)
             .with_merge_operator(sv.opts.merge_operator.clone()),
-            _sv: sv,
+            _sv: PinnedSuperVersion::new(sv, &self.handle.core),
         })
     }
 }

@@ -43,6 +43,7 @@ mod merge_read;
 #[cfg(feature = "metrics")]
 mod metrics_export;
 mod multi_get;
+mod obsolete;
 mod options_file;
 mod properties;
 mod range;

@@ -399,6 +399,23 @@ impl Transaction {
         self.multi_get(keys)
     }
 
+    /// [`multi_get_cf`](Self::multi_get_cf) (one batched database read),
+    /// tracking every `(family, key)` pair as
+    /// [`get_for_update_cf`](Self::get_for_update_cf) does. A key of a
+    /// dropped family is not tracked; its result is the `InvalidArgument`
+    /// error `get_for_update_cf` returns.
+    pub fn multi_get_for_update_cf<K: AsRef<[u8]>>(
+        &mut self,
+        keys: &[(&ColumnFamily, K)],
+    ) -> Vec<Result<Option<Vec<u8>>>> {
+        for (cf, key) in keys {
+            if let Ok(id) = self.note_cf(cf) {
+                self.track(id, key.as_ref());
+            }
+        }
+        self.multi_get_cf(keys)
+    }
+
     /// The keys in `range` (as [`Db::range`]) as the transaction sees them:
     /// its own writes (as of this call) merged over the database at the
     /// snapshot — its puts added or replacing, its deletes hiding keys, its

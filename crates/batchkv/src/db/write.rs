@@ -15,6 +15,7 @@ use super::{lock, Db, DbCore, ImmTable, LogState};
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
+use crate::memtable::NewEntry;
 use crate::options::{WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 use crate::wal;
 
@@ -327,14 +328,23 @@ impl DbCore {
                 self.default_cf.unpersisted.store(true, Ordering::Release);
             }
             let mem = Arc::clone(&lock(&self.state).default_cf().mem);
-            for b in &batches {
-                for (s, entry) in (b.sequence()..).zip(b.iter()) {
-                    if let Err(e) = mem.insert(s, entry.value_type, entry.key, entry.value) {
-                        // The WAL has the group but the memtable does not.
-                        self.set_bg_error(e.clone());
-                        return Err(e);
-                    }
-                }
+            // The group's entries in one call: the memtable may overlap
+            // their searches (`MemTable::insert_many`).
+            let entries: Vec<NewEntry<'_>> = batches
+                .iter()
+                .flat_map(|b| {
+                    (b.sequence()..).zip(b.iter()).map(|(seq, e)| NewEntry {
+                        seq,
+                        t: e.value_type,
+                        user_key: e.key,
+                        value: e.value,
+                    })
+                })
+                .collect();
+            if let Err(e) = mem.insert_many(&entries) {
+                // The WAL has the group but the memtable does not.
+                self.set_bg_error(e.clone());
+                return Err(e);
             }
         } else {
             // The families' memtables, looked up once per group. A family

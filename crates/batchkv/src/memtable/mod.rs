@@ -152,6 +152,15 @@ impl std::fmt::Display for MemTableKind {
     }
 }
 
+/// One entry for [`MemTable::insert_many`].
+#[derive(Debug, Clone, Copy)]
+pub struct NewEntry<'a> {
+    pub seq: SequenceNumber,
+    pub t: ValueType,
+    pub user_key: &'a [u8],
+    pub value: &'a [u8],
+}
+
 /// The memtable interface the engine programs against.
 ///
 /// # Thread safety
@@ -169,6 +178,18 @@ pub trait MemTable: Send + Sync + 'static {
         user_key: &[u8],
         value: &[u8],
     ) -> Result<()>;
+
+    /// Adds the entries of one write group, as [`MemTable::insert`] of
+    /// each (new and distinct; none is read before the caller publishes
+    /// their sequence numbers, so the order they are linked in is free). A
+    /// memtable may overlap their searches (the skip list does); the
+    /// default inserts them one by one. Stops at the first error.
+    fn insert_many(&self, entries: &[NewEntry<'_>]) -> Result<()> {
+        for e in entries {
+            self.insert(e.seq, e.t, e.user_key, e.value)?;
+        }
+        Ok(())
+    }
 
     /// The newest version of `user_key` with sequence ≤ `seq`, if any.
     fn get(&self, user_key: &[u8], seq: SequenceNumber) -> Result<Option<EntryRef<'_>>>;

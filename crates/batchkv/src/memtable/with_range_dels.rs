@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use arc_swap::ArcSwap;
 
-use super::{BatchLookup, EntryRef, MemTable};
+use super::{BatchLookup, EntryRef, MemTable, NewEntry};
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{SequenceNumber, ValueType};
@@ -155,6 +155,16 @@ impl<M: MemTable> MemTable for WithRangeDels<M> {
             return Ok(());
         }
         self.inner.insert(seq, t, user_key, value)
+    }
+
+    fn insert_many(&self, entries: &[NewEntry<'_>]) -> Result<()> {
+        if entries.iter().any(|e| e.t == ValueType::RangeDeletion) {
+            for e in entries {
+                self.insert(e.seq, e.t, e.user_key, e.value)?;
+            }
+            return Ok(());
+        }
+        self.inner.insert_many(entries)
     }
 
     #[inline]

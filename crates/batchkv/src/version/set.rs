@@ -159,6 +159,12 @@ impl VersionSet {
         self.max_column_family + 1
     }
 
+    /// Forgets the column families `keep` rejects (for a secondary
+    /// instance that follows only some of them); "default" always stays.
+    pub fn retain_families(&mut self, mut keep: impl FnMut(&CfVersion) -> bool) {
+        self.cfs.retain(|&id, cf| id == 0 || keep(cf));
+    }
+
     /// Every table number of every live column family's current version.
     pub fn all_file_numbers(&self) -> Vec<u64> {
         self.cfs

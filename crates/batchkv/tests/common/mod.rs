@@ -4,7 +4,7 @@
 pub mod gate_fs;
 pub mod read_paths;
 
-use batchkv::{Db, Options, ReadOptions};
+use batchkv::{Db, DbIterator, Options, ReadOptions};
 
 /// Options with tiny memtables so tests exercise flushes to SST files.
 pub fn small_buffers() -> Options {
@@ -17,7 +17,11 @@ pub fn small_buffers() -> Options {
 
 /// Every live key/value, via a forward scan.
 pub fn scan_all(db: &Db) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut it = db.iter(&ReadOptions::default()).unwrap();
+    drain(&mut db.iter(&ReadOptions::default()).unwrap())
+}
+
+/// Every key/value `it` shows, from its first key on (checking its status).
+pub fn drain(it: &mut DbIterator) -> Vec<(Vec<u8>, Vec<u8>)> {
     it.seek_to_first();
     let mut out = Vec::new();
     while it.valid() {

@@ -14,7 +14,8 @@
 //!    start over from that MANIFEST with no WAL read.
 //! 2. Apply the MANIFEST's new complete records: the live tables per
 //!    family, and each family's log number (WALs below it hold none of
-//!    its unflushed writes).
+//!    its unflushed writes). Keep only the families this instance shows
+//!    (`families.rs`); add those new to it, drop those gone.
 //! 3. Open every table the new state names that is not open yet.
 //! 4. Read each WAL at or above the smallest log number up to its last
 //!    complete record, into one memtable per (WAL, family).
@@ -36,6 +37,7 @@
 //!    family's records in a WAL below its log number are skipped.
 //! 3. Lock order: `Follower::tail`, then the database's `state`.
 
+mod families;
 mod tail;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -52,6 +54,7 @@ use crate::fs::{FileLock, FileSystem, PosixFs};
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::version::{read_current, VersionSet};
+use families::Families;
 use tail::{ManifestTail, WalTail};
 
 /// How many times one catch-up re-reads the MANIFEST when it changed while
@@ -65,6 +68,8 @@ pub(super) struct Follower {
     dir: PathBuf,
     /// Held on `dir/LOCK`: one secondary per directory.
     _lock: Box<dyn FileLock>,
+    /// The families it shows, and their options.
+    families: Families,
     tail: Mutex<Tail>,
 }
 
@@ -113,8 +118,94 @@ impl Db {
         secondary_path: impl AsRef<Path>,
         opts: Options,
     ) -> Result<Db> {
-        let (primary, secondary) = (primary_path.as_ref(), secondary_path.as_ref());
+        Db::open_secondary(
+            primary_path.as_ref(),
+            secondary_path.as_ref(),
+            opts,
+            Families::all(Vec::new()),
+        )
+    }
+
+    /// [`Db::open_as_secondary`], giving the options of some column
+    /// families by name (as [`Db::open_with_cf_options`] does for a
+    /// primary): a family of that name opens with them — also one the
+    /// primary creates later — and the others with their recorded option
+    /// strings. Needed for what an option string cannot hold: a family's
+    /// merge operator. Every family is shown, as with `open_as_secondary`.
+    pub fn open_as_secondary_with_cf_options(
+        primary_path: impl AsRef<Path>,
+        secondary_path: impl AsRef<Path>,
+        opts: Options,
+        cf_options: Vec<(String, Options)>,
+    ) -> Result<Db> {
+        Db::open_secondary(
+            primary_path.as_ref(),
+            secondary_path.as_ref(),
+            opts,
+            Families::all(cf_options),
+        )
+    }
+
+    /// A secondary instance (see [`Db::open_as_secondary`]) showing only
+    /// the column families named in `cfs` and "default" (rust-rocksdb's
+    /// `DB::open_cf_as_secondary`; the families open with their recorded
+    /// option strings, the default one with `opts`). Each named family
+    /// must exist (`InvalidArgument` naming it otherwise). Catch-ups
+    /// follow them: a family the primary drops is dropped here (its
+    /// handles fail; iterators over it keep reading), one it creates again
+    /// under a listed name appears again; families of other names — also
+    /// those created later — are never shown, and their tables and WAL
+    /// records are not read.
+    pub fn open_cf_as_secondary<I, N>(
+        opts: &Options,
+        primary_path: impl AsRef<Path>,
+        secondary_path: impl AsRef<Path>,
+        cfs: I,
+    ) -> Result<Db>
+    where
+        I: IntoIterator<Item = N>,
+        N: AsRef<str>,
+    {
+        let names = cfs.into_iter().map(|n| n.as_ref().to_string()).collect();
+        Db::open_secondary(
+            primary_path.as_ref(),
+            secondary_path.as_ref(),
+            opts.clone(),
+            Families::only(names, Vec::new()),
+        )
+    }
+
+    /// [`Db::open_cf_as_secondary`] with each family's options (rust-rocksdb's
+    /// `DB::open_cf_descriptors_as_secondary`; given as
+    /// [`Db::open_with_cf_options`] takes them): the families shown are the
+    /// ones named in `cfs`, and "default", which opens with `opts`.
+    pub fn open_cf_descriptors_as_secondary(
+        opts: &Options,
+        primary_path: impl AsRef<Path>,
+        secondary_path: impl AsRef<Path>,
+        cfs: Vec<(String, Options)>,
+    ) -> Result<Db> {
+        let names = cfs.iter().map(|(n, _)| n.clone()).collect();
+        Db::open_secondary(
+            primary_path.as_ref(),
+            secondary_path.as_ref(),
+            opts.clone(),
+            Families::only(names, cfs),
+        )
+    }
+
+    fn open_secondary(
+        primary: &Path,
+        secondary: &Path,
+        opts: Options,
+        families: Families,
+    ) -> Result<Db> {
         opts.validate()?;
+        for (name, o) in &families.options {
+            o.validate().map_err(|e| {
+                Error::InvalidArgument(format!("options of column family {name:?}: {e}"))
+            })?;
+        }
         let opts = Options {
             max_open_files: usize::MAX,
             ..opts
@@ -140,11 +231,20 @@ impl Db {
         }
         let lock = fs.lock(&secondary.join(filename::LOCK))?;
         let mut tail = Tail::default();
-        let versions = first_state(&fs, primary, &mut tail)?;
-        let mut core = recovery::open(primary, opts, fs, OpenMode::Secondary(versions), &[])?;
+        let mut versions = first_state(&fs, primary, &mut tail)?;
+        families.check_listed_exist(&versions, &primary.display().to_string())?;
+        families.select(&mut versions);
+        let mut core = recovery::open(
+            primary,
+            opts,
+            fs,
+            OpenMode::Secondary(versions),
+            &families.options,
+        )?;
         core.secondary = Some(Follower {
             dir: secondary.to_path_buf(),
             _lock: lock,
+            families,
             tail: Mutex::new(tail),
         });
         let db = Db {
@@ -185,7 +285,7 @@ impl Db {
             ));
         };
         let mut tail = lock(&follower.tail);
-        let r = catch_up(core, &mut tail);
+        let r = catch_up(core, follower, &mut tail);
         if r.is_err() {
             tail.reset();
         }
@@ -226,7 +326,7 @@ fn kept_changing() -> Error {
 }
 
 /// One catch-up (the steps in the module documentation).
-fn catch_up(core: &DbCore, tail: &mut Tail) -> Result<()> {
+fn catch_up(core: &DbCore, follower: &Follower, tail: &mut Tail) -> Result<()> {
     let (fs, dir) = (&core.fs, core.dir.as_path());
     for _ in 0..MAX_ATTEMPTS {
         let name = read_current(fs.as_ref(), dir)?;
@@ -239,8 +339,9 @@ fn catch_up(core: &DbCore, tail: &mut Tail) -> Result<()> {
             continue;
         }
         manifest.apply_pending(dir)?;
-        let vs = manifest.version_set(fs, dir)?;
-        sync_families(core, &vs)?;
+        let mut vs = manifest.version_set(fs, dir)?;
+        follower.families.select(&mut vs);
+        sync_families(core, &follower.families, &vs)?;
         if !open_tables(core, tail, &vs, &name)? {
             continue;
         }
@@ -292,10 +393,10 @@ fn open_tables(core: &DbCore, tail: &mut Tail, vs: &VersionSet, name: &str) -> R
     Ok(true)
 }
 
-/// Adds the families `vs` has that the database does not (created by the
-/// primary since; they show nothing until the catch-up publishes) and
-/// drops those it no longer has.
-fn sync_families(core: &DbCore, vs: &VersionSet) -> Result<()> {
+/// Adds the families `vs` (the followed ones of the primary's state) has
+/// that the database does not (created by the primary since; they show
+/// nothing until the catch-up publishes) and drops those it no longer has.
+fn sync_families(core: &DbCore, families: &Families, vs: &VersionSet) -> Result<()> {
     let mut st = lock(&core.state);
     for (&id, cf) in vs.column_families() {
         if st.cfs.contains_key(&id) {
@@ -305,7 +406,7 @@ fn sync_families(core: &DbCore, vs: &VersionSet) -> Result<()> {
             &core.opts,
             &cf.name,
             &cf.options,
-            &[],
+            &families.options,
         )?);
         let memtables = MemTableFactory::new(&opts);
         let mem = core.new_memtable(&memtables);

@@ -45,7 +45,7 @@ use std::sync::Arc;
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{lookup_trailer, pack_trailer, SequenceNumber, ValueType, TRAILER_LEN};
-use crate::memtable::{BatchLookup, EntryRef, MemTable};
+use crate::memtable::{BatchLookup, EntryRef, MemTable, NewEntry};
 use list::SkipList;
 use node::Node;
 
@@ -369,6 +369,18 @@ impl MemTable for SkipListMemTable {
         self.list.insert(user_key, pack_trailer(seq, t), value);
         // Relaxed: a statistic; entries are published by the list itself.
         self.entries.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn insert_many(&self, entries: &[NewEntry<'_>]) -> Result<()> {
+        let packed: Vec<(&[u8], u64, &[u8])> = entries
+            .iter()
+            .map(|e| (e.user_key, pack_trailer(e.seq, e.t), e.value))
+            .collect();
+        self.list.insert_batch(&packed);
+        // Relaxed: as in `insert`.
+        self.entries
+            .fetch_add(entries.len() as u64, Ordering::Relaxed);
         Ok(())
     }
 

@@ -708,3 +708,128 @@ fn divergence_proves_only_true_orders() {
         "{proofs} proofs, {misses} misses, {prefixed} shared prefixes"
     );
 }
+
+/// `insert_many` (interleaved splice searches) leaves the list as `insert`
+/// of each entry would: every lookup and the full ordered walk match the
+/// model, with batches of 1 to 40 entries in random order, several
+/// versions of one user key in a batch, and keys new and old.
+#[test]
+fn batched_inserts_match_the_model() {
+    let mut rng = StdRng::seed_from_u64(11);
+    for paranoid in [false, true] {
+        let mt = SkipListMemTable::new(small_opts(paranoid));
+        let mut model = Model::default();
+        let mut seq = 1;
+        for _ in 0..300 {
+            let n = rng.random_range(1..40);
+            let mut entries: Vec<(Vec<u8>, u64, Option<Vec<u8>>)> = (0..n)
+                .map(|_| {
+                    let k = key_of(rng.random_range(0..500));
+                    seq += 1;
+                    let v = rng.random_bool(0.8).then(|| {
+                        format!("v{seq}")
+                            .repeat(rng.random_range(1..4))
+                            .into_bytes()
+                    });
+                    (k, seq, v)
+                })
+                .collect();
+            entries.shuffle(&mut rng);
+            let batch: Vec<NewEntry<'_>> = entries
+                .iter()
+                .map(|(k, s, v)| NewEntry {
+                    seq: *s,
+                    t: if v.is_some() {
+                        ValueType::Value
+                    } else {
+                        ValueType::Deletion
+                    },
+                    user_key: k,
+                    value: v.as_deref().unwrap_or(&[]),
+                })
+                .collect();
+            mt.insert_many(&batch).unwrap();
+            for (k, s, v) in &entries {
+                let f = v.clone().map_or(Found::Deleted, Found::Value);
+                model.map.insert((k.clone(), Reverse(*s)), f);
+            }
+        }
+        assert_eq!(mt.num_entries() as usize, model.map.len());
+        let mut it = SkipListMemTable::iter(Arc::new(mt));
+        it.seek_to_first();
+        let mut walked = Vec::new();
+        while it.valid() {
+            walked.push((it.key().to_vec(), it.value().to_vec()));
+            it.next();
+        }
+        assert_eq!(walked, model.entries(), "paranoid: {paranoid}");
+    }
+}
+
+/// Batched inserts from several threads at once, racing for the same
+/// splices (interleaved keys), with readers: every key is found after
+/// its batch returns, and the list ends complete and in order.
+#[test]
+fn concurrent_batched_inserts_are_read_after_write() {
+    const THREADS: u32 = 4;
+    const BATCHES: u32 = 400;
+    const PER_BATCH: u32 = 12;
+    let mt = Arc::new(SkipListMemTable::new(SkipListOptions {
+        arena_block_size: 64 << 10,
+        huge_pages: false,
+        ..SkipListOptions::default()
+    }));
+    let value_of = |k: u32| format!("value-{k}").into_bytes();
+    std::thread::scope(|s| {
+        for t in 0..THREADS {
+            let mt = &mt;
+            s.spawn(move || {
+                let mut rng = StdRng::seed_from_u64(u64::from(t));
+                for b in 0..BATCHES {
+                    // Thread t owns keys ≡ t (mod THREADS): neighbours in
+                    // the list belong to other threads.
+                    let mut ks: Vec<u32> = (0..PER_BATCH)
+                        .map(|i| ((b * PER_BATCH + i) * THREADS) + t)
+                        .collect();
+                    ks.shuffle(&mut rng);
+                    let owned: Vec<(Vec<u8>, Vec<u8>)> =
+                        ks.iter().map(|&k| (key_of(k), value_of(k))).collect();
+                    let batch: Vec<NewEntry<'_>> = ks
+                        .iter()
+                        .zip(&owned)
+                        .map(|(&k, (key, v))| NewEntry {
+                            seq: u64::from(k) + 1,
+                            t: ValueType::Value,
+                            user_key: key,
+                            value: v,
+                        })
+                        .collect();
+                    mt.insert_many(&batch).unwrap();
+                    let keys: Vec<Vec<u8>> = {
+                        let mut sorted: Vec<Vec<u8>> =
+                            owned.iter().map(|(k, _)| k.clone()).collect();
+                        sorted.sort();
+                        sorted
+                    };
+                    let got = multi(mt, &keys, MAX_SEQUENCE, BatchLookup::Bfs).unwrap();
+                    for (k, g) in keys.iter().zip(got) {
+                        let want = owned.iter().find(|(o, _)| o == k).unwrap().1.clone();
+                        assert_eq!(g, Some(Found::Value(want)), "{k:?} after its batch");
+                    }
+                }
+            });
+        }
+    });
+    let total = (THREADS * BATCHES * PER_BATCH) as usize;
+    assert_eq!(mt.num_entries() as usize, total);
+    let mut it = mt.clone().iter();
+    it.seek_to_first();
+    let (mut n, mut last) = (0, Vec::new());
+    while it.valid() {
+        assert!(last.is_empty() || crate::key::compare_internal_keys(&last, it.key()).is_lt());
+        last = it.key().to_vec();
+        n += 1;
+        it.next();
+    }
+    assert_eq!(n, total);
+}

@@ -13,35 +13,40 @@
 //!   any write (a background thread: the server serves at once; DBSIZE
 //!   waits for the scan only in the first moments after start).
 //! - `delta`: what every write applied since then changed. Every write
-//!   goes through [`KeyCounts::delta_of`] before it is applied (`Shared::
-//!   write` and the sweeper): the batch's keys of the `[0, NUM_DBS)` range
-//!   are read in one batched lookup, and the batch's operations replayed
-//!   over what they held.
+//!   goes through [`KeyCounts::write`] (`Shared::apply`: commands and the
+//!   sweeper), which records the keyspace keys it writes in the open
+//!   write window without looking them up; a window is counted when it
+//!   closes, with one batched lookup of its keys at the snapshot it opened
+//!   at (`window.rs`). DBSIZE and INFO keyspace close the open window
+//!   first, so they count every write acknowledged before them.
 //!
 //! # Invariants
-//! 1. A key's writers hold its stripe lock from the read in `delta_of`
-//!    until the delta is added (`shared.rs`: every write command locks
-//!    the keys it writes; the sweeper locks the key it deletes; FLUSHDB,
-//!    FLUSHALL and SWAPDB lock everything), so no write to the same key
-//!    lands between the read and the write.
+//! 1. A key's writers hold its stripe lock from their read of it (if
+//!    any) until [`KeyCounts::write`] has recorded the write
+//!    (`shared.rs`: every write command locks the keys it writes; the
+//!    sweeper locks the key it deletes; FLUSHDB, FLUSHALL and SWAPDB lock
+//!    everything), so the states recorded for a key follow its writes.
 //! 2. Nothing removes a key without a write through here: compaction
 //!    filters do not run on the server's keyspace (an expired string that
 //!    a filter turned into a tombstone would leave the count one too high).
 //! 3. What a write command read of a key it holds locked is what the key
 //!    holds until that command writes it: such reads are remembered
-//!    ([`Recording`]) and spare `delta_of` a second lookup.
+//!    ([`Recording`]) and spare the window's close a lookup.
 //! 4. Range deletions over the keyspace cover whole databases (FLUSHDB,
 //!    FLUSHALL, SWAPDB); a database so cleared counts from zero.
+
+mod window;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::thread::JoinHandle;
 
 use batchkv::{BatchOp, Db, ReadOptions, WriteBatch};
 
 use crate::keyspace::{decode_entry, NUM_DBS};
+use window::{Window, WINDOW_AGE, WINDOW_KEYS, WINDOW_KEYS_HARD};
 
 /// Keys and keys with an expiry, of one database.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -73,11 +78,6 @@ impl Delta {
             keys: (k + self.keys[db]).max(0) as u64,
             expires: (e + self.expires[db]).max(0) as u64,
         }
-    }
-
-    /// Whether the write changes no count.
-    pub fn is_empty(&self) -> bool {
-        *self == Delta::default()
     }
 }
 
@@ -139,9 +139,22 @@ pub struct KeyCounts {
     base_ready: Condvar,
     keys: [AtomicI64; NUM_DBS],
     expires: [AtomicI64; NUM_DBS],
-    /// Asks the start-up scan to stop (server shutdown).
+    /// Asks the counting thread to stop (server shutdown).
     cancel: AtomicBool,
+    /// The counting thread: the start-up scan, then closing due windows.
     scan: Mutex<Option<JoinHandle<()>>>,
+    /// Held shared by a write from its engine write until it is recorded,
+    /// exclusively to close a window (`window.rs`).
+    gate: RwLock<()>,
+    /// The open write window.
+    window: Mutex<Window>,
+    /// Windows closed but not counted yet (their lookup failed: counted
+    /// first at the next close). Held while windows are counted, which it
+    /// serialises; taken before `gate`.
+    closed: Mutex<Vec<Window>>,
+    /// Set (and `wake` notified) when a window is due.
+    due: Mutex<bool>,
+    wake: Condvar,
 }
 
 impl KeyCounts {
@@ -155,14 +168,22 @@ impl KeyCounts {
             expires: Default::default(),
             cancel: AtomicBool::new(false),
             scan: Mutex::new(None),
+            gate: RwLock::new(()),
+            window: Mutex::new(Window::open(None)),
+            closed: Mutex::new(Vec::new()),
+            due: Mutex::new(false),
+            wake: Condvar::new(),
         }
     }
 
-    /// Starts counting `db` as it is now, on a background thread. Call
-    /// before anything writes (the deltas count from this moment).
+    /// Starts counting `db` as it is now, on a background thread that
+    /// then closes due write windows. Call before anything writes (the
+    /// deltas count from this moment: the first window opens here).
     pub fn start(self: &Arc<Self>, db: &Db) {
+        let snapshot = db.snapshot();
+        *lock(&self.window) = Window::open(Some(snapshot.clone()));
         let opts = ReadOptions {
-            snapshot: Some(db.snapshot()),
+            snapshot: Some(snapshot),
             ..Default::default()
         };
         let (me, db) = (self.clone(), db.clone());
@@ -171,7 +192,9 @@ impl KeyCounts {
             .spawn(move || {
                 let r = KeyCounts::count_snapshot(&db, &opts, &me.cancel)
                     .map_err(|e| format!("ERR key count unavailable: {e}"));
+                drop(opts);
                 me.install(r);
+                me.close_due_windows(&db);
             });
         match spawned {
             Ok(h) => *lock(&self.scan) = Some(h),
@@ -179,9 +202,11 @@ impl KeyCounts {
         }
     }
 
-    /// Stops and joins the start-up scan (before the engine closes).
+    /// Stops and joins the counting thread (before the engine closes).
     pub fn stop(&self) {
         self.cancel.store(true, Ordering::Relaxed);
+        *lock(&self.due) = true;
+        self.wake.notify_all();
         if let Some(h) = lock(&self.scan).take() {
             let _ = h.join();
         }
@@ -251,9 +276,17 @@ impl KeyCounts {
         }
     }
 
-    /// The current count of database `db` (an error text if the start-up
-    /// scan failed).
-    pub fn get(&self, db: usize) -> Result<Count, String> {
+    /// The count of database `d` including every write recorded before
+    /// the call (closes the open window; an error text if the start-up
+    /// scan or a window's lookup failed).
+    pub fn get(&self, db: &Db, d: usize) -> Result<Count, String> {
+        self.close_window(db)
+            .map_err(|e| format!("ERR key count unavailable: {e}"))?;
+        self.counted(d)
+    }
+
+    /// The count of database `d` as far as windows are counted.
+    fn counted(&self, db: usize) -> Result<Count, String> {
         let base = self.base()?[db];
         let add = |b: u64, d: &AtomicI64| (b as i64 + d.load(Ordering::Acquire)).max(0) as u64;
         Ok(Count {
@@ -262,9 +295,142 @@ impl KeyCounts {
         })
     }
 
+    /// Applies `batch` to `db` with `write` (the engine write) and counts
+    /// it. The caller holds the locks of the keys it writes (invariant 1).
+    pub fn write(
+        &self,
+        db: &Db,
+        batch: WriteBatch,
+        write: impl FnOnce(WriteBatch) -> batchkv::Result<()>,
+    ) -> batchkv::Result<()> {
+        if counted_alone(&batch) {
+            return self.write_alone(db, batch, write);
+        }
+        // The states before, where the command read them; the batch's keys
+        // in order (a key may repeat: its last state wins).
+        let changes: Vec<(&[u8], Option<State>, State)> = batch
+            .ops()
+            .filter_map(|op| match op {
+                BatchOp::Put { key, value } if db_of(key).is_some() => {
+                    Some((key, State::of(Some(value))))
+                }
+                BatchOp::Delete { key } if db_of(key).is_some() => Some((key, State::Absent)),
+                _ => None,
+            })
+            .map(|(k, after)| (k, recall(k), after))
+            .collect();
+        forget();
+        if changes.is_empty() {
+            // Elements and indexes only: nothing to count.
+            return write(batch);
+        }
+        let changes: Vec<(Vec<u8>, Option<State>, State)> = changes
+            .into_iter()
+            .map(|(k, b, a)| (k.to_vec(), b, a))
+            .collect();
+        let held = {
+            let _gate = self.gate.read().unwrap_or_else(|e| e.into_inner());
+            write(batch)?;
+            let mut w = lock(&self.window);
+            for (k, before, after) in &changes {
+                w.record(k, *before, *after);
+            }
+            w.len()
+        };
+        if held >= WINDOW_KEYS_HARD {
+            // The counting thread is behind: close it here (the gate is
+            // released; the stripe locks held are not in its way).
+            self.close_window(db)?;
+        } else if held >= WINDOW_KEYS {
+            *lock(&self.due) = true;
+            self.wake.notify_one();
+        }
+        Ok(())
+    }
+
+    /// [`KeyCounts::write`] of a batch that clears a database or merges
+    /// into a keyspace key: counted exactly, with no other write in flight
+    /// (the gate held exclusively), after the open window is counted; the
+    /// next window opens after it.
+    fn write_alone(
+        &self,
+        db: &Db,
+        batch: WriteBatch,
+        write: impl FnOnce(WriteBatch) -> batchkv::Result<()>,
+    ) -> batchkv::Result<()> {
+        let mut closed = lock(&self.closed);
+        let _gate = self.gate.write().unwrap_or_else(|e| e.into_inner());
+        let open = std::mem::replace(&mut *lock(&self.window), Window::open(None));
+        if !open.is_empty() {
+            closed.push(open);
+        }
+        let r = self.count_closed(db, &mut closed).and_then(|()| {
+            let delta = KeyCounts::delta_of(db, &batch)?;
+            write(batch)?;
+            self.add(&delta);
+            Ok(())
+        });
+        *lock(&self.window) = Window::open(Some(db.snapshot()));
+        r
+    }
+
+    /// Closes the open window (a new one opens at a snapshot taken now)
+    /// and counts every closed window.
+    fn close_window(&self, db: &Db) -> batchkv::Result<()> {
+        let mut closed = lock(&self.closed);
+        if lock(&self.window).is_empty() && closed.is_empty() {
+            return Ok(());
+        }
+        {
+            let _gate = self.gate.write().unwrap_or_else(|e| e.into_inner());
+            let mut w = lock(&self.window);
+            if !w.is_empty() {
+                let next = Window::open(Some(db.snapshot()));
+                closed.push(std::mem::replace(&mut *w, next));
+            }
+        }
+        self.count_closed(db, &mut closed)
+    }
+
+    /// Counts the windows in `closed`, removing each once added.
+    fn count_closed(&self, db: &Db, closed: &mut Vec<Window>) -> batchkv::Result<()> {
+        while let Some(w) = closed.last() {
+            let delta = w.delta(db)?;
+            self.add(&delta);
+            closed.pop();
+        }
+        Ok(())
+    }
+
+    /// The counting thread's loop after the start-up scan: closes the
+    /// open window when it is due, until [`KeyCounts::stop`].
+    fn close_due_windows(&self, db: &Db) {
+        loop {
+            {
+                let mut due = lock(&self.due);
+                if !*due {
+                    due = self
+                        .wake
+                        .wait_timeout(due, WINDOW_AGE)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0;
+                }
+                *due = false;
+            }
+            if self.cancel.load(Ordering::Relaxed) {
+                return;
+            }
+            if lock(&self.window).due() {
+                if let Err(e) = self.close_window(db) {
+                    log::warn!("batchkv serve: key counts: a write window's lookup failed: {e}");
+                }
+            }
+        }
+    }
+
     /// What applying `batch` to `db` changes (reads the keyspace keys the
     /// batch writes, in one batched lookup). The caller holds the keys'
-    /// locks until [`KeyCounts::add`] (invariant 1).
+    /// locks until the write is applied (invariant 1).
     pub fn delta_of(db: &Db, batch: &WriteBatch) -> batchkv::Result<Delta> {
         let delta = match single_key(batch) {
             Some(key) => {
@@ -426,6 +592,17 @@ fn forget() {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether `batch` is counted alone ([`KeyCounts::write_alone`]): it
+/// clears a database, or merges into a keyspace key (whose state after
+/// the merge a window could not record).
+fn counted_alone(batch: &WriteBatch) -> bool {
+    batch.ops().any(|op| match op {
+        BatchOp::DeleteRange { begin, end } => cleared_dbs(begin, end).next().is_some(),
+        BatchOp::Merge { key, .. } => db_of(key).is_some(),
+        _ => false,
+    })
 }
 
 /// The one keyspace key `batch` writes, if it writes exactly one and
@@ -718,6 +895,138 @@ mod tests {
         assert_eq!((d.keys[5], d.expires[5]), (1, 0));
     }
 
+    /// A small deterministic generator (xorshift64*).
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n
+        }
+    }
+
+    fn open_counted() -> (tempfile::TempDir, Db, Arc<KeyCounts>) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(
+            dir.path(),
+            batchkv::Options {
+                create_if_missing: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let c = Arc::new(KeyCounts::new());
+        c.start(&db);
+        (dir, db, c)
+    }
+
+    /// What a full scan of the latest state counts, per database.
+    fn scanned(db: &Db) -> Vec<Count> {
+        let never = AtomicBool::new(false);
+        KeyCounts::count_snapshot(db, &ReadOptions::default(), &never)
+            .unwrap()
+            .to_vec()
+    }
+
+    fn counted_now(db: &Db, c: &KeyCounts) -> Vec<Count> {
+        (0..NUM_DBS).map(|d| c.get(db, d).unwrap()).collect()
+    }
+
+    /// A random batch over `keys` keys of databases 0..3 (from key
+    /// `first` on): puts with and without expiry, deletes, a key repeated,
+    /// and now and then a database cleared.
+    fn random_batch(rng: &mut Rng, first: u64, keys: u64, clears: bool) -> WriteBatch {
+        let mut b = WriteBatch::new();
+        for _ in 0..1 + rng.below(6) {
+            let d = rng.below(3) as u8;
+            let mut key = vec![d];
+            key.extend_from_slice(format!("k{}", first + rng.below(keys)).as_bytes());
+            match rng.below(10) {
+                0..=3 => b.put(&key, plain()),
+                4..=5 => b.put(&key, expiring()),
+                6..=8 => b.delete(&key),
+                _ if clears => b.delete_range([d], [d + 1]),
+                _ => b.put(&key, plain()),
+            }
+            // Elements are not counted.
+            b.put(b"\x12element", b"");
+        }
+        b
+    }
+
+    #[test]
+    fn write_windows_count_what_a_scan_counts() {
+        let (_dir, db, c) = open_counted();
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let opts = batchkv::WriteOptions::default();
+        for i in 0..3000 {
+            let b = random_batch(&mut rng, 0, 300, true);
+            // Some writers read their keys first (a command that looked):
+            // their states are remembered and spare the lookup.
+            let _rec = Recording::start();
+            if rng.below(3) == 0 {
+                for op in b.ops() {
+                    if let BatchOp::Put { key, .. } | BatchOp::Delete { key } = op {
+                        remember(key, db.get(key).unwrap().as_deref());
+                    }
+                }
+            }
+            c.write(&db, b, |b| db.write(&opts, b)).unwrap();
+            if i % 97 == 0 {
+                assert_eq!(counted_now(&db, &c), scanned(&db), "after batch {i}");
+            }
+        }
+        assert_eq!(counted_now(&db, &c), scanned(&db));
+        c.stop();
+    }
+
+    #[test]
+    fn write_windows_count_concurrent_writers_and_overflow() {
+        let (_dir, db, c) = open_counted();
+        // Four writers on disjoint keys (a key's writers are serialised by
+        // its stripe lock in the server), one thread asking for counts;
+        // the first writer alone writes more keys than a window holds.
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let writers: Vec<_> = (0..4u64)
+                .map(|t| {
+                    let (db, c) = (&db, &c);
+                    s.spawn(move || {
+                        let mut rng = Rng(t + 1);
+                        let opts = batchkv::WriteOptions::default();
+                        let (n, keys) = if t == 0 {
+                            (3 * WINDOW_KEYS_HARD as u64 / 5, 2 * WINDOW_KEYS_HARD as u64)
+                        } else {
+                            (4000, 500)
+                        };
+                        for _ in 0..n {
+                            let b = random_batch(&mut rng, t * 1_000_000, keys, false);
+                            c.write(db, b, |b| db.write(&opts, b)).unwrap();
+                        }
+                    })
+                })
+                .collect();
+            let reader = s.spawn(|| {
+                let mut asked = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    c.get(&db, 0).unwrap();
+                    asked += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(3));
+                }
+                asked
+            });
+            for w in writers {
+                w.join().unwrap();
+            }
+            stop.store(true, Ordering::Relaxed);
+            assert!(reader.join().unwrap() > 0);
+        });
+        assert_eq!(counted_now(&db, &c), scanned(&db));
+        c.stop();
+    }
+
     #[test]
     fn counts_are_base_plus_deltas_and_a_reset_starts_from_zero() {
         let mut base = [Count::default(); NUM_DBS];
@@ -731,7 +1040,7 @@ mod tests {
         d.expires[0] = -1;
         c.add(&d);
         assert_eq!(
-            c.get(0),
+            c.counted(0),
             Ok(Count {
                 keys: 13,
                 expires: 3
@@ -742,12 +1051,12 @@ mod tests {
         d.keys[0] = 2;
         c.add(&d);
         assert_eq!(
-            c.get(0),
+            c.counted(0),
             Ok(Count {
                 keys: 2,
                 expires: 0
             })
         );
-        assert_eq!(c.get(1), Ok(Count::default()));
+        assert_eq!(c.counted(1), Ok(Count::default()));
     }
 }

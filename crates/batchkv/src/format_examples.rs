@@ -8,11 +8,12 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::batch::WriteBatch;
+use crate::checksum::unmask_crc;
+use crate::fs::mem::MemFs;
 use crate::fs::FileSystem;
-use crate::fuzzing::memfs::MemFs;
 use crate::key::{pack_trailer, ValueType};
 use crate::version::{FileMetaData, VersionEdit, VersionSet};
-use crate::wal::format::{unmask_crc, BLOCK_SIZE};
+use crate::wal::format::BLOCK_SIZE;
 use crate::wal::test_util::log_of;
 
 #[test]

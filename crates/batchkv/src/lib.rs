@@ -21,17 +21,18 @@
 
 mod batch;
 mod cache;
+mod checksum;
 mod coding;
 mod compaction;
 mod db;
 mod error;
+mod filename;
 #[cfg(test)]
 mod format_examples;
 mod fs;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
-mod hash_pipeline;
 mod iter;
 mod key;
 mod key_list;
@@ -39,7 +40,6 @@ mod memtable;
 mod merge;
 pub mod merge_operators;
 mod options;
-mod options_builder;
 mod prefetch;
 mod range_del;
 mod sst;
@@ -47,6 +47,7 @@ mod version;
 mod wal;
 
 pub use batch::{BatchOp, WriteBatch};
+pub use cache::Cache;
 pub use compaction::{CompactionDecision, CompactionFilter, TtlFilter};
 pub use db::{
     ColumnFamily, Db, DbIterator, DbStats, IngestOptions, KeyRange, KvResult, LatencyStats,
@@ -61,10 +62,10 @@ pub use key::SequenceNumber;
 pub use key_list::KeyList;
 pub use memtable::{BatchLookup, MemTableKind};
 pub use merge::MergeOperator;
+pub use options::OptionsBuilder;
 pub use options::{
     Options, ReadOptions, WalRecoveryMode, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE,
 };
-pub use options_builder::OptionsBuilder;
 // Inspection of single files (`batchkv dump sst|wal|manifest`): read-only,
 // off every engine path.
 pub use sst::dump::{SstEntries, SstEntry, SstFileReader};

@@ -13,7 +13,7 @@
 //!    there and lets the engine judge it).
 //!
 //! Which names belong to a database is a property of the engine
-//! ([`Layout`]); batchkv's come from `crates/batchkv/src/db/filename.rs`.
+//! ([`Layout`]); batchkv's come from `crates/batchkv/src/filename.rs`.
 
 use std::path::Path;
 

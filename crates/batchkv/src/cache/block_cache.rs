@@ -1,6 +1,6 @@
 //! [`BlockCache`]: decoded SST data blocks shared by every reader of a
-//! database, keyed by (table file number, block offset), charged by the
-//! block's size in bytes.
+//! database (or of several databases: [`Cache`](super::Cache)), keyed by
+//! (table cache id, block offset), charged by the block's size in bytes.
 //!
 //! # Thread safety
 //! `BlockCache` is `Send + Sync`. The key space is split over
@@ -18,7 +18,10 @@
 //! 1. Each shard's capacity is `capacity / NUM_SHARDS` (at least 1 byte),
 //!    so the cache holds at most `capacity` bytes of blocks in total.
 //! 2. The counters only grow.
+//! 3. [`BlockCache::new_id`] never returns the same id twice, so table
+//!    readers given distinct ids never share a key.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::clock::{hash_key, ClockTable};
@@ -54,6 +57,8 @@ pub(crate) struct BatchBuffers {
 pub(crate) struct BlockCache {
     capacity: usize,
     shards: Vec<Mutex<ClockTable<Block>>>,
+    /// The next table cache id to hand out (invariant 3).
+    next_id: AtomicU64,
 }
 
 impl BlockCache {
@@ -65,7 +70,15 @@ impl BlockCache {
             shards: (0..NUM_SHARDS)
                 .map(|_| Mutex::new(ClockTable::new(per_shard)))
                 .collect(),
+            next_id: AtomicU64::new(1),
         }
+    }
+
+    /// A cache id no other caller of this cache was given: the first word
+    /// of the keys of one table's blocks.
+    pub(crate) fn new_id(&self) -> u64 {
+        // Relaxed: only uniqueness matters, which the atomic add gives.
+        self.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
     fn shard_index(hash: u64) -> usize {
@@ -163,7 +176,6 @@ impl BlockCache {
     }
 
     /// Bytes of blocks held now.
-    #[cfg(test)]
     pub(crate) fn usage(&self) -> usize {
         self.shards
             .iter()
@@ -172,7 +184,6 @@ impl BlockCache {
     }
 
     /// The configured capacity in bytes.
-    #[cfg(test)]
     pub(crate) fn capacity(&self) -> usize {
         self.capacity
     }

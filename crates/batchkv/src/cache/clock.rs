@@ -1,5 +1,5 @@
 //! [`ClockTable`]: one shard of the block cache — an open-addressing hash
-//! table of `(file number, block offset) → block` whose slots double as the
+//! table of `(table cache id, block offset) → block` whose slots double as the
 //! ring of a CLOCK eviction policy. Not thread-safe by itself: the block
 //! cache wraps each shard in a `Mutex`.
 //!
@@ -27,10 +27,11 @@ use std::sync::Arc;
 
 use crate::prefetch::prefetch_read;
 
-/// Cache key: the table's file number and the block's offset in it.
+/// Cache key: the table's cache id (`BlockCache::new_id`) and the block's
+/// offset in its file.
 pub(crate) type BlockKey = (u64, u64);
 
-/// A 64-bit hash of a key: multiply-shift of both halves (file numbers
+/// A 64-bit hash of a key: multiply-shift of both halves (cache ids
 /// are small, offsets multiples of a block size). The block cache picks
 /// the shard from the top bits, [`ClockTable`] the slot from the low ones.
 pub(crate) fn hash_key(key: &BlockKey) -> u64 {
@@ -235,7 +236,6 @@ impl<V> ClockTable<V> {
     }
 
     /// Sum of the charges of the entries held.
-    #[cfg(test)]
     pub(crate) fn usage(&self) -> usize {
         self.usage
     }

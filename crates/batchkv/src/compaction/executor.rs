@@ -26,8 +26,8 @@
 
 use std::path::Path;
 
-use crate::db::filename::{self, FileKind};
 use crate::error::{catch_panic, Error, Result};
+use crate::filename::{self, FileKind};
 use crate::fs::FileSystem;
 use crate::iter::InternalIterator;
 use crate::key::{append_internal_key, parse_internal_key, SequenceNumber, ValueType};

@@ -92,18 +92,10 @@ impl ColumnFamily {
     }
 }
 
-/// Options that belong to the database, not to a family: a family's
-/// options keep the database's values for these.
-fn per_family(db_opts: &Options, mut cf: Options) -> Options {
-    cf.create_if_missing = db_opts.create_if_missing;
-    cf.error_if_exists = db_opts.error_if_exists;
-    cf.wal_recovery_mode = db_opts.wal_recovery_mode;
-    cf.max_background_jobs = db_opts.max_background_jobs;
-    cf.block_cache_size = db_opts.block_cache_size;
-    cf.max_open_files = db_opts.max_open_files;
-    cf.statistics = db_opts.statistics;
-    cf.batch_lookup = db_opts.batch_lookup;
-    cf
+/// A family's options: `cf` with the database-wide options (scope `db` in
+/// `options/list.rs`) taken from `db_opts`.
+fn per_family(db_opts: &Options, cf: Options) -> Options {
+    cf.with_database_wide_from(db_opts)
 }
 
 /// The options a family recovered from the MANIFEST opens with: `given`

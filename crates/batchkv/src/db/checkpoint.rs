@@ -15,9 +15,9 @@
 
 use std::path::Path;
 
-use super::filename::{self, FileKind};
 use super::{lock, Db};
 use crate::error::{Error, Result};
+use crate::filename::{self, FileKind};
 use crate::version::set_current;
 
 impl Db {

@@ -280,7 +280,7 @@ impl DbCore {
         let spec = OutputSpec {
             fs: self.fs.as_ref(),
             dir: &self.dir,
-            table_options: DbCore::table_options(opts),
+            table_options: opts.table_options(),
             target_file_size: opts.target_file_size_base,
             filter: opts.compaction_filter.as_deref(),
             merge_operator: opts.merge_operator.as_ref(),
@@ -343,8 +343,8 @@ pub(super) fn run(core: &DbCore) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::filename::{self, FileKind};
     use super::*;
+    use crate::filename::{self, FileKind};
     use crate::fs::{Fault, FaultInjectionFs, FaultOp, FileSystem, PosixFs};
 
     /// Issue 12, bug 2: a failed compaction dropped the `pending_outputs`

@@ -4,10 +4,10 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::filename::{self, FileKind};
 use super::table_cache::TableCache;
 use super::{lock, DbCore, DbState};
 use crate::error::{catch_panic, Error, Result};
+use crate::filename::{self, FileKind};
 use crate::fs::FileSystem;
 use crate::key::{parse_internal_key, SequenceNumber, ValueType};
 use crate::memtable::MemTable;
@@ -37,11 +37,7 @@ pub(super) fn write_level0_table(
         return Ok(None);
     }
     let file = fs.new_writable(&path)?;
-    let mut builder = TableBuilder::new(
-        file,
-        path.display().to_string(),
-        DbCore::table_options(opts),
-    )?;
+    let mut builder = TableBuilder::new(file, path.display().to_string(), opts.table_options())?;
     // The table's bounds cover these tombstones' extents (TableBuilder).
     for t in range_dels {
         builder.add_range_deletion(t);

@@ -45,10 +45,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, MutexGuard};
 
-use super::filename::{self, FileKind};
 use super::statistics::Counters;
 use super::{lock, Db, DbCore, DbState, LogState};
 use crate::error::{Error, Result};
+use crate::filename::{self, FileKind};
 use crate::fs::FileSystem;
 use crate::iter::InternalIterator;
 use crate::key::{
@@ -303,7 +303,7 @@ impl DbCore {
         let file_size = file.size();
         // Checked with verification on, whatever the database's
         // `verify_checksums` says for its own reads.
-        let mut table_opts = DbCore::table_options(&self.opts);
+        let mut table_opts = self.opts.table_options();
         table_opts.verify_checksums = true;
         let table = Table::open(file, name.clone(), table_opts)?;
         let props = table.properties().clone();

@@ -32,7 +32,6 @@
 mod cf;
 mod checkpoint;
 mod compaction;
-pub(crate) mod filename;
 mod flush;
 mod ingest;
 mod iterator;
@@ -72,7 +71,6 @@ use crate::fs::{FileLock, FileSystem, PosixFs};
 use crate::key::SequenceNumber;
 use crate::memtable::MemTable;
 use crate::options::Options;
-use crate::sst::TableOptions;
 use crate::version::{Version, VersionSet};
 use crate::wal;
 
@@ -542,7 +540,7 @@ impl DbCore {
             }
         }
         for n in st.versions.all_file_numbers() {
-            let path = filename::path(&self.dir, filename::FileKind::Table, n);
+            let path = crate::filename::path(&self.dir, crate::filename::FileKind::Table, n);
             assert!(
                 self.fs.exists(&path),
                 "invariant violated: live table {} is missing on disk",
@@ -575,21 +573,6 @@ impl DbCore {
             table_range_dels: Default::default(),
             opts: Arc::clone(&c.shared.opts),
         }));
-    }
-
-    pub(crate) fn table_options(opts: &Options) -> TableOptions {
-        TableOptions {
-            block_size: opts.block_size,
-            restart_interval: opts.block_restart_interval,
-            bloom_bits_per_key: opts.bloom_bits_per_key,
-            verify_checksums: opts.verify_checksums,
-            compression: opts.compression,
-            compression_level: opts.compression_level,
-            separate_key_value: opts.separate_key_value_in_data_block,
-            block_cache_size: opts.block_cache_size,
-            max_open_files: opts.max_open_files,
-            ..TableOptions::default()
-        }
     }
 
     /// Refuses `what` on a read-only database.

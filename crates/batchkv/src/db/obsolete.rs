@@ -24,8 +24,8 @@
 use std::collections::BTreeSet;
 use std::sync::{Arc, Weak};
 
-use super::filename::{self, FileKind};
 use super::{lock, DbCore, SuperVersion};
+use crate::filename::{self, FileKind};
 
 impl DbCore {
     /// Deletes WALs, tables and MANIFESTs that no live version, pending

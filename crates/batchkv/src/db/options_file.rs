@@ -13,8 +13,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::filename::{self, FileKind};
 use crate::error::{Error, Result};
+use crate::filename::{self, FileKind};
 use crate::fs::FileSystem;
 use crate::options::Options;
 

@@ -101,7 +101,7 @@ impl DbCore {
     /// The error for a data-block entry of type `RangeDeletion` (range
     /// tombstones live only in the range-deletion block).
     pub(super) fn range_deletion_among_points(&self, number: u64) -> Error {
-        let path = super::filename::path(&self.dir, super::filename::FileKind::Table, number);
+        let path = crate::filename::path(&self.dir, crate::filename::FileKind::Table, number);
         Error::corruption(
             path.display().to_string(),
             0,

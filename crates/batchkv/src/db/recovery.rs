@@ -12,7 +12,6 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use arc_swap::ArcSwap;
 
-use super::filename::{self, FileKind};
 use super::flush::write_level0_table;
 use super::memtable_factory::MemTableFactory;
 use super::snapshot::SnapshotList;
@@ -20,6 +19,7 @@ use super::table_cache::TableCache;
 use super::wal_replay::{replay_logs, RecoveryReport, ReplayPolicy};
 use super::{DbCore, DbState, ImmTable, LogState, SuperVersion};
 use crate::error::{Error, Result};
+use crate::filename::{self, FileKind};
 use crate::fs::FileSystem;
 use crate::memtable::MemTable;
 use crate::options::Options;
@@ -101,7 +101,8 @@ pub(super) fn open(
     let tables = Arc::new(TableCache::new(
         dir.to_path_buf(),
         Arc::clone(&fs),
-        DbCore::table_options(&opts),
+        opts.table_options(),
+        opts.block_cache.as_ref(),
     ));
     // Every live column family, with the options it opens with.
     let opts = Arc::new(opts);

@@ -69,9 +69,11 @@ pub struct Statistics {
     /// Microseconds writers spent stalled or slowed down (L0 triggers, too
     /// many memtables).
     pub stall_micros: u64,
-    /// Block cache lookups that found the block, and that did not.
+    /// Block cache lookups that found the block. With a shared
+    /// [`Cache`](crate::Cache) (`Options::block_cache`), the lookups of
+    /// every database using it since the cache was made.
     pub block_cache_hits: u64,
-    /// Block cache lookups that missed.
+    /// Block cache lookups that missed (shared caches: as for hits).
     pub block_cache_misses: u64,
     /// Latency of `get` calls (all zero with `Options::statistics` off).
     pub get_latency: LatencyStats,

@@ -1,6 +1,7 @@
 //! The table cache: open SST readers by file number, at most
 //! `max_open_files` of them (least recently used closed first), and the
-//! database's shared block cache, which every table it opens reads through.
+//! block cache every table it opens reads through: the database's own, or
+//! a [`Cache`](crate::Cache) shared with other databases.
 //!
 //! # Thread safety
 //! `TableCache` is `Send + Sync`; the map of open tables is behind one
@@ -11,17 +12,20 @@
 //! # Invariants
 //! 1. At most `max_open_files` tables are held by the cache (readers may
 //!    hold more for a while, see above).
-//! 2. Blocks are cached under (file number, offset), so a table reopened
-//!    after eviction finds its blocks still cached; file numbers are never
-//!    reused within a database.
+//! 2. Blocks are cached under (cache id, offset). A table's cache id comes
+//!    from the block cache (unique there, so databases sharing it never
+//!    share a key) and is kept per file number until the file is deleted
+//!    ([`TableCache::evict`]), so a table reopened after eviction finds its
+//!    blocks still cached; file numbers are never reused within a database.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::filename::{self, FileKind};
 use crate::cache::lru::LruCache;
-use crate::cache::BlockCache;
+use crate::cache::{BlockCache, Cache};
 use crate::error::Result;
+use crate::filename::{self, FileKind};
 use crate::fs::FileSystem;
 use crate::sst::{Table, TableOptions};
 
@@ -31,22 +35,34 @@ pub(crate) struct TableCache {
     opts: TableOptions,
     /// Open tables, each charged 1.
     open: Mutex<LruCache<u64, Arc<Table>>>,
-    /// `None` when `block_cache_size` is 0.
+    /// `None` when there is no shared cache and `block_cache_size` is 0.
     block_cache: Option<Arc<BlockCache>>,
+    /// Block-cache id of each live table file opened so far (invariant 2).
+    cache_ids: Mutex<HashMap<u64, u64>>,
 }
 
 impl TableCache {
-    /// A cache of tables in `dir`, bounded by `opts.max_open_files`, with a
-    /// block cache of `opts.block_cache_size` bytes.
-    pub fn new(dir: PathBuf, fs: Arc<dyn FileSystem>, opts: TableOptions) -> TableCache {
-        let block_cache =
-            (opts.block_cache_size > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_size)));
+    /// A cache of tables in `dir`, bounded by `opts.max_open_files`, whose
+    /// tables read through `shared` if given, else through a block cache
+    /// of its own of `opts.block_cache_size` bytes.
+    pub fn new(
+        dir: PathBuf,
+        fs: Arc<dyn FileSystem>,
+        opts: TableOptions,
+        shared: Option<&Cache>,
+    ) -> TableCache {
+        let block_cache = match shared {
+            Some(cache) => Some(Arc::clone(cache.blocks())),
+            None => (opts.block_cache_size > 0)
+                .then(|| Arc::new(BlockCache::new(opts.block_cache_size))),
+        };
         TableCache {
             dir,
             fs,
             open: Mutex::new(LruCache::new(opts.max_open_files.max(1))),
             opts,
             block_cache,
+            cache_ids: Mutex::new(HashMap::new()),
         }
     }
 
@@ -65,12 +81,16 @@ impl TableCache {
         // insert replaces the earlier, and both readers stay valid.
         let path = filename::path(&self.dir, FileKind::Table, number);
         let file = self.fs.open_random_access(&path)?;
-        let table = Table::open_cached(
-            file,
-            path.display().to_string(),
-            self.opts.clone(),
-            self.block_cache.as_ref().map(|c| (Arc::clone(c), number)),
-        )?;
+        let cache = self.block_cache.as_ref().map(|c| {
+            let id = *self
+                .cache_ids
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .entry(number)
+                .or_insert_with(|| c.new_id());
+            (Arc::clone(c), id)
+        });
+        let table = Table::open_cached(file, path.display().to_string(), self.opts.clone(), cache)?;
         self.open
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -78,9 +98,14 @@ impl TableCache {
         Ok(table)
     }
 
-    /// Forgets table `number` (its file is being deleted).
+    /// Forgets table `number` (its file is being deleted), and its
+    /// block-cache id: its blocks are no longer found and age out.
     pub fn evict(&self, number: u64) {
         self.open
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&number);
+        self.cache_ids
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&number);
@@ -106,7 +131,8 @@ impl TableCache {
             .sum()
     }
 
-    /// The block cache's counters, if there is a cache.
+    /// The block cache's counters, if there is a cache (a shared cache's
+    /// count the lookups of every database using it).
     pub fn cache_stats(&self) -> Option<crate::cache::CacheStats> {
         self.block_cache.as_ref().map(|c| c.stats())
     }
@@ -164,7 +190,7 @@ mod tests {
         for n in 1..=6 {
             write_table(dir.path(), n, 100, &o);
         }
-        let cache = TableCache::new(dir.path().to_path_buf(), Arc::new(PosixFs), o);
+        let cache = TableCache::new(dir.path().to_path_buf(), Arc::new(PosixFs), o, None);
         let held = cache.get(1).unwrap();
         for n in 2..=6 {
             cache.get(n).unwrap();
@@ -195,7 +221,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let o = opts(10, 1 << 20);
         write_table(dir.path(), 7, 300, &o);
-        let cache = TableCache::new(dir.path().to_path_buf(), Arc::new(PosixFs), o);
+        let cache = TableCache::new(dir.path().to_path_buf(), Arc::new(PosixFs), o, None);
         let t = cache.get(7).unwrap();
         let bc = Arc::clone(cache.block_cache().unwrap());
         let no_fill = BlockReadOptions {
@@ -235,7 +261,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let o = opts(10, 0);
         write_table(dir.path(), 2, 10, &o);
-        let cache = TableCache::new(dir.path().to_path_buf(), Arc::new(PosixFs), o);
+        let cache = TableCache::new(dir.path().to_path_buf(), Arc::new(PosixFs), o, None);
         assert!(cache.block_cache().is_none());
         assert!(cache
             .get(2)

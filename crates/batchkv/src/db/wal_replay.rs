@@ -178,7 +178,7 @@ pub(super) fn replay_logs(
     numbers.extend(policy.missing);
     numbers.sort_unstable();
     for number in numbers {
-        let path = super::filename::path(dir, super::filename::FileKind::Wal, number);
+        let path = crate::filename::path(dir, crate::filename::FileKind::Wal, number);
         if policy.missing == Some(number) {
             if !stopped {
                 report.damage.push(WalDamage {

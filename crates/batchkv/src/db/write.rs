@@ -10,11 +10,11 @@
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex};
 
-use super::filename::{self, FileKind};
 use super::statistics::Counters;
 use super::{lock, Db, DbCore, ImmTable, LogState};
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
+use crate::filename::{self, FileKind};
 use crate::memtable::NewEntry;
 use crate::options::{WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 use crate::wal;

@@ -1,9 +1,12 @@
 //! The filesystem seam: every file the engine touches goes through
 //! [`FileSystem`], so tests can substitute a fault-injecting implementation
-//! ([`FaultInjectionFs`]).
+//! ([`FaultInjectionFs`]) or, in unit tests and fuzz targets, the in-memory
+//! one (`mem`).
 
 mod fault;
 mod lock;
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) mod mem;
 mod posix;
 
 use std::path::Path;

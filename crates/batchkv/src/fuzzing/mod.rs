@@ -21,18 +21,18 @@
 //! Not a stable API: hidden from the docs and compiled only for tests and
 //! with the `fuzzing` feature.
 
-pub(crate) mod memfs;
 mod sst;
 
 use std::path::Path;
 use std::sync::Arc;
 
 use crate::batch::WriteBatch;
+use crate::checksum::mask_crc;
 use crate::error::Error;
 use crate::key::{ValueType, MAX_SEQUENCE};
 use crate::options::Options;
 use crate::version::{Version, VersionEdit, VersionSet, NUM_LEVELS};
-use crate::wal::format::{mask_crc, record_crc, BLOCK_SIZE, HEADER_SIZE};
+use crate::wal::format::{record_crc, BLOCK_SIZE, HEADER_SIZE};
 use crate::wal::{ReadOutcome, Reader};
 
 pub use sst::{block, range_del_block, table};
@@ -190,7 +190,7 @@ pub fn manifest(data: &[u8]) {
         reseal_log_checksums(&mut data);
     }
     let dir = Path::new("/fuzz-db");
-    let fs = memfs::MemFs::with_files(&[
+    let fs = crate::fs::mem::MemFs::with_files(&[
         (
             dir.join("CURRENT"),
             format!("{MANIFEST_FILE}\n").into_bytes(),

@@ -5,8 +5,9 @@
 use std::sync::Arc;
 
 use super::assert_corruption;
-use super::memfs::SliceFile;
 use crate::cache::BlockCache;
+use crate::checksum::mask_crc;
+use crate::fs::mem::SliceFile;
 use crate::iter::InternalIterator;
 use crate::key::{lookup_key, parse_internal_key, user_key, MAX_SEQUENCE, TRAILER_LEN};
 use crate::range_del::block as range_del_block;
@@ -14,7 +15,7 @@ use crate::sst::block::iter::{
     point_scan_agrees, search_restarts, seek_entry_from_restart, BlockIter,
 };
 use crate::sst::block::{Block, KeyOrder};
-use crate::sst::format::{block_crc, mask_crc, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
+use crate::sst::format::{block_crc, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
 use crate::sst::{BlockReadOptions, Table, TableOptions};
 
 const BLOCK_FILE: &str = "fuzz-block";

@@ -26,7 +26,7 @@ use crate::sst::{Table, TableOptions};
 use crate::version::{FileMetaData, VersionEdit};
 use crate::wal::test_util::log_of;
 
-use super::memfs::SliceFile;
+use crate::fs::mem::SliceFile;
 
 // ---------------------------------------------------------------------------
 // Allocation tracking

@@ -9,10 +9,6 @@ pub(crate) mod merging;
 #[cfg(test)]
 pub(crate) mod vec_iter;
 
-#[allow(
-    unused_imports,
-    reason = "used by the Db read path once it is wired in"
-)]
 pub(crate) use {db_iter::DbIter, level_iter::LevelIterator, merging::MergingIterator};
 
 /// A positioned cursor over entries sorted by internal key

@@ -69,6 +69,18 @@ impl FromStr for BatchLookup {
     }
 }
 
+/// The option-string name: `per_key`, `finger`, `bfs` or `auto`.
+impl std::fmt::Display for BatchLookup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            BatchLookup::PerKey => "per_key",
+            BatchLookup::Finger => "finger",
+            BatchLookup::Bfs => "bfs",
+            BatchLookup::Auto => "auto",
+        })
+    }
+}
+
 /// Which memtable implementation a database uses (`memtable` option):
 /// `skiplist` (default), `vector`, or `sorted_hash[:BUCKETS[:VECTOR_LIMIT]]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

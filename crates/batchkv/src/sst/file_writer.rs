@@ -89,11 +89,8 @@ impl SstFileWriter {
         opts.validate()?;
         let path = path.as_ref().to_path_buf();
         let file = fs.new_writable(&path)?;
-        let mut builder = TableBuilder::new(
-            file,
-            path.display().to_string(),
-            crate::db::DbCore::table_options(opts),
-        )?;
+        let mut builder =
+            TableBuilder::new(file, path.display().to_string(), opts.table_options())?;
         builder.mark_external();
         Ok(SstFileWriter {
             builder: Some(builder),

@@ -57,7 +57,7 @@ pub(crate) fn table_iter(
     Box::new(GlobalSeqnoIter {
         inner: it,
         global_seqno,
-        file: crate::db::filename::name(crate::db::filename::FileKind::Table, number),
+        file: crate::filename::name(crate::filename::FileKind::Table, number),
         key: Vec::new(),
         err: None,
     })

@@ -2,7 +2,7 @@
 //!
 //! A table is written once by [`TableBuilder`] and then read by [`Table`]
 //! (point lookups through the bloom filter and the index) and
-//! [`TableIterator`] (ordered scans both ways). The byte format is
+//! [`TableIterator`](table::TableIterator) (ordered scans both ways). The byte format is
 //! documented in `docs/format/sst.md`; docs/design.md §6 gives the rationale.
 //!
 //! ```text
@@ -37,10 +37,8 @@ mod tests;
 pub(crate) mod tests_support;
 
 pub(crate) use block::Block;
-#[allow(unused_imports)] // used once the engine opens tables
-pub(crate) use builder::{TableBuilder, TableSummary};
-#[allow(unused_imports)] // used once the engine opens tables
-pub(crate) use table::{BlockReadOptions, Table, TableIterator};
+pub(crate) use builder::TableBuilder;
+pub(crate) use table::{BlockReadOptions, Table};
 
 use crate::error::{Error, Result};
 pub use compression::CompressionType;

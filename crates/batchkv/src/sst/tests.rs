@@ -5,8 +5,9 @@
 use std::cmp::Ordering;
 use std::sync::{Arc, Mutex};
 
-use super::format::{block_crc, mask_crc};
+use super::format::block_crc;
 use super::{BlockReadOptions, CompressionType, Table, TableBuilder, TableOptions};
+use crate::checksum::mask_crc;
 use crate::error::Error;
 use crate::fs::{FileSystem, PosixFs};
 use crate::iter::{scan_backward, scan_forward, InternalIterator};
@@ -14,7 +15,8 @@ use crate::key::{append_internal_key, compare_internal_keys, parse_internal_key,
 
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
-use super::tests_support::{build_in_memory, open_mem, MemWritable};
+use super::tests_support::{build_in_memory, open_mem};
+use crate::fs::mem::MemFile;
 
 fn ik(user_key: &[u8], seq: u64, t: ValueType) -> Vec<u8> {
     let mut k = Vec::new();
@@ -430,7 +432,7 @@ fn filter_rejects_most_absent_keys_and_no_filter_accepts_all() {
 fn builder_rejects_unordered_and_malformed_keys() {
     let buf = Arc::new(Mutex::new(Vec::new()));
     let mut b = TableBuilder::new(
-        Box::new(MemWritable::sharing(buf)),
+        Box::new(MemFile::sharing(buf)),
         "x.sst".into(),
         TableOptions::default(),
     )
@@ -455,11 +457,7 @@ fn builder_rejects_unordered_and_malformed_keys() {
     };
     let buf = Arc::new(Mutex::new(Vec::new()));
     assert!(matches!(
-        TableBuilder::new(
-            Box::new(MemWritable::sharing(buf)),
-            "y.sst".into(),
-            bad_opts
-        ),
+        TableBuilder::new(Box::new(MemFile::sharing(buf)), "y.sst".into(), bad_opts),
         Err(Error::InvalidArgument(_))
     ));
 }
@@ -685,7 +683,7 @@ proptest::proptest! {
 
 /// Counts the reads reaching a file.
 struct CountingFile {
-    inner: crate::fuzzing::memfs::SliceFile,
+    inner: crate::fs::mem::SliceFile,
     reads: std::sync::atomic::AtomicUsize,
 }
 
@@ -702,7 +700,7 @@ impl crate::fs::RandomAccessFile for CountingFile {
 
 fn readahead_table(bytes: Vec<u8>) -> (Arc<Table>, Arc<CountingFile>) {
     let file = Arc::new(CountingFile {
-        inner: crate::fuzzing::memfs::SliceFile(bytes),
+        inner: crate::fs::mem::SliceFile(bytes),
         reads: Default::default(),
     });
     let t = Table::open(

@@ -3,12 +3,11 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::{Table, TableBuilder, TableOptions, TableSummary};
+use super::builder::TableSummary;
+use super::{Table, TableBuilder, TableOptions};
 use crate::cache::BlockCache;
 use crate::error::Result;
-use crate::fuzzing::memfs::SliceFile;
-/// A writable in-memory file (shared with the WAL tests).
-pub(crate) use crate::wal::test_util::MemFile as MemWritable;
+use crate::fs::mem::{MemFile, SliceFile};
 
 pub(crate) fn build_in_memory(
     entries: &[(Vec<u8>, Vec<u8>)],
@@ -26,7 +25,7 @@ pub(crate) fn build_in_memory_with_range_dels(
 ) -> (Vec<u8>, TableSummary) {
     let buf = Arc::new(Mutex::new(Vec::new()));
     let mut b = TableBuilder::new(
-        Box::new(MemWritable::sharing(buf.clone())),
+        Box::new(MemFile::sharing(buf.clone())),
         "mem.sst".into(),
         opts.clone(),
     )

@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use super::edit::VersionEdit;
 use super::version::Version;
-use crate::db::filename::{self, FileKind};
 use crate::error::{Error, Result};
+use crate::filename::{self, FileKind};
 use crate::fs::FileSystem;
 use crate::key::SequenceNumber;
 use crate::wal;

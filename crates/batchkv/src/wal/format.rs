@@ -1,8 +1,11 @@
 //! The physical log record format shared by the WAL and the MANIFEST: block
-//! size, header layout, record types and CRC masking.
+//! size, header layout and record types (the CRC masking is
+//! [`crate::checksum`]'s, shared with the SST format).
 //!
 //! Byte-level description with a worked example: `docs/format/wal.md`.
 //! Every constant in this file is on disk — never change it.
+
+use crate::checksum::mask_crc;
 
 /// Size of a log block. A physical record never crosses a block boundary.
 /// On disk, never change.
@@ -11,9 +14,6 @@ pub(crate) const BLOCK_SIZE: usize = 32 * 1024;
 /// Size of a physical record header: masked CRC32C (4) ‖ length (2) ‖ type (1).
 /// On disk, never change.
 pub(crate) const HEADER_SIZE: usize = 7;
-
-/// Added to the rotated CRC when masking. On disk, never change.
-const MASK_DELTA: u32 = 0xa282_ead8;
 
 /// Zero bytes written into a block's trailer when fewer than
 /// [`HEADER_SIZE`] bytes remain in it.
@@ -49,20 +49,6 @@ impl RecordType {
     }
 }
 
-/// Masks a CRC before storing it. Computing the CRC of data that itself
-/// contains CRCs (a log file copied into a log record) is error-prone;
-/// masking makes a stored CRC look unlike the CRC of its neighbours.
-#[inline]
-pub(crate) fn mask_crc(crc: u32) -> u32 {
-    crc.rotate_right(15).wrapping_add(MASK_DELTA)
-}
-
-/// Inverse of [`mask_crc`].
-#[inline]
-pub(crate) fn unmask_crc(masked: u32) -> u32 {
-    masked.wrapping_sub(MASK_DELTA).rotate_left(15)
-}
-
 /// The (unmasked) CRC32C of a physical record: over the type byte, then the data.
 #[inline]
 pub(crate) fn record_crc(type_byte: u8, data: &[u8]) -> u32 {
@@ -88,15 +74,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn mask_round_trips_and_changes_the_value() {
-        for crc in [0u32, 1, 0xdead_beef, u32::MAX, record_crc(1, b"foo")] {
-            assert_ne!(mask_crc(crc), crc);
-            assert_ne!(mask_crc(mask_crc(crc)), mask_crc(crc));
-            assert_eq!(unmask_crc(mask_crc(crc)), crc);
-        }
-    }
-
-    #[test]
     fn crc32c_matches_the_published_check_value() {
         // CRC-32C of "123456789" is 0xe3069283 (RFC 3720 check value).
         assert_eq!(crc32c::crc32c(b"123456789"), 0xe306_9283);
@@ -106,6 +83,7 @@ mod tests {
 
     #[test]
     fn header_layout() {
+        use crate::checksum::unmask_crc;
         let h = encode_header(RecordType::Last, b"abc");
         assert_eq!(&h[4..], &[3, 0, 4]);
         let stored = u32::from_le_bytes([h[0], h[1], h[2], h[3]]);

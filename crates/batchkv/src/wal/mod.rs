@@ -19,9 +19,7 @@ pub(crate) mod format;
 mod reader;
 mod writer;
 
-#[allow(unused_imports)] // used by recovery once `Db` is wired in
 pub(crate) use reader::{intact_fragment_after, ReadOutcome, Reader};
-#[allow(unused_imports)] // used by the write path once `Db` is wired in
 pub(crate) use writer::Writer;
 
 #[cfg(test)]
@@ -29,12 +27,9 @@ mod tests;
 
 #[cfg(test)]
 pub(crate) mod test_util {
-    //! An in-memory [`WritableFile`] for tests, with an optional failure point.
+    //! Logs built in memory for tests.
 
-    use std::sync::{Arc, Mutex};
-
-    use crate::error::{Error, Result};
-    use crate::fs::WritableFile;
+    use crate::fs::mem::MemFile;
 
     /// The bytes of a log holding `records`, written by the real log writer.
     pub(crate) fn log_of<R: AsRef<[u8]>>(records: &[R]) -> Vec<u8> {
@@ -45,54 +40,5 @@ pub(crate) mod test_util {
         }
         let out = bytes.lock().unwrap().clone();
         out
-    }
-
-    /// Appends to a shared `Vec<u8>`; fails once `fail_after` bytes are held.
-    pub(crate) struct MemFile {
-        bytes: Arc<Mutex<Vec<u8>>>,
-        pub(crate) fail_after: Option<usize>,
-    }
-
-    impl MemFile {
-        /// A new empty file and a handle to its bytes.
-        pub(crate) fn new() -> (MemFile, Arc<Mutex<Vec<u8>>>) {
-            let bytes = Arc::new(Mutex::new(Vec::new()));
-            (MemFile::sharing(bytes.clone()), bytes)
-        }
-
-        /// A file appending to existing `bytes` (a reopened file).
-        pub(crate) fn sharing(bytes: Arc<Mutex<Vec<u8>>>) -> MemFile {
-            MemFile {
-                bytes,
-                fail_after: None,
-            }
-        }
-    }
-
-    impl WritableFile for MemFile {
-        fn append(&mut self, data: &[u8]) -> Result<()> {
-            let mut b = self.bytes.lock().unwrap();
-            if let Some(limit) = self.fail_after {
-                if b.len() + data.len() > limit {
-                    let fits = limit.saturating_sub(b.len());
-                    b.extend_from_slice(&data[..fits]);
-                    return Err(Error::io(
-                        "appending to test file",
-                        std::io::Error::other("injected failure"),
-                    ));
-                }
-            }
-            b.extend_from_slice(data);
-            Ok(())
-        }
-        fn flush(&mut self) -> Result<()> {
-            Ok(())
-        }
-        fn sync(&mut self) -> Result<()> {
-            Ok(())
-        }
-        fn len(&self) -> u64 {
-            self.bytes.lock().unwrap().len() as u64
-        }
     }
 }

@@ -7,7 +7,8 @@ use std::borrow::Cow;
 use crate::coding::decode_fixed32;
 use crate::error::Error;
 
-use super::format::{record_crc, unmask_crc, RecordType, BLOCK_SIZE, HEADER_SIZE};
+use super::format::{record_crc, RecordType, BLOCK_SIZE, HEADER_SIZE};
+use crate::checksum::unmask_crc;
 
 /// What [`Reader::next`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,8 +4,8 @@
 use proptest::prelude::*;
 
 use super::format::{BLOCK_SIZE, HEADER_SIZE};
-use super::test_util::MemFile;
 use super::{ReadOutcome, Reader, Writer};
+use crate::fs::mem::MemFile;
 
 /// Record `i` of a test log: non-zero bytes that differ between records.
 fn record(i: usize, len: usize) -> Vec<u8> {
@@ -389,7 +389,7 @@ fn fragment_sequence_errors_are_corrupt() {
     let mut log = frag(RecordType::Full, b"a");
     let mut unknown = frag(RecordType::Full, b"zz");
     unknown[6] = 9;
-    let crc = super::format::mask_crc(super::format::record_crc(9, b"zz"));
+    let crc = crate::checksum::mask_crc(super::format::record_crc(9, b"zz"));
     unknown[..4].copy_from_slice(&crc.to_le_bytes());
     log.extend(unknown);
     log.extend(frag(RecordType::Full, b"b"));

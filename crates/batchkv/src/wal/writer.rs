@@ -125,8 +125,8 @@ impl Writer {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::MemFile;
     use super::*;
+    use crate::fs::mem::MemFile;
 
     #[test]
     fn small_record_is_one_full_fragment() {

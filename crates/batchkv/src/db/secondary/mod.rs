@@ -45,11 +45,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
-use super::filename::{self, FileKind};
 use super::memtable_factory::MemTableFactory;
 use super::recovery::{self, OpenMode};
 use super::{lock, Db, DbCore, DbHandle, ImmTable};
 use crate::error::{Error, Result};
+use crate::filename::{self, FileKind};
 use crate::fs::{FileLock, FileSystem, PosixFs};
 use crate::memtable::MemTable;
 use crate::options::Options;

@@ -15,7 +15,7 @@
 use std::sync::atomic::{AtomicPtr, Ordering};
 
 use super::arena::{load_link, Node, NodeRef, HEADER};
-use crate::hash_pipeline::{ChainTable, Probe};
+use super::pipeline::{ChainTable, Probe};
 use crate::key::{compare_internal_key_parts, compare_internal_keys, user_key};
 
 /// Hashes a user key (64-bit multiply–rotate over 8-byte words, then

@@ -13,7 +13,7 @@
 //!
 //! # Read
 //! `get` walks one chain; `multi_get` runs the keys through the software
-//! pipeline of [`crate::hash_pipeline`] (a single key skips it).
+//! pipeline of [`pipeline`] (a single key skips it).
 //!
 //! # Iterate
 //! `iter` cuts: it sorts whatever the sorter has not (waiting for a cut in
@@ -40,6 +40,7 @@
 
 pub(crate) mod arena;
 mod buckets;
+pub(crate) mod pipeline;
 pub(crate) mod runs;
 
 #[cfg(test)]
@@ -51,14 +52,14 @@ use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 use crate::error::Result;
-#[cfg(test)]
-use crate::hash_pipeline::PipelineCounts;
-use crate::hash_pipeline::{lookup_batch, PipelineStats, DEFAULT_WINDOW};
 use crate::iter::InternalIterator;
 use crate::key::{lookup_trailer, pack_trailer, SequenceNumber, ValueType};
 use crate::memtable::{BatchLookup, EntryRef, MemTable};
 use arena::{Arena, NodeRef};
 use buckets::{Buckets, PipelinedLookup};
+#[cfg(test)]
+use pipeline::PipelineCounts;
+use pipeline::{lookup_batch, PipelineStats, DEFAULT_WINDOW};
 use runs::Runs;
 
 /// Default number of buckets.

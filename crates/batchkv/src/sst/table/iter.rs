@@ -42,8 +42,8 @@ impl Table {
         let handle = self.decode_handle(index_value)?;
         let len = stored_block_len(&self.file_name, handle, self.blocks_end)?;
         let sequential = ra.note(handle.offset, len);
-        if let Some((cache, number)) = &self.cache {
-            if let Some(b) = cache.get(&(*number, handle.offset)) {
+        if let Some((cache, cache_id)) = &self.cache {
+            if let Some(b) = cache.get(&(*cache_id, handle.offset)) {
                 return Ok(b);
             }
         }

@@ -61,7 +61,9 @@ pub(crate) struct Table {
     file: Arc<dyn RandomAccessFile>,
     file_name: Arc<str>,
     opts: TableOptions,
-    /// The shared block cache and this table's key in it (its file number).
+    /// The block cache and this table's id in it (`BlockCache::new_id`,
+    /// unique within the cache, so tables of databases sharing it never
+    /// share a key).
     cache: Option<(Arc<BlockCache>, u64)>,
     /// Data-block restart interval (a property; the separated layout needs it).
     data_restart_interval: usize,
@@ -93,8 +95,8 @@ impl Table {
     }
 
     /// Opens a table whose data blocks go through `cache`, keyed by
-    /// `(file_number, block offset)`: a table reopened after the table cache
-    /// closed it finds its blocks still cached.
+    /// `(cache id, block offset)`: a table reopened after the table cache
+    /// closed it, given the same id, finds its blocks still cached.
     pub(crate) fn open_cached(
         file: Arc<dyn RandomAccessFile>,
         file_name: String,
@@ -311,8 +313,8 @@ impl Table {
     /// it against the block region. All single data block reads go through
     /// here.
     fn read_block_at(&self, handle: BlockHandle, ro: BlockReadOptions) -> Result<Arc<Block>> {
-        if let Some((cache, number)) = &self.cache {
-            if let Some(b) = cache.get(&(*number, handle.offset)) {
+        if let Some((cache, cache_id)) = &self.cache {
+            if let Some(b) = cache.get(&(*cache_id, handle.offset)) {
                 return Ok(b);
             }
         }
@@ -346,8 +348,8 @@ impl Table {
             self.file_name.clone(),
             handle.offset,
         )?);
-        if let (Some((cache, number)), true) = (&self.cache, ro.fill_cache) {
-            cache.insert((*number, handle.offset), Arc::clone(&block));
+        if let (Some((cache, cache_id)), true) = (&self.cache, ro.fill_cache) {
+            cache.insert((*cache_id, handle.offset), Arc::clone(&block));
         }
         Ok(block)
     }

@@ -364,10 +364,10 @@ impl Table {
     ) {
         out.clear();
         sc.cached.clear();
-        if let Some((cache, number)) = &self.cache {
+        if let Some((cache, cache_id)) = &self.cache {
             sc.cache_keys.clear();
             sc.cache_keys
-                .extend(handles.iter().map(|h| (*number, h.offset)));
+                .extend(handles.iter().map(|h| (*cache_id, h.offset)));
             cache.get_batch(&sc.cache_keys, &mut sc.batch, &mut sc.cached);
         }
         let mut cached = sc.cached.drain(..);

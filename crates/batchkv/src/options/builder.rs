@@ -2,12 +2,8 @@
 //! which validates like [`Options::validate`]. Struct literals with
 //! `..Options::default()` keep working; the builder is another way in.
 
-use std::sync::Arc;
-
 use crate::error::{Error, Result};
-use crate::memtable::{BatchLookup, MemTableKind};
-use crate::options::{Options, WalRecoveryMode};
-use crate::sst::CompressionType;
+use crate::options::Options;
 
 /// Builds [`Options`] from the defaults; [`build`](OptionsBuilder::build)
 /// checks them. Each setter is named and documented like the field it sets.
@@ -26,7 +22,8 @@ use crate::sst::CompressionType;
 #[derive(Debug, Clone)]
 #[must_use = "call build() to get the Options"]
 pub struct OptionsBuilder {
-    opts: Options,
+    /// What `build` returns; the generated setters write its fields.
+    pub(super) opts: Options,
     /// The first error of an [`option`](OptionsBuilder::option) call,
     /// returned by `build` (so a chain needs no `?` per step).
     error: Option<Error>,
@@ -42,93 +39,10 @@ impl Options {
     }
 }
 
-/// One setter per field: `name(value)` sets `Options::name`.
-macro_rules! setters {
-    ($($(#[$doc:meta])* $name:ident: $ty:ty;)*) => {
-        impl OptionsBuilder {
-            $(
-                $(#[$doc])*
-                pub fn $name(mut self, value: $ty) -> OptionsBuilder {
-                    self.opts.$name = value;
-                    self
-                }
-            )*
-        }
-    };
-}
-
-setters! {
-    /// [`Options::create_if_missing`].
-    create_if_missing: bool;
-    /// [`Options::error_if_exists`].
-    error_if_exists: bool;
-    /// [`Options::write_buffer_size`].
-    write_buffer_size: usize;
-    /// [`Options::max_write_buffer_number`].
-    max_write_buffer_number: usize;
-    /// [`Options::wal_recovery_mode`].
-    wal_recovery_mode: WalRecoveryMode;
-    /// [`Options::paranoid_memory_checks`].
-    paranoid_memory_checks: bool;
-    /// [`Options::memtable_huge_pages`].
-    memtable_huge_pages: bool;
-    /// [`Options::batch_lookup`].
-    batch_lookup: BatchLookup;
-    /// [`Options::memtable`].
-    memtable: MemTableKind;
-    /// [`Options::hash_pipeline_window`].
-    hash_pipeline_window: usize;
-    /// [`Options::block_size`].
-    block_size: usize;
-    /// [`Options::block_restart_interval`].
-    block_restart_interval: usize;
-    /// [`Options::bloom_bits_per_key`].
-    bloom_bits_per_key: usize;
-    /// [`Options::max_background_jobs`].
-    max_background_jobs: usize;
-    /// [`Options::level0_file_num_compaction_trigger`].
-    level0_file_num_compaction_trigger: usize;
-    /// [`Options::level0_slowdown_writes_trigger`].
-    level0_slowdown_writes_trigger: usize;
-    /// [`Options::level0_stop_writes_trigger`].
-    level0_stop_writes_trigger: usize;
-    /// [`Options::max_bytes_for_level_base`].
-    max_bytes_for_level_base: u64;
-    /// [`Options::max_bytes_for_level_multiplier`].
-    max_bytes_for_level_multiplier: f64;
-    /// [`Options::target_file_size_base`].
-    target_file_size_base: u64;
-    /// [`Options::disable_auto_compactions`].
-    disable_auto_compactions: bool;
-    /// [`Options::compression`].
-    compression: CompressionType;
-    /// [`Options::compression_level`].
-    compression_level: i32;
-    /// [`Options::separate_key_value_in_data_block`].
-    separate_key_value_in_data_block: bool;
-    /// [`Options::block_cache_size`].
-    block_cache_size: usize;
-    /// [`Options::max_open_files`].
-    max_open_files: usize;
-    /// [`Options::verify_checksums`].
-    verify_checksums: bool;
-    /// [`Options::statistics`].
-    statistics: bool;
-}
+// The setters, one per option, are generated from the option list
+// (`options/list.rs`).
 
 impl OptionsBuilder {
-    /// [`Options::compaction_filter`].
-    pub fn compaction_filter(mut self, filter: Arc<dyn crate::CompactionFilter>) -> OptionsBuilder {
-        self.opts.compaction_filter = Some(filter);
-        self
-    }
-
-    /// [`Options::merge_operator`].
-    pub fn merge_operator(mut self, op: Arc<dyn crate::MergeOperator>) -> OptionsBuilder {
-        self.opts.merge_operator = Some(op);
-        self
-    }
-
     /// Sets an option by its option-string name and value
     /// ([`Options::set`]); a bad name or value is returned by `build`.
     pub fn option(mut self, name: &str, value: &str) -> OptionsBuilder {
@@ -154,7 +68,11 @@ impl OptionsBuilder {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
+    use crate::memtable::MemTableKind;
+    use crate::sst::CompressionType;
     use crate::MergeOperator as _;
 
     #[test]

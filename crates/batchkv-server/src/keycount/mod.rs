@@ -308,7 +308,7 @@ impl KeyCounts {
         }
         // The states before, where the command read them; the batch's keys
         // in order (a key may repeat: its last state wins).
-        let changes: Vec<(&[u8], Option<State>, State)> = batch
+        let changes: Vec<(Vec<u8>, Option<State>, State)> = batch
             .ops()
             .filter_map(|op| match op {
                 BatchOp::Put { key, value } if db_of(key).is_some() => {
@@ -317,17 +317,13 @@ impl KeyCounts {
                 BatchOp::Delete { key } if db_of(key).is_some() => Some((key, State::Absent)),
                 _ => None,
             })
-            .map(|(k, after)| (k, recall(k), after))
+            .map(|(k, after)| (k.to_vec(), recall(k), after))
             .collect();
         forget();
         if changes.is_empty() {
             // Elements and indexes only: nothing to count.
             return write(batch);
         }
-        let changes: Vec<(Vec<u8>, Option<State>, State)> = changes
-            .into_iter()
-            .map(|(k, b, a)| (k.to_vec(), b, a))
-            .collect();
         let held = {
             let _gate = self.gate.read().unwrap_or_else(|e| e.into_inner());
             write(batch)?;

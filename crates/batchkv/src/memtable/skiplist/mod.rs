@@ -373,6 +373,10 @@ impl MemTable for SkipListMemTable {
     }
 
     fn insert_many(&self, entries: &[NewEntry<'_>]) -> Result<()> {
+        if let [e] = entries {
+            // One entry (a single put): nothing to overlap, no copy.
+            return self.insert(e.seq, e.t, e.user_key, e.value);
+        }
         let packed: Vec<(&[u8], u64, &[u8])> = entries
             .iter()
             .map(|e| (e.user_key, pack_trailer(e.seq, e.t), e.value))

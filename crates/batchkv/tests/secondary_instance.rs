@@ -129,15 +129,19 @@ fn secondary_is_read_only_and_leaves_the_primary_directory_alone() {
     primary.put(b"a", b"1").unwrap();
     primary.flush().unwrap();
     primary.put(b"b", b"2").unwrap();
+    // A file the primary's flush thread deletes between `read_dir` and
+    // `metadata` (one it made obsolete) is left out of the listing.
     let listing = |d: &std::path::Path| {
         let mut v: Vec<(String, u64)> = std::fs::read_dir(d)
             .unwrap()
-            .map(|e| {
+            .filter_map(|e| {
                 let e = e.unwrap();
-                (
-                    e.file_name().into_string().unwrap(),
-                    e.metadata().unwrap().len(),
-                )
+                let len = match e.metadata() {
+                    Ok(m) => m.len(),
+                    Err(err) if err.kind() == std::io::ErrorKind::NotFound => return None,
+                    Err(err) => panic!("{err}"),
+                };
+                Some((e.file_name().into_string().unwrap(), len))
             })
             .collect();
         v.sort();

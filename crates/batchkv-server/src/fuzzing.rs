@@ -426,7 +426,7 @@ impl Fuzzer {
     fn run_on(&self, db: Db, cfg: Config, data: &[u8]) {
         let (before, _) = crate::panics::caught();
         let (tx, _rx) = tokio::sync::watch::channel(false);
-        let shared = Arc::new(crate::shared::new_shared(db, cfg, 0, tx));
+        let shared = crate::shared::new_shared(db, cfg, 0, tx);
         // As the server does before anything writes (DBSIZE, INFO keyspace).
         shared.key_counts.start(&shared.db);
         let mut conn = Conn::new(&shared);

@@ -29,6 +29,7 @@ mod batcher;
 mod blocking;
 mod clients;
 mod cmdstats;
+mod combine;
 mod commands;
 mod config;
 mod conn;

@@ -420,6 +420,13 @@ fn batchkv(shared: &Shared) -> String {
         keys as f64 / batches as f64
     };
     let prop = |p: &str| shared.db.property_int(p).unwrap_or(0).to_string();
+    let write_batches = st.write_batches.load(Relaxed);
+    let write_commands = st.write_batched_commands.load(Relaxed);
+    let write_avg = if write_batches == 0 {
+        0.0
+    } else {
+        write_commands as f64 / write_batches as f64
+    };
     lines(&[
         (
             "batching",
@@ -428,6 +435,9 @@ fn batchkv(shared: &Shared) -> String {
         ("read_batches", batches.to_string()),
         ("read_batched_keys", keys.to_string()),
         ("avg_keys_per_batch", format!("{avg:.2}")),
+        ("write_batches", write_batches.to_string()),
+        ("write_batched_commands", write_commands.to_string()),
+        ("avg_commands_per_write_batch", format!("{write_avg:.2}")),
         ("memtable", s.memtable_kind.into()),
         ("memtable_entries", s.memtable_entries.to_string()),
         ("memtable_bytes", s.memtable_bytes.to_string()),

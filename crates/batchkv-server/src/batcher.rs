@@ -139,6 +139,9 @@ impl Keys {
     /// read's key, then its fields as they are.
     pub fn push_args<A: AsRef<[u8]>>(&mut self, db: u8, shape: Shape, args: &[A]) {
         debug_assert_eq!(args.len(), shape.keys());
+        let bytes: usize = args.iter().map(|a| a.as_ref().len() + 1).sum();
+        self.bytes.reserve(bytes);
+        self.ends.reserve(args.len());
         let keys = if shape.kind().is_some() {
             args.len().min(1)
         } else {
@@ -423,8 +426,12 @@ impl Reads {
         now: u64,
         count: &mut Count,
     ) -> Vec<Found> {
-        let mut keys: Vec<&[u8]> = Vec::new();
-        let mut kinds: Vec<Kind> = Vec::new();
+        let colls: usize = parts
+            .iter()
+            .map(|(r, ..)| r.shapes.iter().filter(|s| s.kind().is_some()).count())
+            .sum();
+        let mut keys: Vec<&[u8]> = Vec::with_capacity(colls);
+        let mut kinds: Vec<Kind> = Vec::with_capacity(colls);
         for (r, ..) in parts {
             let r: &Request = r;
             let mut e = 0;
@@ -500,13 +507,17 @@ fn reads(shape: Shape, found: Option<&Found>) -> usize {
     }
 }
 
-/// The element keys of the live collections' fields, in command order.
-/// Empty (no allocation) when `found` is.
+/// The element keys of the live collections' fields, in command order,
+/// built in one buffer of the exact size (each collection's element-key
+/// prefix is written once and copied for its other fields). Empty (no
+/// allocation) when `found` is.
 fn element_keys(parts: &[Part], found: &[Found]) -> Keys {
     let mut elems = Keys::default();
     if found.is_empty() {
         return elems;
     }
+    // Each live collection read: its request, first entry, shape, version.
+    let mut live: Vec<(&Request, usize, Shape, u64)> = Vec::with_capacity(found.len());
     let mut ci = 0;
     for (r, ..) in parts {
         let r: &Request = r;
@@ -514,18 +525,35 @@ fn element_keys(parts: &[Part], found: &[Found]) -> Keys {
         for &s in &r.shapes {
             if s.kind().is_some() {
                 if let Found::Live(m) = &found[ci] {
-                    let prefix = meta::element_prefix(r.keys.entry(e), m.version);
-                    for j in 1..s.keys() {
-                        elems.bytes.extend_from_slice(&prefix);
-                        elems.bytes.extend_from_slice(r.keys.entry(e + j));
-                        elems.ends.push(elems.bytes.len());
-                    }
+                    live.push((r, e, s, m.version));
                 }
                 ci += 1;
             }
             e += s.keys();
         }
     }
+    let (mut bytes, mut count) = (0, 0);
+    for &(r, e, s, _) in &live {
+        let fields = s.keys() - 1;
+        let prefix = meta::element_prefix_len(r.keys.entry(e));
+        bytes += fields * prefix + r.keys.ends[e + fields] - r.keys.ends[e];
+        count += fields;
+    }
+    elems.bytes.reserve_exact(bytes);
+    elems.ends.reserve_exact(count);
+    for &(r, e, s, version) in &live {
+        let start = elems.bytes.len();
+        meta::push_element_prefix(&mut elems.bytes, r.keys.entry(e), version);
+        let prefix = start..elems.bytes.len();
+        for j in 1..s.keys() {
+            if j > 1 {
+                elems.bytes.extend_from_within(prefix.clone());
+            }
+            elems.bytes.extend_from_slice(r.keys.entry(e + j));
+            elems.ends.push(elems.bytes.len());
+        }
+    }
+    debug_assert_eq!(elems.bytes.len(), bytes);
     elems
 }
 

@@ -113,8 +113,11 @@ impl Arena {
         } else {
             MIN_BLOCK
         };
-        // Invariant: callers bound entries (keys < 64 KiB + 8, values ≤ 64 MiB),
-        // so `size` is far below `isize::MAX` and the layout is valid.
+        #[allow(
+            clippy::expect_used,
+            reason = "callers bound entries (keys < 64 KiB + 8, values ≤ 64 MiB), so \
+                      `size` is far below `isize::MAX` and the layout is valid"
+        )]
         let layout = Layout::from_size_align(size, align).expect("arena block size overflow");
         // SAFETY: `layout` has a non-zero size (≥ 8 bytes).
         let raw = unsafe { alloc(layout) };

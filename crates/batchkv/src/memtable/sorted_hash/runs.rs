@@ -83,12 +83,8 @@ fn prefix(n: NodeRef) -> (u64, u64) {
     let mut b = [0u8; 16];
     let l = u.len().min(16);
     b[..l].copy_from_slice(&u[..l]);
-    let (hi, lo) = b.split_at(8);
-    // Invariant: both halves are exactly 8 bytes.
-    (
-        u64::from_be_bytes(hi.try_into().expect("8 bytes")),
-        u64::from_be_bytes(lo.try_into().expect("8 bytes")),
-    )
+    let both = u128::from_be_bytes(b);
+    ((both >> 64) as u64, both as u64)
 }
 
 /// Internal-key order of two nodes.
@@ -284,16 +280,18 @@ impl Runs {
 /// `runs` (binary search in each run).
 ///
 /// # Safety
-/// The runs' arena must be alive for `'a`.
+/// The runs' arena must be alive during the call and while the returned
+/// node is read.
 pub(crate) unsafe fn find_in_runs(runs: &[Arc<Run>], user: &[u8], lookup: u64) -> Option<NodeRef> {
     let mut best: Option<(u64, NodeRef)> = None;
     for r in runs {
-        // SAFETY: forwarded contract.
         let i = r.nodes.partition_point(|&n| {
+            // SAFETY: the caller keeps the runs' arena alive (this function's
+            // contract), so every node of a run is readable.
             unsafe { compare_internal_key_parts(n.ikey(), user, lookup) }.is_lt()
         });
         if let Some(&n) = r.nodes.get(i) {
-            // SAFETY: forwarded contract.
+            // SAFETY: as above, the caller keeps the arena alive.
             let ik = unsafe { n.ikey() };
             if user_key(ik) == user {
                 let t = trailer(ik);

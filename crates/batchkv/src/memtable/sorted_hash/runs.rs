@@ -93,7 +93,7 @@ fn prefix(n: NodeRef) -> (u64, u64) {
 /// Both nodes' arenas must be alive.
 #[inline]
 unsafe fn cmp_nodes(a: NodeRef, b: NodeRef) -> Ordering {
-    // SAFETY: forwarded contract.
+    // SAFETY: the caller keeps the arena alive (this function's contract).
     unsafe { compare_internal_keys(a.ikey(), b.ikey()) }
 }
 
@@ -119,7 +119,7 @@ unsafe fn merge_two(a: &Run, b: &Run) -> Run {
     let mut out = Vec::with_capacity(a.len() + b.len());
     let (mut i, mut j) = (0, 0);
     while i < a.nodes.len() && j < b.nodes.len() {
-        // SAFETY: forwarded contract.
+        // SAFETY: the caller keeps the arena alive (this function's contract).
         if unsafe { cmp_nodes(a.nodes[i], b.nodes[j]) }.is_le() {
             out.push(a.nodes[i]);
             i += 1;
@@ -198,7 +198,7 @@ impl Runs {
             return self.snapshot();
         }
         let _g = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
-        // SAFETY: forwarded contract.
+        // SAFETY: the caller keeps the arena alive (this function's contract).
         let nodes = unsafe { self.list.take_all() };
         if nodes.is_empty() {
             // Another thread cut (and installed, under the lock) while we
@@ -216,7 +216,7 @@ impl Runs {
             loop {
                 let lens: Vec<usize> = runs.iter().map(|r| r.len()).collect();
                 let Some(i) = pick_tiered(&lens) else { break };
-                // SAFETY: forwarded contract.
+                // SAFETY: the caller keeps the arena alive (this function's contract).
                 let m = unsafe { merge_two(&runs[i], &runs[i + 1]) };
                 runs.splice(i..i + 2, [Arc::new(m)]);
                 self.merges.fetch_add(1, AtomicOrdering::Relaxed);
@@ -244,7 +244,7 @@ impl Runs {
             None => return false,
         };
         let (a, b) = (Arc::clone(&snap[i]), Arc::clone(&snap[i + 1]));
-        // SAFETY: forwarded contract.
+        // SAFETY: the caller keeps the arena alive (this function's contract).
         let merged = Arc::new(unsafe { merge_two(&a, &b) });
         let _g = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
         let mut runs: Vec<Arc<Run>> = self.snapshot().as_ref().clone();

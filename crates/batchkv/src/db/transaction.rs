@@ -589,7 +589,7 @@ impl Transaction {
         for (id, key) in keys {
             #[allow(
                 clippy::expect_used,
-                reason = "`get`, `get_for_update` and the writes note a key's family in `cfs` whenever they note the key"
+                reason = "`get_for_update` and every write call `note_cf` (which fills `cfs`) before they track or index a key"
             )]
             let cf = self
                 .cfs

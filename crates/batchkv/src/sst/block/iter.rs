@@ -503,13 +503,14 @@ fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     let n = a.len().min(b.len());
     let (a8, _) = a[..n].as_chunks::<8>();
     let (b8, _) = b[..n].as_chunks::<8>();
-    for (w, (x, y)) in a8.iter().zip(b8).enumerate() {
+    let mut i = 0;
+    for (x, y) in a8.iter().zip(b8) {
         let (x, y) = (u64::from_le_bytes(*x), u64::from_le_bytes(*y));
         if x != y {
-            return w * 8 + ((x ^ y).trailing_zeros() / 8) as usize;
+            return i + ((x ^ y).trailing_zeros() / 8) as usize;
         }
+        i += 8;
     }
-    let mut i = a8.len() * 8;
     while i < n && a[i] == b[i] {
         i += 1;
     }

@@ -245,6 +245,7 @@ pub struct Source<'a> {
 }
 
 impl<'a> Source<'a> {
+    /// A source reading `data` from its first byte.
     pub fn new(data: &'a [u8]) -> Source<'a> {
         Source { data, pos: 0 }
     }
@@ -369,6 +370,10 @@ impl TempDir {
             std::process::id(),
             rand::random::<u64>()
         ));
+        #[allow(
+            clippy::expect_used,
+            reason = "the fuzz harness cannot run without its directory"
+        )]
         std::fs::create_dir_all(&dir).expect("create the fuzz database directory");
         TempDir(dir)
     }
@@ -412,6 +417,10 @@ impl Fuzzer {
         let path = self.dir.0.join(self.inputs.to_string());
         let mut cfg = self.cfg.clone();
         cfg.dir.clone_from(&path);
+        #[allow(
+            clippy::expect_used,
+            reason = "a fresh directory that cannot be opened is the harness's failure, reported by panicking"
+        )]
         let db = Db::open(&path, cfg.options.clone()).expect("open the fuzz database");
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             self.run_on(db.clone(), cfg, data)

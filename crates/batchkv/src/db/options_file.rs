@@ -161,7 +161,8 @@ pub(super) fn check_merge_operators<'a>(
         let how = if cf == crate::version::DEFAULT_CF_NAME {
             "Options::merge_operator"
         } else {
-            "its options in Db::open_with_cf_options"
+            "its options in Db::open_with_cf_options, or \
+             Db::open_as_secondary_with_cf_options for a secondary"
         };
         return Err(Error::InvalidArgument(format!(
             "column family {cf:?} was written with merge operator {wrote:?} (recorded in {}) \
@@ -247,7 +248,14 @@ mod tests {
         let msg = err.to_string();
         assert!(msg.contains("\"add\"") && msg.contains("\"sub\""), "{msg}");
         let err = check_merge_operators(&path, &rec, [("odd = name", None)]).unwrap_err();
-        assert!(err.to_string().contains("no merge operator"), "{err}");
+        let msg = err.to_string();
+        assert!(msg.contains("no merge operator"), "{msg}");
+        // A family's operator is given in either open that takes per-family options.
+        assert!(
+            msg.contains("Db::open_with_cf_options")
+                && msg.contains("Db::open_as_secondary_with_cf_options"),
+            "{msg}"
+        );
     }
 
     #[test]

@@ -322,6 +322,7 @@ pub(super) fn open(
             writer,
             number: log_number,
         }),
+        closed_wals: Default::default(),
         write_queue: Mutex::new(VecDeque::new()),
         tables,
         snapshots: Arc::new(SnapshotList::default()),

@@ -208,3 +208,52 @@ fn power_loss_across_many_switches_keeps_a_prefix_with_every_synced_write() {
         round(seed);
     }
 }
+
+/// `create_cf` names the current WAL in the MANIFEST, so that WAL's
+/// directory entry (owed since the switch that created it) must be durable
+/// before the edit; otherwise a power loss leaves a MANIFEST naming a
+/// missing WAL and the reopen refuses. The flush thread is held inside the
+/// directory fsync it owes; `create_cf` is held when it writes the OPTIONS
+/// file (after its edit is durable, before that file's own directory
+/// fsync). If it gets there while the flush thread is still held, it did
+/// not pay for the WAL's name, and the power is cut right then.
+#[test]
+fn create_cf_after_a_switch_makes_the_new_wal_name_durable() {
+    let dir = tempfile::tempdir().unwrap();
+    let (fault, gate, db) = open(dir.path());
+    let dir_name = dir
+        .path()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let in_dir_sync = gate.hold(GateOp::SyncDir, &dir_name);
+    let mut i = 0;
+    while db.stats().immutable_memtables < 1 {
+        put(&db, i, false);
+        i += 1;
+    }
+    gate.wait_held(in_dir_sync);
+    let at_options = gate.hold(GateOp::Create, ".dbtmp");
+    let creator = {
+        let db = db.clone();
+        std::thread::spawn(move || db.create_cf("other", &options()).map(|_| ()))
+    };
+    if !gate.reached_within(at_options, std::time::Duration::from_millis(300)) {
+        gate.release(in_dir_sync);
+        gate.wait_held(at_options);
+    }
+    fault.power_off();
+    gate.release(at_options);
+    // Writing the OPTIONS file fails once the power is off.
+    let _ = creator.join().unwrap();
+    drop(db);
+    fault.lose_unsynced_data().unwrap();
+    let db = Db::open(dir.path(), options())
+        .unwrap_or_else(|e| panic!("reopen after create_cf and power loss failed: {e}"));
+    assert!(
+        db.cf_names().iter().any(|n| n == "other"),
+        "the family's edit was durable before the power cut"
+    );
+    db.close().unwrap();
+}

@@ -13,11 +13,8 @@ use std::sync::Arc;
 
 use batchkv::{Db, FaultInjectionFs, Options, PosixFs, WriteBatch, WriteOptions};
 use common::gate_fs::{GateFs, GateOp, Ticket};
+use common::power_loss::{assert_prefix, value, write_in_order};
 use rand::{Rng, SeedableRng};
-
-fn value(i: u64) -> Vec<u8> {
-    format!("value-{i}-{}", "v".repeat((i % 60) as usize)).into_bytes()
-}
 
 fn put(db: &Db, i: u64, sync: bool) {
     let mut b = WriteBatch::new();
@@ -73,14 +70,9 @@ fn cut_power(
     fault.lose_unsynced_data().unwrap();
     let db = Db::open(dir, options())
         .unwrap_or_else(|e| panic!("{what}: reopen after power loss failed: {e}"));
-    let all = common::scan_all(&db);
-    for (n, (k, v)) in all.iter().enumerate() {
-        let n = n as u64;
-        assert_eq!(k, &common::key(n), "{what}: hole before key {n}");
-        assert_eq!(v, &value(n), "{what}: wrong value for key {n}");
-    }
+    let survived = assert_prefix(&db, what);
     db.close().unwrap();
-    all.len() as u64
+    survived
 }
 
 /// The case the design must get right, step by step: memtable A is frozen
@@ -140,23 +132,20 @@ fn sync_wal_after_switches_makes_the_closed_wals_durable() {
     );
 }
 
-/// One round: one-to-four-key batches, an eighth of them synced (or, in a
-/// third of the rounds, `sync_wal` calls instead), across dozens of
-/// memtable switches; the flush thread is held at random stretches so
-/// closed WALs stay unsynced, and the power is cut at a random point.
+/// One round: keys written in order in small batches, some made durable
+/// (`write_in_order`), across dozens of memtable switches; the flush
+/// thread is held at random stretches so closed WALs stay unsynced, and
+/// the power is cut at a random point.
 fn round(seed: u64) {
     let what = format!("seed {seed}");
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let dir = tempfile::tempdir().unwrap();
     let (fault, gate, db) = open(dir.path());
     let total = rng.random_range(200..3000u64);
-    let by_sync_wal = rng.random_ratio(1, 3);
-    let mut last_synced: Option<u64> = None;
     let mut held: Option<(Ticket, u64)> = None;
-    let mut i = 0;
-    while i < total {
-        // Hold the next flush for up to ~20 memtables' worth of writes (the
-        // limit is 64), then let it go.
+    let last_synced = write_in_order(&db, &mut rng, total, &what, |_, rng, i| {
+        // Hold the next flush for up to ~20 memtables' worth of writes
+        // (the limit is 64), then let it go.
         match held {
             None if rng.random_ratio(1, 200) => {
                 held = Some((
@@ -170,29 +159,7 @@ fn round(seed: u64) {
             }
             _ => {}
         }
-        let sync = !by_sync_wal && rng.random_ratio(1, 8);
-        let n = rng.random_range(1..=4u64).min(total - i);
-        let mut b = WriteBatch::new();
-        for j in i..i + n {
-            b.put(common::key(j), value(j));
-        }
-        db.write(
-            &WriteOptions {
-                sync,
-                disable_wal: false,
-            },
-            b,
-        )
-        .unwrap_or_else(|e| panic!("{what}: write {i} failed: {e}"));
-        i += n;
-        if sync {
-            last_synced = Some(i - 1);
-        }
-        if by_sync_wal && rng.random_ratio(1, 8) {
-            db.sync_wal().unwrap();
-            last_synced = Some(i - 1);
-        }
-    }
+    });
     let survived = cut_power(db, &fault, &gate, held.map(|h| h.0), dir.path(), &what);
     if let Some(s) = last_synced {
         assert!(

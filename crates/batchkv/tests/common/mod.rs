@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod gate_fs;
+pub mod power_loss;
 pub mod read_paths;
 
 use batchkv::{Db, DbIterator, Options, ReadOptions};

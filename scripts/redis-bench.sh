@@ -84,24 +84,9 @@ CPU=$OUT/cpu-raw.csv
 : >"$CPU"
 TICK_US=$((1000000 / $(getconf CLK_TCK)))
 PID=
-
-stop_server() {
-    if [[ -n $PID ]]; then
-        kill -TERM "$PID" 2>/dev/null || true
-        wait "$PID" 2>/dev/null || true
-        PID=
-    fi
-}
+# stop_server, wait_ready, load_collection, repeat_arg
+source scripts/redis-common.sh
 trap stop_server EXIT
-
-wait_ready() {
-    for _ in $(seq 1 100); do
-        if redis-cli -p "$PORT" PING >/dev/null 2>&1; then return 0; fi
-        sleep 0.1
-    done
-    echo "server on port $PORT did not start" >&2
-    exit 1
-}
 
 start_server() {
     local name=$1
@@ -144,24 +129,6 @@ load_keys() {
     }' | redis-cli -p "$PORT" --pipe >/dev/null
 }
 
-# load_collection CMD PREFIX: COLL collections PREFIX:N, each with COLL
-# elements m:N / f:N (hashes: VALUE-byte values; sorted sets: score N).
-load_collection() {
-    local cmd=$1 prefix=$2 val
-    val=$(head -c "$VALUE" </dev/zero | tr '\0' 'x')
-    awk -v n="$COLL" -v cmd="$cmd" -v p="$prefix" -v val="$val" -v vl="$VALUE" 'BEGIN {
-        per = (cmd == "SADD") ? 1 : 2
-        for (i = 0; i < n; i++) {
-            printf "*%d\r\n$%d\r\n%s\r\n$%d\r\n%s:%012d\r\n", 2 + per * n, length(cmd), cmd, length(p) + 13, p, i
-            for (j = 0; j < n; j++) {
-                if (cmd == "HSET") printf "$14\r\nf:%012d\r\n$%d\r\n%s\r\n", j, vl, val
-                else if (cmd == "SADD") printf "$14\r\nm:%012d\r\n", j
-                else printf "$%d\r\n%d\r\n$14\r\nm:%012d\r\n", length(j ""), j, j
-            }
-        }
-    }' | redis-cli -p "$PORT" --pipe >/dev/null
-}
-
 # load_for TEST: loads the data TEST reads, once per server start.
 LOADED=
 load_for() {
@@ -185,11 +152,6 @@ load_for() {
     esac
     LOADED="$LOADED $what"
     echo "  loaded $what in $(($(date +%s) - t0)) s" >&2
-}
-
-# repeat_arg N WORD: N copies of WORD.
-repeat_arg() {
-    for _ in $(seq 1 "$1"); do printf '%s\n' "$2"; done
 }
 
 # batch_counts: "read_batches read_batched_keys" from INFO (0 0 if absent).

@@ -3,6 +3,12 @@
 //! and the JSON reports file bytes ≥ user bytes (the WAL alone writes every
 //! key and value once).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 use std::process::Command;
 
 use batchkv::{Db, Options};

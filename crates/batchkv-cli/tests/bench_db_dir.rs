@@ -6,6 +6,12 @@
 //! Regression: bench used to `remove_dir_all(--db)` whenever
 //! `--use_existing_db` was absent, deleting whatever the directory held.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Command, Output};

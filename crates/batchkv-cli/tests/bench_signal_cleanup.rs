@@ -6,6 +6,12 @@
 //! Regression: a bench interrupted with Ctrl-C left its temporary database
 //! behind (the default signal action skips destructors).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};

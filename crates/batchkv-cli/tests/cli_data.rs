@@ -3,6 +3,12 @@
 //! is named as such, keys and values may be binary (hex, stdin, a file,
 //! non-UTF-8 arguments), and output is escaped unless `--raw` is given.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::ffi::OsString;

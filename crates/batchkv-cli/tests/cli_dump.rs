@@ -1,6 +1,12 @@
 //! `batchkv dump wal FILE` and `batchkv dump manifest FILE`: every record
 //! decoded, and damage reported with its offset instead of ending the dump.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -3,6 +3,12 @@
 //! (unless `--force`), and `serve` refuses plain CLI/library data, while a
 //! server database from before the marker still opens.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::ffi::OsString;

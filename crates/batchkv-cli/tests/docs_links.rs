@@ -8,6 +8,12 @@
 //! And every dated measurement log in `docs/perf/history/` is listed in the
 //! index, `docs/perf/README.md`.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};

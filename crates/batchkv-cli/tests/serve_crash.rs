@@ -18,6 +18,12 @@
 //!   power cut, unsynced data dropped), with `always` it includes every
 //!   acknowledged command; with `everysec` and `no` it may be shorter.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};

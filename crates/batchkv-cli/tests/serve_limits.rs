@@ -4,6 +4,12 @@
 //! the accept loop backs off instead of spinning. The limits are set on
 //! the server process only (`pre_exec`, `prlimit`), never on the test.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::io::{Read, Write};

@@ -1,6 +1,12 @@
 //! `batchkv serve` stops on SIGTERM after making every acknowledged write
 //! durable, and a restarted server sees them.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::io::{Read, Write};

@@ -6,6 +6,12 @@
 //! `wal_less_writes_survive_close.rs`); `clean_closes_keep_every_wal_less_write`
 //! meets that race from the stress side.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 use std::process::Command;
 
 fn batchkv() -> Command {

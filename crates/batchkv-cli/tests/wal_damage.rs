@@ -4,6 +4,12 @@
 //! and the salvage flag on stderr); `--wal-recovery point-in-time` opens
 //! and prints the recovery report on stderr; `batchkv serve` does the same.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::io::Read;

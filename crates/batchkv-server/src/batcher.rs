@@ -2,46 +2,24 @@
 //! `multi_get`, with the replies routed back in order.
 //!
 //! A connection submits a *job*: the keys of one run of pipelined GET and
-//! MGET commands plus the shape of their replies. Jobs are combined the way
-//! the engine's group commit combines writes, with one step added for a
-//! runtime of a few worker threads:
+//! MGET commands plus the shape of their replies. Jobs are combined by the
+//! leader/follower protocol of [`combine`](crate::combine) (one leader per
+//! runtime worker thread, so batching never leaves a core idle; a leader
+//! of a small job yields once to gather the jobs of the other connections
+//! on its thread). What is specific to reads:
 //!
-//! 1. A small job (under [`GATHER_BELOW_KEYS`] keys) submitted on a worker
-//!    thread where a leader is *gathering* joins that leader's jobs.
-//!    Otherwise a submitter that finds fewer than `max_leaders` leaders at
-//!    work (one per runtime worker thread, so batching never leaves a core
-//!    idle) becomes a leader, and the rest queue their jobs in the shared
-//!    queue. Followers wait for their replies on a channel.
-//! 2. A new leader with a small job of at least [`GATHER_FROM_KEYS`] keys
-//!    (a pipeline) gathers: it yields to the runtime once
-//!    ([`tokio::task::yield_now`]) before it takes its jobs. A
-//!    `multi_get` is synchronous and holds its worker thread, so without
-//!    the yield no other connection task could run on that thread before
-//!    the leader had finished, and jobs of other connections were queued
-//!    only while every worker was busy leading — in practice never
-//!    (measured: 9.9 keys per batch at `redis-benchmark -c 50 -P 10`, one
-//!    connection's pipeline). During the yield the other ready connection
-//!    tasks on its thread parse their input and join it. When nothing else
-//!    is ready the yield returns at once; with a single client connected
-//!    the leader does not yield at all. Gathering per thread keeps each
-//!    follower's wake-up on the thread it runs on, and the other worker
-//!    free to lead and gather its own connections' jobs (one gatherer for
-//!    all threads measured slower: memtable-resident sorted_hash GET
-//!    `-P 10`, 496 k/s against 559 k/s per thread).
-//!    A job of [`GATHER_BELOW_KEYS`] keys or more (an MGET of 100 keys) is
-//!    already a batch: its leader neither yields nor joins a gatherer, so
-//!    such jobs keep both cores busy (combining them too, into
-//!    `multi_get`s of 1,100–3,200 keys on one core, measured slower for
-//!    the sorted_hash memtable).
-//! 3. The leader takes its gathered jobs and the shared queue's (up to
-//!    [`MAX_BATCH_KEYS`] keys), runs one `multi_get` over their keys and
-//!    its own, encodes each job's replies straight from the engine's
-//!    borrowed values, and repeats while the shared queue holds jobs.
-//!
-//! A leader never queues its own job: it runs it in its first `multi_get`
-//! and encodes its replies straight into the connection's output buffer.
-//! So a lone client — or any leader — pays no channel, no extra buffer and
-//! no copy of its replies; only followers receive theirs through a channel.
+//! - Measured: without the gathering yield, 9.9 keys per batch at
+//!   `redis-benchmark -c 50 -P 10` (one connection's pipeline); one
+//!   gatherer for all threads was slower than one per thread
+//!   (memtable-resident sorted_hash GET `-P 10`, 496 k/s against 559 k/s).
+//! - A job of [`GATHER_BELOW_KEYS`] keys or more (an MGET of 100 keys) is
+//!   already a batch: its leader neither yields nor joins a gatherer, so
+//!   such jobs keep both cores busy (combining them too, into
+//!   `multi_get`s of 1,100–3,200 keys on one core, measured slower for
+//!   the sorted_hash memtable).
+//! - A batch is one `multi_get` over the keys of its jobs (two for
+//!   collection reads, see [`Reads::execute`]), whose replies are encoded
+//!   straight from the engine's borrowed values.
 //!
 //! # Reply size
 //! A job's reply is bounded by its [`ReplyLimits`]: once it holds
@@ -54,43 +32,19 @@
 //! `abort_at` bytes, encoding stops even inside a command: the client went
 //! over its output hard limit and is closed. So 100 pipelined GETs of an
 //! 8 MiB value hold one value's reply at a time, not 800 MiB.
-//!
-//! # Thread safety
-//! Invariants (checked by `debug_assert!` where they change):
-//! 1. `leaders` counts the submitters from becoming leader until they
-//!    leave [`Batcher::lead`], gatherers included; it changes only under
-//!    the queue lock, and a leader leaves only when it finds the shared
-//!    queue empty.
-//! 2. A queued job always has a leader coming for it: a job in a
-//!    gatherer's list is taken by that gatherer after its yield (under
-//!    the same lock that removes the gatherer, so no job joins it later);
-//!    a job enters the shared queue only while `leaders == max_leaders >=
-//!    1`, or from a leader that is counted in `leaders` (gathered jobs
-//!    over the batch limit), and every leader looks at the shared queue
-//!    again before leaving.
-//! 3. `leaders <= max_leaders`; gatherers are leaders
-//!    (`gatherers.len() <= leaders`), and a thread has at most one.
-//! 4. Each queued job's reply is sent exactly once, by the leader that
-//!    took it; a leader's own job is never queued. A gatherer whose task
-//!    is cancelled during its yield (its connection aborted at shutdown)
-//!    moves its jobs to the shared queue and serves it, from a drop guard.
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::thread::ThreadId;
+use std::sync::Arc;
 
 use batchkv::{Db, ReadOptions};
 use bytes::BytesMut;
-use tokio::sync::oneshot;
 
+use crate::combine::{Combiner, Execute, Limits};
 use crate::errors::{self, CORRUPT};
 use crate::keyspace::{self, Entry, NotString};
 use crate::meta::{self, Kind, Meta};
 use crate::resp;
 use crate::shared::Stats;
 
-/// Jobs a leader serves before handing the rest to a fresh task, so its
-/// own connection is not held up indefinitely under load.
-const MAX_ROUNDS_INLINE: usize = 4;
 /// Jobs with fewer keys than this are worth combining with other
 /// connections' jobs: their leader yields once to gather them (see the
 /// module doc). A job of a GET pipeline (`-P 10`: up to 10 keys) is under
@@ -185,6 +139,9 @@ impl Keys {
     /// read's key, then its fields as they are.
     pub fn push_args<A: AsRef<[u8]>>(&mut self, db: u8, shape: Shape, args: &[A]) {
         debug_assert_eq!(args.len(), shape.keys());
+        let bytes: usize = args.iter().map(|a| a.as_ref().len() + 1).sum();
+        self.bytes.reserve(bytes);
+        self.ends.reserve(args.len());
         let keys = if shape.kind().is_some() {
             args.len().min(1)
         } else {
@@ -200,14 +157,25 @@ impl Keys {
         }
     }
 
-    fn len(&self) -> usize {
+    /// Entries held.
+    pub(crate) fn len(&self) -> usize {
         self.ends.len()
+    }
+
+    /// Bytes of all entries together.
+    pub(crate) fn byte_len(&self) -> usize {
+        self.bytes.len()
     }
 
     /// Entry `i`.
     fn entry(&self, i: usize) -> &[u8] {
         let start = if i == 0 { 0 } else { self.ends[i - 1] };
         &self.bytes[start..self.ends[i]]
+    }
+
+    /// The entries in order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        (0..self.len()).map(|i| self.entry(i))
     }
 }
 
@@ -243,7 +211,7 @@ pub struct Answered {
 }
 
 /// What one submitter asks for: its keys and the shape of its replies.
-struct Request {
+pub struct Request {
     keys: Keys,
     shapes: Vec<Shape>,
     proto: u8,
@@ -251,10 +219,7 @@ struct Request {
 }
 
 /// A follower's request, queued for a leader.
-struct Job {
-    req: Request,
-    tx: oneshot::Sender<(BytesMut, Answered)>,
-}
+type Job = crate::combine::Job<Request, Answered>;
 
 /// Where the encoding of one request's replies stands.
 #[derive(Debug, Clone, Copy, Default)]
@@ -270,81 +235,18 @@ struct Progress {
 /// got.
 type Part<'r> = (&'r Request, &'r mut BytesMut, Progress);
 
-/// A leader yielding to gather the small jobs submitted on its thread.
-struct Gatherer {
-    /// The worker thread it started on; submitters there join it.
-    thread: ThreadId,
-    /// Names it among the gatherers (threads repeat over time).
-    id: u64,
-    jobs: Vec<Job>,
-}
-
-#[derive(Default)]
-struct Queue {
-    /// Leaders at work, gatherers included (invariants 1–3).
-    leaders: usize,
-    /// Leaders that have yet to take their jobs after their yield.
-    gatherers: Vec<Gatherer>,
-    next_gatherer: u64,
-    /// Jobs queued while every leader slot was taken.
-    jobs: Vec<Job>,
-}
-
-impl Queue {
-    /// Removes gatherer `id`, returning its jobs.
-    fn end_gathering(&mut self, id: u64) -> Vec<Job> {
-        match self.gatherers.iter().position(|g| g.id == id) {
-            Some(i) => self.gatherers.swap_remove(i).jobs,
-            None => {
-                debug_assert!(false, "gatherer {id} is missing");
-                Vec::new()
-            }
-        }
-    }
-}
-
 /// The cross-connection read combiner.
-pub struct Batcher {
-    db: Db,
-    stats: Arc<Stats>,
-    max_leaders: usize,
-    queue: Mutex<Queue>,
-}
-
-fn lock(m: &Mutex<Queue>) -> MutexGuard<'_, Queue> {
-    // Queue updates are single pushes/takes: valid after any panic.
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// A gathering leader's claim while it yields: dropped armed (the
-/// leader's task was cancelled), it moves the jobs gathered for it to the
-/// shared queue and serves that, so they still get their replies
-/// (invariant 4).
-struct Gathering<'a>(Option<(&'a Arc<Batcher>, u64)>);
-
-impl Drop for Gathering<'_> {
-    fn drop(&mut self) {
-        if let Some((b, id)) = self.0.take() {
-            {
-                let mut q = lock(&b.queue);
-                let jobs = q.end_gathering(id);
-                q.jobs.extend(jobs);
-            }
-            b.lead();
-        }
-    }
-}
+pub type Batcher = Combiner<Reads>;
 
 impl Batcher {
     /// A batcher running at most `max_leaders` `multi_get`s at once and
     /// counting its batches in `stats`.
     pub fn new(db: Db, max_leaders: usize, stats: Arc<Stats>) -> Batcher {
-        Batcher {
-            db,
-            stats,
-            max_leaders: max_leaders.max(1),
-            queue: Mutex::new(Queue::default()),
-        }
+        let limits = Limits {
+            gather_below: GATHER_BELOW_KEYS,
+            max_batch: MAX_BATCH_KEYS,
+        };
+        Combiner::with(Reads { db, stats }, max_leaders, limits)
     }
 
     /// Runs a job and appends its encoded replies to `out`, as much of
@@ -352,7 +254,7 @@ impl Batcher {
     /// (other clients are connected), a submitter of a small job that
     /// becomes leader yields once first so that their jobs can join its
     /// `multi_get`.
-    pub async fn submit(
+    pub async fn submit_reads(
         self: &Arc<Self>,
         keys: Keys,
         shapes: Vec<Shape>,
@@ -367,106 +269,26 @@ impl Batcher {
             proto,
             limits,
         };
-        let small = req.keys.len() < GATHER_BELOW_KEYS;
-        let gather = combine && small && req.keys.len() >= GATHER_FROM_KEYS;
-        let thread = std::thread::current().id();
-        // Either lead (`Ok`: the request kept, and the id of the gatherer
-        // it became, if it did) or follow (`Err`: the request queued and a
-        // channel for its replies).
-        let role = {
-            let mut q = lock(&self.queue);
-            let join = if small {
-                q.gatherers.iter().position(|g| g.thread == thread)
-            } else {
-                None
-            };
-            // A channel only for a follower: a leader encodes its own
-            // replies straight into `out`.
-            if let Some(i) = join {
-                let (tx, rx) = oneshot::channel();
-                q.gatherers[i].jobs.push(Job { req, tx });
-                Err(rx)
-            } else if q.leaders >= self.max_leaders {
-                debug_assert!(q.leaders >= 1, "a queued job needs a leader");
-                let (tx, rx) = oneshot::channel();
-                q.jobs.push(Job { req, tx });
-                Err(rx)
-            } else {
-                q.leaders += 1;
-                debug_assert!(q.leaders <= self.max_leaders);
-                let id = gather.then(|| {
-                    let id = q.next_gatherer;
-                    q.next_gatherer += 1;
-                    q.gatherers.push(Gatherer {
-                        thread,
-                        id,
-                        jobs: Vec::new(),
-                    });
-                    id
-                });
-                debug_assert!(q.gatherers.len() <= q.leaders);
-                Ok((req, id))
-            }
-        };
-        let (req, gatherer) = match role {
-            Ok(lead) => lead,
-            Err(rx) => {
-                // The sender is dropped only after sending (invariant 4);
-                // were it not, nothing answered makes the caller close.
-                let (replies, answered) = rx.await.unwrap_or_default();
-                out.extend_from_slice(&replies);
-                return answered;
-            }
-        };
-        if let Some(id) = gatherer {
-            let mut claim = Gathering(Some((self, id)));
-            tokio::task::yield_now().await;
-            claim.0 = None;
-        }
-        // Lead: the own job first, with the jobs gathered meanwhile and
-        // what the shared queue holds (beyond the batch limit, gathered
-        // jobs move to the shared queue, which this leader serves next).
-        let others = {
-            let mut q = lock(&self.queue);
-            let mut gathered = match gatherer {
-                Some(id) => q.end_gathering(id),
-                None => Vec::new(),
-            };
-            let mut others = take_jobs(&mut gathered, req.keys.len());
-            q.jobs.extend(gathered);
-            let taken = req.keys.len() + others.iter().map(|j| j.req.keys.len()).sum::<usize>();
-            others.extend(take_jobs(&mut q.jobs, taken));
-            others
-        };
-        let answered = self.execute(Some((&req, out)), others);
-        self.lead();
-        answered.unwrap_or_default()
+        self.submit(req, combine, out).await
+    }
+}
+
+/// The batcher's engine call: one `multi_get` for a batch of reads.
+pub struct Reads {
+    db: Db,
+    stats: Arc<Stats>,
+}
+
+impl Execute for Reads {
+    type Request = Request;
+    type Answer = Answered;
+
+    fn size(req: &Request) -> usize {
+        req.keys.len()
     }
 
-    /// Serves queued jobs until the queue is empty (or hands off).
-    fn lead(self: &Arc<Self>) {
-        loop {
-            for _ in 0..MAX_ROUNDS_INLINE {
-                let jobs = {
-                    let mut q = lock(&self.queue);
-                    if q.jobs.is_empty() {
-                        debug_assert!(q.leaders >= 1);
-                        q.leaders -= 1;
-                        return;
-                    }
-                    take_jobs(&mut q.jobs, 0)
-                };
-                self.execute(None, jobs);
-            }
-            // Still busy: keep leading from a new task, so that this
-            // connection can send its replies. (Outside a runtime, as in a
-            // drop guard at shutdown, keep leading here.)
-            if let Ok(rt) = tokio::runtime::Handle::try_current() {
-                let me = self.clone();
-                rt.spawn(async move { me.lead() });
-                return;
-            }
-        }
+    fn gathers(req: &Request) -> bool {
+        req.keys.len() >= GATHER_FROM_KEYS
     }
 
     /// Runs the commands of `own` (encoded into its buffer) and of `jobs`
@@ -548,9 +370,11 @@ impl Batcher {
         }
         own_answered
     }
+}
 
+impl Reads {
     /// Reads the values of `parts` (one or two `multi_get`s, see
-    /// [`Batcher::execute`]) and encodes their replies, recording how far
+    /// [`Reads::execute`]) and encodes their replies, recording how far
     /// each got in its [`Progress`].
     fn read_and_encode(&self, parts: &mut [Part], now: u64, count: &mut Count) {
         #[cfg(test)]
@@ -602,8 +426,12 @@ impl Batcher {
         now: u64,
         count: &mut Count,
     ) -> Vec<Found> {
-        let mut keys: Vec<&[u8]> = Vec::new();
-        let mut kinds: Vec<Kind> = Vec::new();
+        let colls: usize = parts
+            .iter()
+            .map(|(r, ..)| r.shapes.iter().filter(|s| s.kind().is_some()).count())
+            .sum();
+        let mut keys: Vec<&[u8]> = Vec::with_capacity(colls);
+        let mut kinds: Vec<Kind> = Vec::with_capacity(colls);
         for (r, ..) in parts {
             let r: &Request = r;
             let mut e = 0;
@@ -679,13 +507,17 @@ fn reads(shape: Shape, found: Option<&Found>) -> usize {
     }
 }
 
-/// The element keys of the live collections' fields, in command order.
-/// Empty (no allocation) when `found` is.
+/// The element keys of the live collections' fields, in command order,
+/// built in one buffer of the exact size (each collection's element-key
+/// prefix is written once and copied for its other fields). Empty (no
+/// allocation) when `found` is.
 fn element_keys(parts: &[Part], found: &[Found]) -> Keys {
     let mut elems = Keys::default();
     if found.is_empty() {
         return elems;
     }
+    // Each live collection read: its request, first entry, shape, version.
+    let mut live: Vec<(&Request, usize, Shape, u64)> = Vec::with_capacity(found.len());
     let mut ci = 0;
     for (r, ..) in parts {
         let r: &Request = r;
@@ -693,18 +525,35 @@ fn element_keys(parts: &[Part], found: &[Found]) -> Keys {
         for &s in &r.shapes {
             if s.kind().is_some() {
                 if let Found::Live(m) = &found[ci] {
-                    let prefix = meta::element_prefix(r.keys.entry(e), m.version);
-                    for j in 1..s.keys() {
-                        elems.bytes.extend_from_slice(&prefix);
-                        elems.bytes.extend_from_slice(r.keys.entry(e + j));
-                        elems.ends.push(elems.bytes.len());
-                    }
+                    live.push((r, e, s, m.version));
                 }
                 ci += 1;
             }
             e += s.keys();
         }
     }
+    let (mut bytes, mut count) = (0, 0);
+    for &(r, e, s, _) in &live {
+        let fields = s.keys() - 1;
+        let prefix = meta::element_prefix_len(r.keys.entry(e));
+        bytes += fields * prefix + r.keys.ends[e + fields] - r.keys.ends[e];
+        count += fields;
+    }
+    elems.bytes.reserve_exact(bytes);
+    elems.ends.reserve_exact(count);
+    for &(r, e, s, version) in &live {
+        let start = elems.bytes.len();
+        meta::push_element_prefix(&mut elems.bytes, r.keys.entry(e), version);
+        let prefix = start..elems.bytes.len();
+        for j in 1..s.keys() {
+            if j > 1 {
+                elems.bytes.extend_from_within(prefix.clone());
+            }
+            elems.bytes.extend_from_slice(r.keys.entry(e + j));
+            elems.ends.push(elems.bytes.len());
+        }
+    }
+    debug_assert_eq!(elems.bytes.len(), bytes);
     elems
 }
 
@@ -942,24 +791,21 @@ fn encode_missing(proto: u8, out: &mut BytesMut, shape: Shape) {
     }
 }
 
-/// Takes queued jobs while the batch stays within [`MAX_BATCH_KEYS`] keys,
-/// counting `taken` keys already in it (with none taken, at least one job).
-fn take_jobs(queue: &mut Vec<Job>, taken: usize) -> Vec<Job> {
-    let mut total = taken;
-    let mut n = 0;
-    while n < queue.len()
-        && ((n == 0 && taken == 0) || total + queue[n].req.keys.len() <= MAX_BATCH_KEYS)
-    {
-        total += queue[n].req.keys.len();
-        n += 1;
-    }
-    queue.drain(..n).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::combine::QueueState;
     use batchkv::Options;
+    use tokio::sync::oneshot;
+
+    /// No leader, gatherer or queued job.
+    fn idle() -> QueueState {
+        QueueState {
+            leaders: 0,
+            gatherers: Vec::new(),
+            jobs: 0,
+        }
+    }
 
     thread_local! {
         /// Makes the next `execute` on this thread panic.
@@ -1004,7 +850,9 @@ mod tests {
         };
         let mut out = BytesMut::from(&b"+OK\r\n"[..]);
         PANIC_NEXT.with(|p| p.set(true));
-        let answered = batcher.execute(Some((&own, &mut out)), vec![job]);
+        let answered = batcher
+            .executor()
+            .execute(Some((&own, &mut out)), vec![job]);
         let err = b"-ERR internal error\r\n";
         assert_eq!(&out[..], [&b"+OK\r\n"[..], err, err].concat());
         let all = |commands, keys| Answered {
@@ -1021,7 +869,7 @@ mod tests {
             .build()
             .unwrap();
         let mut out = BytesMut::new();
-        rt.block_on(batcher.submit(
+        rt.block_on(batcher.submit_reads(
             keys(0, &["a"]),
             vec![Shape::Get],
             2,
@@ -1093,7 +941,7 @@ mod tests {
             },
         ];
         let mut out = BytesMut::from(&b"+OK\r\n"[..]);
-        let answered = batcher.execute(Some((&own, &mut out)), jobs);
+        let answered = batcher.executor().execute(Some((&own, &mut out)), jobs);
         assert_eq!(
             answered,
             Some(Answered {
@@ -1183,7 +1031,9 @@ mod tests {
             tx,
         };
         let mut out = BytesMut::new();
-        batcher.execute(Some((&own, &mut out)), vec![theirs]);
+        batcher
+            .executor()
+            .execute(Some((&own, &mut out)), vec![theirs]);
         let wrongtype = format!("-{}\r\n", errors::WRONGTYPE);
         assert_eq!(
             String::from_utf8_lossy(&out),
@@ -1232,7 +1082,10 @@ mod tests {
             };
             // Output already pending does not count against the limits.
             let mut out = BytesMut::from(&b"+OK\r\n"[..]);
-            let a = batcher.execute(Some((&req, &mut out)), Vec::new()).unwrap();
+            let a = batcher
+                .executor()
+                .execute(Some((&req, &mut out)), Vec::new())
+                .unwrap();
             (a, String::from_utf8(out[5..].to_vec()).unwrap())
         };
         let split = ReplyLimits {
@@ -1309,7 +1162,10 @@ mod tests {
                 limits,
             };
             let mut out = BytesMut::from(&b"+OK\r\n"[..]);
-            let a = batcher.execute(Some((&req, &mut out)), Vec::new()).unwrap();
+            let a = batcher
+                .executor()
+                .execute(Some((&req, &mut out)), Vec::new())
+                .unwrap();
             (a, String::from_utf8(out[5..].to_vec()).unwrap())
         };
         let split = ReplyLimits {
@@ -1384,14 +1240,17 @@ mod tests {
                 tx,
             }
         };
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), Options::default()).unwrap();
+        let b = Batcher::new(db, 1, Arc::new(Stats::default()));
         let mut q = vec![job(1000), job(1000), job(3000)];
         // A leader with 2,500 keys of its own takes one 1,000-key job.
-        assert_eq!(take_jobs(&mut q, 2500).len(), 1);
+        assert_eq!(b.take_jobs(&mut q, 2500).len(), 1);
         // With none of its own, at least one job even when it is large.
         let mut q = vec![job(5000), job(10)];
-        assert_eq!(take_jobs(&mut q, 0).len(), 1);
+        assert_eq!(b.take_jobs(&mut q, 0).len(), 1);
         // An own job over the limit takes nothing else.
-        assert_eq!(take_jobs(&mut q, 5000).len(), 0);
+        assert_eq!(b.take_jobs(&mut q, 5000).len(), 0);
         assert_eq!(q.len(), 1);
     }
 
@@ -1469,7 +1328,7 @@ mod tests {
                             conn_job(c, 0, 10)
                         };
                         let mut out = BytesMut::new();
-                        b.submit(keys, shapes, 2, combine, ReplyLimits::NONE, &mut out)
+                        b.submit_reads(keys, shapes, 2, combine, ReplyLimits::NONE, &mut out)
                             .await;
                         assert_eq!(&out[..], &want[..], "connection {c}");
                     })
@@ -1479,8 +1338,7 @@ mod tests {
                 t.await.unwrap();
             }
         });
-        let q = lock(&batcher.queue);
-        assert_eq!((q.leaders, q.gatherers.len(), q.jobs.len()), (0, 0, 0));
+        assert_eq!(batcher.state(), idle());
         use std::sync::atomic::Ordering::Relaxed;
         (
             stats.batches.load(Relaxed),
@@ -1534,7 +1392,7 @@ mod tests {
                         for round in 0..ROUNDS {
                             let (keys, shapes, w) = conn_job(c, round, 10);
                             want.extend(w);
-                            b.submit(keys, shapes, 2, true, ReplyLimits::NONE, &mut out)
+                            b.submit_reads(keys, shapes, 2, true, ReplyLimits::NONE, &mut out)
                                 .await;
                         }
                         assert!(out[..] == want[..], "connection {c}");
@@ -1545,8 +1403,7 @@ mod tests {
                 t.await.unwrap();
             }
         });
-        let q = lock(&batcher.queue);
-        assert_eq!((q.leaders, q.gatherers.len(), q.jobs.len()), (0, 0, 0));
+        assert_eq!(batcher.state(), idle());
         use std::sync::atomic::Ordering::Relaxed;
         let batches = stats.batches.load(Relaxed);
         let jobs = (CONNS * ROUNDS) as u64;
@@ -1568,23 +1425,23 @@ mod tests {
         let batcher = Arc::new(Batcher::new(db, 2, stats.clone()));
         let mut own = BytesMut::new();
         let (keys, shapes, _) = conn_job(0, 0, 10);
-        let mut lead = Box::pin(batcher.submit(keys, shapes, 2, true, ReplyLimits::NONE, &mut own));
+        let mut lead =
+            Box::pin(batcher.submit_reads(keys, shapes, 2, true, ReplyLimits::NONE, &mut own));
         let mut cx = Context::from_waker(Waker::noop());
         assert!(matches!(lead.as_mut().poll(&mut cx), Poll::Pending));
-        assert_eq!(lock(&batcher.queue).gatherers.len(), 1);
+        assert_eq!(batcher.state().gatherers, [0]);
         // Another connection's job, queued while the leader yields.
         let (keys, shapes, want) = conn_job(1, 0, 10);
         let mut theirs = BytesMut::new();
         let mut follow =
-            Box::pin(batcher.submit(keys, shapes, 2, true, ReplyLimits::NONE, &mut theirs));
+            Box::pin(batcher.submit_reads(keys, shapes, 2, true, ReplyLimits::NONE, &mut theirs));
         assert!(matches!(follow.as_mut().poll(&mut cx), Poll::Pending));
-        assert_eq!(lock(&batcher.queue).gatherers[0].jobs.len(), 1);
+        assert_eq!(batcher.state().gatherers, [1]);
         drop(lead);
         assert!(matches!(follow.as_mut().poll(&mut cx), Poll::Ready(a) if a.commands == 2));
         drop(follow);
         assert_eq!(&theirs[..], &want[..]);
         assert!(own.is_empty());
-        let q = lock(&batcher.queue);
-        assert_eq!((q.leaders, q.gatherers.len(), q.jobs.len()), (0, 0, 0));
+        assert_eq!(batcher.state(), idle());
     }
 }

@@ -26,6 +26,8 @@ pub enum AppendFsync {
 }
 
 impl AppendFsync {
+    /// The policy's name as `--appendfsync` and CONFIG GET spell it:
+    /// `always`, `everysec` or `no`.
     pub fn as_str(self) -> &'static str {
         match self {
             AppendFsync::Always => "always",
@@ -69,6 +71,10 @@ pub struct ServeArgs {
     #[arg(long, default_value = "127.0.0.1")]
     pub bind: String,
     /// Memtable: skiplist, vector or sorted_hash[:BUCKETS[:VECTOR_LIMIT]].
+    #[allow(
+        rustdoc::broken_intra_doc_links,
+        reason = "this text is also `--help`, where the brackets mean optional parts"
+    )]
     #[arg(long)]
     pub memtable: Option<String>,
     /// WAL fsync policy: always, everysec or no.
@@ -156,17 +162,38 @@ pub fn serve_default_options() -> Options {
     }
 }
 
-/// Everything the server needs to run.
+/// Everything the server needs to run. The fields are the values at
+/// start: CONFIG SET changes `requirepass`, `maxclients`, `timeout`,
+/// `appendfsync`, `proto_max_bulk_len`, `client_query_buffer_limit` and
+/// `protected_mode` while the server runs.
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// The database directory (created if missing).
     pub dir: PathBuf,
+    /// The engine options the database is opened with ([`Config::new`]
+    /// starts from the engine's defaults with a 1 GiB block cache and
+    /// data blocks that store keys and values apart).
     pub options: Options,
+    /// The address to listen on (`127.0.0.1` by default).
     pub bind: String,
+    /// The TCP port to listen on; 0 picks a free one, which
+    /// [`Server::addr`](crate::Server::addr) reports.
     pub port: u16,
+    /// When the server fsyncs the WAL ([`AppendFsync`]).
     pub appendfsync: AppendFsync,
+    /// Whether reads are batched into `multi_get` and pipelined writes
+    /// grouped into one engine write (true), or every key and command runs
+    /// alone (false).
     pub batch: bool,
+    /// The password AUTH must give before other commands run (`None`: no
+    /// AUTH needed).
     pub requirepass: Option<String>,
+    /// Most clients connected at once; a connection beyond it is answered
+    /// `-ERR max number of clients reached` and closed.
     pub maxclients: usize,
+    /// Longest bulk string accepted in a request, in bytes (at most the
+    /// longest value stored, 64 MiB minus 9 bytes); a longer one is a
+    /// protocol error.
     pub proto_max_bulk_len: usize,
     /// Most bytes of requests not yet complete that a connection may have
     /// sent (Redis's `client-query-buffer-limit`); beyond it the connection
@@ -180,6 +207,7 @@ pub struct Config {
     /// Seconds after which an idle client is closed (0: never); CONFIG SET
     /// `timeout` changes it.
     pub timeout: u64,
+    /// The async runtime's worker threads (at least 1 is used).
     pub threads: usize,
     /// Stop on SIGTERM/SIGINT (the CLI); tests leave it off.
     pub handle_signals: bool,

@@ -365,7 +365,7 @@ impl Conn {
                 i += done;
                 continue;
             }
-            if let Some(done) = self.run_write_group(&reqs[i..]) {
+            if let Some(done) = self.run_write_group(&reqs[i..]).await? {
                 if !self.output_ok(self.out.len()) {
                     return None;
                 }
@@ -430,7 +430,7 @@ impl Conn {
         let limits = self.reply_limits();
         let start = self.out.len();
         let answered = batcher
-            .submit(keys, shapes, self.st.proto, combine, limits, &mut self.out)
+            .submit_reads(keys, shapes, self.st.proto, combine, limits, &mut self.out)
             .await;
         if answered.aborted || answered.commands == 0 {
             // Over the hard limit mid-reply (or, never expected, nothing
@@ -448,28 +448,33 @@ impl Conn {
     }
 
     /// Runs the write commands at the start of `reqs` as one engine write
-    /// (`write_group.rs`); how many were answered, `None` if `reqs` does
-    /// not start with a group (or batching is off).
-    fn run_write_group(&mut self, reqs: &[Vec<Bytes>]) -> Option<usize> {
-        use crate::write_group::{self, Group};
-        if !self.shared.cfg.batch {
-            return None;
-        }
-        let group = write_group::find(&self.st, reqs)?;
+    /// (`write_group.rs`; blind string writes possibly combined with other
+    /// connections'); how many were answered — `Some(None)` if `reqs` does
+    /// not start with a group (or batching is off), `None` if the
+    /// connection must close (its write was never executed).
+    async fn run_write_group(&mut self, reqs: &[Vec<Bytes>]) -> Option<Option<usize>> {
+        use crate::write_group::{self, Group, Strings};
+        let Some(writes) = &self.shared.writes else {
+            return Some(None);
+        };
+        let Some(group) = write_group::find(&self.st, reqs) else {
+            return Some(None);
+        };
         self.st.pubsub.drain(self.st.proto, &mut self.out);
         match group {
             Group::Strings(n) => {
                 let began = std::time::Instant::now();
-                let reply = write_group::run_strings(&self.shared, &self.st, &reqs[..n]);
-                for _ in 0..n {
-                    reply.encode(self.st.proto, &mut self.out);
+                let run = Strings::new(&self.st, &reqs[..n]);
+                // Combining is worth a yield only if other clients exist.
+                let combine = self.shared.clients.load(Ordering::Relaxed) > 1;
+                let written = writes.submit(run, combine, &mut self.out).await;
+                if written.commands != n {
+                    // Never expected: its leader vanished without a reply.
+                    return None;
                 }
-                let error = match &reply {
-                    Reply::Error(text) => Some(text.as_str()),
-                    _ => None,
-                };
+                let error = written.error.as_deref();
                 commands::record_batched(&self.shared, &self.st, &reqs[..n], began, error);
-                Some(n)
+                Some(Some(n))
             }
             Group::Commands(specs) => {
                 let cmds: Vec<_> = specs
@@ -481,7 +486,7 @@ impl Conn {
                 for r in &replies {
                     r.encode(self.st.proto, &mut self.out);
                 }
-                Some(replies.len())
+                Some(Some(replies.len()))
             }
         }
     }

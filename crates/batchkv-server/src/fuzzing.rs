@@ -245,6 +245,7 @@ pub struct Source<'a> {
 }
 
 impl<'a> Source<'a> {
+    /// A source reading `data` from its first byte.
     pub fn new(data: &'a [u8]) -> Source<'a> {
         Source { data, pos: 0 }
     }
@@ -369,6 +370,10 @@ impl TempDir {
             std::process::id(),
             rand::random::<u64>()
         ));
+        #[allow(
+            clippy::expect_used,
+            reason = "the fuzz harness cannot run without its directory"
+        )]
         std::fs::create_dir_all(&dir).expect("create the fuzz database directory");
         TempDir(dir)
     }
@@ -412,6 +417,10 @@ impl Fuzzer {
         let path = self.dir.0.join(self.inputs.to_string());
         let mut cfg = self.cfg.clone();
         cfg.dir.clone_from(&path);
+        #[allow(
+            clippy::expect_used,
+            reason = "a fresh directory that cannot be opened is the harness's failure, reported by panicking"
+        )]
         let db = Db::open(&path, cfg.options.clone()).expect("open the fuzz database");
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             self.run_on(db.clone(), cfg, data)
@@ -426,7 +435,7 @@ impl Fuzzer {
     fn run_on(&self, db: Db, cfg: Config, data: &[u8]) {
         let (before, _) = crate::panics::caught();
         let (tx, _rx) = tokio::sync::watch::channel(false);
-        let shared = Arc::new(crate::shared::new_shared(db, cfg, 0, tx));
+        let shared = crate::shared::new_shared(db, cfg, 0, tx);
         // As the server does before anything writes (DBSIZE, INFO keyspace).
         shared.key_counts.start(&shared.db);
         let mut conn = Conn::new(&shared);

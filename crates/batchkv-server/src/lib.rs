@@ -4,7 +4,7 @@
 //! commands, 16 databases as one-byte key prefixes, expiry stored in the
 //! value and applied lazily on read. MGET and EXISTS are one `multi_get`;
 //! runs of pipelined GET/MGET — from one connection and across
-//! connections — are combined into one `multi_get` by the [`batcher`].
+//! connections — are combined into one `multi_get` by the batcher (`batcher.rs`).
 //!
 //! Files: `resp.rs` (protocol, reply encoding), `errors.rs` (the error
 //! texts several places answer), `keyspace.rs` (key and value encoding,
@@ -29,6 +29,7 @@ mod batcher;
 mod blocking;
 mod clients;
 mod cmdstats;
+mod combine;
 mod commands;
 mod config;
 mod conn;

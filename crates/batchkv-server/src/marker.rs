@@ -8,7 +8,7 @@
 //! The marker is the key [`SERVER_MARKER`] (value: the keyspace version,
 //! `1`), in the reserved range `11` that no Redis command reaches and
 //! FLUSHDB/FLUSHALL leave. Databases from before the marker are recognised
-//! by their key ranges ([`first_foreign_key`]) and marked when a server
+//! by their key ranges (`first_foreign_key`) and marked when a server
 //! first opens them.
 
 use std::path::Path;

@@ -192,14 +192,31 @@ impl Default for Versions {
 /// `prefix ‖ db ‖ len ‖ user key ‖ version`: the start of one version's
 /// element (or score-index) keys.
 fn version_prefix(first: u8, stored_key: &[u8], version: u64) -> Vec<u8> {
-    let (db, user) = (stored_key[0], &stored_key[1..]);
-    let mut k = Vec::with_capacity(14 + user.len() + 16);
-    k.push(first);
-    k.push(db);
-    k.extend_from_slice(&(user.len() as u32).to_be_bytes());
-    k.extend_from_slice(user);
-    k.extend_from_slice(&version.to_be_bytes());
+    let mut k = Vec::with_capacity(element_prefix_len(stored_key) + 16);
+    push_version_prefix(&mut k, first, stored_key, version);
     k
+}
+
+/// Appends [`version_prefix`] to `out`.
+fn push_version_prefix(out: &mut Vec<u8>, first: u8, stored_key: &[u8], version: u64) {
+    let (db, user) = (stored_key[0], &stored_key[1..]);
+    out.push(first);
+    out.push(db);
+    out.extend_from_slice(&(user.len() as u32).to_be_bytes());
+    out.extend_from_slice(user);
+    out.extend_from_slice(&version.to_be_bytes());
+}
+
+/// The length of [`element_prefix`] for stored key `key`.
+pub fn element_prefix_len(key: &[u8]) -> usize {
+    // tag, db, len, user key (the stored key less its db byte), version
+    2 + 4 + (key.len() - 1) + 8
+}
+
+/// Appends [`element_prefix`]`(key, version)` to `out` (no allocation
+/// beyond `out`'s growth).
+pub fn push_element_prefix(out: &mut Vec<u8>, key: &[u8], version: u64) {
+    push_version_prefix(out, ELEMENTS, key, version);
 }
 
 /// The element-key prefix of the collection at stored key `key`

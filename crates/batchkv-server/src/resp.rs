@@ -536,6 +536,21 @@ pub fn encode_nil(proto: u8, out: &mut BytesMut) {
 
 /// Writes `tag len \r\n` into `hdr` without allocating; returns its length.
 fn write_len_header(hdr: &mut [u8], tag: u8, mut len: u64) -> usize {
+    // Up to three digits (most element counts and value lengths) without
+    // the general loop.
+    if len < 1000 {
+        let n = 1 + usize::from(len >= 10) + usize::from(len >= 100);
+        let hdr = &mut hdr[..n + 3];
+        hdr[0] = tag;
+        let mut v = len as u16;
+        for h in hdr[1..=n].iter_mut().rev() {
+            *h = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
+        hdr[n + 1] = b'\r';
+        hdr[n + 2] = b'\n';
+        return n + 3;
+    }
     let mut digits = [0u8; 20];
     let mut d = 0;
     loop {
@@ -557,12 +572,36 @@ fn write_len_header(hdr: &mut [u8], tag: u8, mut len: u64) -> usize {
 
 /// Appends a double as [`Reply::Double`] does.
 pub fn encode_double(proto: u8, out: &mut BytesMut, d: f64) {
-    let text = format_score(d);
-    if proto >= 3 {
-        line(out, b',', text.as_bytes());
+    // Integers (the common score) are written from a stack buffer; other
+    // values take `format_score`'s general path.
+    let mut digits = [0u8; 24];
+    let text: &[u8];
+    let general;
+    if let Some(n) = integer_score(d) {
+        let m = write_len_header(&mut digits[1..], b'-', n.unsigned_abs());
+        // `write_len_header` puts a tag first and CRLF last: the tag slot
+        // takes the sign, and CRLF is cut off.
+        let first = if n < 0 || (n == 0 && d.is_sign_negative()) {
+            1
+        } else {
+            2
+        };
+        text = &digits[first..m - 1];
     } else {
-        encode_bulk(out, text.as_bytes());
+        general = format_score(d);
+        text = general.as_bytes();
     }
+    if proto >= 3 {
+        line(out, b',', text);
+    } else {
+        encode_bulk(out, text);
+    }
+}
+
+/// `d` as an integer if `format_score` prints it as one (its digits, or
+/// `0` / `-0`).
+fn integer_score(d: f64) -> Option<i64> {
+    (d.fract() == 0.0 && d.abs() < 1e17).then_some(d as i64)
 }
 
 /// Formats a score as Redis 7.0 replies with it (C's `%.17g`; `inf`,
@@ -579,8 +618,8 @@ pub fn format_score(d: f64) -> String {
     }
     // An integer below 1e17 prints as its digits under %.17g (the common
     // case, and far cheaper than the general path).
-    if d.fract() == 0.0 && d.abs() < 1e17 {
-        return (d as i64).to_string();
+    if let Some(n) = integer_score(d) {
+        return n.to_string();
     }
     // 17 significant digits in scientific form: d.dddddddddddddddde±x.
     let sci = format!("{d:.16e}");
@@ -637,6 +676,59 @@ mod tests {
             (0.00001, "1.0000000000000001e-05"),
         ] {
             assert_eq!(format_score(d), text, "{d:e}");
+        }
+    }
+
+    /// Length headers print every length as its decimal digits (the
+    /// three-digit fast path and the general loop alike).
+    #[test]
+    fn length_headers_print_decimal_digits() {
+        let mut lens: Vec<u64> = (0..1100).collect();
+        lens.extend([9_999, 10_000, 123_456_789, u64::MAX - 1, u64::MAX]);
+        for len in lens {
+            let mut hdr = [0u8; 24];
+            let n = write_len_header(&mut hdr, b'$', len);
+            assert_eq!(&hdr[..n], format!("${len}\r\n").as_bytes());
+        }
+    }
+
+    /// `encode_double`'s integer fast path writes what `format_score`
+    /// prints, in both protocols.
+    #[test]
+    fn doubles_encode_as_their_formatted_score() {
+        let mut cases = vec![
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            7.0,
+            10.0,
+            -999.0,
+            1e16,
+            1e17 - 16.0,
+            -(1e17 - 16.0),
+            1e17,
+            0.5,
+            -2.5,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+        ];
+        cases.extend((0..64).map(|i| (1u64 << i) as f64));
+        for d in cases {
+            let text = super::format_score(d);
+            let mut out = BytesMut::new();
+            encode_double(2, &mut out, d);
+            assert_eq!(
+                out,
+                format!("${}\r\n{text}\r\n", text.len()).as_bytes(),
+                "{d:e}"
+            );
+            out.clear();
+            encode_double(3, &mut out, d);
+            assert_eq!(out, format!(",{text}\r\n").as_bytes(), "{d:e}");
         }
     }
 

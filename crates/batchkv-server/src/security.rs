@@ -71,13 +71,17 @@ pub fn password_matches(given: &[u8], expected: &[u8]) -> bool {
 /// DEBUG's availability (Redis's `enable-debug-command`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DebugCommand {
+    /// DEBUG is refused for every client.
     No,
+    /// DEBUG runs for every client.
     Yes,
     /// Only from loopback clients.
     Local,
 }
 
 impl DebugCommand {
+    /// The setting's name as `--enable-debug-command` spells it: `no`,
+    /// `yes` or `local`.
     pub fn as_str(self) -> &'static str {
         match self {
             DebugCommand::No => "no",

@@ -216,7 +216,7 @@ async fn serve(
     mut shutdown_rx: watch::Receiver<bool>,
 ) -> std::io::Result<()> {
     let port = listener.local_addr()?.port();
-    let shared = Arc::new(new_shared(db.clone(), cfg, port, shutdown_tx));
+    let shared = new_shared(db.clone(), cfg, port, shutdown_tx);
     {
         // `appendfsync` can change at runtime (CONFIG SET): the task runs
         // always and syncs only under `everysec`.

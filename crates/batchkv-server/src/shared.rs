@@ -130,6 +130,10 @@ pub struct Stats {
     pub misses: AtomicU64,
     pub batches: AtomicU64,
     pub batched_keys: AtomicU64,
+    /// Engine writes of combined blind string writes (`write_group.rs`),
+    /// and the commands they answered.
+    pub write_batches: AtomicU64,
+    pub write_batched_commands: AtomicU64,
     pub wal_syncs: AtomicU64,
     /// Keys deleted by active expiry (`expiry.rs`).
     pub expired_keys: AtomicU64,
@@ -154,6 +158,8 @@ impl Stats {
             &self.expired_keys,
             &self.batches,
             &self.batched_keys,
+            &self.write_batches,
+            &self.write_batched_commands,
         ] {
             c.store(0, Ordering::Relaxed);
         }
@@ -167,6 +173,9 @@ pub struct Shared {
     /// Shared with the batcher, which counts its batches here.
     pub stats: Arc<Stats>,
     pub batcher: Option<Arc<Batcher>>,
+    /// Combines the blind string writes of all connections (with
+    /// batching on; `write_group.rs`).
+    pub(crate) writes: Option<Arc<crate::write_group::WriteCombiner>>,
     pub started: Instant,
     pub port: u16,
     pub clients: AtomicUsize,
@@ -208,14 +217,22 @@ pub struct Shared {
 
 /// The state connections share, for a server on `db` listening on
 /// `port`; `shutdown` is what SHUTDOWN signals.
-pub(crate) fn new_shared(db: Db, cfg: Config, port: u16, shutdown: watch::Sender<bool>) -> Shared {
+pub(crate) fn new_shared(
+    db: Db,
+    cfg: Config,
+    port: u16,
+    shutdown: watch::Sender<bool>,
+) -> Arc<Shared> {
     let stats = Arc::new(Stats::default());
     let batcher = cfg
         .batch
         .then(|| Arc::new(Batcher::new(db.clone(), cfg.threads, stats.clone())));
-    Shared {
+    Arc::new_cyclic(|me| Shared {
         stats,
         batcher,
+        writes: cfg
+            .batch
+            .then(|| Arc::new(crate::write_group::combiner(me.clone()))),
         started: Instant::now(),
         port,
         clients: AtomicUsize::new(0),
@@ -240,7 +257,7 @@ pub(crate) fn new_shared(db: Db, cfg: Config, port: u16, shutdown: watch::Sender
             .collect(),
         auth_failures: Default::default(),
         cfg,
-    }
+    })
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -8,8 +8,11 @@
 //!
 //! - **Blind string writes** (plain `SET key value`, `MSET`; a run of one
 //!   too) become one [`WriteBatch`] under the stripe locks of all their
-//!   keys: one WAL record, one write queue pass, and one batched lookup
-//!   (`multi_get`) of all the keys for the counts.
+//!   keys: one WAL record, one write queue pass, one batched memtable
+//!   insert. Such runs of *all connections* are combined further
+//!   ([`WriteCombiner`], the protocol of `combine.rs`, with one leader at
+//!   a time): 50 clients each sending one SET are one engine write, not
+//!   50.
 //! - **Any other run of two or more keyed write commands** (HSET, LPUSH,
 //!   INCR, SET with options, …: [`commands::groupable`]) runs as EXEC runs
 //!   a transaction (`tx.rs`): the stripes of all their keys locked, each
@@ -31,14 +34,26 @@
 //! - WATCH (`tx.rs`) and the key counts see the one batch as they would the
 //!   sequence of batches: both replay its operations in order.
 //!
+//! Combining runs of several connections keeps these properties: each
+//! run is one connection's next commands, the leader locks the keys of
+//! all the runs it writes before reading any, and a run whose old value
+//! cannot be read (`clear_old` fails) is taken out of the batch (a save
+//! point) and answers the error, the others are written. A failed engine
+//! write fails every run in it, as one connection's run fails as a whole.
+//!
 //! A command the run cannot take (a read, a blocking or keyless command,
 //! a wrong arity, a key over the limit, …) ends the run and goes through
 //! the normal path, which answers it, errors included.
 
-use bytes::Bytes;
+use std::sync::atomic::Ordering;
+use std::sync::Weak;
+
+use bytes::{Bytes, BytesMut};
 
 use batchkv::WriteBatch;
 
+use crate::batcher::Keys;
+use crate::combine::{Combiner, Execute, Limits};
 use crate::commands::{self, CommandSpec, ConnState};
 use crate::keyspace::{self, MAX_KEY_LEN, MAX_VALUE_LEN};
 use crate::resp::Reply;
@@ -97,37 +112,335 @@ pub fn find(st: &ConnState, reqs: &[Vec<Bytes>]) -> Option<Group> {
     }
 }
 
-/// Executes `reqs`, the blind string writes of a [`Group::Strings`], as
-/// one write: the reply each of them answers.
-pub fn run_strings(shared: &Shared, st: &ConnState, reqs: &[Vec<Bytes>]) -> Reply {
-    let keys: Vec<Vec<u8>> = reqs
-        .iter()
-        .flat_map(|args| pairs(args).into_iter().flatten())
-        .map(|p| keyspace::db_key(st.db, &p[0]))
-        .collect();
-    crate::panics::catch(
-        || format!("a group of {} writes from {}", reqs.len(), st.client.addr),
-        || write(shared, reqs, &keys),
-    )
-    .unwrap_or_else(|| Reply::err(crate::panics::INTERNAL_ERROR))
+/// Runs of blind string writes of several connections combined into one
+/// engine write.
+pub type WriteCombiner = Combiner<StringWrites>;
+
+/// A combined batch's weight at most: key and value bytes
+/// ([`Strings::weight`]).
+const MAX_COMBINED_BYTES: usize = MAX_GROUP_BYTES;
+/// A run lighter than this joins a leader gathering on its thread, and
+/// its leader gathers: every run but the largest.
+const GATHER_BELOW_BYTES: usize = 64 << 10;
+/// A run of one command does not gather (its leader does not yield):
+/// as for reads (`batcher.rs`), the yield costs a single command more than
+/// the batch saves. It still joins a gathering leader.
+const GATHER_FROM_COMMANDS: usize = 2;
+/// Bytes a pair weighs besides its key and value (the batch entry's
+/// header and the key's lock).
+const PAIR_WEIGHT: usize = 32;
+
+/// A combiner for the server `shared` (which holds it).
+pub fn combiner(shared: Weak<Shared>) -> WriteCombiner {
+    let limits = Limits {
+        gather_below: GATHER_BELOW_BYTES,
+        max_batch: MAX_COMBINED_BYTES,
+    };
+    // One leader: the engine applies one write at a time anyway, and jobs
+    // queued meanwhile make the next batch instead of holding a thread.
+    Combiner::with(StringWrites { shared }, 1, limits)
 }
 
-/// Writes the group's pairs, stored keys `keys` in order, under their
-/// locks: `+OK`, or the error every command of the group answers.
-fn write(shared: &Shared, reqs: &[Vec<Bytes>], keys: &[Vec<u8>]) -> Reply {
-    let _g = shared.lock_keys(keys);
-    let mut b = WriteBatch::new();
-    let values = reqs
-        .iter()
-        .flat_map(|args| pairs(args).into_iter().flatten());
-    for (key, p) in keys.iter().zip(values) {
-        if let Err(e) = shared.clear_old(&mut b, key) {
-            return e;
+/// One connection's run of blind string writes: the request of a
+/// [`WriteCombiner`].
+pub struct Strings {
+    /// Stored keys (database prefix included), in command order.
+    keys: Keys,
+    /// The value of each key.
+    values: Vec<Bytes>,
+    /// Commands in the run (each answers the same reply).
+    commands: usize,
+    proto: u8,
+}
+
+impl Strings {
+    /// The run `reqs` of [`Group::Strings`] of a connection in state `st`.
+    pub fn new(st: &ConnState, reqs: &[Vec<Bytes>]) -> Strings {
+        let mut keys = Keys::default();
+        let mut values = Vec::new();
+        for p in reqs
+            .iter()
+            .flat_map(|args| pairs(args).into_iter().flatten())
+        {
+            keys.push(st.db, &p[0]);
+            values.push(p[1].clone());
         }
-        keyspace::put_value(&mut b, key, &p[1], None);
+        Strings {
+            keys,
+            values,
+            commands: reqs.len(),
+            proto: st.proto,
+        }
     }
-    match shared.write(b) {
-        Ok(()) => Reply::ok(),
-        Err(e) => e,
+
+    fn weight(&self) -> usize {
+        self.keys.byte_len()
+            + self.values.iter().map(Bytes::len).sum::<usize>()
+            + PAIR_WEIGHT * self.values.len()
+    }
+}
+
+/// What a run got: every command answered, with `error` (the error all of
+/// them answered) or `+OK`. The default, no command answered, means the
+/// run was never executed (its connection must close).
+#[derive(Debug, Default)]
+pub struct Written {
+    pub commands: usize,
+    pub error: Option<String>,
+}
+
+/// The engine call of a [`WriteCombiner`].
+pub struct StringWrites {
+    /// The server (a weak reference: it holds the combiner).
+    shared: Weak<Shared>,
+}
+
+type Job = crate::combine::Job<Strings, Written>;
+
+impl Execute for StringWrites {
+    type Request = Strings;
+    type Answer = Written;
+
+    fn size(req: &Strings) -> usize {
+        req.weight()
+    }
+
+    fn gathers(req: &Strings) -> bool {
+        req.commands >= GATHER_FROM_COMMANDS
+    }
+
+    fn execute(&self, own: Option<(&Strings, &mut BytesMut)>, jobs: Vec<Job>) -> Option<Written> {
+        let mut outs: Vec<BytesMut> = jobs.iter().map(|_| BytesMut::with_capacity(64)).collect();
+        let (own_req, own_out) = match own {
+            Some((r, o)) => (Some(r), Some(o)),
+            None => (None, None),
+        };
+        let runs: Vec<&Strings> = own_req
+            .into_iter()
+            .chain(jobs.iter().map(|j| &j.req))
+            .collect();
+        let results = match self.shared.upgrade() {
+            Some(shared) => crate::panics::catch(
+                || format!("a combined write of {} runs of writes", runs.len()),
+                || write(&shared, &runs),
+            )
+            .unwrap_or_else(|| vec![Err(Reply::err(crate::panics::INTERNAL_ERROR)); runs.len()]),
+            None => vec![Err(Reply::err("ERR server is shutting down")); runs.len()],
+        };
+        let sinks = own_out.into_iter().chain(outs.iter_mut());
+        let mut answers: Vec<Written> = Vec::with_capacity(runs.len());
+        for ((run, result), out) in runs.iter().zip(&results).zip(sinks) {
+            let ok = Reply::ok();
+            let reply = result.as_ref().err().unwrap_or(&ok);
+            for _ in 0..run.commands {
+                reply.encode(run.proto, out);
+            }
+            answers.push(Written {
+                commands: run.commands,
+                error: match reply {
+                    Reply::Error(text) => Some(text.clone()),
+                    _ => None,
+                },
+            });
+        }
+        let mut answers = answers.into_iter();
+        let own_answer = own_req.and_then(|_| answers.next());
+        for ((job, out), a) in jobs.into_iter().zip(outs).zip(answers) {
+            // A closed connection no longer wants its reply.
+            let _ = job.tx.send((out, a));
+        }
+        own_answer
+    }
+}
+
+/// Writes the pairs of `runs` as one batch under the locks of all their
+/// keys: for each run, `Ok` (written) or the error it answers.
+fn write(shared: &Shared, runs: &[&Strings]) -> Vec<Result<(), Reply>> {
+    let keys: Vec<&[u8]> = runs.iter().flat_map(|r| r.keys.iter()).collect();
+    let _g = shared.lock_keys(&keys);
+    let mut b = WriteBatch::new();
+    let mut results = Vec::with_capacity(runs.len());
+    for run in runs {
+        b.set_save_point();
+        let mut result = Ok(());
+        for (key, value) in run.keys.iter().zip(&run.values) {
+            let cleared = shared.clear_old(&mut b, key);
+            #[cfg(test)]
+            let cleared = cleared.and_then(|()| tests::injected_failure(key));
+            if let Err(e) = cleared {
+                result = Err(e);
+                break;
+            }
+            keyspace::put_value(&mut b, key, value, None);
+        }
+        // The save point was set just above: neither call can fail.
+        let restored = if result.is_ok() {
+            b.pop_save_point()
+        } else {
+            b.rollback_to_save_point()
+        };
+        debug_assert!(restored.is_ok());
+        results.push(result);
+    }
+    let stats = &shared.stats;
+    stats.write_batches.fetch_add(1, Ordering::Relaxed);
+    let commands = runs.iter().map(|r| r.commands as u64).sum();
+    stats
+        .write_batched_commands
+        .fetch_add(commands, Ordering::Relaxed);
+    if b.is_empty() {
+        return results;
+    }
+    if let Err(e) = shared.write(b) {
+        for r in results.iter_mut().filter(|r| r.is_ok()) {
+            *r = Err(e.clone());
+        }
+    }
+    results
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use batchkv::Db;
+
+    use super::*;
+    use crate::config::Config;
+    use crate::shared::new_shared;
+
+    thread_local! {
+        /// A stored key whose old value "cannot be read" on this thread.
+        static FAIL_KEY: std::cell::RefCell<Option<Vec<u8>>> = const { std::cell::RefCell::new(None) };
+    }
+
+    /// The test hook in `write`: an error for the key set in `FAIL_KEY`.
+    pub(super) fn injected_failure(key: &[u8]) -> Result<(), Reply> {
+        match FAIL_KEY.with(|f| f.borrow().as_deref() == Some(key)) {
+            true => Err(Reply::err("ERR injected read failure")),
+            false => Ok(()),
+        }
+    }
+
+    fn server(dir: &std::path::Path) -> Arc<Shared> {
+        let mut cfg = Config::new(dir);
+        cfg.threads = 1;
+        let db = Db::open(dir, cfg.options.clone()).unwrap();
+        let (tx, _rx) = tokio::sync::watch::channel(false);
+        new_shared(db, cfg, 0, tx)
+    }
+
+    /// Connection `c`'s run: `commands` SETs of `k{c}-{i}` to `v{c}-{i}`.
+    fn run(c: usize, commands: usize, proto: u8) -> Strings {
+        let mut keys = Keys::default();
+        let mut values = Vec::new();
+        for i in 0..commands {
+            keys.push(0, format!("k{c}-{i}").as_bytes());
+            values.push(Bytes::from(format!("v{c}-{i}")));
+        }
+        Strings {
+            keys,
+            values,
+            commands,
+            proto,
+        }
+    }
+
+    fn value(shared: &Shared, key: &str) -> Option<Vec<u8>> {
+        let raw = shared
+            .db
+            .get(keyspace::db_key(0, key.as_bytes()))
+            .unwrap()?;
+        Some(keyspace::decode_value(&raw).unwrap().data.to_vec())
+    }
+
+    fn engine_writes(shared: &Shared) -> u64 {
+        shared.db.statistics().write_latency.count
+    }
+
+    /// Runs submitted by concurrent connections while a leader gathers are
+    /// one engine write; each connection gets exactly its replies, and
+    /// every pair is written. A lone client (no combining) writes alone.
+    #[test]
+    fn runs_of_concurrent_connections_share_one_engine_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let shared = server(dir.path());
+        let writes = shared.writes.clone().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let before = engine_writes(&shared);
+        rt.block_on(async {
+            let tasks: Vec<_> = (0..8)
+                .map(|c| {
+                    let w = writes.clone();
+                    tokio::spawn(async move {
+                        let mut out = BytesMut::new();
+                        let a = w.submit(run(c, 2 + c % 3, 2), true, &mut out).await;
+                        assert_eq!((a.commands, a.error), (2 + c % 3, None));
+                        assert_eq!(&out[..], "+OK\r\n".repeat(2 + c % 3).as_bytes());
+                    })
+                })
+                .collect();
+            for t in tasks {
+                t.await.unwrap();
+            }
+        });
+        assert_eq!(engine_writes(&shared) - before, 1);
+        for c in 0..8 {
+            for i in 0..2 + c % 3 {
+                let want = format!("v{c}-{i}").into_bytes();
+                assert_eq!(value(&shared, &format!("k{c}-{i}")), Some(want));
+            }
+        }
+        // Without combining, each run is a write of its own.
+        let before = engine_writes(&shared);
+        rt.block_on(async {
+            for c in 0..3 {
+                let mut out = BytesMut::new();
+                writes.submit(run(c, 2, 3), false, &mut out).await;
+                assert_eq!(&out[..], b"+OK\r\n+OK\r\n");
+            }
+        });
+        assert_eq!(engine_writes(&shared) - before, 3);
+    }
+
+    /// A run whose old value cannot be read answers the error and writes
+    /// nothing, not even its pairs before the failing one; the other runs
+    /// of the batch are written.
+    #[test]
+    fn a_failing_run_is_taken_out_of_the_combined_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let shared = server(dir.path());
+        let writes = shared.writes.clone().unwrap();
+        let (a, b, c) = (run(0, 2, 2), run(1, 3, 2), run(2, 1, 2));
+        FAIL_KEY.with(|f| *f.borrow_mut() = Some(keyspace::db_key(0, b"k1-1")));
+        let (tx_b, rx_b) = tokio::sync::oneshot::channel();
+        let (tx_c, rx_c) = tokio::sync::oneshot::channel();
+        let jobs = vec![
+            crate::combine::Job { req: b, tx: tx_b },
+            crate::combine::Job { req: c, tx: tx_c },
+        ];
+        let mut out = BytesMut::from(&b"+PONG\r\n"[..]);
+        let own = writes
+            .executor()
+            .execute(Some((&a, &mut out)), jobs)
+            .unwrap();
+        FAIL_KEY.with(|f| *f.borrow_mut() = None);
+        assert_eq!((own.commands, own.error), (2, None));
+        assert_eq!(&out[..], b"+PONG\r\n+OK\r\n+OK\r\n");
+        let (out_b, written_b) = rx_b.blocking_recv().unwrap();
+        let err = "-ERR injected read failure\r\n";
+        assert_eq!(&out_b[..], err.repeat(3).as_bytes());
+        assert_eq!(
+            written_b.error.as_deref(),
+            Some("ERR injected read failure")
+        );
+        let (out_c, _) = rx_c.blocking_recv().unwrap();
+        assert_eq!(&out_c[..], b"+OK\r\n");
+        assert_eq!(value(&shared, "k0-1"), Some(b"v0-1".to_vec()));
+        assert_eq!(value(&shared, "k1-0"), None);
+        assert_eq!(value(&shared, "k1-2"), None);
+        assert_eq!(value(&shared, "k2-0"), Some(b"v2-0".to_vec()));
     }
 }

@@ -1,6 +1,12 @@
 //! Expired keys are deleted in the background (not only hidden); a key
 //! whose expiry was replaced by a later SET is kept.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::time::Duration;

@@ -5,6 +5,12 @@
 //! with a real redis-server (when one is installed): byte for byte where
 //! the replies are deterministic, by shape where values differ.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::collections::{BTreeMap, HashMap};

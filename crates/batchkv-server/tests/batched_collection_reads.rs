@@ -5,6 +5,12 @@
 //! RESP3, over random pipelines that mix them with writes to the same
 //! keys, on keys of every type, absent and expired ones included.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use common::reference::{RedisServer, Resp};

@@ -2,6 +2,12 @@
 //! rules for SET/GETEX/EXPIRE, through a real Redis client. Replies were
 //! taken from redis-server 7.0.15.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use common::{q, query_err, Harness};

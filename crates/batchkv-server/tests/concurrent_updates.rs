@@ -1,5 +1,11 @@
 //! Read-modify-write commands from many clients lose no update.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use common::{q, Harness};

@@ -2,6 +2,12 @@
 //! promises: a deleted, overwritten or expired hash leaves no element keys
 //! behind, whatever its size.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::collections::HashMap;

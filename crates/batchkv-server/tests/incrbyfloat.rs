@@ -3,6 +3,12 @@
 //! `same_replies_as_real_redis` also replays random commands on a real
 //! redis-server when one is installed.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::process::{Child, Command, Stdio};

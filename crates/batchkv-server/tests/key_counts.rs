@@ -4,6 +4,12 @@
 //! restarts and active expiry, they must equal what a walk of the keyspace
 //! finds.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::time::{Duration, Instant};

@@ -1,5 +1,11 @@
 //! Keyspace commands, databases and expiry through a real Redis client.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::collections::BTreeSet;

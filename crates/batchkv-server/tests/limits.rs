@@ -4,6 +4,12 @@
 //! cap on unfinished requests of all clients, idle timeout, and value and
 //! key sizes whose every derived record fits the engine.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::io::{Read, Write};

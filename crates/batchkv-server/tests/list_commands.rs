@@ -4,6 +4,12 @@
 //! disconnects), and the same command sequence against a real
 //! redis-server, reply for reply.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::net::SocketAddr;

@@ -3,6 +3,12 @@
 //! one at a time (they share the process's RSS), and each bound is stated
 //! with what the server may legitimately hold.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::io::Read;

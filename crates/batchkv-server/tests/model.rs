@@ -5,6 +5,12 @@
 //! through flushes and compactions. `BATCHKV_SEED` replays a run;
 //! `BATCHKV_MODEL_PIPELINES` sets its length.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::collections::HashMap;

@@ -17,6 +17,12 @@
 //! generator in `Model::command` (a `match` arm calling the `fn
 //! <type>_command` of its module).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 #[path = "model_types/hashes.rs"]
 mod hashes;

@@ -1,6 +1,12 @@
 //! Protocol behaviour: pipelines, RESP3, inline commands, malformed input,
 //! request limits, AUTH, QUIT, SHUTDOWN and max clients.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use common::{q, query_err, Harness};

@@ -2,6 +2,12 @@
 //! in RESP2 and RESP3, byte for byte as Redis 7.0 (the last test sends
 //! the same bytes to a real redis-server when one is installed).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};

@@ -79,6 +79,12 @@
 //! of it to [`TYPES`], and a whole-value read of the type to
 //! [`STATE_CHECKS`].
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 mod diff;
 

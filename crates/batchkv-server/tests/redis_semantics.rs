@@ -6,6 +6,12 @@
 //! EXEC. Without `redis-server` on PATH each test prints `SKIPPED: ...`
 //! and returns.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::time::Duration;

@@ -1,6 +1,12 @@
 //! Data survives a restart under every appendfsync policy, including
 //! values with an expiry.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use batchkv_server::AppendFsync;

@@ -3,6 +3,12 @@
 //! guess passwords unnoticed, set a client name HELLO would not check,
 //! or shut the server down with a wrong SHUTDOWN. Error texts as Redis 7's.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::time::{Duration, Instant};

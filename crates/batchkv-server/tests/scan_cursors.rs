@@ -4,6 +4,12 @@
 //! a cursor the table forgot resumes at its 3-byte prefix, not at the
 //! start. No numeric cursor is refused.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::collections::BTreeSet;

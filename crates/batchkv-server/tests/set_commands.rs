@@ -3,6 +3,12 @@
 //! atomic writes, persistence across a restart, and one sequence of
 //! commands replayed against a real redis-server when one is installed.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::collections::BTreeSet;

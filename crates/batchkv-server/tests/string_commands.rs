@@ -1,5 +1,11 @@
 //! String commands through a real Redis client, with their error cases.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use common::{q, query_err, Harness};

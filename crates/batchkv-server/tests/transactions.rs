@@ -2,6 +2,12 @@
 //! where they matter), read-your-writes inside EXEC, isolation from other
 //! clients, WATCH's aborts, and all-or-nothing after a power loss.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::collections::HashMap;

@@ -3,6 +3,12 @@
 //! (the error names the WAL), and with a salvaging recovery mode INFO
 //! persistence shows the last recovery's outcome.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -3,6 +3,12 @@
 //! must be what the same commands give one by one (`--batch off` runs
 //! each command alone).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use common::{q, Harness};

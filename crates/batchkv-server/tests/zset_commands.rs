@@ -3,6 +3,12 @@
 //! member, nothing left behind), persistence, and a differential test
 //! against a real redis-server when one is on PATH.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::collections::{HashMap, HashSet};

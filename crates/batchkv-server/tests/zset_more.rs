@@ -3,6 +3,12 @@
 //! by sorted-set writes from other connections), and a differential test
 //! against a real redis-server when one is on PATH.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use common::reference::{RedisServer, Resp};

@@ -16,6 +16,12 @@
 //! `cargo bench -p batchkv --bench bulk_load` (N = 1,000,000;
 //! `BATCHKV_BULK_N` overrides it).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a benchmark's setup fails by panicking"
+)]
+
 use std::path::Path;
 use std::time::Instant;
 

@@ -5,6 +5,12 @@
 //! `cargo bench -p batchkv --bench delete_range` (N = 1,000,000 by default;
 //! `BATCHKV_DR_KEYS` sets it). Each figure is the median of 3 runs.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a benchmark's setup fails by panicking"
+)]
+
 use std::time::{Duration, Instant};
 
 use batchkv::{Db, Options, WriteBatch, WriteOptions};

@@ -12,6 +12,12 @@
 //! pages through `madvise`, as the memtable arena asks for them) or `both`
 //! (default).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a benchmark's setup fails by panicking"
+)]
+
 use std::hint::black_box;
 use std::time::Instant;
 

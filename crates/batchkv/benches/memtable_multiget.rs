@@ -19,6 +19,12 @@
 //! passes them). Rounds of all rows are interleaved (A B C D A B C D …) so
 //! machine noise spreads evenly; the median round is reported.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a benchmark's setup fails by panicking"
+)]
+
 use std::hint::black_box;
 use std::time::Instant;
 

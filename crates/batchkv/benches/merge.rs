@@ -8,6 +8,12 @@
 //! `cargo bench -p batchkv --bench merge`. Each figure is the median of 3
 //! runs.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a benchmark's setup fails by panicking"
+)]
+
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

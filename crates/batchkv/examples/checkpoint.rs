@@ -1,6 +1,8 @@
 //! Take a checkpoint (a consistent, openable copy) of a live database
 //! while a writer keeps writing, then open the copy read-only and writable.
 //! `cargo run -p batchkv --example checkpoint`
+
+#![allow(clippy::expect_used, reason = "a panicked writer thread is re-raised")]
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 

@@ -2,6 +2,11 @@
 //! memtable kind and options, written atomically by one batch, read with
 //! one snapshot, flushed independently, and restored with their options on
 //! reopen. `cargo run -p batchkv --example column_families`
+
+#![allow(
+    clippy::expect_used,
+    reason = "the families were created a few lines above"
+)]
 use std::sync::Arc;
 
 use batchkv::merge_operators::U64AddOperator;

@@ -1,6 +1,8 @@
 //! Optimistic transactions: a counter incremented from several threads and
 //! a transfer between two accounts, each retried when `commit` reports a
 //! conflict. `cargo run -p batchkv --example transactions`
+
+#![allow(clippy::expect_used, reason = "a panicked worker thread is re-raised")]
 use batchkv::{Db, Error, Options, Transaction};
 
 /// Runs `body` in a new transaction and commits it, starting over on

@@ -47,6 +47,9 @@ const CF_FLAG: u8 = 0x80;
 /// 3. `inverted_range` is true iff some range deletion has `begin > end`
 ///    (only `delete_range` can add one; `Db::write` refuses such a batch).
 /// 4. `has_cf` is true iff some entry names a column family other than 0.
+/// 5. Each of `save_points` describes a prefix of `rep` (its length and
+///    count, and invariants 2–4 over it), innermost last, in increasing
+///    length.
 ///
 /// Column families: the `*_cf` methods add entries for a column family
 /// ([`ColumnFamily`](crate::ColumnFamily)); the whole batch is still
@@ -54,6 +57,20 @@ const CF_FLAG: u8 = 0x80;
 #[derive(Clone)]
 pub struct WriteBatch {
     rep: Vec<u8>,
+    max_key_len: usize,
+    max_value_len: usize,
+    inverted_range: bool,
+    has_cf: bool,
+    /// Open save points (`set_save_point`), innermost last.
+    save_points: Vec<SavePoint>,
+}
+
+/// The state of a batch at [`WriteBatch::set_save_point`]: what
+/// [`WriteBatch::rollback_to_save_point`] restores.
+#[derive(Debug, Clone, Copy)]
+struct SavePoint {
+    rep_len: usize,
+    count: u32,
     max_key_len: usize,
     max_value_len: usize,
     inverted_range: bool,
@@ -129,7 +146,48 @@ impl WriteBatch {
             max_value_len: 0,
             inverted_range: false,
             has_cf: false,
+            save_points: Vec::new(),
         }
+    }
+
+    /// Marks the batch's current state as a save point to return to with
+    /// [`rollback_to_save_point`](Self::rollback_to_save_point) (RocksDB's
+    /// `SetSavePoint`). Save points nest; they are not part of the
+    /// encoded batch.
+    pub fn set_save_point(&mut self) {
+        self.save_points.push(SavePoint {
+            rep_len: self.rep.len(),
+            count: self.count(),
+            max_key_len: self.max_key_len,
+            max_value_len: self.max_value_len,
+            inverted_range: self.inverted_range,
+            has_cf: self.has_cf,
+        });
+    }
+
+    /// Removes every entry added since the most recent save point, and
+    /// that save point. [`Error::InvalidArgument`] if there is none.
+    pub fn rollback_to_save_point(&mut self) -> Result<()> {
+        let sp = self.pop_save_point_state()?;
+        self.rep.truncate(sp.rep_len);
+        self.set_count(sp.count);
+        self.max_key_len = sp.max_key_len;
+        self.max_value_len = sp.max_value_len;
+        self.inverted_range = sp.inverted_range;
+        self.has_cf = sp.has_cf;
+        Ok(())
+    }
+
+    /// Forgets the most recent save point, keeping the entries.
+    /// [`Error::InvalidArgument`] if there is none.
+    pub fn pop_save_point(&mut self) -> Result<()> {
+        self.pop_save_point_state().map(drop)
+    }
+
+    fn pop_save_point_state(&mut self) -> Result<SavePoint> {
+        self.save_points
+            .pop()
+            .ok_or_else(|| Error::InvalidArgument("the write batch has no save point".into()))
     }
 
     /// Starts an entry of `value_type` for column family `cf`.
@@ -253,6 +311,7 @@ impl WriteBatch {
         self.max_value_len = 0;
         self.inverted_range = false;
         self.has_cf = false;
+        self.save_points.clear();
     }
 
     /// Number of entries (puts and deletes).
@@ -375,6 +434,7 @@ impl WriteBatch {
             max_value_len,
             inverted_range: false,
             has_cf,
+            save_points: Vec::new(),
         })
     }
 
@@ -464,6 +524,42 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+
+    /// A rollback restores the entries, count and limits of the save
+    /// point, innermost first; without one it is an error.
+    #[test]
+    fn save_points_roll_back_innermost_first() {
+        let mut b = WriteBatch::new();
+        assert!(matches!(
+            b.rollback_to_save_point(),
+            Err(Error::InvalidArgument(_))
+        ));
+        b.put(b"a", b"1");
+        b.set_save_point();
+        let outer = b.rep.clone();
+        b.put(b"long key", b"a longer value");
+        b.set_save_point();
+        let inner = b.rep.clone();
+        b.delete_range(b"z", b"a");
+        b.delete(b"c");
+        assert!(b.inverted_range);
+        b.rollback_to_save_point().unwrap();
+        assert_eq!(b.rep, inner);
+        assert_eq!(b.len(), 2);
+        assert!(!b.inverted_range);
+        b.rollback_to_save_point().unwrap();
+        assert_eq!(b.rep, outer);
+        assert_eq!((b.len(), b.max_key_len, b.max_value_len), (1, 1, 1));
+        assert!(b.rollback_to_save_point().is_err());
+        // Popping keeps the entries.
+        b.set_save_point();
+        b.put(b"b", b"2");
+        b.pop_save_point().unwrap();
+        assert!(b.pop_save_point().is_err());
+        assert_eq!(b.len(), 2);
+        let keys: Vec<_> = b.iter().map(|e| e.key.to_vec()).collect();
+        assert_eq!(keys, [b"a".to_vec(), b"b".to_vec()]);
+    }
 
     type Op = (bool, Vec<u8>, Vec<u8>);
 

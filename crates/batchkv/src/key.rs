@@ -138,15 +138,15 @@ pub fn parse_internal_key(internal_key: &[u8]) -> Option<ParsedInternalKey<'_>> 
 #[inline]
 pub fn compare_bytes(a: &[u8], b: &[u8]) -> Ordering {
     let n = a.len().min(b.len());
-    let (mut a8, mut b8) = (a[..n].chunks_exact(8), b[..n].chunks_exact(8));
-    for (x, y) in (&mut a8).zip(&mut b8) {
-        let x = u64::from_be_bytes(x.try_into().expect("8-byte chunk"));
-        let y = u64::from_be_bytes(y.try_into().expect("8-byte chunk"));
+    let (a8, a_rest) = a[..n].as_chunks::<8>();
+    let (b8, b_rest) = b[..n].as_chunks::<8>();
+    for (x, y) in a8.iter().zip(b8) {
+        let (x, y) = (u64::from_be_bytes(*x), u64::from_be_bytes(*y));
         if x != y {
             return x.cmp(&y);
         }
     }
-    for (x, y) in a8.remainder().iter().zip(b8.remainder()) {
+    for (x, y) in a_rest.iter().zip(b_rest) {
         if x != y {
             return x.cmp(y);
         }

@@ -17,7 +17,6 @@
 //! crate-private.
 
 #![deny(unsafe_code)]
-#![warn(missing_docs)]
 
 mod batch;
 mod cache;

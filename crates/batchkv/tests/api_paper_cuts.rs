@@ -1,5 +1,12 @@
 //! Small API guarantees RocksDB and fjall users expect: a batch can be
 //! read back, and a snapshot of one database is refused by another.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use batchkv::{BatchOp, Db, Error, ReadOptions, WriteBatch};

@@ -6,6 +6,13 @@
 //! the callback and the panic message: writes are refused, and `flush`,
 //! `compact_range` and `close` return it instead of hanging. A panic on
 //! the read path (a merge during `get`) is that call's error.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::sync::atomic::{AtomicBool, Ordering};

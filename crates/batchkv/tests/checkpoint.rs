@@ -1,4 +1,11 @@
 //! `Db::checkpoint`: a consistent, openable copy made while writes go on.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -2,6 +2,13 @@
 //! atomic batches across families (through reopen and SIGKILL), independent
 //! flush and the WALs it keeps, dropped families' data and files, reads
 //! spanning families, snapshots, and the errors of invalid operations.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::io::{BufRead, BufReader, Write};

@@ -1,6 +1,13 @@
 //! A compaction filter and TTL built on it: expired values disappear when
 //! compaction rewrites them, a removal hides older versions in deeper
 //! levels, and snapshots keep seeing what they saw.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::sync::Arc;

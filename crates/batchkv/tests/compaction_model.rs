@@ -1,6 +1,13 @@
 //! Random operations (puts, deletes, batches, snapshots, flushes, manual and
 //! background compactions) checked against a `BTreeMap` model at every
 //! snapshot, through get, multi_get and iterators, for many seeds.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 use std::collections::BTreeMap;
 
 use batchkv::{Db, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};

@@ -1,6 +1,13 @@
 //! 4 writer threads and 2 reader threads run random operations; every read
 //! is checked against what the writers can have written, and the final state
 //! equals the writers' models.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::collections::BTreeMap;

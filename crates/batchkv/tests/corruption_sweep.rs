@@ -3,6 +3,13 @@
 //! database must then return `Corruption` naming the damaged file — or, for
 //! a WAL under the default point-in-time mode, a prefix of its writes —
 //! never wrong data and never a panic.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::collections::BTreeMap;

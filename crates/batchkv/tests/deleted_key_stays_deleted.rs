@@ -2,6 +2,13 @@
 //! judged "bottommost" (tombstones may be dropped) from the upper-level
 //! inputs' key range only; the next-level inputs reached past it, so the
 //! tombstone of `k5` was dropped while its old value still lived deeper.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::time::{Duration, Instant};

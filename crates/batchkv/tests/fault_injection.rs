@@ -4,6 +4,13 @@
 //! during flush keeps the previous version and the database reopens with
 //! every acknowledged write; after a simulated power loss every synced write
 //! survives and non-synced ones survive as a prefix of the write order.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::sync::Arc;

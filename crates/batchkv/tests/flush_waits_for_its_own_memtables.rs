@@ -1,6 +1,13 @@
 //! `flush()` waits for the memtables frozen up to its call, not for those
 //! frozen after it (issue 12: it waited until the whole queue was empty, so
 //! under a steady write load it could wait forever).
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::sync::mpsc;

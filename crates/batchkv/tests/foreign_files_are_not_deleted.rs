@@ -2,6 +2,13 @@
 //! files must not create a database there: the files would be taken for
 //! obsolete WALs/tables and deleted (issue 12: foreign `*.log`/`*.sst`
 //! files were deleted at open).
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use batchkv::{Db, Error};

@@ -3,6 +3,13 @@
 //! sequence number — visible to every read path, invisible to older
 //! snapshots, kept across reopen, compaction, checkpoint and power loss,
 //! and refused whole (database unchanged, no files left) when bad.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

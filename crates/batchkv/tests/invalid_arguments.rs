@@ -1,4 +1,11 @@
 //! Oversized keys and values and bad options are rejected with InvalidArgument, losing nothing.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 use batchkv::{Db, Error, Options, WriteBatch, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 

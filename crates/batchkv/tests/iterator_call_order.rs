@@ -1,6 +1,13 @@
 //! No sequence of `DbIterator` calls panics (issue 12: `key()` before any
 //! seek panicked). Unpositioned, `key()`/`value()` are empty and
 //! `next()`/`prev()` do nothing.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use batchkv::{Db, ReadOptions};

@@ -1,6 +1,13 @@
 //! Property test: the DB iterator (forward, backward, seeks, bounds, at the
 //! latest state and at snapshots) equals a `BTreeMap` model under random
 //! operations, across memtables, flushes and reopen.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 use std::collections::BTreeMap;
 use std::ops::Bound;
 

@@ -1,6 +1,13 @@
 //! A child process writing synced batches is killed with SIGKILL; after
 //! reopening, every acknowledged write is present, no batch is partial, and a
 //! sequential writer leaves exactly a contiguous prefix of its keys.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::io::{BufRead, BufReader, Write};

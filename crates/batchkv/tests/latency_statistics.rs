@@ -2,6 +2,13 @@
 //! and per key) and `write` is counted, percentiles are ordered and bounded
 //! by the max, `batchkv.stats` prints them, and `statistics = false` turns
 //! them off.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use batchkv::{Db, Options, ReadOptions, WriteBatch, WriteOptions};

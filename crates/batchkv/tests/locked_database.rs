@@ -1,4 +1,11 @@
 //! A second open of a database that is already open fails with a clear error.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 use batchkv::{Db, Error, Options};
 
@@ -75,6 +82,8 @@ fn a_forked_child_does_not_inherit_the_lock() {
     let pid = unsafe { libc::fork() };
     assert!(pid >= 0, "fork failed");
     if pid == 0 {
+        // SAFETY: in the forked child only async-signal-safe calls run
+        // (sleep, _exit), and `_exit` never returns into Rust code.
         unsafe {
             libc::sleep(3);
             libc::_exit(0);

@@ -1,5 +1,12 @@
 //! The engine reports through the `log` crate: open, recovery (what was
 //! replayed or dropped), flushes, compactions, stalls, background errors.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::sync::Mutex;

@@ -5,6 +5,13 @@
 //! L0 or deeper levels, after compaction and after reopen; snapshots see
 //! the result as of the snapshot; a missing or failing operator is an
 //! error, never a wrong value.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::collections::BTreeMap;

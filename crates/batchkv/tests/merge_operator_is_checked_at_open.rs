@@ -2,6 +2,13 @@
 //! open with another operator, or none, is refused with an error naming
 //! both (RocksDB's behaviour). Databases whose OPTIONS file records none
 //! (written before the record existed, or without operators) open with any.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::sync::Arc;

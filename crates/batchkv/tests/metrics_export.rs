@@ -2,6 +2,12 @@
 //! through the `metrics` facade: checked with metrics-util's debugging
 //! recorder (`cargo test -p batchkv --features metrics --test
 //! metrics_export`).
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
 #![cfg(feature = "metrics")]
 mod common;
 

@@ -28,6 +28,12 @@
 //! run on their own schedule, so a replay repeats the operations exactly
 //! and the engine's internal state usually, not always.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 #[path = "common/model_cf.rs"]
 mod model_cf;
 #[path = "common/model_ops.rs"]

@@ -2,6 +2,13 @@
 //! batch strategy: duplicate keys in a batch, many versions of a key with
 //! snapshots between them, tombstones, keys outside the stored range, empty
 //! batches, and keys spread over the memtable, immutable memtables and SSTs.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 use batchkv::{BatchLookup, Db, Options, ReadOptions, WriteBatch, WriteOptions};
 use proptest::prelude::*;
 

@@ -1,6 +1,13 @@
 //! Files nothing needs any more are deleted while the database is open —
 //! not left for the next reopen — and files a live iterator reads are
 //! not deleted under it.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::collections::BTreeSet;

@@ -1,4 +1,11 @@
 //! `Db::property` / `Db::property_int`: RocksDB-style named properties.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use batchkv::{Db, Options};

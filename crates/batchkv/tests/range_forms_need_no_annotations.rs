@@ -3,6 +3,12 @@
 //! (before `KeyRange`, `db.range(&ro, ..)` was E0283), and each yields the
 //! keys it names. That this file compiles is half the test.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 use std::ops::Bound;
 
 use batchkv::{Db, Options, RangeIter, ReadOptions, Result};

@@ -1,6 +1,13 @@
 //! `Db::range` and `Db::prefix` as Rust iterators (`Iterator` and
 //! `DoubleEndedIterator`), checked against a `BTreeMap` over random data,
 //! random bounds and random mixes of `next` and `next_back`.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::collections::BTreeMap;

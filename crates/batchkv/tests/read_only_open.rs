@@ -1,5 +1,12 @@
 //! `Db::open_read_only`: no lock, no writes to the directory, WALs replayed
 //! into memory; every write-side call is `Error::ReadOnly`.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::collections::BTreeMap;

@@ -1,4 +1,11 @@
 //! Data written before a clean close (and before a drop) is there after reopening.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use batchkv::{Db, WriteBatch, WriteOptions};

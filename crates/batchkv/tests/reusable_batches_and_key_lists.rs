@@ -1,6 +1,13 @@
 //! A `WriteBatch` can be written by reference, cleared and refilled; and
 //! `multi_get` / `multi_get_with` accept every usual key list, the empty
 //! array literal `&[]` included (it did not compile with `keys: &[K]`).
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use batchkv::{Db, ReadOptions, WriteBatch, WriteOptions};

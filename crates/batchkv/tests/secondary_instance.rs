@@ -1,5 +1,12 @@
 //! `Db::open_as_secondary` + `try_catch_up_with_primary`: a read-only
 //! instance that follows a live primary's MANIFEST and WALs.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::fs::OpenOptions;

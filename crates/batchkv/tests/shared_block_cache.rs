@@ -4,6 +4,12 @@
 //! offsets, so cache keys made of (file number, offset) would collide —
 //! and every block is charged once against the one capacity.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use batchkv::{Cache, CompressionType, Db, Options, ReadOptions};

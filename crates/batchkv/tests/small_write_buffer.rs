@@ -1,6 +1,13 @@
 //! A tiny write buffer still holds many writes (issue 12: with
 //! `write_buffer_size=4096` the memtable's first 4 KiB arena block made it
 //! "full", so every write froze a memtable and flushed a one-entry table).
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use batchkv::{Db, Options};

@@ -1,4 +1,11 @@
 //! Reads at a snapshot stay stable while newer writes (and flushes) land.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use batchkv::{Db, ReadOptions};

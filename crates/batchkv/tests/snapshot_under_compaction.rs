@@ -4,6 +4,13 @@
 //! the version it needed). A stress guard: one key overwritten with a
 //! counter; every snapshot's read must fall between the counters
 //! acknowledged just before and just after it was taken.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -3,6 +3,13 @@
 //! two open files and a small block cache, across a reopen, with
 //! `fill_cache` off and on; and the files are readable by `SstFileReader`
 //! (what `batchkv dump sst` prints).
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::collections::BTreeMap;

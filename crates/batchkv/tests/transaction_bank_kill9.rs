@@ -7,6 +7,13 @@
 //! account is negative, and every acknowledged transfer is there (each
 //! thread's transfer counter, written in the same transaction, is at least
 //! the last one the child printed). Several kill cycles on one database.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::io::{BufRead, BufReader, Write};

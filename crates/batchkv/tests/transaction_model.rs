@@ -24,6 +24,13 @@
 //!    of that key began before the failed commit returned.
 //! 4. The database afterwards equals the model: each key's last writer in
 //!    the serial order (unique: a key's writers are ordered by 2).
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};

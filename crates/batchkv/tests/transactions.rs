@@ -4,6 +4,13 @@
 //! `get_for_update` was written by anyone after the snapshot — wherever the
 //! newer write lives (memtable, SST after a flush or compaction, a range
 //! tombstone) — and two conflicting commits never both succeed.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::collections::BTreeMap;

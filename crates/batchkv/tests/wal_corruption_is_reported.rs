@@ -4,6 +4,13 @@
 //! keeps the prefix, but reports what it dropped, copies the damaged WAL to
 //! `lost/`, and a torn tail is told apart from corruption. (Since issue 27
 //! the default mode refuses such an open: `wal_damage_default.rs`.)
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -7,6 +7,13 @@
 //! and changes nothing on disk; what a crash does leave (a torn tail, zero
 //! fill, damage with nothing intact after it) is still accepted, and
 //! reported.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::collections::BTreeMap;

@@ -4,6 +4,13 @@
 //! Issue 12, bug 3: `flush()` cleared the "unpersisted" flag after waiting
 //! for its memtable, so a WAL-less write that landed in the *new* memtable
 //! during that wait was neither in the WAL nor flushed by `close()`.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use batchkv::{Db, WriteBatch, WriteOptions};

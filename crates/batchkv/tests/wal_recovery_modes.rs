@@ -1,6 +1,13 @@
 //! Damaged WALs: a torn tail recovers the complete prefix; a corrupted
 //! middle stops recovery there under point-in-time recovery and fails with
 //! `Corruption` (file and offset) under absolute consistency.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -2,6 +2,13 @@
 //! its fsync and the obsolete-file unlinks ran under the state lock, which
 //! every write group takes, so writes stalled for each flush's and
 //! compaction's fsync).
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::sync::mpsc;

@@ -8,6 +8,13 @@
 //! choosing zstd is `InvalidArgument`, and reading the fixture's blocks is
 //! `Error::Unsupported` naming the table file and the block offset — no
 //! panic, no `Corruption` (the data is fine).
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 use std::path::{Path, PathBuf};
 
 use batchkv::{Db, Options, SstFileReader};

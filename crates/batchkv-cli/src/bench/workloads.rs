@@ -53,8 +53,11 @@ pub struct Stats {
 
 /// CPU time the process has used so far (all threads, user + system).
 pub(super) fn process_cpu_seconds() -> f64 {
-    // SAFETY: getrusage only writes the struct it is given.
+    // SAFETY: `rusage` holds only integers (timevals and counters), for
+    // which all-zero bytes are a valid value.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes only the struct it is given, which is
+    // valid and writable for the call.
     if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
         return 0.0;
     }

@@ -414,12 +414,12 @@ fn batchkv(shared: &Shared) -> String {
     let st = &shared.stats;
     let batches = st.batches.load(Relaxed);
     let keys = st.batched_keys.load(Relaxed);
-    let avg = if batches == 0 {
-        0.0
-    } else {
-        keys as f64 / batches as f64
-    };
+    // Items per batch, two decimals ("0.00" before any batch).
+    let per_batch =
+        |items: u64, batches: u64| format!("{:.2}", items as f64 / batches.max(1) as f64);
     let prop = |p: &str| shared.db.property_int(p).unwrap_or(0).to_string();
+    let write_batches = st.write_batches.load(Relaxed);
+    let write_commands = st.write_batched_commands.load(Relaxed);
     lines(&[
         (
             "batching",
@@ -427,7 +427,13 @@ fn batchkv(shared: &Shared) -> String {
         ),
         ("read_batches", batches.to_string()),
         ("read_batched_keys", keys.to_string()),
-        ("avg_keys_per_batch", format!("{avg:.2}")),
+        ("avg_keys_per_batch", per_batch(keys, batches)),
+        ("write_batches", write_batches.to_string()),
+        ("write_batched_commands", write_commands.to_string()),
+        (
+            "avg_commands_per_write_batch",
+            per_batch(write_commands, write_batches),
+        ),
         ("memtable", s.memtable_kind.into()),
         ("memtable_entries", s.memtable_entries.to_string()),
         ("memtable_bytes", s.memtable_bytes.to_string()),

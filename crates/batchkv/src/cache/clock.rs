@@ -113,8 +113,8 @@ impl<V> ClockTable<V> {
     /// of a batch of lookups, after [`ClockTable::home_slot_addr`] was
     /// prefetched. Neither counts as a lookup.
     pub(crate) fn prefetch_value(&self, key: &BlockKey, hash: u64) {
-        if let Some(i) = self.find(key, hash) {
-            let e = self.slots[i].as_ref().expect("found slot is occupied");
+        // `find` returns only occupied slots.
+        if let Some(e) = self.find(key, hash).and_then(|i| self.slots[i].as_ref()) {
             // The reference counts sit just before the value in the `Arc`
             // allocation; a prefetch of a stale address is harmless.
             // The value itself is read next (a block's fields lie on two or
@@ -130,10 +130,10 @@ impl<V> ClockTable<V> {
 
     /// The value under `key` (whose hash is `hash`), marking it referenced.
     pub(crate) fn get(&mut self, key: &BlockKey, hash: u64) -> Option<Arc<V>> {
-        match self.find(key, hash) {
-            Some(i) => {
+        // `find` returns only occupied slots.
+        match self.find(key, hash).and_then(|i| self.slots[i].as_mut()) {
+            Some(e) => {
                 self.stats.hits += 1;
-                let e = self.slots[i].as_mut().expect("found slot is occupied");
                 e.referenced = true;
                 Some(Arc::clone(&e.value))
             }
@@ -196,8 +196,11 @@ impl<V> ClockTable<V> {
 
     /// Empties slot `i` and shifts later entries of its probe run back so
     /// that invariant 1 holds without tombstones.
+    /// Callers pass an occupied slot; an empty one is left as it is.
     fn remove_at(&mut self, mut i: usize) {
-        let e = self.slots[i].take().expect("removing an occupied slot");
+        let Some(e) = self.slots[i].take() else {
+            return;
+        };
         self.len -= 1;
         self.usage -= e.charge;
         let mask = self.mask();

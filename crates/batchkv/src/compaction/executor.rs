@@ -102,21 +102,19 @@ pub(crate) fn run_compaction(
         let new_user_key = current_key.as_deref() != Some(parsed.user_key);
         if new_user_key {
             // A file boundary may fall only between user keys.
-            if let Some((_, b)) = &builder {
-                if b.estimated_file_size() >= out.target_file_size {
-                    let (number, mut b) = builder.take().expect("checked just above");
-                    // The span ends right after the last user key seen.
-                    let mut span_end = current_key.clone().unwrap_or_default();
-                    span_end.push(0);
-                    add_range_dels(
-                        &mut b,
-                        &kept_range_dels,
-                        span_start.as_deref(),
-                        Some(&span_end),
-                    );
-                    span_start = Some(span_end);
-                    result.files.push(finish_output(number, b)?);
-                }
+            let full = builder.take_if(|(_, b)| b.estimated_file_size() >= out.target_file_size);
+            if let Some((number, mut b)) = full {
+                // The span ends right after the last user key seen.
+                let mut span_end = current_key.clone().unwrap_or_default();
+                span_end.push(0);
+                add_range_dels(
+                    &mut b,
+                    &kept_range_dels,
+                    span_start.as_deref(),
+                    Some(&span_end),
+                );
+                span_start = Some(span_end);
+                result.files.push(finish_output(number, b)?);
             }
             current_key = Some(parsed.user_key.to_vec());
             last_stripe = None;
@@ -148,10 +146,10 @@ pub(crate) fn run_compaction(
             // `entries_in` already counts the first entry.
             result.entries_in += run.consumed - 1;
             result.entries_dropped += run.consumed - run.out.len() as u64;
-            if builder.is_none() {
-                builder = Some(new_output(out, new_number)?);
-            }
-            let (_, b) = builder.as_mut().expect("created just above");
+            let (_, b) = match &mut builder {
+                Some(open) => open,
+                None => builder.insert(new_output(out, new_number)?),
+            };
             for (k, v) in &run.out {
                 b.add(k, v)?;
             }
@@ -187,10 +185,10 @@ pub(crate) fn run_compaction(
         if shadowed || obsolete_tombstone {
             result.entries_dropped += 1;
         } else {
-            if builder.is_none() {
-                builder = Some(new_output(out, new_number)?);
-            }
-            let (_, b) = builder.as_mut().expect("created just above");
+            let (_, b) = match &mut builder {
+                Some(open) => open,
+                None => builder.insert(new_output(out, new_number)?),
+            };
             match &filtered {
                 Some((k, v)) => b.add(k, v)?,
                 None => b.add(ikey, input.value())?,

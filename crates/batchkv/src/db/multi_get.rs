@@ -216,35 +216,84 @@ impl Db {
     }
 }
 
-/// The input positions of `keys` in ascending key order, each with its
-/// sort word: the (up to) 8 bytes after the prefix all keys share,
-/// big-endian and zero-padded, so that most comparisons are of integers;
-/// equal words (equal keys, or keys agreeing on those bytes) compare the
-/// keys in full.
+/// The input positions of `keys` in ascending key order, each with the
+/// sort word it was last ordered by (see [`sort_run`]).
 fn sorted_order<K: AsRef<[u8]>>(keys: &[K]) -> Vec<(u64, u32)> {
-    let Some(first) = keys.first().map(AsRef::as_ref) else {
-        return Vec::new();
-    };
-    let shared = keys[1..].iter().fold(first.len(), |n, k| {
-        let k = k.as_ref();
-        first[..n].iter().zip(k).take_while(|(a, b)| a == b).count()
-    });
-    let mut order: Vec<(u64, u32)> = keys
-        .iter()
-        .enumerate()
-        .map(|(i, k)| {
-            let rest = &k.as_ref()[shared..];
-            let mut word = [0u8; 8];
-            let n = rest.len().min(8);
-            word[..n].copy_from_slice(&rest[..n]);
-            (u64::from_be_bytes(word), i as u32)
-        })
-        .collect();
-    order.sort_unstable_by(|a, b| {
-        a.0.cmp(&b.0)
-            .then_with(|| keys[a.1 as usize].as_ref().cmp(keys[b.1 as usize].as_ref()))
-    });
+    let mut order: Vec<(u64, u32)> = (0..keys.len() as u32).map(|i| (0, i)).collect();
+    sort_run(keys, &mut order, 0);
     order
+}
+
+/// Sorts `run` (input positions into `keys`) by key: by a sort word, the
+/// (up to) 8 bytes after the prefix all of the run's keys share,
+/// big-endian and zero-padded, so that most comparisons are of integers;
+/// then each run of equal words the same way from its own longer shared
+/// prefix (a batch's keys often come in groups that share long prefixes,
+/// such as one collection's elements, which a single word over the
+/// batch's shared prefix cannot tell apart). A run in which one key is a
+/// prefix of all the others (its word and a zero byte's look alike)
+/// compares the keys in full; a run of equal keys stays as it is.
+///
+/// The run's keys are at least `known` bytes long and agree on those.
+fn sort_run<K: AsRef<[u8]>>(keys: &[K], run: &mut [(u64, u32)], known: usize) {
+    if run.len() < 2 {
+        return;
+    }
+    let key = |i: u32| keys[i as usize].as_ref();
+    let first = key(run[0].1);
+    let (mut shared, mut shortest) = (first.len(), first.len());
+    for &(_, i) in &run[1..] {
+        let k = key(i);
+        debug_assert!(k.len() >= known && k[..known] == first[..known]);
+        shared = known + common_prefix(&first[known..shared], &k[known..]);
+        shortest = shortest.min(k.len());
+    }
+    if shortest == shared {
+        if run.iter().all(|&(_, i)| key(i).len() == shared) {
+            return; // all equal
+        }
+        run.sort_unstable_by(|a, b| key(a.1).cmp(key(b.1)));
+        return;
+    }
+    // Every key has a byte at `shared`, and two of them differ there: each
+    // level orders by at least one more byte (keys of equal words agree
+    // on it).
+    for (w, i) in run.iter_mut() {
+        let rest = &key(*i)[shared..];
+        let mut word = [0u8; 8];
+        let n = rest.len().min(8);
+        word[..n].copy_from_slice(&rest[..n]);
+        *w = u64::from_be_bytes(word);
+    }
+    run.sort_unstable_by_key(|&(w, _)| w);
+    let mut from = 0;
+    while from < run.len() {
+        let w = run[from].0;
+        let to = from + run[from..].iter().take_while(|e| e.0 == w).count();
+        sort_run(keys, &mut run[from..to], shared + 1);
+        from = to;
+    }
+}
+
+/// The length of the longest common prefix of `a` and `b`, compared 8
+/// bytes at a time.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let mut at = 0;
+    for (x, y) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
+        let diff = u64::from_le_bytes(x.try_into().unwrap_or_default())
+            ^ u64::from_le_bytes(y.try_into().unwrap_or_default());
+        if diff != 0 {
+            return at + diff.trailing_zeros() as usize / 8;
+        }
+        at += 8;
+    }
+    at + a[at..]
+        .iter()
+        .zip(&b[at..])
+        .take_while(|(x, y)| x == y)
+        .count()
 }
 
 /// Keys ahead of the one being handed back whose values are prefetched.
@@ -500,5 +549,40 @@ mod tests {
             want.sort();
             assert_eq!(got, want);
         }
+    }
+
+    proptest::proptest! {
+        /// Keys built from few pieces share long prefixes in groups (as
+        /// a collection's element keys do), contain zero bytes, repeat,
+        /// and are prefixes of each other: the refined words still order
+        /// them as their bytes do, with equal keys adjacent.
+        #[test]
+        fn sorted_order_is_byte_order_for_grouped_keys(
+            picks in proptest::collection::vec(proptest::collection::vec(0usize..6, 0..8), 0..200)
+        ) {
+            const PIECES: [&[u8]; 6] = [b"", b"\0", b"\0\0\0\0\0\0\0\0", b"h:0000000001", b"f:000", b"\xff"];
+            let keys: Vec<Vec<u8>> = picks
+                .iter()
+                .map(|p| p.iter().flat_map(|&i| PIECES[i].iter().copied()).collect())
+                .collect();
+            let got: Vec<&[u8]> = sorted_order(&keys)
+                .into_iter()
+                .map(|(_, i)| keys[i as usize].as_slice())
+                .collect();
+            let mut want: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+            want.sort();
+            proptest::prop_assert_eq!(got, want);
+        }
+    }
+
+    #[test]
+    fn common_prefix_counts_equal_leading_bytes() {
+        use super::common_prefix;
+        assert_eq!(common_prefix(b"", b"abc"), 0);
+        assert_eq!(common_prefix(b"abcdefghij", b"abcdefghij"), 10);
+        assert_eq!(common_prefix(b"abcdefghij", b"abcdefghiJ"), 9);
+        assert_eq!(common_prefix(b"abcdefgh", b"abcdefgX"), 7);
+        assert_eq!(common_prefix(b"abcdefghijklmnopq", b"abcdefghijklmnop"), 16);
+        assert_eq!(common_prefix(b"Xbcdefghijk", b"abcdefghijk"), 0);
     }
 }

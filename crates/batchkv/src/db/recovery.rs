@@ -188,6 +188,10 @@ pub(super) fn open(
                 replayed.push((cf, mem));
                 return Ok(());
             }
+            #[allow(
+                clippy::expect_used,
+                reason = "replay fills only the memtables `new_mems` made, one per family in `families`"
+            )]
             let i = families
                 .iter()
                 .position(|f| f.0 == cf)
@@ -257,6 +261,10 @@ pub(super) fn open(
     for (id, name, cf_opts, factory, _) in families {
         let mem = factory.create(next_memtable_id);
         next_memtable_id += 1;
+        #[allow(
+            clippy::expect_used,
+            reason = "`families` was read from this version set, and nothing dropped a family since"
+        )]
         let version = versions
             .current_cf(id)
             .expect("families come from the version set");
@@ -296,6 +304,10 @@ pub(super) fn open(
             super::cf::new_cf_state(shared, factory, mem, log_number, imms),
         );
     }
+    #[allow(
+        clippy::expect_used,
+        reason = "the version set always holds family 0: it starts with it and an edit dropping it is corruption"
+    )]
     let default_cf = default_cf.expect("the default column family always exists");
     let state = DbState {
         versions,

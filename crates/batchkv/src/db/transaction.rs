@@ -587,6 +587,10 @@ impl Transaction {
         }
         let mut checked: Vec<(Arc<CfShared>, Vec<u8>)> = Vec::with_capacity(keys.len());
         for (id, key) in keys {
+            #[allow(
+                clippy::expect_used,
+                reason = "`get_for_update` and every write call `note_cf` (which fills `cfs`) before they track or index a key"
+            )]
             let cf = self
                 .cfs
                 .get(&id)
@@ -770,15 +774,15 @@ impl TransactionIter {
                     }
                 }
             };
-            if !take_own {
+            let popped = match (take_own, forward) {
+                (false, _) => None,
+                (true, true) => self.own.pop_front(),
+                (true, false) => self.own.pop_back(),
+            };
+            // `take_own` implies `own` is non-empty (`own_key` came from it).
+            let Some((key, own)) = popped else {
                 return slot.take().map(Ok);
-            }
-            let (key, own) = if forward {
-                self.own.pop_front()
-            } else {
-                self.own.pop_back()
-            }
-            .expect("own_key came from it");
+            };
             // The database's entry for the same key is shadowed.
             let db = match slot.as_ref() {
                 Some((d, _)) if *d == key => slot.take().map(|(_, v)| v),

@@ -627,6 +627,10 @@ impl DbCore {
                     c.mem_log_number = number;
                 }
             }
+            #[allow(
+                clippy::expect_used,
+                reason = "the family was found in `st.cfs` above, under the same lock"
+            )]
             let cf = st
                 .cfs
                 .get_mut(&id)

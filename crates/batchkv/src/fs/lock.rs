@@ -86,10 +86,11 @@ fn set_write_lock(file: &File) -> std::io::Result<()> {
     let mut fl: libc::flock = unsafe { std::mem::zeroed() };
     fl.l_type = libc::F_WRLCK as libc::c_short;
     fl.l_whence = libc::SEEK_SET as libc::c_short;
+    // Start 0, length 0: the whole file.
     fl.l_start = 0;
-    fl.l_len = 0; // the whole file
-                  // SAFETY: `file` owns a valid descriptor for the call's duration and
-                  // `fl` is a valid `flock` that outlives it.
+    fl.l_len = 0;
+    // SAFETY: `file` owns a valid descriptor for the call's duration and
+    // `fl` is a valid `flock` that outlives it.
     let r = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLK, &fl) };
     if r == -1 {
         Err(std::io::Error::last_os_error())

@@ -111,6 +111,10 @@ pub fn range_del_block(data: &[u8]) {
         let ordered = w[0].begin < w[1].begin || (w[0].begin == w[1].begin && w[0].seq > w[1].seq);
         assert!(ordered, "decoded tombstones out of block order: {w:?}");
     }
+    #[allow(
+        clippy::expect_used,
+        reason = "a fuzz target reports a failed property by panicking"
+    )]
     let again = range_del_block::decode(range_del_block::encode(&ts), file, BLOCK_OFFSET)
         .expect("re-encoded tombstones decode");
     assert_eq!(again, ts, "re-encoding changed the tombstones");

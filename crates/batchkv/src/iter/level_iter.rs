@@ -89,8 +89,11 @@ impl LevelIterator {
         }
     }
 
+    #[allow(
+        clippy::expect_used,
+        reason = "callers check `valid()` first (trait contract), which implies `current`"
+    )]
     fn current(&self) -> &dyn InternalIterator {
-        // Callers check `valid()` first (trait contract), which implies `current`.
         self.current
             .as_deref()
             .expect("LevelIterator used while invalid")

@@ -113,10 +113,15 @@ impl Arena {
         } else {
             MIN_BLOCK
         };
-        // Invariant: callers bound entries (keys < 64 KiB + 8, values ≤ 64 MiB),
-        // so `size` is far below `isize::MAX` and the layout is valid.
+        #[allow(
+            clippy::expect_used,
+            reason = "blocks are at most 8 MiB (`MemTableFactory::new`) and entries at most \
+                      a 64 KiB key and a 64 MiB value (`MAX_KEY_SIZE`, `MAX_VALUE_SIZE`), \
+                      so `size` is far below `isize::MAX` and the layout is valid"
+        )]
         let layout = Layout::from_size_align(size, align).expect("arena block size overflow");
-        // SAFETY: `layout` has a non-zero size (≥ 8 bytes).
+        // SAFETY: `layout` has a non-zero size: `allocate` passes either
+        // `block_size` (≥ 4 KiB) or a multiple of 8 larger than `remaining`.
         let raw = unsafe { alloc(layout) };
         let Some(ptr) = NonNull::new(raw) else {
             handle_alloc_error(layout)

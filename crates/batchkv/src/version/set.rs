@@ -238,9 +238,10 @@ impl VersionSet {
         if let (Some(n), Some(c)) = (edit.log_number, self.cfs.get(&cf)) {
             debug_assert!(n >= c.log_number, "log number only grows");
         }
-        if self.manifest.is_none() {
-            self.start_new_manifest()?;
-        }
+        let writer = match &self.manifest {
+            Some(w) => Arc::clone(w),
+            None => self.start_new_manifest()?,
+        };
         if let Some(seq) = edit.last_sequence {
             self.last_sequence = self.last_sequence.max(seq);
         }
@@ -263,7 +264,7 @@ impl VersionSet {
             added: edit.add_column_family.clone(),
             max_column_family: edit.max_column_family,
             base,
-            writer: Arc::clone(self.manifest.as_ref().expect("manifest opened just above")),
+            writer,
         })
     }
 
@@ -297,9 +298,9 @@ impl VersionSet {
         }
     }
 
-    /// Opens a new MANIFEST holding a snapshot of the current state and
-    /// points CURRENT at it.
-    fn start_new_manifest(&mut self) -> Result<()> {
+    /// Opens a new MANIFEST holding a snapshot of the current state, points
+    /// CURRENT at it and returns its writer (also kept in `self.manifest`).
+    fn start_new_manifest(&mut self) -> Result<Arc<Mutex<wal::Writer>>> {
         let number = self.new_file_number();
         let path = filename::path(&self.dir, FileKind::Manifest, number);
         let mut writer = wal::Writer::new(self.fs.new_writable(&path)?);
@@ -330,9 +331,10 @@ impl VersionSet {
         }
         writer.sync()?;
         set_current(self.fs.as_ref(), &self.dir, number)?;
-        self.manifest = Some(Arc::new(Mutex::new(writer)));
+        let writer = Arc::new(Mutex::new(writer));
+        self.manifest = Some(Arc::clone(&writer));
         self.manifest_number = number;
-        Ok(())
+        Ok(writer)
     }
 }
 

@@ -332,9 +332,10 @@ fn catch_up(core: &DbCore, follower: &Follower, tail: &mut Tail) -> Result<()> {
         let name = read_current(fs.as_ref(), dir)?;
         if tail.manifest.as_ref().map(|m| &m.name) != Some(&name) {
             tail.reset();
-            tail.manifest = Some(ManifestTail::new(name.clone()));
         }
-        let manifest = tail.manifest.as_mut().expect("set just above");
+        let manifest = tail
+            .manifest
+            .get_or_insert_with(|| ManifestTail::new(name.clone()));
         if !manifest.refresh(fs.as_ref(), dir)? {
             continue;
         }

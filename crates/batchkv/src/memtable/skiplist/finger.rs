@@ -53,9 +53,11 @@ pub(super) fn multi_get<const P: bool>(
         // Walk up while the target is beyond next[l]. The nodes compared here
         // were checked when the previous search first compared them.
         let mut l = if fresh { top - 1 } else { 0 };
-        // SAFETY: finger nodes are linked non-head nodes (or null, skipped).
         while l + 1 < f.height
             && !f.next[l].is_null()
+            // SAFETY: a finger's `next` entries are linked non-head nodes
+            // of `list` (null is excluded just above), and nodes are never
+            // freed while the list lives.
             && unsafe { node_lt(f.next[l], user, trailer) }
         {
             l += 1;

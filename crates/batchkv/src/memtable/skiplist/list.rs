@@ -323,8 +323,8 @@ impl SkipList {
                     x[i] = zi;
                 } else {
                     debug_assert!(
-                        // SAFETY: as above.
                         zi.is_null()
+                            // SAFETY: a non-null `zi` is a linked node (invariant 1).
                             || unsafe { compare_internal_key_parts(node::key(zi), user, trailer) }
                                 .is_gt(),
                         "internal key inserted twice"

@@ -118,7 +118,7 @@ impl NodeRef {
     /// As for [`NodeRef::ikey`].
     #[inline]
     pub(crate) unsafe fn next(self) -> Option<NodeRef> {
-        // SAFETY: forwarded contract.
+        // SAFETY: the caller keeps the arena alive (this function's contract).
         NodeRef::from_ptr(unsafe { self.next_slot() }.load(Ordering::Acquire))
     }
 }

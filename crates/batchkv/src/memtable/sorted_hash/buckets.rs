@@ -75,7 +75,7 @@ impl Buckets {
     /// `n` is fully written, not yet linked in any chain, and its arena (and
     /// that of every linked node) outlives the call.
     pub(crate) unsafe fn insert(&self, n: NodeRef) {
-        // SAFETY: forwarded contract.
+        // SAFETY: the caller keeps the arena alive (this function's contract).
         let ik = unsafe { n.ikey() };
         let mut slot: &AtomicPtr<Node> = &self.slots[self.index(user_key(ik))];
         loop {
@@ -112,10 +112,10 @@ impl Buckets {
     pub(crate) unsafe fn find(&self, user: &[u8], lookup: u64) -> Option<NodeRef> {
         let mut p = load_link(&self.slots[self.index(user)]);
         while let Some(c) = p {
-            // SAFETY: forwarded contract.
+            // SAFETY: the caller keeps the arena alive (this function's contract).
             let ik = unsafe { c.ikey() };
             if compare_internal_key_parts(ik, user, lookup).is_lt() {
-                // SAFETY: forwarded contract.
+                // SAFETY: the caller keeps the arena alive (this function's contract).
                 p = unsafe { c.next() };
             } else {
                 return (user_key(ik) == user).then_some(c);

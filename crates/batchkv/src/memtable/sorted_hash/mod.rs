@@ -194,11 +194,13 @@ fn sorter_loop(sh: &Shared) {
         }
         let idle = last_change.elapsed() >= IDLE;
         let pending = sh.runs.pending();
-        // SAFETY (both calls): `sh` owns the arena and outlives the calls.
         if pending >= limit || (idle && pending > 0) {
+            // SAFETY: `sh` owns the arena the nodes live in and outlives the call.
             unsafe { sh.runs.cut(sh.vector_limit, false) };
             continue;
         }
+        // SAFETY: `sh` owns the arena and outlives the call; this sorter
+        // thread is the only caller of `merge_step` for this memtable.
         if unsafe { sh.runs.merge_step(idle) } {
             continue;
         }

@@ -83,12 +83,8 @@ fn prefix(n: NodeRef) -> (u64, u64) {
     let mut b = [0u8; 16];
     let l = u.len().min(16);
     b[..l].copy_from_slice(&u[..l]);
-    let (hi, lo) = b.split_at(8);
-    // Invariant: both halves are exactly 8 bytes.
-    (
-        u64::from_be_bytes(hi.try_into().expect("8 bytes")),
-        u64::from_be_bytes(lo.try_into().expect("8 bytes")),
-    )
+    let both = u128::from_be_bytes(b);
+    ((both >> 64) as u64, both as u64)
 }
 
 /// Internal-key order of two nodes.
@@ -97,7 +93,7 @@ fn prefix(n: NodeRef) -> (u64, u64) {
 /// Both nodes' arenas must be alive.
 #[inline]
 unsafe fn cmp_nodes(a: NodeRef, b: NodeRef) -> Ordering {
-    // SAFETY: forwarded contract.
+    // SAFETY: the caller keeps the arena alive (this function's contract).
     unsafe { compare_internal_keys(a.ikey(), b.ikey()) }
 }
 
@@ -123,7 +119,7 @@ unsafe fn merge_two(a: &Run, b: &Run) -> Run {
     let mut out = Vec::with_capacity(a.len() + b.len());
     let (mut i, mut j) = (0, 0);
     while i < a.nodes.len() && j < b.nodes.len() {
-        // SAFETY: forwarded contract.
+        // SAFETY: the caller keeps the arena alive (this function's contract).
         if unsafe { cmp_nodes(a.nodes[i], b.nodes[j]) }.is_le() {
             out.push(a.nodes[i]);
             i += 1;
@@ -202,7 +198,7 @@ impl Runs {
             return self.snapshot();
         }
         let _g = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
-        // SAFETY: forwarded contract.
+        // SAFETY: the caller keeps the arena alive (this function's contract).
         let nodes = unsafe { self.list.take_all() };
         if nodes.is_empty() {
             // Another thread cut (and installed, under the lock) while we
@@ -220,7 +216,7 @@ impl Runs {
             loop {
                 let lens: Vec<usize> = runs.iter().map(|r| r.len()).collect();
                 let Some(i) = pick_tiered(&lens) else { break };
-                // SAFETY: forwarded contract.
+                // SAFETY: the caller keeps the arena alive (this function's contract).
                 let m = unsafe { merge_two(&runs[i], &runs[i + 1]) };
                 runs.splice(i..i + 2, [Arc::new(m)]);
                 self.merges.fetch_add(1, AtomicOrdering::Relaxed);
@@ -248,7 +244,7 @@ impl Runs {
             None => return false,
         };
         let (a, b) = (Arc::clone(&snap[i]), Arc::clone(&snap[i + 1]));
-        // SAFETY: forwarded contract.
+        // SAFETY: the caller keeps the arena alive (this function's contract).
         let merged = Arc::new(unsafe { merge_two(&a, &b) });
         let _g = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
         let mut runs: Vec<Arc<Run>> = self.snapshot().as_ref().clone();
@@ -284,16 +280,18 @@ impl Runs {
 /// `runs` (binary search in each run).
 ///
 /// # Safety
-/// The runs' arena must be alive for `'a`.
+/// The runs' arena must be alive during the call and while the returned
+/// node is read.
 pub(crate) unsafe fn find_in_runs(runs: &[Arc<Run>], user: &[u8], lookup: u64) -> Option<NodeRef> {
     let mut best: Option<(u64, NodeRef)> = None;
     for r in runs {
-        // SAFETY: forwarded contract.
         let i = r.nodes.partition_point(|&n| {
+            // SAFETY: the caller keeps the runs' arena alive (this function's
+            // contract), so every node of a run is readable.
             unsafe { compare_internal_key_parts(n.ikey(), user, lookup) }.is_lt()
         });
         if let Some(&n) = r.nodes.get(i) {
-            // SAFETY: forwarded contract.
+            // SAFETY: as above, the caller keeps the arena alive.
             let ik = unsafe { n.ikey() };
             if user_key(ik) == user {
                 let t = trailer(ik);

@@ -501,10 +501,11 @@ impl<'t> ScanOrder<'t> {
 #[inline(always)]
 fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     let n = a.len().min(b.len());
+    let (a8, _) = a[..n].as_chunks::<8>();
+    let (b8, _) = b[..n].as_chunks::<8>();
     let mut i = 0;
-    while i + 8 <= n {
-        let x = u64::from_le_bytes(a[i..i + 8].try_into().expect("8 bytes"));
-        let y = u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+    for (x, y) in a8.iter().zip(b8) {
+        let (x, y) = (u64::from_le_bytes(*x), u64::from_le_bytes(*y));
         if x != y {
             return i + ((x ^ y).trailing_zeros() / 8) as usize;
         }

@@ -51,8 +51,13 @@ impl Table {
             Some(bytes) => bytes,
             None if sequential => {
                 ra.fill(&*self.file, handle.offset, len, self.blocks_end)?;
-                ra.take(handle.offset, len)
-                    .expect("the buffer was just filled from this block on")
+                // `fill` read at least `len` bytes from the block's offset
+                // (`len` was checked against `blocks_end`), so `take` finds
+                // the block; were it short, the block is read on its own.
+                match ra.take(handle.offset, len) {
+                    Some(bytes) => bytes,
+                    None => return self.load_data_block(handle, ro),
+                }
             }
             None => return self.load_data_block(handle, ro),
         };

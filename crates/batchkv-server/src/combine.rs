@@ -1,0 +1,352 @@
+//! Combining the requests of many connections into one engine call: the
+//! leader/follower protocol shared by the read batcher (`batcher.rs`: one
+//! `multi_get` for the GETs of many clients) and the write combiner
+//! (`write_combine.rs`: one engine write for the SETs of many clients).
+//!
+//! A connection submits a *job* (its request) and awaits its answer. Jobs
+//! are combined the way the engine's group commit combines writes, with
+//! one step added for a runtime of a few worker threads:
+//!
+//! 1. A small job (under [`Limits::gather_below`] entries) submitted on a
+//!    worker thread where a leader is *gathering* joins that leader's
+//!    jobs. Otherwise a submitter that finds fewer than `max_leaders`
+//!    leaders at work becomes a leader, and the rest queue their jobs in
+//!    the shared queue. Followers wait for their answers on a channel.
+//! 2. A new leader with a small job that [`Execute::gathers`] gathers
+//!    when other clients are connected: it yields to the
+//!    runtime once ([`tokio::task::yield_now`]) before it takes its jobs.
+//!    The engine call is synchronous and holds its worker thread, so
+//!    without the yield no other connection task could run on that thread
+//!    before the leader had finished, and jobs of other connections were
+//!    queued only while every worker was busy leading. During the yield
+//!    the other ready connection tasks on its thread parse their input and
+//!    join it. Gathering per thread keeps each follower's wake-up on the
+//!    thread it runs on, and the other workers free to lead and gather
+//!    their own connections' jobs.
+//! 3. The leader takes its gathered jobs and the shared queue's (up to
+//!    [`Limits::max_batch`] entries), runs them as one call
+//!    ([`Execute::execute`]) with its own, and repeats while the shared
+//!    queue holds jobs.
+//!
+//! A leader never queues its own job: it runs it in its first call and
+//! encodes its replies straight into the connection's output buffer. So a
+//! lone client — or any leader — pays no channel, no extra buffer and no
+//! copy of its replies; only followers receive theirs through a channel.
+//!
+//! # Thread safety
+//! Invariants (checked by `debug_assert!` where they change):
+//! 1. `leaders` counts the submitters from becoming leader until they
+//!    leave [`Combiner::lead`], gatherers included; it changes only under
+//!    the queue lock, and a leader leaves only when it finds the shared
+//!    queue empty.
+//! 2. A queued job always has a leader coming for it: a job in a
+//!    gatherer's list is taken by that gatherer after its yield (under the
+//!    same lock that removes the gatherer, so no job joins it later); a
+//!    job enters the shared queue only while `leaders == max_leaders >=
+//!    1`, or from a leader that is counted in `leaders` (gathered jobs over
+//!    the batch limit), and every leader looks at the shared queue again
+//!    before leaving.
+//! 3. `leaders <= max_leaders`; gatherers are leaders
+//!    (`gatherers.len() <= leaders`), and a thread has at most one.
+//! 4. Each queued job's answer is sent exactly once, by the leader that
+//!    took it ([`Execute::execute`] must send on every job's channel, a
+//!    panic included); a leader's own job is never queued. A gatherer
+//!    whose task is cancelled during its yield (its connection aborted at
+//!    shutdown) moves its jobs to the shared queue and serves it, from a
+//!    drop guard.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::ThreadId;
+
+use bytes::BytesMut;
+use tokio::sync::oneshot;
+
+/// Jobs a leader serves before handing the rest to a fresh task, so its
+/// own connection is not held up indefinitely under load.
+const MAX_ROUNDS_INLINE: usize = 4;
+
+/// The engine call a [`Combiner`] makes for a batch of jobs.
+pub trait Execute: Send + Sync + 'static {
+    /// One submitter's request.
+    type Request: Send + 'static;
+    /// What a request got done (how many of its commands were answered,
+    /// …); the default is "nothing", what a follower whose leader vanished
+    /// gets.
+    type Answer: Default + Send + 'static;
+
+    /// Entries `req` adds to a batch (keys, bytes): what the [`Limits`]
+    /// count.
+    fn size(req: &Self::Request) -> usize;
+
+    /// Whether a leader of `req`, a small request, yields to gather others
+    /// (when other clients are connected): worth it for a pipeline, not
+    /// for a single command, whose yield costs more than the batch saves.
+    fn gathers(req: &Self::Request) -> bool;
+
+    /// Runs `own` (replies encoded into its buffer, after what it holds)
+    /// and `jobs` (replies encoded into fresh buffers sent on each job's
+    /// channel, exactly once, also after a panic) as one batch, in that
+    /// order; returns what `own` got done.
+    fn execute(
+        &self,
+        own: Option<(&Self::Request, &mut BytesMut)>,
+        jobs: Vec<Job<Self::Request, Self::Answer>>,
+    ) -> Option<Self::Answer>;
+}
+
+/// A follower's request, queued for a leader, with the channel its
+/// replies and answer go back on.
+pub struct Job<R, A> {
+    pub req: R,
+    pub tx: oneshot::Sender<(BytesMut, A)>,
+}
+
+/// When jobs are gathered, and how large a batch grows.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// A job of fewer entries is small: it joins a gathering leader on
+    /// its thread, and its leader may gather.
+    pub gather_below: usize,
+    /// Entries in one batch at most (a single job may exceed it).
+    pub max_batch: usize,
+}
+
+/// A leader yielding to gather the small jobs submitted on its thread.
+struct Gatherer<R, A> {
+    /// The worker thread it started on; submitters there join it.
+    thread: ThreadId,
+    /// Names it among the gatherers (threads repeat over time).
+    id: u64,
+    jobs: Vec<Job<R, A>>,
+}
+
+struct Queue<R, A> {
+    /// Leaders at work, gatherers included (invariants 1–3).
+    leaders: usize,
+    /// Leaders that have yet to take their jobs after their yield.
+    gatherers: Vec<Gatherer<R, A>>,
+    next_gatherer: u64,
+    /// Jobs queued while every leader slot was taken.
+    jobs: Vec<Job<R, A>>,
+}
+
+impl<R, A> Queue<R, A> {
+    /// Removes gatherer `id`, returning its jobs.
+    fn end_gathering(&mut self, id: u64) -> Vec<Job<R, A>> {
+        match self.gatherers.iter().position(|g| g.id == id) {
+            Some(i) => self.gatherers.swap_remove(i).jobs,
+            None => {
+                debug_assert!(false, "gatherer {id} is missing");
+                Vec::new()
+            }
+        }
+    }
+}
+
+/// What the queue holds, for tests: `(leaders, gatherers, queued jobs)`
+/// and the jobs each gatherer holds.
+#[cfg(test)]
+#[derive(Debug, PartialEq, Eq)]
+pub struct QueueState {
+    pub leaders: usize,
+    pub gatherers: Vec<usize>,
+    pub jobs: usize,
+}
+
+/// Combines the jobs of many submitters into calls of `E`.
+pub struct Combiner<E: Execute> {
+    exec: E,
+    max_leaders: usize,
+    limits: Limits,
+    queue: Mutex<Queue<E::Request, E::Answer>>,
+}
+
+/// A gathering leader's claim while it yields: dropped armed (the
+/// leader's task was cancelled), it moves the jobs gathered for it to the
+/// shared queue and serves that, so they still get their replies
+/// (invariant 4).
+struct Gathering<'a, E: Execute>(Option<(&'a Arc<Combiner<E>>, u64)>);
+
+impl<E: Execute> Drop for Gathering<'_, E> {
+    fn drop(&mut self) {
+        if let Some((c, id)) = self.0.take() {
+            {
+                let mut q = c.lock();
+                let jobs = q.end_gathering(id);
+                q.jobs.extend(jobs);
+            }
+            c.lead();
+        }
+    }
+}
+
+impl<E: Execute> Combiner<E> {
+    /// A combiner making at most `max_leaders` calls of `exec` at once.
+    pub fn with(exec: E, max_leaders: usize, limits: Limits) -> Combiner<E> {
+        Combiner {
+            exec,
+            max_leaders: max_leaders.max(1),
+            limits,
+            queue: Mutex::new(Queue {
+                leaders: 0,
+                gatherers: Vec::new(),
+                next_gatherer: 0,
+                jobs: Vec::new(),
+            }),
+        }
+    }
+
+    /// The engine call.
+    #[cfg(test)]
+    pub fn executor(&self) -> &E {
+        &self.exec
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Queue<E::Request, E::Answer>> {
+        // Queue updates are single pushes/takes: valid after any panic.
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    #[cfg(test)]
+    pub fn state(&self) -> QueueState {
+        let q = self.lock();
+        QueueState {
+            leaders: q.leaders,
+            gatherers: q.gatherers.iter().map(|g| g.jobs.len()).collect(),
+            jobs: q.jobs.len(),
+        }
+    }
+
+    /// Runs `req` and appends its replies to `out`; returns its answer.
+    /// With `combine` (other clients are connected), a submitter of a
+    /// small job that becomes leader yields once first so that their jobs
+    /// can join its call.
+    pub async fn submit(
+        self: &Arc<Self>,
+        req: E::Request,
+        combine: bool,
+        out: &mut BytesMut,
+    ) -> E::Answer {
+        let size = E::size(&req);
+        let small = size < self.limits.gather_below;
+        let gather = combine && small && E::gathers(&req);
+        let thread = std::thread::current().id();
+        // Either lead (`Ok`: the request kept, and the id of the gatherer
+        // it became, if it did) or follow (`Err`: the request queued and a
+        // channel for its replies).
+        let role = {
+            let mut q = self.lock();
+            let join = if small {
+                q.gatherers.iter().position(|g| g.thread == thread)
+            } else {
+                None
+            };
+            // A channel only for a follower: a leader encodes its own
+            // replies straight into `out`.
+            if let Some(i) = join {
+                let (tx, rx) = oneshot::channel();
+                q.gatherers[i].jobs.push(Job { req, tx });
+                Err(rx)
+            } else if q.leaders >= self.max_leaders {
+                debug_assert!(q.leaders >= 1, "a queued job needs a leader");
+                let (tx, rx) = oneshot::channel();
+                q.jobs.push(Job { req, tx });
+                Err(rx)
+            } else {
+                q.leaders += 1;
+                debug_assert!(q.leaders <= self.max_leaders);
+                let id = gather.then(|| {
+                    let id = q.next_gatherer;
+                    q.next_gatherer += 1;
+                    q.gatherers.push(Gatherer {
+                        thread,
+                        id,
+                        jobs: Vec::new(),
+                    });
+                    id
+                });
+                debug_assert!(q.gatherers.len() <= q.leaders);
+                Ok((req, id))
+            }
+        };
+        let (req, gatherer) = match role {
+            Ok(lead) => lead,
+            Err(rx) => {
+                // The sender is dropped only after sending (invariant 4);
+                // were it not, the default answer (nothing done) makes the
+                // caller close.
+                let (replies, answer) = rx.await.unwrap_or_default();
+                out.extend_from_slice(&replies);
+                return answer;
+            }
+        };
+        if let Some(id) = gatherer {
+            let mut claim = Gathering(Some((self, id)));
+            tokio::task::yield_now().await;
+            claim.0 = None;
+        }
+        // Lead: the own job first, with the jobs gathered meanwhile and
+        // what the shared queue holds (beyond the batch limit, gathered
+        // jobs move to the shared queue, which this leader serves next).
+        let others = {
+            let mut q = self.lock();
+            let mut gathered = match gatherer {
+                Some(id) => q.end_gathering(id),
+                None => Vec::new(),
+            };
+            let mut others = self.take_jobs(&mut gathered, size);
+            q.jobs.extend(gathered);
+            let taken = size + others.iter().map(|j| E::size(&j.req)).sum::<usize>();
+            others.extend(self.take_jobs(&mut q.jobs, taken));
+            others
+        };
+        let answer = self.exec.execute(Some((&req, out)), others);
+        self.lead();
+        answer.unwrap_or_default()
+    }
+
+    /// Serves queued jobs until the queue is empty (or hands off).
+    fn lead(self: &Arc<Self>) {
+        loop {
+            for _ in 0..MAX_ROUNDS_INLINE {
+                let jobs = {
+                    let mut q = self.lock();
+                    if q.jobs.is_empty() {
+                        debug_assert!(q.leaders >= 1);
+                        q.leaders -= 1;
+                        return;
+                    }
+                    self.take_jobs(&mut q.jobs, 0)
+                };
+                self.exec.execute(None, jobs);
+            }
+            // Still busy: keep leading from a new task, so that this
+            // connection can send its replies. (Outside a runtime, as in a
+            // drop guard at shutdown, keep leading here.)
+            if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                let me = self.clone();
+                rt.spawn(async move { me.lead() });
+                return;
+            }
+        }
+    }
+
+    /// Takes queued jobs while the batch stays within
+    /// [`Limits::max_batch`] entries, counting `taken` entries already in
+    /// it (with none taken, at least one job).
+    pub(crate) fn take_jobs(
+        &self,
+        queue: &mut Vec<Job<E::Request, E::Answer>>,
+        taken: usize,
+    ) -> Vec<Job<E::Request, E::Answer>> {
+        let mut total = taken;
+        let mut n = 0;
+        while n < queue.len()
+            && ((n == 0 && taken == 0) || total + E::size(&queue[n].req) <= self.limits.max_batch)
+        {
+            total += E::size(&queue[n].req);
+            n += 1;
+        }
+        queue.drain(..n).collect()
+    }
+}

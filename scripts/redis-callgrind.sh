@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Instructions per request of `batchkv serve`'s collection reads, counted
+# by callgrind (noise-free, unlike throughput on a shared machine).
+#
+# For each data type the tests read: start a server under
+# `valgrind --tool=callgrind --instr-atstart=no`, load COLL collections of
+# COLL elements into its memtable (as scripts/redis-bench.sh does; not
+# counted), switch instrumentation on, and run each test at -c CONNS for
+# every -P in PIPES, dumping the counts after each run
+# (callgrind_control --dump). (A restart would not do: writable recovery
+# flushes the replayed WAL to L0 tables.)
+# Prints "test -P instructions/request" per run; the dumps stay in OUT
+# for callgrind_annotate.
+#
+# Usage: scripts/redis-callgrind.sh BINARY [LABEL]
+# Environment (defaults in brackets):
+#   TESTS ["HMGET5 HMGET100 SMISMEMBER100 ZMSCORE100"]
+#   COLL [1000]  VALUE [100]  CONNS [50]  PIPES ["1 10"]
+#   N_SMALL [20000] requests of HMGET5 (and HGET)   N_BIG [2000] of the 100-element tests
+#   BATCH [on]   OUT [/tmp/redis-callgrind]  PORT [16479]
+set -euo pipefail
+
+BIN=${1:?usage: $0 BINARY [LABEL]}
+LABEL=${2:-$(basename "$BIN")}
+TESTS=${TESTS:-"HMGET5 HMGET100 SMISMEMBER100 ZMSCORE100"}
+COLL=${COLL:-1000}
+VALUE=${VALUE:-100}
+CONNS=${CONNS:-50}
+PIPES=${PIPES:-"1 10"}
+N_SMALL=${N_SMALL:-20000}
+N_BIG=${N_BIG:-2000}
+BATCH=${BATCH:-on}
+OUT=${OUT:-/tmp/redis-callgrind}
+PORT=${PORT:-16479}
+OPTS=(--options write_buffer_size=1GB)
+mkdir -p "$OUT"
+PID=
+
+# Loading and starting under valgrind take longer than natively.
+READY_TRIES=3000
+# stop_server, wait_ready, load_collection, repeat_arg
+source "$(dirname "$0")/redis-common.sh"
+trap stop_server EXIT
+
+# command_of TEST: the redis-benchmark command line and request count.
+command_of() {
+    case $1 in
+    HGET) echo "$N_SMALL HGET h:__rand_int__ f:__rand_int__" ;;
+    HMGET5) echo "$N_SMALL HMGET h:__rand_int__ $(repeat_arg 5 f:__rand_int__ | tr '\n' ' ')" ;;
+    HMGET100) echo "$N_BIG HMGET h:__rand_int__ $(repeat_arg 100 f:__rand_int__ | tr '\n' ' ')" ;;
+    SMISMEMBER100) echo "$N_BIG SMISMEMBER s:__rand_int__ $(repeat_arg 100 m:__rand_int__ | tr '\n' ' ')" ;;
+    ZMSCORE100) echo "$N_BIG ZMSCORE z:__rand_int__ $(repeat_arg 100 m:__rand_int__ | tr '\n' ' ')" ;;
+    *) echo "unknown test $1" >&2; exit 1 ;;
+    esac
+}
+
+# total_ir FILE: the instruction count of a callgrind dump.
+total_ir() {
+    awk '/^(summary|totals):/ { print $2; exit }' "$1"
+}
+
+declare -A BY_TYPE=([h]="hashes HSET h" [s]="sets SADD s" [z]="zsets ZADD z")
+for t in h s z; do
+    mine=()
+    for test in $TESTS; do
+        [[ ${test:0:1} == "${t^^}" ]] && mine+=("$test")
+    done
+    ((${#mine[@]})) || continue
+    read -r type cmd prefix <<<"${BY_TYPE[$t]}"
+    run=$OUT/db-$type
+    rm -rf "$run" && mkdir -p "$run"
+    base=$OUT/$LABEL-$type
+    rm -f "$base".*
+    valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$base.%p" \
+        "$BIN" "${OPTS[@]}" serve --dir "$run" --port "$PORT" --memtable skiplist \
+        --batch "$BATCH" >"$OUT/$LABEL-$type.log" 2>&1 &
+    PID=$!
+    wait_ready
+    load_collection "$cmd" "$prefix"
+    # Every command is slow under valgrind: the slow log would count
+    # work that a native run never does.
+    redis-cli -p "$PORT" CONFIG SET slowlog-log-slower-than -1 >/dev/null
+    callgrind_control -i on "$PID" >/dev/null
+    for test in "${mine[@]}"; do
+        read -r n args <<<"$(command_of "$test")"
+        for p in $PIPES; do
+            # shellcheck disable=SC2086
+            redis-benchmark -p "$PORT" -c "$CONNS" -P "$p" -r "$COLL" -n "$n" -q $args >/dev/null
+            callgrind_control --dump="$test-P$p" "$PID" >/dev/null
+            mv "$base.$PID".* "$base.$test-P$p"
+            ir=$(total_ir "$base.$test-P$p")
+            printf '%s %s -c %s -P %s: %s instructions/request (%s requests)\n' \
+                "$LABEL" "$test" "$CONNS" "$p" "$((ir / n))" "$n"
+        done
+    done
+    callgrind_control -i off "$PID" >/dev/null
+    stop_server
+done

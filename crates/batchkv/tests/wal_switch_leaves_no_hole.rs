@@ -6,6 +6,12 @@
 //! check recovery yields a prefix of the write order that holds every write
 //! acknowledged with `sync` (or before a `sync_wal`): a synced record in a
 //! newer WAL must never be durable while an older WAL's records are not.
+//!
+//! The OS may also write a newer WAL's pages back before the unsynced end
+//! of an older one (`FaultInjectionFs::write_back`): each WAL a switch
+//! creates starts with a predecessor record, and recovery ends the history
+//! at the older WAL's lost end instead of applying the newer writes after
+//! a hole.
 mod common;
 
 use std::path::Path;
@@ -132,11 +138,72 @@ fn sync_wal_after_switches_makes_the_closed_wals_durable() {
     );
 }
 
+/// The newest WAL in `dir`.
+fn newest_wal(dir: &Path) -> std::path::PathBuf {
+    let mut wals: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .collect();
+    wals.sort();
+    wals.pop().expect("a WAL")
+}
+
+/// The reordering the predecessor record exists for, step by step: WAL B
+/// is closed with an unsynced end (its fsync owed, the flush that would
+/// pay it held), and the OS writes WAL C back — its pages and its name —
+/// before B's end. Without the check, recovery found B ending cleanly at
+/// a record boundary and applied C's writes after the hole.
+#[test]
+fn newer_wal_written_back_before_the_older_ones_end_keeps_a_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let (fault, gate, db) = open(dir.path());
+    let held = gate.hold(GateOp::Create, ".sst");
+    let mut i = 0;
+    while db.stats().immutable_memtables < 1 {
+        put(&db, i, false);
+        i += 1;
+    }
+    gate.wait_held(held);
+    // WAL B: a synced write, then unsynced ones until B is closed.
+    put(&db, i, true);
+    let synced = i;
+    i += 1;
+    while db.stats().immutable_memtables < 2 {
+        put(&db, i, false);
+        i += 1;
+    }
+    let first_in_c = i;
+    for _ in 0..20 {
+        put(&db, i, false);
+        i += 1;
+    }
+    fault.write_back(&newest_wal(dir.path())).unwrap();
+    let survived = cut_power(db, &fault, &gate, Some(held), dir.path(), "C written back");
+    assert!(first_in_c > synced + 1, "B holds unsynced writes");
+    assert_eq!(
+        survived,
+        synced + 1,
+        "synced key {synced} kept, B's unsynced end and all of C dropped"
+    );
+    let db = Db::open(dir.path(), options()).unwrap();
+    let r = db.recovery_report();
+    // The first reopen made the drop; this one finds a clean history.
+    assert_eq!(r.status().as_str(), "clean", "{r:#?}");
+    db.close().unwrap();
+    let lost: Vec<_> = std::fs::read_dir(dir.path().join("lost"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(lost.len(), 1, "WAL C (only) is copied to lost/: {lost:?}");
+}
+
 /// One round: keys written in order in small batches, some made durable
 /// (`write_in_order`), across dozens of memtable switches; the flush
 /// thread is held at random stretches so closed WALs stay unsynced, and
-/// the power is cut at a random point.
-fn round(seed: u64) {
+/// the power is cut at a random point. With `write_back`, the OS writes
+/// the newest WAL back now and then (before the older WALs' fsyncs).
+fn round(seed: u64, write_back: bool) {
     let what = format!("seed {seed}");
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let dir = tempfile::tempdir().unwrap();
@@ -159,6 +226,9 @@ fn round(seed: u64) {
             }
             _ => {}
         }
+        if write_back && rng.random_ratio(1, 40) {
+            fault.write_back(&newest_wal(dir.path())).unwrap();
+        }
     });
     let survived = cut_power(db, &fault, &gate, held.map(|h| h.0), dir.path(), &what);
     if let Some(s) = last_synced {
@@ -172,7 +242,14 @@ fn round(seed: u64) {
 #[test]
 fn power_loss_across_many_switches_keeps_a_prefix_with_every_synced_write() {
     for seed in 0..40 {
-        round(seed);
+        round(seed, false);
+    }
+}
+
+#[test]
+fn newer_wals_written_back_first_still_leave_a_prefix_with_every_synced_write() {
+    for seed in 0..40 {
+        round(seed, true);
     }
 }
 

@@ -46,6 +46,7 @@ mod metrics_export;
 mod multi_get;
 mod obsolete;
 mod options_file;
+mod predecessor_check;
 mod properties;
 mod range;
 mod read;
@@ -179,6 +180,9 @@ impl DbState {
 struct LogState {
     writer: wal::Writer,
     number: u64,
+    /// The largest sequence number in a record of this WAL (0 if none):
+    /// what the next WAL's predecessor record says of it.
+    last_sequence: u64,
 }
 
 pub(crate) struct DbCore {

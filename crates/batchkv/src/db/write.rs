@@ -345,6 +345,9 @@ impl DbCore {
                 self.set_bg_error(e.clone());
                 return Err(e);
             }
+            if seq > first_seq {
+                log.last_sequence = seq - 1;
+            }
         }
         let multi_cf = batches.iter().any(WriteBatch::has_column_families);
         if !multi_cf {
@@ -605,20 +608,32 @@ impl DbCore {
             // Its fsync and the new WAL's directory entry are owed, not
             // paid here: `closed_wals.rs` says who pays them before
             // anything depends on them.
+            // The new WAL starts by naming the old one, its length and
+            // last sequence number: if power loss keeps the new WAL's
+            // pages and not the old one's end, recovery sees the hole
+            // (`wal_replay.rs`) instead of applying later writes after it.
+            let predecessor =
+                wal::WalPredecessor::new(log.number, log.writer.file_len(), log.last_sequence);
             let created = log
                 .writer
                 .flush()
-                .and_then(|()| self.fs.new_writable(&path));
-            let file = match created {
-                Ok(f) => f,
+                .and_then(|()| self.fs.new_writable(&path))
+                .and_then(|file| {
+                    let mut w = wal::Writer::new(file);
+                    w.add_predecessor(&predecessor)?;
+                    Ok(w)
+                });
+            let writer = match created {
+                Ok(w) => w,
                 Err(e) => {
                     st.bg_error.get_or_insert(e.clone());
                     return Err(e);
                 }
             };
-            let old = std::mem::replace(&mut log.writer, wal::Writer::new(file));
+            let old = std::mem::replace(&mut log.writer, writer);
             self.closed_wals.closed(log.number, old);
             log.number = number;
+            log.last_sequence = 0;
             st.current_wal = number;
             // Idle families move to the new WAL: they need nothing older.
             // Exact under the log lock (no leader is inserting).

@@ -202,7 +202,9 @@ fn newer_wal_written_back_before_the_older_ones_end_keeps_a_prefix() {
 /// (`write_in_order`), across dozens of memtable switches; the flush
 /// thread is held at random stretches so closed WALs stay unsynced, and
 /// the power is cut at a random point. With `write_back`, the OS writes
-/// the newest WAL back now and then (before the older WALs' fsyncs).
+/// the newest WAL back now and then (before the older WALs' fsyncs), and
+/// last just before the power cut, right after a switch that left the
+/// closed WAL's fsync owed.
 fn round(seed: u64, write_back: bool) {
     let what = format!("seed {seed}");
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
@@ -230,7 +232,34 @@ fn round(seed: u64, write_back: bool) {
             fault.write_back(&newest_wal(dir.path())).unwrap();
         }
     });
-    let survived = cut_power(db, &fault, &gate, held.map(|h| h.0), dir.path(), &what);
+    let mut held = held.map(|h| h.0);
+    if write_back {
+        // End in the reordering itself: with the flush thread held (after
+        // it paid what was owed when it started), a WAL is closed with its
+        // fsync owed, a few writes go to the next WAL, and the OS writes
+        // that one back before the power cut.
+        let t = *held.get_or_insert_with(|| gate.hold(GateOp::Create, ".sst"));
+        let mut i = total;
+        // A switch wakes the flush thread if it is idle; it then stops at
+        // the gate (at once, if it is there already).
+        let before = db.stats().immutable_memtables;
+        while db.stats().immutable_memtables == before {
+            put(&db, i, false);
+            i += 1;
+        }
+        gate.wait_held(t);
+        let frozen = db.stats().immutable_memtables;
+        while db.stats().immutable_memtables == frozen {
+            put(&db, i, false);
+            i += 1;
+        }
+        for _ in 0..rng.random_range(1..30) {
+            put(&db, i, false);
+            i += 1;
+        }
+        fault.write_back(&newest_wal(dir.path())).unwrap();
+    }
+    let survived = cut_power(db, &fault, &gate, held, dir.path(), &what);
     if let Some(s) = last_synced {
         assert!(
             survived > s,

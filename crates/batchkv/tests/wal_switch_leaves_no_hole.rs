@@ -12,6 +12,13 @@
 //! creates starts with a predecessor record, and recovery ends the history
 //! at the older WAL's lost end instead of applying the newer writes after
 //! a hole.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
 mod common;
 
 use std::path::Path;
@@ -33,6 +40,25 @@ fn put(db: &Db, i: u64, sync: bool) {
         b,
     )
     .unwrap_or_else(|e| panic!("write {i} failed: {e}"));
+}
+
+/// Writes unsynced keys from `*i` on until at least `frozen` memtables
+/// wait for flush.
+fn fill_until_frozen(db: &Db, i: &mut u64, frozen: usize) {
+    while db.stats().immutable_memtables < frozen {
+        put(db, *i, false);
+        *i += 1;
+    }
+}
+
+/// Writes unsynced keys from `*i` on until a memtable switch starts a new
+/// WAL in `dir`.
+fn fill_until_switch(db: &Db, dir: &Path, i: &mut u64) {
+    let wal = common::newest_wal(dir);
+    while common::newest_wal(dir) == wal {
+        put(db, *i, false);
+        *i += 1;
+    }
 }
 
 /// Tiny memtables (a switch every ~100 writes), room for many of them
@@ -93,16 +119,10 @@ fn synced_write_after_a_switch_makes_the_closed_wals_durable() {
     let held = gate.hold(GateOp::Create, ".sst");
     let mut i = 0;
     // Fill A; its switch wakes the flush thread, which stops at the gate.
-    while db.stats().immutable_memtables < 1 {
-        put(&db, i, false);
-        i += 1;
-    }
+    fill_until_frozen(&db, &mut i, 1);
     gate.wait_held(held);
     // Fill B while that flush is held: B's switch closes WAL B unsynced.
-    while db.stats().immutable_memtables < 2 {
-        put(&db, i, false);
-        i += 1;
-    }
+    fill_until_frozen(&db, &mut i, 2);
     put(&db, i, true);
     let synced = i;
     // Unsynced writes after it may be lost, never the ones before it.
@@ -124,10 +144,7 @@ fn sync_wal_after_switches_makes_the_closed_wals_durable() {
     let (fault, gate, db) = open(dir.path());
     let held = gate.hold(GateOp::Create, ".sst");
     let mut i = 0;
-    while db.stats().immutable_memtables < 4 {
-        put(&db, i, false);
-        i += 1;
-    }
+    fill_until_frozen(&db, &mut i, 4);
     gate.wait_held(held);
     db.sync_wal().unwrap();
     let synced = i - 1;
@@ -136,17 +153,6 @@ fn sync_wal_after_switches_makes_the_closed_wals_durable() {
         survived > synced,
         "key {synced}, written before sync_wal, lost: {survived} keys survived"
     );
-}
-
-/// The newest WAL in `dir`.
-fn newest_wal(dir: &Path) -> std::path::PathBuf {
-    let mut wals: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "log"))
-        .collect();
-    wals.sort();
-    wals.pop().expect("a WAL")
 }
 
 /// The reordering the predecessor record exists for, step by step: WAL B
@@ -160,25 +166,19 @@ fn newer_wal_written_back_before_the_older_ones_end_keeps_a_prefix() {
     let (fault, gate, db) = open(dir.path());
     let held = gate.hold(GateOp::Create, ".sst");
     let mut i = 0;
-    while db.stats().immutable_memtables < 1 {
-        put(&db, i, false);
-        i += 1;
-    }
+    fill_until_frozen(&db, &mut i, 1);
     gate.wait_held(held);
     // WAL B: a synced write, then unsynced ones until B is closed.
     put(&db, i, true);
     let synced = i;
     i += 1;
-    while db.stats().immutable_memtables < 2 {
-        put(&db, i, false);
-        i += 1;
-    }
+    fill_until_frozen(&db, &mut i, 2);
     let first_in_c = i;
     for _ in 0..20 {
         put(&db, i, false);
         i += 1;
     }
-    fault.write_back(&newest_wal(dir.path())).unwrap();
+    fault.write_back(&common::newest_wal(dir.path())).unwrap();
     let survived = cut_power(db, &fault, &gate, Some(held), dir.path(), "C written back");
     assert!(first_in_c > synced + 1, "B holds unsynced writes");
     assert_eq!(
@@ -229,7 +229,7 @@ fn round(seed: u64, write_back: bool) {
             _ => {}
         }
         if write_back && rng.random_ratio(1, 40) {
-            fault.write_back(&newest_wal(dir.path())).unwrap();
+            fault.write_back(&common::newest_wal(dir.path())).unwrap();
         }
     });
     let mut held = held.map(|h| h.0);
@@ -242,22 +242,14 @@ fn round(seed: u64, write_back: bool) {
         let mut i = total;
         // A switch wakes the flush thread if it is idle; it then stops at
         // the gate (at once, if it is there already).
-        let before = db.stats().immutable_memtables;
-        while db.stats().immutable_memtables == before {
-            put(&db, i, false);
-            i += 1;
-        }
+        fill_until_switch(&db, dir.path(), &mut i);
         gate.wait_held(t);
-        let frozen = db.stats().immutable_memtables;
-        while db.stats().immutable_memtables == frozen {
-            put(&db, i, false);
-            i += 1;
-        }
+        fill_until_switch(&db, dir.path(), &mut i);
         for _ in 0..rng.random_range(1..30) {
             put(&db, i, false);
             i += 1;
         }
-        fault.write_back(&newest_wal(dir.path())).unwrap();
+        fault.write_back(&common::newest_wal(dir.path())).unwrap();
     }
     let survived = cut_power(db, &fault, &gate, held, dir.path(), &what);
     if let Some(s) = last_synced {
@@ -302,10 +294,7 @@ fn create_cf_after_a_switch_makes_the_new_wal_name_durable() {
         .into_owned();
     let in_dir_sync = gate.hold(GateOp::SyncDir, &dir_name);
     let mut i = 0;
-    while db.stats().immutable_memtables < 1 {
-        put(&db, i, false);
-        i += 1;
-    }
+    fill_until_frozen(&db, &mut i, 1);
     gate.wait_held(in_dir_sync);
     let at_options = gate.hold(GateOp::Create, ".dbtmp");
     let creator = {

@@ -659,7 +659,7 @@ mod tests {
             },
             |n| vec![(0, factory.create(n))],
             |_, m| {
-                applied += m.num_entries() as u64;
+                applied += m.num_entries();
                 Ok(())
             },
             &mut max_sequence,

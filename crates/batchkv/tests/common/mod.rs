@@ -16,6 +16,17 @@ pub fn small_buffers() -> Options {
     }
 }
 
+/// The WAL with the largest number in `dir`.
+pub fn newest_wal(dir: &std::path::Path) -> std::path::PathBuf {
+    let mut wals: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .collect();
+    wals.sort();
+    wals.pop().expect("a WAL")
+}
+
 /// Every live key/value, via a forward scan.
 pub fn scan_all(db: &Db) -> Vec<(Vec<u8>, Vec<u8>)> {
     drain(&mut db.iter(&ReadOptions::default()).unwrap())

@@ -75,6 +75,48 @@ fn dump_wal_prints_every_record_and_operation() {
     assert!(!text.contains('\x1b'), "an escape code reached the output");
 }
 
+/// A WAL a memtable switch created starts with its predecessor record:
+/// shown on its own line, before the records (the first at offset 31).
+#[test]
+fn dump_wal_shows_the_predecessor_record() {
+    let tmp = tempfile::tempdir().unwrap();
+    let opts = Options {
+        write_buffer_size: 64 * 1024,
+        ..Options::default()
+    };
+    let db = Db::open(tmp.path(), opts).unwrap();
+    for i in 0..20 {
+        db.put(format!("k{i:02}"), vec![b'v'; 10_000]).unwrap();
+    }
+    db.close().unwrap();
+    let wal = files(tmp.path(), |n| n.ends_with(".log")).pop().unwrap();
+    let out = ok(dump("wal", &wal));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("predecessor "))
+        .unwrap_or_else(|| panic!("no predecessor line in\n{text}"));
+    let fields: Vec<&str> = line.split(' ').collect();
+    assert_eq!(fields.len(), 4, "{line}");
+    assert!(
+        fields[1].starts_with("number=") && fields[2].starts_with("length="),
+        "{line}"
+    );
+    let last_sequence: u64 = fields[3]
+        .strip_prefix("last_sequence=")
+        .unwrap()
+        .parse()
+        .unwrap();
+    // The batches of this WAL follow the predecessor's last one.
+    assert!(
+        text.contains(&format!(
+            "record offset=31 sequence={} count=1\n",
+            last_sequence + 1
+        )),
+        "{text}"
+    );
+}
+
 #[test]
 fn dump_wal_reports_damage_with_its_offset_and_goes_on() {
     let tmp = tempfile::tempdir().unwrap();

@@ -72,6 +72,7 @@ pub use sst::file_writer::{ExternalSstInfo, SstFileWriter};
 pub use sst::CompressionType;
 pub use version::dump::{DumpKey, ManifestEdit, ManifestFile, ManifestFileReader};
 pub use wal::dump::{LogDamage, WalFileReader, WalOp, WalRecord};
+pub use wal::WalPredecessor;
 /// Memtable internals for the component micro-benchmarks only.
 #[cfg(feature = "bench-internals")]
 pub use {

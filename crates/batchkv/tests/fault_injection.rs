@@ -18,6 +18,7 @@ use std::sync::Arc;
 use batchkv::{
     Db, Error, Fault, FaultInjectionFs, FaultOp, Options, PosixFs, WriteBatch, WriteOptions,
 };
+use common::power_loss::{assert_prefix, value, write_in_order};
 use rand::{Rng, SeedableRng};
 
 fn fault_fs() -> FaultInjectionFs {
@@ -26,10 +27,6 @@ fn fault_fs() -> FaultInjectionFs {
 
 fn open(dir: &std::path::Path, fs: &FaultInjectionFs, opts: Options) -> Db {
     Db::open_with_fs(dir, opts, Arc::new(fs.clone())).unwrap()
-}
-
-fn value(i: u64) -> Vec<u8> {
-    format!("value-{i}-{}", "x".repeat((i % 50) as usize)).into_bytes()
 }
 
 const SYNC: WriteOptions = WriteOptions {
@@ -232,56 +229,28 @@ fn power_loss_round(seed: u64) {
     };
     let db = open(dir.path(), &fs, opts.clone());
     let total = rng.random_range(50..1500u64);
-    let mut last_synced: Option<u64> = None;
-    // A third of the rounds make writes durable with `sync_wal` calls
-    // instead of synced writes.
-    let by_sync_wal = rng.random_ratio(1, 3);
-    let mut i = 0;
-    while i < total {
-        let sync = !by_sync_wal && rng.random_ratio(1, 8);
-        let n = rng.random_range(1..=4u64).min(total - i);
-        let mut b = WriteBatch::new();
-        for j in i..i + n {
-            b.put(common::key(j), value(j));
-        }
-        db.write(
-            &WriteOptions {
-                sync,
-                disable_wal: false,
-            },
-            b,
-        )
-        .unwrap_or_else(|e| panic!("seed {seed}: write {i} failed: {e}"));
-        i += n;
-        if sync {
-            last_synced = Some(i - 1);
-        }
-        if rng.random_ratio(1, 400) {
-            db.flush().unwrap();
-        }
-        // A sync of the WAL alone makes everything before it durable.
-        if by_sync_wal && rng.random_ratio(1, 8) {
-            db.sync_wal().unwrap();
-            last_synced = Some(i - 1);
-        }
-    }
+    let last_synced = write_in_order(
+        &db,
+        &mut rng,
+        total,
+        &format!("seed {seed}"),
+        |db, rng, _| {
+            if rng.random_ratio(1, 400) {
+                db.flush().unwrap();
+            }
+        },
+    );
     fs.power_off();
     drop(db);
     fs.lose_unsynced_data().unwrap();
 
     let db = Db::open(dir.path(), opts)
         .unwrap_or_else(|e| panic!("seed {seed}: reopen after power loss failed: {e}"));
-    let all = common::scan_all(&db);
-    for (n, (k, v)) in all.iter().enumerate() {
-        let n = n as u64;
-        assert_eq!(k, &common::key(n), "seed {seed}: hole before key {n}");
-        assert_eq!(v, &value(n), "seed {seed}: wrong value for key {n}");
-    }
+    let survived = assert_prefix(&db, &format!("seed {seed}"));
     if let Some(s) = last_synced {
         assert!(
-            all.len() as u64 > s,
-            "seed {seed}: synced key {s} lost ({} keys survived)",
-            all.len()
+            survived > s,
+            "seed {seed}: synced key {s} lost ({survived} keys survived)"
         );
     }
     db.close().unwrap();

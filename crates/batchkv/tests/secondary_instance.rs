@@ -296,17 +296,6 @@ fn secondary_follows_a_primary_that_reopens() {
     );
 }
 
-/// The WAL with the largest number in `dir`.
-fn newest_wal(dir: &std::path::Path) -> std::path::PathBuf {
-    let mut wals: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "log"))
-        .collect();
-    wals.sort();
-    wals.pop().expect("a WAL")
-}
-
 /// A WAL record still being written — or cut short by a crash — is never
 /// shown in part: the secondary shows it only once it is complete.
 #[test]
@@ -315,7 +304,7 @@ fn a_record_being_written_is_invisible_until_complete() {
     let (p, s) = (dir.path().join("p"), dir.path().join("s"));
     let primary = Db::open(&p, common::opts()).unwrap();
     primary.put(b"before", b"1").unwrap();
-    let wal = newest_wal(&p);
+    let wal = common::newest_wal(&p);
     let start = std::fs::metadata(&wal).unwrap().len() as usize;
     // One batch of two keys: one record.
     let mut b = batchkv::WriteBatch::new();
@@ -360,7 +349,7 @@ fn damage_in_the_middle_of_a_wal_is_corruption() {
     let (p, s) = (dir.path().join("p"), dir.path().join("s"));
     let primary = Db::open(&p, common::opts()).unwrap();
     primary.put(b"a", b"1").unwrap();
-    let wal = newest_wal(&p);
+    let wal = common::newest_wal(&p);
     let mid = std::fs::metadata(&wal).unwrap().len();
     primary.put(b"b", b"2").unwrap();
     primary.put(b"c", b"3").unwrap();

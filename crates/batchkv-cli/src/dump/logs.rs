@@ -6,6 +6,7 @@
 //! ```text
 //! file: PATH
 //! file_size: N
+//! predecessor number=N length=N last_sequence=N   (dump wal, a WAL a memtable switch created)
 //! record offset=0 sequence=1 count=2              (dump wal)
 //!   put cf=0 key=K value_size=N value=V
 //!   delete cf=0 key=K
@@ -47,6 +48,13 @@ pub fn wal(file: &Path, full_values: bool) -> Result<ExitCode, Error> {
     let mut out = BufWriter::new(std::io::stdout().lock());
     writeln!(out, "file: {}", file.display())?;
     writeln!(out, "file_size: {}", reader.file_size())?;
+    if let Some(p) = reader.predecessor() {
+        writeln!(
+            out,
+            "predecessor number={} length={} last_sequence={}",
+            p.number, p.length, p.last_sequence
+        )?;
+    }
     let (mut records, mut damaged) = (0u64, 0u64);
     for item in reader.records() {
         match item {

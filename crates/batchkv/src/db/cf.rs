@@ -239,6 +239,9 @@ impl Db {
         // Lock order: log, manifest (in apply_edit), state. Holding `log`
         // keeps write groups out while the family appears.
         let log = lock(&core.log);
+        // The edit names the current WAL: its directory entry (owed since
+        // the last memtable switch) must be durable first.
+        core.sync_closed_wals()?;
         let st = lock(&core.state);
         if st.cfs.values().any(|c| c.shared.name == name) {
             return Err(Error::InvalidArgument(format!(

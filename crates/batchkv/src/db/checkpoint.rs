@@ -69,7 +69,8 @@ impl Db {
             log.writer.flush()?;
             let active = (log.number, log.writer.file_len());
             // Older WALs still needed hold frozen memtables; they are
-            // complete (the switch synced them).
+            // complete (every record was handed to the OS before the switch;
+            // the copy reads them whether or not their fsync is still owed).
             let mut wals: Vec<(u64, u64)> = fs
                 .list_dir(&core.dir)?
                 .iter()

@@ -168,22 +168,27 @@ fn flush_oldest<'a>(
     st.pending_outputs.push(number);
     drop(st);
 
+    // The WALs closed by switches (this memtable's among them) are synced
+    // first thing, so they do not stay owed while the table is written.
+    let closed_synced = core.sync_closed_wals();
     // A panic fails the flush like any other error (see `run_task`).
-    let written = catch_panic(
-        || format!("flush of table {number}"),
-        || {
-            write_level0_table(
-                core.fs.as_ref(),
-                &core.dir,
-                &core.tables,
-                mem,
-                number,
-                &opts,
-                &snapshots,
-            )
-        },
-    )
-    .and_then(|r| r);
+    let written = closed_synced.and_then(|()| {
+        catch_panic(
+            || format!("flush of table {number}"),
+            || {
+                write_level0_table(
+                    core.fs.as_ref(),
+                    &core.dir,
+                    &core.tables,
+                    mem,
+                    number,
+                    &opts,
+                    &snapshots,
+                )
+            },
+        )
+        .and_then(|r| r)
+    });
 
     let st = lock(&core.state);
     let (mut st, result) = match written {
@@ -216,13 +221,24 @@ fn flush_oldest<'a>(
             // The table's sequence numbers must stay visible after a reopen
             // even once its WAL is gone.
             edit.last_sequence = Some(core.last_visible());
-            core.apply_edit(st, edit, |st| {
-                if let Some(cf) = st.cfs.get_mut(&id) {
-                    cf.imms.pop_front();
-                    cf.flush_count += 1;
-                }
-                core.install_super_version(st, id);
-            })
+            // The edit names `next_log` and makes older WALs obsolete: a
+            // switch since this flush started may have closed WALs (other
+            // families' writes) and created `next_log` with its directory
+            // entry not yet durable. `closed_wals.sync` covers every switch
+            // made before `next_log` was read above, under `state`.
+            drop(st);
+            let synced = core.sync_closed_wals();
+            let st = lock(&core.state);
+            match synced {
+                Ok(()) => core.apply_edit(st, edit, |st| {
+                    if let Some(cf) = st.cfs.get_mut(&id) {
+                        cf.imms.pop_front();
+                        cf.flush_count += 1;
+                    }
+                    core.install_super_version(st, id);
+                }),
+                Err(e) => (st, Err(e)),
+            }
         }
         Err(e) => {
             let mut st = st;

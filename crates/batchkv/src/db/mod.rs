@@ -31,6 +31,7 @@
 
 mod cf;
 mod checkpoint;
+mod closed_wals;
 mod compaction;
 mod flush;
 mod ingest;
@@ -45,6 +46,7 @@ mod metrics_export;
 mod multi_get;
 mod obsolete;
 mod options_file;
+mod predecessor_check;
 mod properties;
 mod range;
 mod read;
@@ -178,6 +180,9 @@ impl DbState {
 struct LogState {
     writer: wal::Writer,
     number: u64,
+    /// The largest sequence number in a record of this WAL (0 if none):
+    /// what the next WAL's predecessor record says of it.
+    last_sequence: u64,
 }
 
 pub(crate) struct DbCore {
@@ -199,6 +204,9 @@ pub(crate) struct DbCore {
     /// Signalled when memtables are queued for flush, a flush ends, or shutdown starts.
     bg_cv: Condvar,
     log: Mutex<LogState>,
+    /// The fsyncs memtable switches left owed (closed WALs, the new WAL's
+    /// directory entry), paid before anything depends on them.
+    closed_wals: closed_wals::ClosedWals,
     write_queue: Mutex<VecDeque<Arc<PendingWrite>>>,
     tables: Arc<TableCache>,
     snapshots: Arc<SnapshotList>,
@@ -441,10 +449,18 @@ impl DbHandle {
         for t in workers {
             let _ = t.join();
         }
-        // Hand any final buffered WAL bytes to the OS.
+        // Hand any final buffered WAL bytes to the OS, and pay the fsyncs
+        // of WALs closed since the flush thread last did (not of the
+        // current one: closing makes no write durable that was not).
         let log_result = lock(&core.log).writer.flush();
+        let closed_result = if core.closed_wals.any_owed() {
+            core.sync_closed_wals()
+        } else {
+            Ok(())
+        };
         result?;
         log_result?;
+        closed_result?;
         match &lock(&core.state).bg_error {
             Some(e) => Err(e.clone()),
             None => Ok(()),

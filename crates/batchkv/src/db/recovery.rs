@@ -218,6 +218,7 @@ pub(super) fn open(
                 mode: opts.wal_recovery_mode,
                 keep_damaged: !read_only,
                 missing,
+                newest_recorded,
             },
             &mut new_mems,
             &mut sink,
@@ -333,7 +334,9 @@ pub(super) fn open(
         log: Mutex::new(LogState {
             writer,
             number: log_number,
+            last_sequence: 0,
         }),
+        closed_wals: Default::default(),
         write_queue: Mutex::new(VecDeque::new()),
         tables,
         snapshots: Arc::new(SnapshotList::default()),
@@ -400,6 +403,13 @@ fn log_report(report: &RecoveryReport) {
         if d.detail == super::wal_replay::MISSING {
             log::warn!(
                 "recovery: {} is missing ({} recovery): {}; the writes it held are lost",
+                d.file.display(),
+                report.mode,
+                d.detail
+            );
+        } else if d.predecessor_hole {
+            log::warn!(
+                "recovery: the end of {} was lost ({} recovery): {}",
                 d.file.display(),
                 report.mode,
                 d.detail

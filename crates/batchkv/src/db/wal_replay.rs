@@ -15,6 +15,15 @@
 //! | `PointInTime` | kept prefix | kept prefix; the rest reported, copied to `lost/` |
 //! | `SkipAnyCorruptedRecords` | kept prefix | damaged records skipped, the rest applied; copied to `lost/` |
 //!
+//! A WAL that a memtable switch created starts with a predecessor record
+//! (the WAL before it, its length and last sequence number); before
+//! applying it, replay checks that record against what it found of that
+//! WAL (`predecessor_check.rs`). An older WAL that ends before its recorded
+//! length lost its end in a power failure that kept newer, unsynced writes:
+//! every mode but skip ends the history there instead of applying them
+//! after the hole (absolute refuses); a record power loss cannot explain
+//! is damage followed by intact records.
+//!
 //! A failed open changes nothing on disk: the replayed memtables are
 //! handed to the caller's sink (which writes them as tables) only once the
 //! whole replay is accepted. In every mode a batch is applied whole or not
@@ -23,6 +32,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::predecessor_check::{self, Replayed, Verdict};
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
@@ -50,6 +60,14 @@ pub struct WalDamage {
     /// Bytes from the damage to the next applied record (or the end of the
     /// file) that were not applied.
     pub bytes_dropped: u64,
+    /// The damage is the lost end of this WAL: the next WAL's predecessor
+    /// record says it was longer. A power loss kept the next WAL's pages
+    /// (none of its writes acknowledged as synced: a synced write makes the
+    /// older WALs durable first) and not this one's last ones. Every mode
+    /// but absolute opens: the default and point-in-time end the history
+    /// here (the later WALs are not applied and are copied to `lost/`),
+    /// skip-corrupted applies them anyway.
+    pub predecessor_hole: bool,
 }
 
 /// The outcome of a recovery in one word ([`RecoveryReport::status`]).
@@ -144,6 +162,10 @@ pub(super) struct ReplayPolicy {
     /// (the newest log number a flush recorded: never deleted while the
     /// MANIFEST names it). Its writes are lost: damage, never a tail.
     pub missing: Option<u64>,
+    /// The newest log number the MANIFEST records for a family (0 if
+    /// none): a WAL numbered from there on is never deleted by the engine,
+    /// so a predecessor record naming a missing one is corruption.
+    pub newest_recorded: u64,
 }
 
 /// Replays `logs` (oldest first) into memtables from `new_mems`, which
@@ -177,6 +199,10 @@ pub(super) fn replay_logs(
     let mut numbers = logs.to_vec();
     numbers.extend(policy.missing);
     numbers.sort_unstable();
+    // The WAL replayed just before, while its predecessor check is still
+    // meaningful: it was applied up to its end, or stopped only by damage
+    // at its end (nothing intact after it in that WAL).
+    let mut previous: Option<(Replayed, PathBuf)> = None;
     for number in numbers {
         let path = crate::filename::path(dir, crate::filename::FileKind::Wal, number);
         if policy.missing == Some(number) {
@@ -188,12 +214,45 @@ pub(super) fn replay_logs(
                     torn_tail: false,
                     records_dropped: 0,
                     bytes_dropped: 0,
+                    predecessor_hole: false,
                 });
                 stopped = mode != WalRecoveryMode::SkipAnyCorruptedRecords;
             }
+            previous = None;
             continue;
         }
         let data = fs.read_all(&path)?;
+        let file = path.display().to_string();
+        let pred = wal::predecessor_of(&data, &file);
+        if let Some(pred) = pred.filter(|p| policy.missing != Some(p.number)) {
+            let cx = predecessor_check::Context {
+                on_disk: logs,
+                newest_recorded: policy.newest_recorded,
+                previous: previous.as_ref().map(|p| p.0),
+            };
+            match predecessor_check::check(number, &pred, &cx) {
+                Verdict::Consistent => {}
+                Verdict::LostTail(detail) => {
+                    if let Some((prev, prev_path)) = &previous {
+                        lost_tail(&mut report.damage, prev, prev_path, detail);
+                    }
+                    stopped |= mode != WalRecoveryMode::SkipAnyCorruptedRecords;
+                }
+                Verdict::Mismatch(detail) => {
+                    report.damage.push(WalDamage {
+                        file: path.clone(),
+                        offset: 0,
+                        detail,
+                        torn_tail: false,
+                        records_dropped: 0,
+                        bytes_dropped: 0,
+                        predecessor_hole: false,
+                    });
+                    stopped |= mode != WalRecoveryMode::SkipAnyCorruptedRecords;
+                }
+            }
+        }
+        previous = None;
         if stopped {
             // Recovery stopped in an earlier log: applying this one would
             // leave a hole in the write order.
@@ -207,6 +266,18 @@ pub(super) fn replay_logs(
         }
         let mems = new_mems(number);
         let log = replay_one(&data, &path, mode, &mems, max_sequence)?;
+        if !log.stopped || log.damage.iter().all(|d| d.torn_tail) {
+            let end = match (log.end, pred) {
+                (0, Some(_)) => wal::PREDECESSOR_RECORD_LEN,
+                (end, _) => end,
+            };
+            let replayed = Replayed {
+                number,
+                end,
+                last_sequence: log.last_sequence,
+            };
+            previous = Some((replayed, path.clone()));
+        }
         if log.applied > 0 || log.damage.iter().any(|d| d.records_dropped > 0) {
             not_a_tail(&mut report.damage);
         }
@@ -221,9 +292,10 @@ pub(super) fn replay_logs(
     }
     let refused = match mode {
         WalRecoveryMode::AbsoluteConsistency => report.damage.first(),
-        WalRecoveryMode::TolerateCorruptedTailRecords => {
-            report.damage.iter().find(|d| !d.torn_tail)
-        }
+        WalRecoveryMode::TolerateCorruptedTailRecords => report
+            .damage
+            .iter()
+            .find(|d| !d.torn_tail && !d.predecessor_hole),
         WalRecoveryMode::PointInTime | WalRecoveryMode::SkipAnyCorruptedRecords => None,
     };
     if let Some(d) = refused {
@@ -235,7 +307,12 @@ pub(super) fn replay_logs(
     // Copy before the caller's MANIFEST edit makes these logs obsolete, so
     // a crash at any point leaves either the original or the copy.
     for (path, data) in suspects.into_iter().filter(|_| policy.keep_damaged) {
-        let harmful = report.damage.iter().any(|d| d.file == path && !d.torn_tail)
+        // Not a WAL whose only damage is its lost end: every record it
+        // still holds was applied.
+        let harmful = report
+            .damage
+            .iter()
+            .any(|d| d.file == path && !d.torn_tail && !d.predecessor_hole)
             || report
                 .wals_dropped
                 .iter()
@@ -258,6 +335,8 @@ fn refusal(d: &WalDamage, report: &RecoveryReport) -> Error {
     let in_later: u64 = report.wals_dropped.iter().map(|(_, n)| n).sum();
     let follows = if d.detail == MISSING {
         format!("its writes are lost, and {in_later} intact write batches in later WALs follow it")
+    } else if d.detail.starts_with(predecessor_check::MISMATCH) {
+        format!("{in_later} intact write batches in this WAL and later ones were not applied")
     } else if d.torn_tail {
         "nothing intact follows it (a torn or lost last write)".to_string()
     } else if d.records_dropped + in_later == 0 {
@@ -301,6 +380,28 @@ fn refusal(d: &WalDamage, report: &RecoveryReport) -> Error {
     )
 }
 
+/// Marks the damage that ends WAL `prev` (or records it, if the WAL ended
+/// at a record boundary) as its lost end: the next WAL's predecessor
+/// record says it was longer ([`WalDamage::predecessor_hole`]).
+fn lost_tail(damage: &mut Vec<WalDamage>, prev: &Replayed, prev_path: &Path, detail: String) {
+    let at_end = |d: &&mut WalDamage| d.file == prev_path && d.offset >= prev.end;
+    match damage.last_mut().filter(at_end) {
+        Some(d) => {
+            d.detail = format!("{}; {detail}", d.detail);
+            d.predecessor_hole = true;
+        }
+        None => damage.push(WalDamage {
+            file: prev_path.to_path_buf(),
+            offset: prev.end,
+            detail,
+            torn_tail: true,
+            records_dropped: 0,
+            bytes_dropped: 0,
+            predecessor_hole: true,
+        }),
+    }
+}
+
 /// Intact records follow every damage found so far.
 fn not_a_tail(damage: &mut [WalDamage]) {
     damage.iter_mut().for_each(|d| d.torn_tail = false);
@@ -309,6 +410,10 @@ fn not_a_tail(damage: &mut [WalDamage]) {
 /// One log's replay.
 struct LogReplay {
     applied: u64,
+    /// Offset just past the last record applied (0 if none).
+    end: u64,
+    /// The largest sequence number applied from this log (0 if none).
+    last_sequence: u64,
     damage: Vec<WalDamage>,
     /// Per damage: the reader could not follow the framing past it (a
     /// `Corrupt` outcome, or a record that is not a batch), so intact
@@ -339,6 +444,7 @@ impl LogReplay {
             torn_tail: true,
             records_dropped: 0,
             bytes_dropped: 0,
+            predecessor_hole: false,
         });
         self.unframed.push(unframed);
         self.stopped = mode != WalRecoveryMode::SkipAnyCorruptedRecords;
@@ -353,9 +459,11 @@ fn replay_one(
     max_sequence: &mut u64,
 ) -> Result<LogReplay> {
     let file = path.display().to_string();
-    let mut reader = wal::Reader::new(data, &file);
+    let mut reader = wal::Reader::wal(data, &file);
     let mut out = LogReplay {
         applied: 0,
+        end: 0,
+        last_sequence: 0,
         damage: Vec::new(),
         unframed: Vec::new(),
         stopped: false,
@@ -371,7 +479,11 @@ fn replay_one(
                     Ok(batch) => {
                         close_gap(&mut out.damage, offset);
                         apply(&batch, mems, max_sequence)?;
+                        if let Some(n) = (batch.len() as u64).checked_sub(1) {
+                            out.last_sequence = out.last_sequence.max(batch.sequence() + n);
+                        }
                         out.applied += 1;
+                        out.end = reader.position() as u64;
                         continue;
                     }
                     // A checksummed record that is not a batch: damage too.
@@ -453,10 +565,10 @@ fn apply(
     Ok(())
 }
 
-/// Intact records in a whole log.
+/// Intact records in a whole log (a predecessor record is not one).
 fn count_records(data: &[u8], path: &Path) -> u64 {
     let file = path.display().to_string();
-    let mut reader = wal::Reader::new(data, &file);
+    let mut reader = wal::Reader::wal(data, &file);
     let mut n = 0;
     loop {
         match reader.next() {
@@ -480,4 +592,233 @@ fn keep_aside(fs: &Arc<dyn FileSystem>, dir: &Path, path: &Path, data: &[u8]) ->
     fs.sync_dir(&lost)?;
     fs.sync_dir(dir)?;
     Ok(copy)
+}
+
+#[cfg(test)]
+mod tests {
+    //! The predecessor check as replay applies it, per mode, on WALs built
+    //! by the real writer (`predecessor_check.rs` has the verdicts).
+    use super::*;
+    use crate::db::memtable_factory::MemTableFactory;
+    use crate::fs::mem::MemFile;
+    use crate::options::Options;
+    use crate::wal::WalPredecessor;
+
+    const DIR: &str = "/db";
+
+    /// A WAL holding one single-put batch per sequence number in `seqs`,
+    /// after the predecessor record `pred` if given; with the end of each
+    /// record.
+    fn wal_of(pred: Option<WalPredecessor>, seqs: std::ops::Range<u64>) -> (Vec<u8>, Vec<u64>) {
+        let (file, bytes) = MemFile::new();
+        let mut w = wal::Writer::new(Box::new(file));
+        if let Some(p) = pred {
+            w.add_predecessor(&p).unwrap();
+        }
+        let mut ends = Vec::new();
+        for s in seqs {
+            let mut b = WriteBatch::new();
+            b.put(format!("k{s:04}").as_bytes(), b"v");
+            b.set_sequence(s);
+            w.add_record(b.rep()).unwrap();
+            ends.push(w.file_len());
+        }
+        let data = bytes.lock().unwrap().clone();
+        (data, ends)
+    }
+
+    fn path(n: u64) -> PathBuf {
+        crate::filename::path(Path::new(DIR), crate::filename::FileKind::Wal, n)
+    }
+
+    /// Replays the WALs `files` (number, bytes) in `mode`; returns the
+    /// report or the error text, and the keys applied.
+    fn replay(
+        files: &[(u64, Vec<u8>)],
+        mode: WalRecoveryMode,
+    ) -> (std::result::Result<RecoveryReport, String>, u64) {
+        let fs: Arc<dyn FileSystem> = Arc::new(crate::fs::mem::MemFs::with_files(
+            &files
+                .iter()
+                .map(|(n, d)| (path(*n), d.clone()))
+                .collect::<Vec<_>>(),
+        ));
+        let factory = MemTableFactory::new(&Options::default());
+        let mut applied = 0;
+        let logs: Vec<u64> = files.iter().map(|f| f.0).collect();
+        let mut max_sequence = 0;
+        let r = replay_logs(
+            &fs,
+            Path::new(DIR),
+            &logs,
+            ReplayPolicy {
+                mode,
+                keep_damaged: false,
+                missing: None,
+                newest_recorded: 3,
+            },
+            |n| vec![(0, factory.create(n))],
+            |_, m| {
+                applied += m.num_entries();
+                Ok(())
+            },
+            &mut max_sequence,
+        );
+        (r.map_err(|e| e.to_string()), applied)
+    }
+
+    /// WAL 5 with sequences 1..=40 and WAL 8, which follows it, with
+    /// 41..=60.
+    fn two_wals() -> (Vec<u8>, Vec<u64>, Vec<u8>) {
+        let (w5, ends5) = wal_of(None, 1..41);
+        let len = w5.len() as u64;
+        let (w8, _) = wal_of(Some(WalPredecessor::new(5, len, 40)), 41..61);
+        (w5, ends5, w8)
+    }
+
+    const ALL: [WalRecoveryMode; 4] = [
+        WalRecoveryMode::TolerateCorruptedTailRecords,
+        WalRecoveryMode::AbsoluteConsistency,
+        WalRecoveryMode::PointInTime,
+        WalRecoveryMode::SkipAnyCorruptedRecords,
+    ];
+
+    #[test]
+    fn wals_as_recorded_replay_whole_in_every_mode() {
+        let (w5, _, w8) = two_wals();
+        for mode in ALL {
+            let (r, applied) = replay(&[(5, w5.clone()), (8, w8.clone())], mode);
+            let r = r.unwrap();
+            assert_eq!((applied, r.status()), (60, RecoveryStatus::Clean), "{mode}");
+        }
+    }
+
+    #[test]
+    fn a_lost_end_of_the_older_wal_ends_the_history_there() {
+        let (w5, ends5, w8) = two_wals();
+        // Cut at a record boundary (nothing looks damaged in WAL 5), and
+        // mid-record (a torn tail, which would refuse the open by itself).
+        for (cut, what) in [(ends5[29], "boundary"), (ends5[29] + 5, "torn")] {
+            let files = [(5, w5[..cut as usize].to_vec()), (8, w8.clone())];
+            for mode in ALL {
+                let (r, applied) = replay(&files, mode);
+                let ctx = format!("{what}, {mode}");
+                match mode {
+                    WalRecoveryMode::AbsoluteConsistency => {
+                        let e = r.unwrap_err();
+                        assert!(e.contains("000005.log"), "{ctx}: {e}");
+                        assert!(e.contains("but WAL 8 records WAL 5 as"), "{ctx}: {e}");
+                    }
+                    WalRecoveryMode::SkipAnyCorruptedRecords => {
+                        let r = r.unwrap();
+                        assert_eq!(applied, 50, "{ctx}");
+                        assert!(
+                            r.damage[0].predecessor_hole && !r.damage[0].torn_tail,
+                            "{ctx}"
+                        );
+                        assert_eq!(r.status(), RecoveryStatus::Damaged, "{ctx}");
+                    }
+                    _ => {
+                        let r = r.unwrap();
+                        assert_eq!(applied, 30, "{ctx}: a prefix, WAL 8 not applied");
+                        assert_eq!(r.wals_dropped, vec![(path(8), 20)], "{ctx}");
+                        assert_eq!(r.damage.len(), 1, "{ctx}: {r:#?}");
+                        let d = &r.damage[0];
+                        assert!(d.predecessor_hole && !d.torn_tail, "{ctx}: {d:?}");
+                        assert_eq!((d.file.clone(), d.offset), (path(5), ends5[29]), "{ctx}");
+                        let lost = (w5.len() as u64) - ends5[29];
+                        assert!(
+                            d.detail.contains(&format!(
+                                "WAL 5 ends at offset {} (sequence 30), but WAL 8 records WAL 5 \
+                                 as {} bytes long, ending at sequence 40: its last {lost} bytes \
+                                 were lost",
+                                ends5[29],
+                                w5.len()
+                            )),
+                            "{ctx}: {}",
+                            d.detail
+                        );
+                        assert_eq!(r.status(), RecoveryStatus::Damaged, "{ctx}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_lost_end_with_nothing_after_it_is_a_tail() {
+        // The newer WAL holds only its predecessor record.
+        let (w5, ends5) = wal_of(None, 1..41);
+        let (w8, _) = wal_of(Some(WalPredecessor::new(5, w5.len() as u64, 40)), 41..41);
+        let files = [(5, w5[..ends5[9] as usize].to_vec()), (8, w8)];
+        let (r, applied) = replay(&files, WalRecoveryMode::TolerateCorruptedTailRecords);
+        let r = r.unwrap();
+        assert_eq!(applied, 10);
+        assert_eq!(r.status(), RecoveryStatus::TailTruncated, "{r:#?}");
+    }
+
+    #[test]
+    fn an_older_wal_longer_than_recorded_is_refused() {
+        let (w5, ends5, _) = two_wals();
+        // WAL 8 recorded WAL 5 when it held 30 batches; it holds 40.
+        let (w8, _) = wal_of(Some(WalPredecessor::new(5, ends5[29], 30)), 41..61);
+        let files = [(5, w5.clone()), (8, w8)];
+        let (r, _) = replay(&files, WalRecoveryMode::TolerateCorruptedTailRecords);
+        let e = r.unwrap_err();
+        assert!(
+            e.starts_with(&format!(
+                "corruption in /db/000008.log at offset 0: predecessor record mismatch: WAL 8 \
+                 records WAL 5 as {} bytes long, ending at sequence 30, but WAL 5 ends at offset \
+                 {} (sequence 40): a WAL is never written after the next one starts; 20 intact \
+                 write batches in this WAL and later ones were not applied",
+                ends5[29],
+                w5.len()
+            )),
+            "{e}"
+        );
+        // Point-in-time keeps the prefix before WAL 8.
+        let (r, applied) = replay(&files, WalRecoveryMode::PointInTime);
+        assert_eq!(
+            (applied, r.unwrap().status()),
+            (40, RecoveryStatus::Damaged)
+        );
+    }
+
+    #[test]
+    fn a_missing_predecessor_that_is_not_obsolete_is_refused() {
+        let (_, _, w8) = two_wals();
+        // The MANIFEST's newest log number is 3 (`replay`): WAL 5 was never
+        // obsolete.
+        let (r, _) = replay(&[(8, w8)], WalRecoveryMode::TolerateCorruptedTailRecords);
+        let e = r.unwrap_err();
+        assert!(
+            e.contains("/db/000008.log at offset 0: predecessor record mismatch: WAL 8 names WAL 5 as its predecessor, and WAL 5 is missing"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_wal_between_a_wal_and_its_predecessor_is_refused() {
+        let (w5, _, w8) = two_wals();
+        let (w7, _) = wal_of(None, 41..41);
+        let (r, _) = replay(
+            &[(5, w5), (7, w7), (8, w8)],
+            WalRecoveryMode::TolerateCorruptedTailRecords,
+        );
+        let e = r.unwrap_err();
+        assert!(
+            e.contains("WAL 8 names WAL 5 as its predecessor, but WAL 7 comes between them"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn wals_without_a_predecessor_record_replay_as_before() {
+        // The older one cut short at a record boundary: nothing can tell.
+        let (w5, ends5) = wal_of(None, 1..41);
+        let (w8, _) = wal_of(None, 41..61);
+        let files = [(5, w5[..ends5[29] as usize].to_vec()), (8, w8)];
+        let (r, applied) = replay(&files, WalRecoveryMode::TolerateCorruptedTailRecords);
+        assert_eq!((applied, r.unwrap().status()), (50, RecoveryStatus::Clean));
+    }
 }

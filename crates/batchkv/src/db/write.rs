@@ -3,7 +3,8 @@
 //!
 //! Group commit (LevelDB's design): writers queue up; the writer at the
 //! front is the leader. It takes a group of queued batches, writes them to
-//! the WAL as one record (one fsync if any of them asked for `sync`),
+//! the WAL as one record (fsynced if any of them asked for `sync`, after
+//! the WALs closed by memtable switches: `closed_wals.rs`),
 //! inserts them into the memtable, publishes the last sequence number, and
 //! wakes the group's followers with their result.
 
@@ -201,8 +202,8 @@ fn inverted_range(begin: &[u8], end: &[u8]) -> Error {
 }
 
 impl DbCore {
-    /// [`Db::sync_wal`]. Older WALs were synced when the memtable switched
-    /// away from them, so the current one is all there is to sync.
+    /// [`Db::sync_wal`]: the WALs closed by switches first, then the
+    /// current one (a durable record implies every older one is).
     fn sync_wal(&self) -> Result<()> {
         self.check_writable("sync_wal")?;
         if let Some(e) = &lock(&self.state).bg_error {
@@ -211,9 +212,20 @@ impl DbCore {
         // Taken by write leaders for their whole WAL append: a group's
         // record is either all written before this sync or after it.
         let mut log = lock(&self.log);
+        self.sync_closed_wals()?;
         Counters::add(&self.counters.wal_syncs, 1);
         log.writer
             .sync()
+            .inspect_err(|e| self.set_bg_error(e.clone()))
+    }
+
+    /// Pays the fsyncs memtable switches left owed (`closed_wals.rs`): every
+    /// WAL closed so far, then the directory. A failure stops all further
+    /// writes, as a failed WAL fsync on the write path does.
+    pub(super) fn sync_closed_wals(&self) -> Result<()> {
+        self.closed_wals
+            .sync(self.fs.as_ref(), &self.dir)
+            .map(|_| ())
             .inspect_err(|e| self.set_bg_error(e.clone()))
     }
 
@@ -308,18 +320,33 @@ impl DbCore {
             if sync {
                 Counters::add(&self.counters.wal_syncs, 1);
             }
-            let logged = log.writer.add_record(&record).and_then(|()| {
-                if sync {
-                    log.writer.sync()
-                } else {
-                    log.writer.flush()
-                }
-            });
+            // No hole after power loss: before a synced record can be
+            // durable, so is every WAL a switch closed (and the current
+            // one's directory entry). A write without `sync` owes nothing.
+            let older_durable = if sync {
+                self.closed_wals
+                    .sync(self.fs.as_ref(), &self.dir)
+                    .map(|_| ())
+            } else {
+                Ok(())
+            };
+            let logged = older_durable
+                .and_then(|()| log.writer.add_record(&record))
+                .and_then(|()| {
+                    if sync {
+                        log.writer.sync()
+                    } else {
+                        log.writer.flush()
+                    }
+                });
             if let Err(e) = logged {
                 // The WAL may hold a partial record and the OS may have
                 // dropped dirty pages: refuse all further writes.
                 self.set_bg_error(e.clone());
                 return Err(e);
+            }
+            if seq > first_seq {
+                log.last_sequence = seq - 1;
             }
         }
         let multi_cf = batches.iter().any(WriteBatch::has_column_families);
@@ -576,22 +603,37 @@ impl DbCore {
             }
             let number = st.versions.new_file_number();
             let path = filename::path(&self.dir, FileKind::Wal, number);
-            let created = self.fs.new_writable(&path).and_then(|f| {
-                // No hole after power loss: the old WAL is durable before any
-                // write lands in the new one, and the new one's name is too.
-                log.writer.sync()?;
-                self.fs.sync_dir(&self.dir)?;
-                Ok(f)
-            });
-            let file = match created {
-                Ok(f) => f,
+            // Every record of the old WAL is handed to the OS (a leader
+            // flushes after its append; this flush finds nothing to do).
+            // Its fsync and the new WAL's directory entry are owed, not
+            // paid here: `closed_wals.rs` says who pays them before
+            // anything depends on them.
+            // The new WAL starts by naming the old one, its length and
+            // last sequence number: if power loss keeps the new WAL's
+            // pages and not the old one's end, recovery sees the hole
+            // (`wal_replay.rs`) instead of applying later writes after it.
+            let predecessor =
+                wal::WalPredecessor::new(log.number, log.writer.file_len(), log.last_sequence);
+            let created = log
+                .writer
+                .flush()
+                .and_then(|()| self.fs.new_writable(&path))
+                .and_then(|file| {
+                    let mut w = wal::Writer::new(file);
+                    w.add_predecessor(&predecessor)?;
+                    Ok(w)
+                });
+            let writer = match created {
+                Ok(w) => w,
                 Err(e) => {
                     st.bg_error.get_or_insert(e.clone());
                     return Err(e);
                 }
             };
-            log.writer = wal::Writer::new(file);
+            let old = std::mem::replace(&mut log.writer, writer);
+            self.closed_wals.closed(log.number, old);
             log.number = number;
+            log.last_sequence = 0;
             st.current_wal = number;
             // Idle families move to the new WAL: they need nothing older.
             // Exact under the log lock (no leader is inserting).

@@ -16,6 +16,9 @@
 //!      directory: a creation, rename or deletion not followed by one is
 //!      undone.
 //!
+//!    - [`FaultInjectionFs::write_back`] makes one file's unsynced data and
+//!      its name durable, as the OS writing it back on its own would.
+//!
 //!    A test calls [`FaultInjectionFs::power_off`] (every later operation
 //!    fails, so a database being dropped cannot write anything more), drops
 //!    the database, then [`FaultInjectionFs::lose_unsynced_data`], which
@@ -272,6 +275,28 @@ impl FaultInjectionFs {
                     std::fs::write(&p, content).map_err(|e| io("restoring", &p, e))?;
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// Simulates the OS writing `path` back on its own, before any fsync:
+    /// the bytes handed to the OS so far become durable, and so does the
+    /// file's directory entry together with every directory change made
+    /// before its creation (a journaling file system commits them in
+    /// order). With it a test makes a power loss keep a newer file's
+    /// unsynced pages while an older file's are lost.
+    pub fn write_back(&self, path: &Path) -> Result<()> {
+        let len = std::fs::metadata(path)
+            .map_err(|e| Error::io(format!("reading the size of {}", path.display()), e))?
+            .len();
+        let mut st = self.shared.state();
+        st.durable.insert(path.to_path_buf(), len);
+        let created = st
+            .dir_ops
+            .iter()
+            .rposition(|op| matches!(op, DirOp::Created(p) if p == path));
+        if let Some(i) = created {
+            st.dir_ops.drain(..=i);
         }
         Ok(())
     }

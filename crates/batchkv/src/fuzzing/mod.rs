@@ -76,7 +76,7 @@ fn assert_corruption(e: &Error, file: &str, offset: Option<u64>) {
 /// A whole WAL file: read every record (the reader resumes after
 /// corruption) and decode each as a [`WriteBatch`].
 pub fn wal_log(data: &[u8]) {
-    let mut reader = Reader::new(data, WAL_FILE);
+    let mut reader = Reader::wal(data, WAL_FILE);
     let len = data.len() as u64;
     // Each outcome consumes at least one fragment header, except a
     // fragment-sequence error that re-reads its fragment once.

@@ -101,7 +101,7 @@ impl ManifestFileReader {
     /// checksummed record that does not decode as an edit is damage at
     /// its offset.
     pub fn edits(&self) -> impl Iterator<Item = std::result::Result<ManifestEdit, LogDamage>> + '_ {
-        log_records(&self.data, &self.file).map(|item| {
+        log_records(&self.data, &self.file, false).map(|item| {
             let (offset, data) = item?;
             let edit = VersionEdit::decode(&data, &self.file, offset)
                 .map_err(|e| damage_from(e, offset))?;

@@ -7,7 +7,7 @@
 use std::borrow::Cow;
 use std::path::Path;
 
-use super::{ReadOutcome, Reader};
+use super::{ReadOutcome, Reader, WalPredecessor};
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, PosixFs};
@@ -80,13 +80,20 @@ impl WalFileReader {
         self.data.len() as u64
     }
 
+    /// The predecessor record the WAL starts with, if it does (a WAL a
+    /// memtable switch created: the WAL before it, its length and last
+    /// sequence number then). Not one of [`WalFileReader::records`].
+    pub fn predecessor(&self) -> Option<WalPredecessor> {
+        super::predecessor_of(&self.data, &self.file)
+    }
+
     /// Every record in file order, with damage in its place: after
     /// corruption the records that follow are still read (from the next
     /// fragment, or the next block when a length cannot be trusted); a
     /// torn tail ends the iteration. A checksummed record that does not
     /// decode as a write batch is damage at its offset.
     pub fn records(&self) -> impl Iterator<Item = std::result::Result<WalRecord, LogDamage>> + '_ {
-        log_records(&self.data, &self.file).map(|item| {
+        log_records(&self.data, &self.file, true).map(|item| {
             let (offset, data) = item?;
             let batch = WriteBatch::from_rep(data.into_owned(), &self.file, offset)
                 .map_err(|e| damage_from(e, offset))?;
@@ -129,14 +136,20 @@ pub(crate) fn damage_from(e: Error, offset: u64) -> LogDamage {
     }
 }
 
-/// The records of the log file `data` (`(offset, payload)`) and its
-/// damage, in file order; ends at the end of the file or after a torn
-/// tail. The reader makes progress on every call, so this ends.
+/// The records of the log file `data` (`(offset, payload)`; a WAL's
+/// predecessor record is not one, if `wal`) and its damage, in file order;
+/// ends at the end of the file or after a torn tail. The reader makes
+/// progress on every call, so this ends.
 pub(crate) fn log_records<'a>(
     data: &'a [u8],
     file: &str,
+    wal: bool,
 ) -> impl Iterator<Item = std::result::Result<(u64, Cow<'a, [u8]>), LogDamage>> + 'a {
-    let mut reader = Reader::new(data, file);
+    let mut reader = if wal {
+        Reader::wal(data, file)
+    } else {
+        Reader::new(data, file)
+    };
     let mut done = false;
     std::iter::from_fn(move || {
         if done {
@@ -237,6 +250,26 @@ mod tests {
             "{out:?}"
         );
         assert!(matches!(out.last(), Some(Err(d)) if d.torn_tail), "{out:?}");
+    }
+
+    #[test]
+    fn the_predecessor_record_is_shown_apart_from_the_records() {
+        let (file, bytes) = crate::fs::mem::MemFile::new();
+        let mut w = crate::wal::Writer::new(Box::new(file));
+        w.add_predecessor(&WalPredecessor::new(9, 4242, 77))
+            .unwrap();
+        w.add_record(&batch_rep(78, |b| b.put(b"k", b"v"))).unwrap();
+        let data = bytes.lock().unwrap().clone();
+        let r = reader_of(data);
+        assert_eq!(r.predecessor(), Some(WalPredecessor::new(9, 4242, 77)));
+        let recs: Vec<_> = r.records().collect();
+        assert_eq!(recs.len(), 1, "{recs:?}");
+        let rec = recs[0].as_ref().unwrap();
+        // The batch follows the 7 + 24 bytes of the predecessor record.
+        assert_eq!((rec.offset, rec.sequence), (31, 78));
+        // A WAL created at open has none.
+        let plain = reader_of(log_of(&[batch_rep(1, |b| b.put(b"k", b"v"))]));
+        assert_eq!(plain.predecessor(), None);
     }
 
     #[test]

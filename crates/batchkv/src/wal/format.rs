@@ -33,6 +33,9 @@ pub(crate) enum RecordType {
     Middle = 3,
     /// The final fragment.
     Last = 4,
+    /// A WAL's predecessor record ([`WalPredecessor`](super::WalPredecessor)):
+    /// whole in one fragment, and only at offset 0 of a WAL.
+    Predecessor = 5,
 }
 
 impl RecordType {
@@ -44,6 +47,7 @@ impl RecordType {
             2 => Some(RecordType::First),
             3 => Some(RecordType::Middle),
             4 => Some(RecordType::Last),
+            5 => Some(RecordType::Predecessor),
             _ => None,
         }
     }
@@ -92,10 +96,10 @@ mod tests {
 
     #[test]
     fn record_types_decode() {
-        for b in 0..=4u8 {
+        for b in 0..=5u8 {
             assert_eq!(RecordType::from_u8(b).map(|t| t as u8), Some(b));
         }
-        assert_eq!(RecordType::from_u8(5), None);
+        assert_eq!(RecordType::from_u8(6), None);
         assert_eq!(RecordType::from_u8(0xff), None);
     }
 }

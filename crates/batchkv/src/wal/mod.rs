@@ -3,6 +3,8 @@
 //!
 //! - [`format`]: block size, header, record types, CRC masking (on disk).
 //! - [`Writer`]: appends records, fragmenting them across blocks.
+//! - [`WalPredecessor`]: the record a WAL created by a memtable switch
+//!   starts with, naming the WAL before it (recovery checks it).
 //! - [`Reader`]: reads them back from the whole file, reporting a torn tail
 //!   ([`ReadOutcome::TornTail`]) apart from corruption
 //!   ([`ReadOutcome::Corrupt`]); recovery decides what each means per mode.
@@ -16,10 +18,13 @@
 
 pub(crate) mod dump;
 pub(crate) mod format;
+mod predecessor;
 mod reader;
 mod writer;
 
-pub(crate) use reader::{intact_fragment_after, ReadOutcome, Reader};
+pub use predecessor::WalPredecessor;
+pub(crate) use predecessor::RECORD_LEN as PREDECESSOR_RECORD_LEN;
+pub(crate) use reader::{intact_fragment_after, predecessor_of, ReadOutcome, Reader};
 pub(crate) use writer::Writer;
 
 #[cfg(test)]

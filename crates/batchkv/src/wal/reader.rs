@@ -8,6 +8,7 @@ use crate::coding::decode_fixed32;
 use crate::error::Error;
 
 use super::format::{record_crc, RecordType, BLOCK_SIZE, HEADER_SIZE};
+use super::WalPredecessor;
 use crate::checksum::unmask_crc;
 
 /// What [`Reader::next`] found.
@@ -63,6 +64,14 @@ pub(crate) fn intact_fragment_after(data: &[u8], from: usize) -> Option<usize> {
     })
 }
 
+/// The predecessor record of the WAL `data`, if it starts with an intact
+/// one (only the first record is read).
+pub(crate) fn predecessor_of(data: &[u8], file_name: &str) -> Option<WalPredecessor> {
+    let mut r = Reader::wal(data, file_name);
+    let _ = r.next();
+    r.predecessor()
+}
+
 /// One physical record, or why there is none.
 enum Fragment<'a> {
     Ok {
@@ -87,9 +96,16 @@ enum Fragment<'a> {
 /// 2. `pending`, if set, holds the offset and bytes of a record whose FIRST
 ///    fragment (and maybe MIDDLE fragments) were read and whose LAST was not.
 /// 3. Every `Record` returned lies entirely before `pos`.
+/// 4. A predecessor record (type 5) is never returned as a `Record`: in a
+///    WAL reader, an intact one at offset 0 is kept in `predecessor`; one
+///    anywhere else, or in a log that is not a WAL, is `Corrupt`.
 pub(crate) struct Reader<'a> {
     data: &'a [u8],
     file: String,
+    /// The log is a WAL: it may start with a predecessor record.
+    wal: bool,
+    /// The WAL's predecessor record, once read past.
+    predecessor: Option<WalPredecessor>,
     pos: usize,
     pending: Option<(usize, Vec<u8>)>,
     /// One past the last non-zero byte: from here to the end is zero fill.
@@ -99,13 +115,16 @@ pub(crate) struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
-    /// Reads the log whose whole contents are `data`; `file_name` names it
-    /// in errors built with [`Reader::corruption`].
+    /// Reads the log (not a WAL: a MANIFEST) whose whole contents are
+    /// `data`; `file_name` names it in errors built with
+    /// [`Reader::corruption`].
     pub(crate) fn new(data: &'a [u8], file_name: &str) -> Reader<'a> {
         let zero_tail_start = data.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
         Reader {
             data,
             file: file_name.to_string(),
+            wal: false,
+            predecessor: None,
             pos: 0,
             pending: None,
             zero_tail_start,
@@ -113,14 +132,32 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// Reads the log whose contents so far are `data`, starting at `pos`,
-    /// which must be where an earlier reader of the same file stood after
-    /// returning a record ([`Reader::position`]), or 0. A log being
-    /// appended to is read this way, each time with more of its bytes.
-    pub(crate) fn resume(data: &'a [u8], pos: usize, file_name: &str) -> Reader<'a> {
+    /// Reads the WAL whose whole contents are `data`: as [`Reader::new`],
+    /// and an intact predecessor record at offset 0 is read past and kept
+    /// ([`Reader::predecessor`]).
+    pub(crate) fn wal(data: &'a [u8], file_name: &str) -> Reader<'a> {
         let mut r = Reader::new(data, file_name);
+        r.wal = true;
+        r
+    }
+
+    /// Reads the log (a WAL if `wal`) whose contents so far are `data`,
+    /// starting at `pos`, which must be where an earlier reader of the same
+    /// file stood after returning a record ([`Reader::position`]), or 0. A
+    /// log being appended to is read this way, each time with more of its
+    /// bytes.
+    pub(crate) fn resume(data: &'a [u8], pos: usize, file_name: &str, wal: bool) -> Reader<'a> {
+        let mut r = Reader::new(data, file_name);
+        r.wal = wal;
         r.pos = pos.min(data.len());
         r
+    }
+
+    /// The WAL's predecessor record, once the reader has read past it (any
+    /// call to [`Reader::next`] does); `None` for a WAL that starts without
+    /// one (created at open, or by a version before it existed).
+    pub(crate) fn predecessor(&self) -> Option<WalPredecessor> {
+        self.predecessor
     }
 
     /// The offset just past the last record returned (after a
@@ -242,6 +279,29 @@ impl<'a> Reader<'a> {
                 offset: offset as u64,
                 detail: format!("{t:?} fragment at {offset} without a FIRST fragment"),
             }),
+            (RecordType::Predecessor, pending) => {
+                let start = pending.map(|(s, _)| *s);
+                self.pending = None;
+                let detail = match (self.wal, offset, start) {
+                    (false, _, _) => format!(
+                        "record type 5 (a WAL's predecessor record) at {offset} in a log that is not a WAL"
+                    ),
+                    (true, 0, None) => match WalPredecessor::decode(payload) {
+                        Ok(p) => {
+                            self.predecessor = Some(p);
+                            return None;
+                        }
+                        Err(e) => format!("{e} at 0"),
+                    },
+                    (true, _, _) => format!(
+                        "predecessor record at {offset}: only a WAL's first record may be one"
+                    ),
+                };
+                Some(ReadOutcome::Corrupt {
+                    offset: start.unwrap_or(offset) as u64,
+                    detail,
+                })
+            }
             (RecordType::Zero, _) => Some(ReadOutcome::Corrupt {
                 offset: self.pending.take().map_or(offset, |(s, _)| s) as u64,
                 detail: format!("reserved record type 0 at {offset}"),

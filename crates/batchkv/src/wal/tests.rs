@@ -440,3 +440,71 @@ proptest! {
         assert_only_original_records(&all, &records, &offsets);
     }
 }
+
+/// A physical record of type `t` carrying `data`, bytes as written.
+fn physical(t: super::format::RecordType, data: &[u8]) -> Vec<u8> {
+    let mut out = super::format::encode_header(t, data).to_vec();
+    out.extend_from_slice(data);
+    out
+}
+
+#[test]
+fn a_wal_reader_keeps_the_predecessor_record_apart() {
+    use super::WalPredecessor;
+    let (file, bytes) = MemFile::new();
+    let mut w = Writer::new(Box::new(file));
+    let p = WalPredecessor::new(12, 3456, 78);
+    w.add_predecessor(&p).unwrap();
+    w.add_record(b"batch").unwrap();
+    let data = bytes.lock().unwrap().clone();
+    let mut r = Reader::wal(&data, "000013.log");
+    assert_eq!(r.predecessor(), None, "read on the first call");
+    assert!(matches!(r.next(), ReadOutcome::Record { data, offset: 31 } if &data[..] == b"batch"));
+    assert_eq!(r.predecessor(), Some(p));
+    assert_eq!(r.next(), ReadOutcome::Eof);
+    assert_eq!(super::predecessor_of(&data, "x"), Some(p));
+    // Cut inside it: a torn tail at 0, and no predecessor.
+    let mut r = Reader::wal(&data[..20], "000013.log");
+    assert!(matches!(r.next(), ReadOutcome::TornTail { offset: 0, .. }));
+    assert_eq!(r.predecessor(), None);
+}
+
+#[test]
+fn a_predecessor_record_anywhere_else_is_corruption() {
+    use super::format::RecordType;
+    let pred = super::WalPredecessor::new(1, 2, 3).encode();
+    let full = physical(RecordType::Full, b"first");
+    // After a record, in a WAL.
+    let data = [full.clone(), physical(RecordType::Predecessor, &pred)].concat();
+    let mut r = Reader::wal(&data, "000002.log");
+    assert!(matches!(r.next(), ReadOutcome::Record { .. }));
+    assert_eq!(
+        r.next(),
+        ReadOutcome::Corrupt {
+            offset: 12,
+            detail: "predecessor record at 12: only a WAL's first record may be one".into()
+        }
+    );
+    assert_eq!(r.predecessor(), None);
+    // In a log that is not a WAL (a MANIFEST), even at offset 0.
+    let data = physical(RecordType::Predecessor, &pred);
+    assert_eq!(
+        Reader::new(&data, "MANIFEST-000001").next(),
+        ReadOutcome::Corrupt {
+            offset: 0,
+            detail: "record type 5 (a WAL's predecessor record) at 0 in a log that is not a WAL"
+                .into()
+        }
+    );
+    // With data of the wrong size.
+    let data = [physical(RecordType::Predecessor, &pred[..20]), full].concat();
+    let mut r = Reader::wal(&data, "000002.log");
+    assert_eq!(
+        r.next(),
+        ReadOutcome::Corrupt {
+            offset: 0,
+            detail: "predecessor record of 20 bytes (it has exactly 24) at 0".into()
+        }
+    );
+    assert!(matches!(r.next(), ReadOutcome::Record { offset: 27, .. }));
+}

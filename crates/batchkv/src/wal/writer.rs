@@ -5,6 +5,7 @@ use crate::error::{Error, Result};
 use crate::fs::WritableFile;
 
 use super::format::{encode_header, RecordType, BLOCK_SIZE, HEADER_SIZE, TRAILER_ZEROS};
+use super::WalPredecessor;
 
 /// Writes log records (WAL or MANIFEST) to one file.
 ///
@@ -44,6 +45,16 @@ impl Writer {
     pub(crate) fn add_record(&mut self, data: &[u8]) -> Result<()> {
         self.check_not_failed()?;
         let r = self.write_fragments(data);
+        self.remember_failure(r)
+    }
+
+    /// Writes the predecessor record a WAL created by a memtable switch
+    /// starts with (`docs/format/wal.md` §2). Only as the first record of
+    /// an empty file: it is one fragment at offset 0 (24 bytes always fit).
+    pub(crate) fn add_predecessor(&mut self, p: &WalPredecessor) -> Result<()> {
+        debug_assert_eq!(self.file.len(), 0, "a predecessor record starts a WAL");
+        self.check_not_failed()?;
+        let r = self.emit(RecordType::Predecessor, &p.encode());
         self.remember_failure(r)
     }
 

@@ -127,6 +127,16 @@ impl GateFs {
         assert!(!timeout.timed_out(), "no thread reached gate {ticket:?}");
     }
 
+    /// Whether a thread reaches `ticket`'s gate within `timeout`.
+    pub fn reached_within(&self, ticket: Ticket, timeout: Duration) -> bool {
+        let g = self.gates.lock().unwrap();
+        let (g, _) = self
+            .cv
+            .wait_timeout_while(g, timeout, |g| !g.reached.contains(&ticket.0))
+            .unwrap();
+        g.reached.contains(&ticket.0)
+    }
+
     /// Opens `ticket`'s gate (and every older one); disarms it if unreached.
     pub fn release(&self, ticket: Ticket) {
         let mut g = self.gates.lock().unwrap();

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod gate_fs;
+pub mod power_loss;
 pub mod read_paths;
 
 use batchkv::{Db, DbIterator, Options, ReadOptions};
@@ -13,6 +14,17 @@ pub fn small_buffers() -> Options {
         max_write_buffer_number: 3,
         ..opts()
     }
+}
+
+/// The WAL with the largest number in `dir`.
+pub fn newest_wal(dir: &std::path::Path) -> std::path::PathBuf {
+    let mut wals: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .collect();
+    wals.sort();
+    wals.pop().expect("a WAL")
 }
 
 /// Every live key/value, via a forward scan.

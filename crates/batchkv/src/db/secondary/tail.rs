@@ -55,8 +55,13 @@ fn read_more(fs: &dyn FileSystem, path: &Path, bytes: &mut Vec<u8>) -> Result<bo
 /// The complete records of `bytes` from `offset`: each with its offset and
 /// the offset just past it. Stops before a record cut short; damage in
 /// the middle of the file is `Corruption` naming it.
-fn complete_records(bytes: &[u8], offset: usize, file: &str) -> Result<Vec<(Vec<u8>, u64, usize)>> {
-    let mut reader = wal::Reader::resume(bytes, offset, file);
+fn complete_records(
+    bytes: &[u8],
+    offset: usize,
+    file: &str,
+    wal: bool,
+) -> Result<Vec<(Vec<u8>, u64, usize)>> {
+    let mut reader = wal::Reader::resume(bytes, offset, file, wal);
     let mut out = Vec::new();
     loop {
         match reader.next() {
@@ -102,14 +107,14 @@ impl ManifestTail {
     /// Complete records read but not applied yet.
     pub fn has_pending(&self, dir: &Path) -> Result<bool> {
         let file = dir.join(&self.name).display().to_string();
-        Ok(!complete_records(&self.bytes, self.offset, &file)?.is_empty())
+        Ok(!complete_records(&self.bytes, self.offset, &file, false)?.is_empty())
     }
 
     /// Applies every complete record read so far. On an error the state
     /// may be half-applied: the caller starts over with a new tail.
     pub fn apply_pending(&mut self, dir: &Path) -> Result<()> {
         let file = dir.join(&self.name).display().to_string();
-        for (data, offset, end) in complete_records(&self.bytes, self.offset, &file)? {
+        for (data, offset, end) in complete_records(&self.bytes, self.offset, &file, false)? {
             self.state.apply_record(&data, &file, offset)?;
             self.offset = end;
         }
@@ -158,7 +163,7 @@ impl WalTail {
             return Ok(false);
         }
         let file = path.display().to_string();
-        for (data, offset, end) in complete_records(&self.bytes, self.offset, &file)? {
+        for (data, offset, end) in complete_records(&self.bytes, self.offset, &file, true)? {
             let batch = WriteBatch::from_rep(data, &file, offset)?;
             let mut seq = batch.sequence();
             for entry in batch.iter() {
@@ -219,7 +224,7 @@ mod tests {
         while len < log.len() {
             len = (len + step).min(log.len());
             let seen = &log[..len];
-            for (data, _, end) in complete_records(seen, offset, "log").unwrap() {
+            for (data, _, end) in complete_records(seen, offset, "log", true).unwrap() {
                 got.push(data);
                 offset = end;
             }

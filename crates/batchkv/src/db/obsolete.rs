@@ -215,24 +215,29 @@ mod tests {
             merge_operator: Some(Arc::new(U64AddOperator)),
             ..Options::default()
         };
-        std::thread::scope(|s| {
+        let temps = || {
+            std::fs::read_dir(dir.path())
+                .unwrap()
+                .filter(|e| {
+                    let name = e.as_ref().unwrap().file_name();
+                    name.to_string_lossy().ends_with(".dbtmp")
+                })
+                .count()
+        };
+        // (before, after) the sweep; asserted once the writer has gone on,
+        // so a failure cannot leave it waiting.
+        let (before, after, created) = std::thread::scope(|s| {
             let create = s.spawn(|| db.create_cf("counters", &with_operator));
             paused.recv().unwrap();
-            let temps = || {
-                std::fs::read_dir(dir.path())
-                    .unwrap()
-                    .filter(|e| {
-                        let name = e.as_ref().unwrap().file_name();
-                        name.to_string_lossy().ends_with(".dbtmp")
-                    })
-                    .count()
-            };
-            assert_eq!(temps(), 1, "the rewrite's temp file exists");
+            let before = temps();
             db.core().delete_obsolete_files();
-            assert_eq!(temps(), 1, "the sweep deleted the temp file being written");
+            let after = temps();
             resume.send(()).unwrap();
-            create.join().unwrap().unwrap();
+            (before, after, create.join().unwrap())
         });
+        assert_eq!(before, 1, "the rewrite's temp file exists");
+        assert_eq!(after, 1, "the sweep deleted the temp file being written");
+        created.unwrap();
         let options = std::fs::read_to_string(dir.path().join("OPTIONS")).unwrap();
         assert!(
             options.contains("counters=batchkv.U64AddOperator\n"),

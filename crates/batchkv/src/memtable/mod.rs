@@ -73,9 +73,10 @@ impl BatchLookup {
     /// The strategy that runs one memtable's batch of `batch_len` sorted
     /// keys when the database's `batch_lookup` option is `self` and the
     /// read asks for `read` ([`crate::ReadOptions::batch_lookup`]): the
-    /// read's choice wins, and `Auto` becomes
-    /// [`skiplist::choose_strategy`]'s pick for the batch's size. Never
-    /// `Auto`; resolving a resolved strategy returns it unchanged.
+    /// read's choice wins, and `Auto` becomes the skip list's measured
+    /// pick for the batch's size (`skiplist::choose_strategy`: per-key
+    /// descents for a single key, the breadth-first descent for more).
+    /// Never `Auto`; resolving a resolved strategy returns it unchanged.
     ///
     /// The one place a strategy is chosen: the batch read path resolves
     /// each memtable stage's strategy here, and a skip list handed `Auto`

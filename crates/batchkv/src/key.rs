@@ -164,8 +164,11 @@ pub fn compare_internal_keys(a: &[u8], b: &[u8]) -> Ordering {
 }
 
 /// Compares an internal key against a `(user_key, trailer)` pair without
-/// building the second key.
-#[inline]
+/// building the second key. Always inlined: it is the skip-list search's
+/// inner loop, and left to the optimiser it became a call (41
+/// instructions per step, +375 per memtable `get`; callgrind,
+/// docs/perf/history/2026-11-28-lookup-core.md).
+#[inline(always)]
 pub fn compare_internal_key_parts(a: &[u8], b_user: &[u8], b_trailer: u64) -> Ordering {
     match compare_bytes(user_key(a), b_user) {
         Ordering::Equal => b_trailer.cmp(&trailer(a)),

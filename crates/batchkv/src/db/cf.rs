@@ -454,9 +454,12 @@ impl DbCore {
 
     /// Rewrites `OPTIONS` with the merge operators of the live families
     /// (after a family was created or dropped). Called holding `log`, which
-    /// keeps two rewrites apart; `st` is released before the file is written.
+    /// keeps two rewrites apart; `st` is released before the file is
+    /// written, so the temp file's number stays in `pending_outputs` until
+    /// it is renamed: a sweep meanwhile must not delete it.
     fn rewrite_options_file(&self, mut st: std::sync::MutexGuard<'_, super::DbState>) {
         let temp = st.versions.new_file_number();
+        st.pending_outputs.push(temp);
         let families: Vec<(String, Arc<Options>)> = st
             .cfs
             .values()
@@ -470,6 +473,7 @@ impl DbCore {
             families.iter().map(|(n, o)| (n.as_str(), o.as_ref())),
             temp,
         );
+        lock(&self.state).pending_outputs.retain(|&n| n != temp);
     }
 
     /// `InvalidArgument` naming the first of `ids` that is not a live

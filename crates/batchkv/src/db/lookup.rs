@@ -105,7 +105,7 @@ impl KeyLookup {
     /// Rule 3 for `entry`, the newest version not yet judged, whose
     /// sequence number is `version` (for a table's entry, as
     /// [`TableStage::sequence`] counts it).
-    #[inline]
+    #[inline(always)]
     pub(super) fn judge<'v>(&mut self, version: SequenceNumber, entry: EntryRef<'v>) -> Step<'v> {
         match entry {
             _ if version < self.covered => self.ran_out(),
@@ -161,6 +161,7 @@ impl KeyLookup {
     /// The answer `step` gives (rule 5 merges with `sv`'s operator), or
     /// `None` for [`Step::Older`]. Errors: a missing operator
     /// (`InvalidArgument`) and a failed merge ([`crate::Error::MergeFailed`]).
+    #[inline]
     pub(super) fn settle<'v>(
         &self,
         sv: &SuperVersion,
@@ -170,17 +171,26 @@ impl KeyLookup {
         Ok(Some(match step {
             Step::Value(v) => Answer::Borrowed(v),
             Step::Absent => Answer::Absent,
-            Step::Merge(base) => Answer::Owned(full_merge_newest_first(
-                sv.opts.merge_operator.as_ref(),
-                key,
-                base,
-                &self.operands,
-            )?),
+            Step::Merge(base) => self.merge(sv, key, base)?,
             Step::Older => return Ok(None),
         }))
     }
 
+    /// Rule 5: the kept operands merged onto `base`. Out of line: the
+    /// value and deletion arms of [`KeyLookup::settle`] are every read's
+    /// path, this one allocates anyway.
+    #[inline(never)]
+    fn merge(&self, sv: &SuperVersion, key: &[u8], base: Option<&[u8]>) -> Result<Answer<'static>> {
+        Ok(Answer::Owned(full_merge_newest_first(
+            sv.opts.merge_operator.as_ref(),
+            key,
+            base,
+            &self.operands,
+        )?))
+    }
+
     /// The answer once every stage was visited.
+    #[inline]
     pub(super) fn end(&self, sv: &SuperVersion, key: &[u8]) -> Result<Answer<'static>> {
         Ok(self
             .settle(sv, key, self.ran_out())?
@@ -295,6 +305,7 @@ pub(super) fn point_entry<'v>(
 impl DbCore {
     /// `key`'s lookup through the memtable stage `mem` (rules 2–5):
     /// `Some(answer)` when it ends there.
+    #[inline]
     pub(super) fn lookup_in_memtable<'a>(
         &self,
         sv: &SuperVersion,

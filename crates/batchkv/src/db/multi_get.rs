@@ -161,7 +161,6 @@ impl Db {
     ) {
         let core = self.core();
         let sv: Arc<SuperVersion> = cf.sv.load_full();
-        let strategy = opts.batch_lookup.unwrap_or(core.opts.batch_lookup);
 
         // 1. Sort and deduplicate.
         let order = sorted_order(keys);
@@ -181,7 +180,7 @@ impl Db {
             .iter()
             .map(|_| Slot::Pending(KeyLookup::default()))
             .collect();
-        resolve_in_memtables(core, &sv, &distinct, seq, strategy, &mut slots);
+        resolve_in_memtables(core, &sv, &distinct, seq, opts.batch_lookup, &mut slots);
         resolve_in_tables(core, &sv, &distinct, seq, ro, &mut slots);
         // Past the last stage: keys that kept operands merge them.
         for (u, slot) in slots.iter_mut().enumerate() {
@@ -319,13 +318,15 @@ fn prefetch_value(slot: &Slot<'_>) {
 }
 
 /// Runs the memtable stages: each memtable sees only the keys no newer
-/// memtable resolved.
+/// memtable resolved, searched with the strategy
+/// [`BatchLookup::resolve`] picks for that stage's keys (`read_strategy`:
+/// the read's override).
 fn resolve_in_memtables<'a>(
     core: &DbCore,
     sv: &'a SuperVersion,
     distinct: &[&[u8]],
     seq: SequenceNumber,
-    strategy: BatchLookup,
+    read_strategy: Option<BatchLookup>,
     slots: &mut [Slot<'a>],
 ) {
     let mut pending: Vec<u32> = (0..distinct.len() as u32).collect();
@@ -346,6 +347,7 @@ fn resolve_in_memtables<'a>(
             }
         }
         undecided.clear();
+        let strategy = (core.opts.batch_lookup).resolve(read_strategy, stage_keys.len());
         let result = mem.multi_get(&stage_keys, seq, strategy, &mut |j, entry| {
             let u = pending[j];
             let slot = &mut slots[u as usize];

@@ -20,6 +20,12 @@
 //!    the memtables both allow (`DbState::min_log_needed`).
 //! 3. A read-only or secondary instance never sweeps (the files are
 //!    another process's).
+//! 4. A temp file (`NNNNNN.dbtmp`) is deleted only if its number is not a
+//!    pending output: `OPTIONS` is rewritten without the state lock, and
+//!    deleting its temp file before the rename failed the rewrite. (A
+//!    `CURRENT` is written under the lock: the sweep lists the directory
+//!    before taking it and deletes after, so it can only find that temp
+//!    file renamed already.)
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Weak};
@@ -65,7 +71,8 @@ impl DbCore {
                         FileKind::Wal => number < log_number,
                         FileKind::Table => !live.contains(&number),
                         FileKind::Manifest => number < manifest,
-                        FileKind::Temp => true,
+                        // Not one still being written (`pending_outputs`).
+                        FileKind::Temp => !live.contains(&number),
                     };
                     obsolete.then_some((kind, number, name))
                 })
@@ -121,5 +128,120 @@ impl Drop for PinnedSuperVersion {
                 core.delete_obsolete_files();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "a test fails by panicking")]
+
+    use std::path::Path;
+    use std::sync::mpsc::{channel, Receiver, Sender};
+    use std::sync::{Arc, Mutex};
+
+    use crate::error::Result;
+    use crate::fs::{FileLock, FileSystem, PosixFs, RandomAccessFile, WritableFile};
+    use crate::merge_operators::U64AddOperator;
+    use crate::{Db, Options};
+
+    /// A filesystem that, once armed, stops the next rename of a `.dbtmp`
+    /// file before it happens: it reports the pause on `paused` and waits
+    /// on `resume`, so a test can run a sweep while the temp file is
+    /// written but not yet renamed.
+    struct PauseBeforeTempRename {
+        inner: PosixFs,
+        armed: Mutex<Option<(Sender<()>, Receiver<()>)>>,
+    }
+
+    impl FileSystem for PauseBeforeTempRename {
+        fn create_dir_all(&self, dir: &Path) -> Result<()> {
+            self.inner.create_dir_all(dir)
+        }
+        fn new_writable(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+            self.inner.new_writable(path)
+        }
+        fn open_random_access(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+            self.inner.open_random_access(path)
+        }
+        fn read_all(&self, path: &Path) -> Result<Vec<u8>> {
+            self.inner.read_all(path)
+        }
+        fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+            if from.extension().is_some_and(|e| e == "dbtmp") {
+                if let Some((paused, resume)) = self.armed.lock().unwrap().take() {
+                    paused.send(()).unwrap();
+                    resume.recv().unwrap();
+                }
+            }
+            self.inner.rename(from, to)
+        }
+        fn remove_file(&self, path: &Path) -> Result<()> {
+            self.inner.remove_file(path)
+        }
+        fn list_dir(&self, dir: &Path) -> Result<Vec<String>> {
+            self.inner.list_dir(dir)
+        }
+        fn sync_dir(&self, dir: &Path) -> Result<()> {
+            self.inner.sync_dir(dir)
+        }
+        fn exists(&self, path: &Path) -> bool {
+            self.inner.exists(path)
+        }
+        fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
+            self.inner.lock(path)
+        }
+    }
+
+    /// A sweep that runs while `OPTIONS` is being rewritten (after a
+    /// family was created; the rewrite runs without the state lock) must
+    /// leave the rewrite's temp file alone: deleting it failed the rename
+    /// and left `OPTIONS` without the new family's merge operator.
+    #[test]
+    fn a_sweep_leaves_a_temp_file_being_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = Arc::new(PauseBeforeTempRename {
+            inner: PosixFs,
+            armed: Mutex::new(None),
+        });
+        let opts = Options {
+            create_if_missing: true,
+            ..Options::default()
+        };
+        let db = Db::open_with_fs(dir.path(), opts, fs.clone()).unwrap();
+        let (paused_tx, paused) = channel();
+        let (resume, resume_rx) = channel();
+        *fs.armed.lock().unwrap() = Some((paused_tx, resume_rx));
+        let with_operator = Options {
+            merge_operator: Some(Arc::new(U64AddOperator)),
+            ..Options::default()
+        };
+        let temps = || {
+            std::fs::read_dir(dir.path())
+                .unwrap()
+                .filter(|e| {
+                    let name = e.as_ref().unwrap().file_name();
+                    name.to_string_lossy().ends_with(".dbtmp")
+                })
+                .count()
+        };
+        // (before, after) the sweep; asserted once the writer has gone on,
+        // so a failure cannot leave it waiting.
+        let (before, after, created) = std::thread::scope(|s| {
+            let create = s.spawn(|| db.create_cf("counters", &with_operator));
+            paused.recv().unwrap();
+            let before = temps();
+            db.core().delete_obsolete_files();
+            let after = temps();
+            resume.send(()).unwrap();
+            (before, after, create.join().unwrap())
+        });
+        assert_eq!(before, 1, "the rewrite's temp file exists");
+        assert_eq!(after, 1, "the sweep deleted the temp file being written");
+        created.unwrap();
+        let options = std::fs::read_to_string(dir.path().join("OPTIONS")).unwrap();
+        assert!(
+            options.contains("counters=batchkv.U64AddOperator\n"),
+            "{options}"
+        );
     }
 }

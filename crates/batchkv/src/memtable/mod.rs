@@ -69,6 +69,27 @@ impl FromStr for BatchLookup {
     }
 }
 
+impl BatchLookup {
+    /// The strategy that runs one memtable's batch of `batch_len` sorted
+    /// keys when the database's `batch_lookup` option is `self` and the
+    /// read asks for `read` ([`crate::ReadOptions::batch_lookup`]): the
+    /// read's choice wins, and `Auto` becomes the skip list's measured
+    /// pick for the batch's size (`skiplist::choose_strategy`: per-key
+    /// descents for a single key, the breadth-first descent for more).
+    /// Never `Auto`; resolving a resolved strategy returns it unchanged.
+    ///
+    /// The one place a strategy is chosen: the batch read path resolves
+    /// each memtable stage's strategy here, and a skip list handed `Auto`
+    /// directly (tests, benchmarks) resolves it here too.
+    #[inline]
+    pub fn resolve(self, read: Option<BatchLookup>, batch_len: usize) -> BatchLookup {
+        match read.unwrap_or(self) {
+            BatchLookup::Auto => skiplist::choose_strategy(batch_len),
+            s => s,
+        }
+    }
+}
+
 /// The option-string name: `per_key`, `finger`, `bfs` or `auto`.
 impl std::fmt::Display for BatchLookup {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -205,7 +226,9 @@ pub trait MemTable: Send + Sync + 'static {
     /// Looks up a batch: `keys` are sorted ascending and distinct. For each
     /// key that has a visible version, calls `found(index_in_keys, entry)`
     /// exactly once; keys without one are not reported. Values borrow the
-    /// memtable, so callers may keep them while they hold it.
+    /// memtable, so callers may keep them while they hold it. `strategy`
+    /// comes from [`BatchLookup::resolve`] (a memtable that has strategies
+    /// resolves an `Auto` it is handed there too).
     fn multi_get<'a>(
         &'a self,
         keys: &[&[u8]],

@@ -172,6 +172,7 @@ impl<M: MemTable> MemTable for WithRangeDels<M> {
         self.inner.get(user_key, seq)
     }
 
+    #[inline]
     fn get_versioned(
         &self,
         user_key: &[u8],

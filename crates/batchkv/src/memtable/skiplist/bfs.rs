@@ -244,19 +244,24 @@ fn descend<const P: bool, const SSE42: bool>(
                 // (always, for the head: see `HEAD_RANK`); otherwise
                 // compare the keys.
                 if it.level == 0 {
-                    list.check_key_protection(z, key_protection::<SSE42>(kz), kz_prot)?;
+                    // SAFETY: `z` is a linked non-head node (its key `kz`
+                    // was read above).
+                    unsafe { list.check_key_protection(z, key_protection::<SSE42>(kz), kz_prot)? };
                 }
                 if m == it.lo {
                     let rx = ranks[slot(it.lo)];
                     if !dz.proven_after(rx) {
-                        list.check_order_from(it.x, z, kz, dz.shared_prefix(rx))?;
+                        // SAFETY: `it.x` is the head or a linked node, `z`
+                        // its linked successor.
+                        unsafe { list.check_order_from(it.x, z, kz, dz.shared_prefix(rx))? };
                     }
                 }
             }
             if m > it.lo {
                 if it.level == 0 {
                     if P {
-                        list.check_key_with(it.x, key_protection::<SSE42>)?;
+                        // SAFETY: `it.x` is the head or a linked node.
+                        unsafe { list.check_key_with(it.x, key_protection::<SSE42>)? };
                     }
                     finish(base, it.lo, m, z, emit)?;
                 } else {
@@ -310,10 +315,13 @@ fn advance<const P: bool>(
             if z == it.bound {
                 if it.level == 0 {
                     if P {
-                        list.check_key(it.x)?;
+                        // SAFETY: `it.x` is the head or a linked node; `z`
+                        // is null or its successor.
+                        unsafe { list.check_key(it.x)? };
                         // `z` (the bound) was compared above level 0
                         // only, where keys are not checksummed.
-                        list.check_key(z)?;
+                        // SAFETY: as above.
+                        unsafe { list.check_key(z)? };
                     }
                     finish(base, it.lo, it.hi, z, emit)?;
                     break;

@@ -72,7 +72,9 @@ pub(super) fn multi_get<const P: bool>(
             let mut z = unsafe { node::next(x, l) };
             while !z.is_null() {
                 if P {
-                    list.check_step(x, z, l)?;
+                    // SAFETY: `x` is the head or a linked node, `z` its
+                    // non-null successor.
+                    unsafe { list.check_step(x, z, l)? };
                 }
                 // SAFETY: `z` is a linked non-head node.
                 if !unsafe { node_lt(z, user, trailer) } {
@@ -90,7 +92,8 @@ pub(super) fn multi_get<const P: bool>(
             l -= 1;
         }
         if P {
-            list.check_key(f.prev[0])?;
+            // SAFETY: finger entries are the head or linked nodes.
+            unsafe { list.check_key(f.prev[0])? };
         }
         emit(i, f.next[0])?;
     }

@@ -44,7 +44,9 @@ impl SkipListIter {
             n
         };
         if self.mt.paranoid && !self.node.is_null() {
-            if let Err(e) = self.mt.list.check_entry(self.node) {
+            // SAFETY: `self.node` is non-null and not the head: a linked
+            // node of `self.mt.list`.
+            if let Err(e) = unsafe { self.mt.list.check_entry(self.node) } {
                 self.fail(e);
             }
         }
@@ -121,7 +123,9 @@ impl InternalIterator for SkipListIter {
         // SAFETY: `cur` is a linked non-head node (valid iterator).
         let n = unsafe { node::next(cur, 0) };
         if self.mt.paranoid && !n.is_null() {
-            if let Err(e) = self.mt.list.check_step(cur, n, 0) {
+            // SAFETY: `cur` is a linked non-head node, `n` its non-null
+            // successor.
+            if let Err(e) = unsafe { self.mt.list.check_step(cur, n, 0) } {
                 self.fail(e);
                 return;
             }

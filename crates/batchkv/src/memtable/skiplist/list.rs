@@ -468,7 +468,9 @@ impl SkipList {
                 // `z` non-null here: null is only ever met as `bound` or at a
                 // level whose higher successor was null, i.e. bound == null.
                 if P {
-                    self.check_step(x, z, level)?;
+                    // SAFETY: `x` is the head or a linked node, `z` its
+                    // non-null successor.
+                    unsafe { self.check_step(x, z, level)? };
                 }
                 // SAFETY: `z` is a linked non-head node.
                 if unsafe { node_lt(z, user, trailer) } {
@@ -478,12 +480,15 @@ impl SkipList {
             }
             if level == 0 {
                 if P {
-                    self.check_key(x)?;
+                    // SAFETY: `x` is the head or a linked node; `z` is null
+                    // or `x`'s successor.
+                    unsafe { self.check_key(x)? };
                     if z == bound {
                         // Compared above level 0 only: a damaged key that
                         // stopped the search wrongly would go unnoticed
                         // (check_step CRCs level-0 comparisons only).
-                        self.check_key(z)?;
+                        // SAFETY: as above.
+                        unsafe { self.check_key(z)? };
                     }
                 }
                 return Ok(z);
@@ -540,27 +545,41 @@ impl SkipList {
     /// before it is below the target): compared at level 0 and checked
     /// here, or reached at level 0 as the bound known from the level above
     /// and checked by [`SkipList::check_key`].
+    ///
+    /// # Safety
+    /// `x` is this list's head or a linked node of it, and `z` a linked
+    /// non-head node of it.
     #[inline]
-    pub(super) fn check_step(&self, x: *mut Node, z: *mut Node, level: usize) -> Result<()> {
-        if level == 0 {
-            self.check_key(z)?;
+    pub(super) unsafe fn check_step(&self, x: *mut Node, z: *mut Node, level: usize) -> Result<()> {
+        // SAFETY: the caller's contract covers both nodes.
+        unsafe {
+            if level == 0 {
+                self.check_key(z)?;
+            }
+            self.check_order(x, z)
         }
-        self.check_order(x, z)
     }
 
     /// Paranoid order check of one step `x → z`: `key(x) < key(z)` unless
     /// `x` is the head.
+    ///
+    /// # Safety
+    /// As for [`SkipList::check_step`].
     #[inline(always)]
-    pub(super) fn check_order(&self, x: *mut Node, z: *mut Node) -> Result<()> {
-        // SAFETY: `z` is a linked non-head node.
-        self.check_order_from(x, z, unsafe { node::key(z) }, 0)
+    pub(super) unsafe fn check_order(&self, x: *mut Node, z: *mut Node) -> Result<()> {
+        // SAFETY: `z` is a linked non-head node (the caller's contract),
+        // and so `x` is for `check_order_from`.
+        unsafe { self.check_order_from(x, z, node::key(z), 0) }
     }
 
     /// [`SkipList::check_order`] with `z`'s key `kz` already decoded and
     /// the two user keys known to agree on their first `from` bytes
     /// ([`Divergence::shared_prefix`]).
+    ///
+    /// # Safety
+    /// As for [`SkipList::check_step`].
     #[inline(always)]
-    pub(super) fn check_order_from(
+    pub(super) unsafe fn check_order_from(
         &self,
         x: *mut Node,
         z: *mut Node,
@@ -570,7 +589,7 @@ impl SkipList {
         if x == self.head {
             return Ok(());
         }
-        // SAFETY: `x` is a linked non-head node.
+        // SAFETY: `x` is a linked non-head node (the caller's contract).
         let kx = unsafe { node::key(x) };
         if kx.len() >= TRAILER_LEN && kz.len() >= TRAILER_LEN && internal_key_lt_from(kx, kz, from)
         {
@@ -584,7 +603,8 @@ impl SkipList {
     #[cold]
     #[inline(never)]
     fn order_error(&self, x: *mut Node, z: *mut Node) -> Error {
-        // SAFETY: as in `check_order`.
+        // SAFETY: only `check_order_from` calls this, for two linked
+        // non-head nodes (its caller's contract).
         let (kx, kz) = unsafe { (node::key(x), node::key(z)) };
         self.corruption(
             z,
@@ -597,16 +617,23 @@ impl SkipList {
     /// candidate when it was not compared at level 0 (it was only the known
     /// bound from the level above). Its key protection must match; the head
     /// and null (+∞) have nothing to check.
+    ///
+    /// # Safety
+    /// `x` is null, this list's head or a linked node of it.
     #[inline(always)]
-    pub(super) fn check_key(&self, x: *mut Node) -> Result<()> {
-        self.check_key_with(x, node::key_protection)
+    pub(super) unsafe fn check_key(&self, x: *mut Node) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { self.check_key_with(x, node::key_protection) }
     }
 
     /// [`SkipList::check_key`] with the key protection computed by
     /// `protection` (the checked batched descent passes a CRC that skips
     /// the CPU-feature test).
+    ///
+    /// # Safety
+    /// As for [`SkipList::check_key`].
     #[inline(always)]
-    pub(super) fn check_key_with(
+    pub(super) unsafe fn check_key_with(
         &self,
         x: *mut Node,
         protection: impl FnOnce(&[u8]) -> u32,
@@ -614,15 +641,20 @@ impl SkipList {
         if x == self.head || x.is_null() {
             return Ok(());
         }
-        // SAFETY: `x` is a linked non-head node.
+        // SAFETY: `x` is neither null nor the head, so a linked node (the
+        // caller's contract).
         let (kx, stored) = unsafe { node::key_with_protection(x) };
-        self.check_key_protection(x, protection(kx), stored)
+        // SAFETY: as above.
+        unsafe { self.check_key_protection(x, protection(kx), stored) }
     }
 
     /// A node `x`'s key check with its key protection already computed
     /// (`computed`) and its stored one decoded (`stored`).
+    ///
+    /// # Safety
+    /// `x` is a linked non-head node of this list (read for the error).
     #[inline(always)]
-    pub(super) fn check_key_protection(
+    pub(super) unsafe fn check_key_protection(
         &self,
         x: *mut Node,
         computed: u32,
@@ -638,7 +670,8 @@ impl SkipList {
     #[cold]
     #[inline(never)]
     fn key_error(&self, x: *mut Node) -> Error {
-        // SAFETY: as in `check_key`.
+        // SAFETY: only `check_key_protection` calls this, for a linked
+        // non-head node (its caller's contract).
         let (kx, stored) = unsafe { node::key_with_protection(x) };
         let computed = node::key_protection(kx);
         self.corruption(
@@ -648,8 +681,11 @@ impl SkipList {
     }
 
     /// Paranoid check of one entry's protection bytes (key and whole entry).
-    pub(super) fn check_entry(&self, n: *mut Node) -> Result<()> {
-        // SAFETY: `n` is a linked non-head node.
+    ///
+    /// # Safety
+    /// `n` is a linked non-head node of this list.
+    pub(super) unsafe fn check_entry(&self, n: *mut Node) -> Result<()> {
+        // SAFETY: `n` is a linked non-head node (the caller's contract).
         let e = unsafe { node::entry(n) };
         let key_prot = node::key_protection(e.key);
         let computed = node::crc32c_append(key_prot, e.value);
@@ -671,9 +707,12 @@ impl SkipList {
     /// or checked as the bound: `find_ge`, `finger.rs`, `bfs.rs`), so the
     /// CRC continues from the stored key protection instead of hashing the
     /// key again — the same word [`SkipList::check_entry`] computes.
+    ///
+    /// # Safety
+    /// As for [`SkipList::check_entry`].
     #[inline]
-    pub(super) fn check_found_entry(&self, n: *mut Node) -> Result<()> {
-        // SAFETY: `n` is a linked non-head node.
+    pub(super) unsafe fn check_found_entry(&self, n: *mut Node) -> Result<()> {
+        // SAFETY: `n` is a linked non-head node (the caller's contract).
         let e = unsafe { node::entry(n) };
         let computed = node::crc32c_append(e.key_protection, e.value);
         if e.key.len() < TRAILER_LEN || computed != e.protection {

@@ -120,6 +120,17 @@ impl SkipListMemTable {
     /// [`Self::resolve`], checked when `P`.
     #[inline(always)]
     fn resolve_as<const P: bool>(&self, z: *mut Node, user: &[u8]) -> Result<Option<EntryRef<'_>>> {
+        Ok(self.resolve_versioned_as::<P>(z, user)?.map(|(_, e)| e))
+    }
+
+    /// [`Self::resolve_as`] with the found version's sequence number, read
+    /// from the internal key the check already decoded (not decoded again).
+    #[inline(always)]
+    fn resolve_versioned_as<const P: bool>(
+        &self,
+        z: *mut Node,
+        user: &[u8],
+    ) -> Result<Option<(SequenceNumber, EntryRef<'_>)>> {
         if z.is_null() {
             return Ok(None);
         }
@@ -129,7 +140,19 @@ impl SkipListMemTable {
         if !node::is_entry_of(key, user) {
             return Ok(None);
         }
-        self.entry_ref::<P>(z, key, value)
+        let seq = crate::key::trailer(key) >> 8;
+        Ok(self.entry_ref::<P>(z, key, value)?.map(|e| (seq, e)))
+    }
+
+    /// [`MemTable::get_versioned`], checked when `P`.
+    #[inline(always)]
+    fn get_versioned_as<const P: bool>(
+        &self,
+        user_key: &[u8],
+        seq: SequenceNumber,
+    ) -> Result<Option<(SequenceNumber, EntryRef<'_>)>> {
+        let z = self.list.find_ge::<P>(user_key, lookup_trailer(seq))?;
+        self.resolve_versioned_as::<P>(z, user_key)
     }
 
     /// The answer the entry `key → value` of node `z` (a search's
@@ -147,7 +170,9 @@ impl SkipListMemTable {
         if P {
             // Returned entries get the full check (the search verified the
             // key; walked nodes had only their keys checked).
-            self.list.check_found_entry(z)?;
+            // SAFETY: `z` is a linked non-head node of `self.list` (the
+            // caller found `key` in it).
+            unsafe { self.list.check_found_entry(z)? };
         }
         let t = key[key.len() - TRAILER_LEN];
         match ValueType::from_u8(t) {
@@ -188,6 +213,7 @@ impl SkipListMemTable {
         strategy: BatchLookup,
         emit: &mut impl FnMut(usize, *mut Node) -> Result<()>,
     ) -> Result<()> {
+        // `strategy` is resolved (`multi_get_checks`): never `Auto`.
         match strategy {
             BatchLookup::PerKey | BatchLookup::Auto => {
                 for (i, k) in keys.iter().enumerate() {
@@ -272,10 +298,7 @@ impl SkipListMemTable {
             keys.windows(2).all(|w| w[0] < w[1]),
             "keys must be sorted and distinct"
         );
-        let strategy = match strategy {
-            BatchLookup::Auto => choose_strategy(keys.len()),
-            s => s,
-        };
+        let strategy = strategy.resolve(None, keys.len());
         let trailer = lookup_trailer(seq);
         if checks {
             self.multi_get_with::<true>(keys, trailer, strategy, found)
@@ -403,19 +426,11 @@ impl MemTable for SkipListMemTable {
         user_key: &[u8],
         seq: SequenceNumber,
     ) -> Result<Option<(SequenceNumber, EntryRef<'_>)>> {
-        let trailer = lookup_trailer(seq);
-        let z = if self.paranoid {
-            self.list.find_ge::<true>(user_key, trailer)?
+        if self.paranoid {
+            self.get_versioned_as::<true>(user_key, seq)
         } else {
-            self.list.find_ge::<false>(user_key, trailer)?
-        };
-        let Some(e) = self.resolve(z, user_key)? else {
-            return Ok(None);
-        };
-        // SAFETY: `resolve` found an entry, so `z` is a linked non-head
-        // node of `self.list`; its bytes live as long as `self`.
-        let key = unsafe { node::entry(z) }.key;
-        Ok(Some((crate::key::trailer(key) >> 8, e)))
+            self.get_versioned_as::<false>(user_key, seq)
+        }
     }
 
     fn multi_get<'a>(

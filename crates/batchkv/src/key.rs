@@ -138,18 +138,23 @@ pub fn parse_internal_key(internal_key: &[u8]) -> Option<ParsedInternalKey<'_>> 
 #[inline]
 pub fn compare_bytes(a: &[u8], b: &[u8]) -> Ordering {
     let n = a.len().min(b.len());
-    let (a8, a_rest) = a[..n].as_chunks::<8>();
-    let (b8, b_rest) = b[..n].as_chunks::<8>();
-    for (x, y) in a8.iter().zip(b8) {
-        let (x, y) = (u64::from_be_bytes(*x), u64::from_be_bytes(*y));
+    let (a8, b8) = (&a[..n], &b[..n]);
+    let mut i = 0;
+    while i + 8 <= n {
+        // `i + 8 <= n`: both conversions are of exactly 8 bytes and cannot
+        // fail (the default is never taken; the optimiser drops it).
+        let x = u64::from_be_bytes(a8[i..i + 8].try_into().unwrap_or_default());
+        let y = u64::from_be_bytes(b8[i..i + 8].try_into().unwrap_or_default());
         if x != y {
             return x.cmp(&y);
         }
+        i += 8;
     }
-    for (x, y) in a_rest.iter().zip(b_rest) {
-        if x != y {
-            return x.cmp(y);
+    while i < n {
+        if a8[i] != b8[i] {
+            return a8[i].cmp(&b8[i]);
         }
+        i += 1;
     }
     a.len().cmp(&b.len())
 }

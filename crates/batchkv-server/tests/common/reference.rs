@@ -138,6 +138,21 @@ impl RedisServer {
     /// Starts `redis-server` (no persistence); the error says why not
     /// (not on PATH, did not start).
     pub fn start() -> Result<RedisServer, String> {
+        // The port is free when picked but not held: another test's
+        // server or a client's ephemeral port can take it first. Then
+        // redis-server exits, or (worse) the port answers for another
+        // server: retry until the server answering is this child.
+        let mut last = String::new();
+        for _ in 0..8 {
+            match RedisServer::try_start() {
+                Ok(server) => return Ok(server),
+                Err(why) => last = why,
+            }
+        }
+        Err(last)
+    }
+
+    fn try_start() -> Result<RedisServer, String> {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .map_err(|e| e.to_string())?
@@ -155,18 +170,27 @@ impl RedisServer {
             .stdout(std::process::Stdio::null())
             .spawn()
             .map_err(|e| format!("redis-server is not runnable: {e}"))?;
-        let server = RedisServer {
+        let mut server = RedisServer {
             child,
             addr: ([127, 0, 0, 1], port).into(),
         };
+        let pid = format!("process_id:{}", server.child.id());
         let deadline = Instant::now() + Duration::from_secs(10);
-        while Resp::connect(server.addr, 2).is_err() {
+        loop {
+            if let Ok(Some(status)) = server.child.try_wait() {
+                return Err(format!("redis-server on port {port} exited: {status}"));
+            }
+            if let Ok(mut c) = Resp::connect(server.addr, 2) {
+                if c.call(&["INFO", "server"]).contains(&pid) {
+                    return Ok(server);
+                }
+                return Err(format!("port {port} answers for another server"));
+            }
             if Instant::now() > deadline {
                 return Err("redis-server did not start".into());
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        Ok(server)
     }
 }
 

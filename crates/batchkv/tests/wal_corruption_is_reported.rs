@@ -40,13 +40,7 @@ fn write_synced(dir: &Path) -> PathBuf {
         .unwrap();
     }
     db.close().unwrap();
-    let mut wals: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "log"))
-        .collect();
-    wals.sort();
-    wals.pop().unwrap()
+    common::newest_wal(dir)
 }
 
 fn copy_dir(from: &Path, to: &Path) {

@@ -27,17 +27,7 @@ fn write_batches(dir: &Path, n: u64) -> PathBuf {
         db.write(&WriteOptions::default(), b).unwrap();
     }
     db.close().unwrap();
-    newest_wal(dir)
-}
-
-fn newest_wal(dir: &Path) -> PathBuf {
-    let mut logs: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "log"))
-        .collect();
-    logs.sort();
-    logs.pop().expect("a WAL exists")
+    common::newest_wal(dir)
 }
 
 /// Number of leading batches fully present; asserts that no batch is partial

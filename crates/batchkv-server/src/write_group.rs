@@ -167,7 +167,8 @@ impl Strings {
     /// The run `reqs` of [`Group::Strings`] of a connection in state `st`.
     pub fn new(st: &ConnState, reqs: &[Vec<Bytes>]) -> Strings {
         let mut keys = Keys::default();
-        let mut values = Vec::new();
+        // A SET is 3 arguments, an MSET pair 2 more.
+        let mut values = Vec::with_capacity(reqs.iter().map(|a| a.len() / 2).sum());
         for p in reqs
             .iter()
             .flat_map(|args| pairs(args).into_iter().flatten())
@@ -268,7 +269,8 @@ impl Execute for StringWrites {
 fn write(shared: &Shared, runs: &[&Strings]) -> Vec<Result<(), Reply>> {
     let keys: Vec<&[u8]> = runs.iter().flat_map(|r| r.keys.iter()).collect();
     let _g = shared.lock_keys(&keys);
-    let mut b = WriteBatch::new();
+    // Sized once: the runs' keys and values and an entry header each.
+    let mut b = WriteBatch::with_capacity(runs.iter().map(|r| r.weight()).sum());
     let mut results = Vec::with_capacity(runs.len());
     for run in runs {
         b.set_save_point();

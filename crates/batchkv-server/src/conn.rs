@@ -476,6 +476,13 @@ impl Conn {
                 commands::record_batched(&self.shared, &self.st, &reqs[..n], began, error);
                 Some(Some(n))
             }
+            Group::StringUpdates(n) => {
+                let replies = commands::run_string_updates(&self.shared, &self.st, &reqs[..n]);
+                for r in &replies {
+                    r.encode(self.st.proto, &mut self.out);
+                }
+                Some(Some(n))
+            }
             Group::Commands(specs) => {
                 let cmds: Vec<_> = specs
                     .into_iter()

@@ -13,10 +13,15 @@
 //!   ([`WriteCombiner`], the protocol of `combine.rs`, with one leader at
 //!   a time): 50 clients each sending one SET are one engine write, not
 //!   50.
+//! - **String read-modify-writes** (a run of two or more INCR, DECR,
+//!   INCRBY, DECRBY, APPEND) read their distinct keys once and write the
+//!   last value of each in one batch, under the stripe locks of all their
+//!   keys (`commands/string_runs.rs`, which says why that is the same).
 //! - **Any other run of two or more keyed write commands** (HSET, LPUSH,
-//!   INCR, SET with options, …: [`commands::groupable`]) runs as EXEC runs
-//!   a transaction (`tx.rs`): the stripes of all their keys locked, each
-//!   command reading through the overlay of the ones before it, one write.
+//!   SET with options, a mix of kinds, …: [`commands::groupable`]) runs as
+//!   EXEC runs a transaction (`tx.rs`): the stripes of all their keys
+//!   locked, each command reading through the overlay of the ones before
+//!   it, one write.
 //!
 //! # Why this is the same as running them in order
 //! - Each command sees the writes of the ones before it: a [`WriteBatch`]
@@ -85,13 +90,16 @@ fn pairs(args: &[Bytes]) -> Option<std::slice::ChunksExact<'_, Bytes>> {
 pub enum Group {
     /// This many blind string writes.
     Strings(usize),
+    /// This many string read-modify-writes (two or more).
+    StringUpdates(usize),
     /// These write commands (two or more), one per request.
     Commands(Vec<&'static CommandSpec>),
 }
 
 /// The group at the start of `reqs`, if any.
 pub fn find(st: &ConnState, reqs: &[Vec<Bytes>]) -> Option<Group> {
-    let (mut specs, mut bytes, mut blind) = (Vec::new(), 0, true);
+    let (mut specs, mut bytes) = (Vec::new(), 0);
+    let (mut blind, mut updates) = (true, true);
     for args in reqs.iter().take(MAX_GROUP_COMMANDS) {
         let Some(spec) = commands::groupable(st, args) else {
             break;
@@ -102,12 +110,14 @@ pub fn find(st: &ConnState, reqs: &[Vec<Bytes>]) -> Option<Group> {
         }
         bytes += size;
         blind &= pairs(args).is_some();
+        updates &= commands::is_string_update(args);
         specs.push(spec);
     }
     match specs.len() {
         0 => None,
         n if blind => Some(Group::Strings(n)),
         1 => None,
+        n if updates => Some(Group::StringUpdates(n)),
         _ => Some(Group::Commands(specs)),
     }
 }
@@ -157,7 +167,8 @@ impl Strings {
     /// The run `reqs` of [`Group::Strings`] of a connection in state `st`.
     pub fn new(st: &ConnState, reqs: &[Vec<Bytes>]) -> Strings {
         let mut keys = Keys::default();
-        let mut values = Vec::new();
+        // A SET is 3 arguments, an MSET pair 2 more.
+        let mut values = Vec::with_capacity(reqs.iter().map(|a| a.len() / 2).sum());
         for p in reqs
             .iter()
             .flat_map(|args| pairs(args).into_iter().flatten())
@@ -258,7 +269,8 @@ impl Execute for StringWrites {
 fn write(shared: &Shared, runs: &[&Strings]) -> Vec<Result<(), Reply>> {
     let keys: Vec<&[u8]> = runs.iter().flat_map(|r| r.keys.iter()).collect();
     let _g = shared.lock_keys(&keys);
-    let mut b = WriteBatch::new();
+    // Sized once: the runs' keys and values and an entry header each.
+    let mut b = WriteBatch::with_capacity(runs.iter().map(|r| r.weight()).sum());
     let mut results = Vec::with_capacity(runs.len());
     for run in runs {
         b.set_save_point();

@@ -191,3 +191,146 @@ fn grouped_writes_are_counted_in_commandstats() {
     assert!(info.contains("cmdstat_set:calls=7,"), "{info}");
     assert!(info.contains("cmdstat_mset:calls=1,"), "{info}");
 }
+
+/// A command for a pipeline of string read-modify-writes over keys
+/// k0..k3, with what makes them fail or start over between them: values
+/// that are not integers, near the overflow, other types, expiries (far
+/// off: one that passes during a pipeline would race the two servers),
+/// reads and commands that end a run.
+fn random_update(rng: &mut StdRng) -> Vec<String> {
+    let k = |rng: &mut StdRng| format!("k{}", rng.random_range(0..4));
+    let by = |rng: &mut StdRng| match rng.random_range(0..8) {
+        0 => "x".to_string(),
+        1 => i64::MAX.to_string(),
+        2 => i64::MIN.to_string(),
+        _ => rng.random_range(-5..20).to_string(),
+    };
+    match rng.random_range(0..20) {
+        0..=3 => vec!["INCR".into(), k(rng)],
+        4 | 5 => vec!["DECR".into(), k(rng)],
+        6 | 7 => vec!["INCRBY".into(), k(rng), by(rng)],
+        8 | 9 => vec!["DECRBY".into(), k(rng), by(rng)],
+        10..=12 => vec![
+            "APPEND".into(),
+            k(rng),
+            format!("{}", rng.random_range(0..100)),
+        ],
+        13 => vec!["SET".into(), k(rng), "abc".into()],
+        14 => vec!["SET".into(), k(rng), (i64::MAX - 2).to_string()],
+        15 => vec!["HSET".into(), k(rng), "f".into(), "v".into()],
+        16 => vec![
+            "SET".into(),
+            k(rng),
+            "7".into(),
+            "PX".into(),
+            "100000".into(),
+        ],
+        17 => vec!["PEXPIRE".into(), k(rng), "100000".into()],
+        18 => vec!["GET".into(), k(rng)],
+        _ => vec!["DEL".into(), k(rng)],
+    }
+}
+
+#[test]
+fn runs_of_string_updates_answer_as_commands_one_by_one() {
+    let grouped = Harness::start();
+    let alone = Harness::start_with(|c| c.batch = false);
+    let (mut g, mut a) = (grouped.conn(), alone.conn());
+    let mut rng = StdRng::seed_from_u64(0x1c2_a77e);
+    for round in 0..300 {
+        if round % 10 == 0 {
+            // A key expires between two pipelines: the next run finds its
+            // old value expired (a string, or a collection to drop).
+            let key = format!("k{}", rng.random_range(0..4));
+            let _: i64 = q(&mut g, &["PEXPIRE", &key, "1"]);
+            let _: i64 = q(&mut a, &["PEXPIRE", &key, "1"]);
+            std::thread::sleep(std::time::Duration::from_millis(3));
+        }
+        let len = rng.random_range(2..30);
+        let cmds: Vec<Vec<String>> = (0..len).map(|_| random_update(&mut rng)).collect();
+        let (rg, ra) = (pipeline(&mut g, &cmds), pipeline(&mut a, &cmds));
+        assert_eq!(rg, ra, "round {round}: pipeline {cmds:?}");
+    }
+    let grouped = grouped.restart(|_| {});
+    let alone = alone.restart(|c| c.batch = false);
+    let (mut g, mut a) = (grouped.conn(), alone.conn());
+    for i in 0..4 {
+        let k = format!("k{i}");
+        let (tg, ta): (String, String) = (q(&mut g, &["TYPE", &k]), q(&mut a, &["TYPE", &k]));
+        assert_eq!(tg, ta, "type of {k}");
+        if tg == "string" {
+            let (vg, va): (String, String) = (q(&mut g, &["GET", &k]), q(&mut a, &["GET", &k]));
+            assert_eq!(vg, va, "value of {k}");
+        }
+    }
+    let (ng, na): (i64, i64) = (q(&mut g, &["DBSIZE"]), q(&mut a, &["DBSIZE"]));
+    assert_eq!(ng, na);
+}
+
+#[test]
+fn a_run_of_string_updates_keeps_expiries_and_replaces_expired_collections() {
+    let h = Harness::start();
+    let mut c = h.conn();
+    let _: i64 = q(&mut c, &["HSET", "h", "a", "1", "b", "2"]);
+    let _: i64 = q(&mut c, &["PEXPIRE", "h", "1"]);
+    let _: () = q(&mut c, &["SET", "t", "10", "EX", "1000"]);
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let cmds: Vec<Vec<String>> = ["INCR h", "APPEND h x", "INCRBY h 5", "INCR t", "APPEND t 0"]
+        .iter()
+        .map(|l| l.split(' ').map(String::from).collect())
+        .collect();
+    let replies = pipeline(&mut c, &cmds);
+    assert_eq!(replies[..2], [1, 2].map(redis::Value::Int), "{replies:?}");
+    assert!(
+        matches!(&replies[2], redis::Value::ServerError(e)
+            if e.details() == Some("value is not an integer or out of range")),
+        "{replies:?}"
+    );
+    assert_eq!(replies[3..], [11, 3].map(redis::Value::Int), "{replies:?}");
+    let got: Vec<String> = q(&mut c, &["MGET", "h", "t"]);
+    assert_eq!(got, ["1x", "110"]);
+    let ttl: i64 = q(&mut c, &["TTL", "t"]);
+    assert!((990..=1000).contains(&ttl), "{ttl}");
+    let ttl: i64 = q(&mut c, &["TTL", "h"]);
+    assert_eq!(ttl, -1);
+    let n: i64 = q(&mut c, &["DBSIZE"]);
+    assert_eq!(n, 2);
+    // The expired hash's elements went with it.
+    let dir = h.stop();
+    assert_eq!(common::stored_elements(dir.path()), 0);
+}
+
+#[test]
+fn runs_of_string_updates_are_counted_per_command_and_break_watches() {
+    let h = Harness::start();
+    let (mut watcher, mut c) = (h.conn(), h.conn());
+    let _: () = q(&mut watcher, &["WATCH", "a"]);
+    let cmds: Vec<Vec<String>> = ["INCR a", "INCR a", "APPEND s x", "INCRBY a x", "DECR b"]
+        .iter()
+        .map(|l| l.split(' ').map(String::from).collect())
+        .collect();
+    let replies = pipeline(&mut c, &cmds);
+    assert_eq!(replies[..3], [1, 2, 1].map(redis::Value::Int));
+    assert!(
+        matches!(replies[3], redis::Value::ServerError(_)),
+        "{replies:?}"
+    );
+    assert_eq!(replies[4], redis::Value::Int(-1));
+    let info: String = q(&mut c, &["INFO", "commandstats"]);
+    for want in [
+        "cmdstat_incr:calls=2,",
+        "cmdstat_append:calls=1,",
+        "cmdstat_decr:calls=1,",
+    ] {
+        assert!(info.contains(want), "{want} in {info}");
+    }
+    let incrby = info.lines().find(|l| l.starts_with("cmdstat_incrby:"));
+    assert!(
+        incrby.is_some_and(|l| l.contains("calls=1,") && l.ends_with("failed_calls=1")),
+        "{info}"
+    );
+    let _: () = q(&mut watcher, &["MULTI"]);
+    let _: () = q(&mut watcher, &["SET", "a", "mine"]);
+    let r: redis::Value = redis::cmd("EXEC").query(&mut watcher).unwrap();
+    assert_eq!(r, redis::Value::Nil);
+}

@@ -140,8 +140,17 @@ impl fmt::Debug for WriteBatch {
 impl WriteBatch {
     /// An empty batch.
     pub fn new() -> WriteBatch {
+        WriteBatch::with_capacity(0)
+    }
+
+    /// An empty batch with room for `bytes` bytes of entries before it
+    /// grows (RocksDB's `WriteBatch(reserved_bytes)`): an entry takes its
+    /// key and value and a few bytes of header.
+    pub fn with_capacity(bytes: usize) -> WriteBatch {
+        let mut rep = Vec::with_capacity(HEADER_LEN + bytes);
+        rep.resize(HEADER_LEN, 0);
         WriteBatch {
-            rep: vec![0; HEADER_LEN],
+            rep,
             max_key_len: 0,
             max_value_len: 0,
             inverted_range: false,

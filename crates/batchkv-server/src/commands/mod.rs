@@ -26,6 +26,7 @@ mod object;
 mod pubsub;
 mod sets;
 mod slowlog;
+mod string_runs;
 mod strings;
 mod subcommands;
 mod tx;
@@ -182,7 +183,10 @@ pub fn all_commands() -> impl Iterator<Item = &'static CommandSpec> {
 /// command and its statistics slot.
 struct Table {
     specs: Vec<&'static CommandSpec>,
-    by_name: HashMap<&'static [u8], usize>,
+    /// Looked up once or more per command: foldhash, several times cheaper
+    /// than the default SipHash on these short names (the table is built
+    /// once; clients' names only look up).
+    by_name: HashMap<&'static [u8], usize, foldhash::fast::RandomState>,
     /// By command index: a container's subcommands and the statistics
     /// slot of the first one.
     subs: Vec<Option<(&'static [subcommands::SubSpec], usize)>>,
@@ -489,6 +493,38 @@ pub fn run_group(
     replies
 }
 
+/// Whether `args` is a string read-modify-write (INCR, DECR, INCRBY,
+/// DECRBY, APPEND) that a pipeline's run of them takes
+/// ([`run_string_updates`]).
+pub fn is_string_update(args: &[Bytes]) -> bool {
+    string_runs::is_string_update(args)
+}
+
+/// Runs a pipeline's run of string read-modify-writes (`write_group.rs`;
+/// each [`groupable`] and [`is_string_update`]) as one engine write
+/// (`string_runs.rs`), counted as [`execute`] counts commands; their
+/// replies in order.
+pub fn run_string_updates(shared: &Shared, conn: &ConnState, reqs: &[Vec<Bytes>]) -> Vec<Reply> {
+    let began = Instant::now();
+    // The panic boundary of the run's commands (`panics.rs`).
+    let replies = crate::panics::catch(
+        || {
+            format!(
+                "a run of {} string updates from {}",
+                reqs.len(),
+                conn.client.addr
+            )
+        },
+        || string_runs::run(shared, conn, reqs),
+    )
+    .unwrap_or_else(|| vec![Reply::err(crate::panics::INTERNAL_ERROR); reqs.len()]);
+    record_run(shared, conn, reqs, began, |i| match &replies[i] {
+        Reply::Error(text) => Some(text.as_str()),
+        _ => None,
+    });
+    replies
+}
+
 /// Runs a command queued in a transaction (EXEC): counted as
 /// [`execute`] counts a command.
 pub fn call(
@@ -578,6 +614,19 @@ pub fn record_batched(
     began: Instant,
     error: Option<&str>,
 ) {
+    record_run(shared, conn, reqs, began, |_| error);
+}
+
+/// Records a run of commands `reqs` answered together, started at
+/// `began`, as [`execute`] counts commands, each taking an equal share of
+/// the run's time; command `i` failed if `error_of(i)` is its error.
+fn record_run<'e>(
+    shared: &Shared,
+    conn: &ConnState,
+    reqs: &[Vec<Bytes>],
+    began: Instant,
+    error_of: impl Fn(usize) -> Option<&'e str>,
+) {
     let Some(last) = reqs.last() else {
         return;
     };
@@ -593,30 +642,25 @@ pub fn record_batched(
         .commands
         .fetch_add(u64::from(n), std::sync::atomic::Ordering::Relaxed);
     let each = began.elapsed() / n;
-    // Calls per slot, in a run of consecutive commands of one slot.
-    let mut run: Option<(usize, u32)> = None;
-    for args in reqs {
-        let slot = slot_of(args);
+    // Calls per slot and outcome, in a run of consecutive commands of one
+    // slot and outcome.
+    let mut run: Option<(usize, bool, u32)> = None;
+    for (i, args) in reqs.iter().enumerate() {
+        let (slot, failed) = (slot_of(args), error_of(i).is_some());
         match &mut run {
-            Some((s, calls)) if *s == slot => *calls += 1,
+            Some((s, f, calls)) if *s == slot && *f == failed => *calls += 1,
             _ => {
-                if let Some((s, calls)) = run.replace((slot, 1)) {
-                    shared
-                        .cmdstats
-                        .record(s, u64::from(calls), each * calls, error.is_some());
+                if let Some((s, f, calls)) = run.replace((slot, failed, 1)) {
+                    shared.cmdstats.record(s, u64::from(calls), each * calls, f);
                 }
             }
         }
     }
-    if let Some((s, calls)) = run {
-        shared
-            .cmdstats
-            .record(s, u64::from(calls), each * calls, error.is_some());
+    if let Some((s, f, calls)) = run {
+        shared.cmdstats.record(s, u64::from(calls), each * calls, f);
     }
-    if let Some(text) = error {
-        for _ in reqs {
-            shared.cmdstats.count_error(text);
-        }
+    for text in (0..reqs.len()).filter_map(&error_of) {
+        shared.cmdstats.count_error(text);
     }
     if is_slow(shared, each) {
         for args in reqs {

@@ -307,18 +307,23 @@ impl KeyCounts {
             return self.write_alone(db, batch, write);
         }
         // The states before, where the command read them; the batch's keys
-        // in order (a key may repeat: its last state wins).
-        let changes: Vec<(Vec<u8>, Option<State>, State)> = batch
-            .ops()
-            .filter_map(|op| match op {
+        // in order (a key may repeat: its last state wins), copied into
+        // one buffer (`key_bytes[start..end]`), not one allocation each.
+        let mut key_bytes: Vec<u8> = Vec::with_capacity(batch.approximate_size());
+        let mut changes: Vec<(usize, usize, Option<State>, State)> =
+            Vec::with_capacity(batch.len());
+        for op in batch.ops() {
+            let (key, after) = match op {
                 BatchOp::Put { key, value } if db_of(key).is_some() => {
-                    Some((key, State::of(Some(value))))
+                    (key, State::of(Some(value)))
                 }
-                BatchOp::Delete { key } if db_of(key).is_some() => Some((key, State::Absent)),
-                _ => None,
-            })
-            .map(|(k, after)| (k.to_vec(), recall(k), after))
-            .collect();
+                BatchOp::Delete { key } if db_of(key).is_some() => (key, State::Absent),
+                _ => continue,
+            };
+            let start = key_bytes.len();
+            key_bytes.extend_from_slice(key);
+            changes.push((start, key_bytes.len(), recall(key), after));
+        }
         forget();
         if changes.is_empty() {
             // Elements and indexes only: nothing to count.
@@ -328,8 +333,8 @@ impl KeyCounts {
             let _gate = self.gate.read().unwrap_or_else(|e| e.into_inner());
             write(batch)?;
             let mut w = lock(&self.window);
-            for (k, before, after) in &changes {
-                w.record(k, *before, *after);
+            for &(start, end, before, after) in &changes {
+                w.record(&key_bytes[start..end], before, after);
             }
             w.len()
         };

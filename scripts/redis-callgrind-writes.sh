@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Instructions per request of `batchkv serve`'s writes (SET, INCR, APPEND,
+# HSET, LPUSH), counted by callgrind (noise-free, unlike throughput on a
+# shared machine). The read-side twin is scripts/redis-callgrind.sh.
+#
+# A server per test under `valgrind --tool=callgrind --instr-atstart=no`; with
+# KEYS > 0 it first loads KEYS string keys key:N of VALUE bytes (not
+# counted, as scripts/redis-bench.sh does, so APPEND extends values that
+# are in SST files with the server's default write buffer). Then for each
+# PIPE: switch instrumentation on, run redis-benchmark -c CONNS -P PIPE
+# -n N (-r RANGE for the string tests, as scripts/redis-bench.sh runs them
+# over its 1M keys, so most keys are new to the key counts' window; -r
+# COLL for HSET and LPUSH), dump the counts (callgrind_control --dump),
+# switch it off.
+# Everything the server does meanwhile is counted: the connections, the
+# engine's flushes, compactions and the key counts' window closes.
+# Prints "LABEL TEST -c C -P P: I instructions/request" and the INFO
+# write-combining counters over the run; the dumps stay in OUT for
+# `callgrind_annotate --inclusive=yes OUT/LABEL.TEST-PP`.
+#
+# Usage: scripts/redis-callgrind-writes.sh BINARY [LABEL]
+# Environment (defaults in brackets):
+#   TESTS ["SET INCR APPEND HSET"]   (also LPUSH)
+#   CONNS [50]  PIPES ["10"]  N [20000] requests per run
+#   KEYS [0]    string keys loaded first
+#   RANGE [KEYS, or 1000000 if none]  COLL [1000]  -r of the string and
+#               collection tests
+#   VALUE [100] value size of SET and of the loaded keys
+#   OPTIONS [write_buffer_size=1GB when KEYS=0, else none] engine options
+#   OUT [/tmp/redis-callgrind-writes]  PORT [16482]
+set -euo pipefail
+
+BIN=${1:?usage: $0 BINARY [LABEL]}
+LABEL=${2:-$(basename "$BIN")}
+TESTS=${TESTS:-"SET INCR APPEND HSET"}
+CONNS=${CONNS:-50}
+PIPES=${PIPES:-10}
+N=${N:-20000}
+KEYS=${KEYS:-0}
+VALUE=${VALUE:-100}
+if ((KEYS > 0)); then
+    RANGE=${RANGE:-$KEYS}
+    OPTIONS=${OPTIONS-}
+else
+    RANGE=${RANGE:-1000000}
+    OPTIONS=${OPTIONS-write_buffer_size=1GB}
+fi
+COLL=${COLL:-1000}
+OUT=${OUT:-/tmp/redis-callgrind-writes}
+PORT=${PORT:-16482}
+mkdir -p "$OUT"
+PID=
+
+# Loading and starting under valgrind take longer than natively.
+READY_TRIES=3000
+# stop_server, wait_ready, load_collection, repeat_arg
+source "$(dirname "$0")/redis-common.sh"
+trap stop_server EXIT
+
+# args_of TEST: -r and the redis-benchmark command.
+args_of() {
+    case $1 in
+    SET) echo "$RANGE SET key:__rand_int__ $(head -c "$VALUE" </dev/zero | tr '\0' 'x')" ;;
+    INCR) echo "$RANGE INCR counter:__rand_int__" ;;
+    APPEND) echo "$RANGE APPEND key:__rand_int__ 12345678" ;;
+    HSET) echo "$COLL HSET h:__rand_int__ f:__rand_int__ v" ;;
+    LPUSH) echo "$COLL LPUSH l:__rand_int__ v" ;;
+    *) echo "unknown test $1" >&2; exit 1 ;;
+    esac
+}
+
+# counters: INFO batchkv's write-combining lines, on one line.
+counters() {
+    redis-cli -p "$PORT" INFO batchkv | tr -d '\r' | grep -E '^write_batch' | tr '\n' ' '
+}
+
+total_ir() {
+    awk '/^(summary|totals):/ { print $2; exit }' "$1"
+}
+
+opts=()
+[[ -n $OPTIONS ]] && opts=(--options "$OPTIONS")
+base=$OUT/$LABEL
+rm -f "$base".*
+for test in $TESTS; do
+    # A fresh server per test: the first dump after start is exact
+    # (later ones in one server came out short).
+    run=$OUT/db-$LABEL
+    rm -rf "$run" && mkdir -p "$run"
+    valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$base.%p" \
+        "$BIN" "${opts[@]}" serve --dir "$run" --port "$PORT" --memtable skiplist \
+        >"$base.$test.log" 2>&1 &
+    PID=$!
+    wait_ready
+    if ((KEYS > 0)); then
+        val=$(head -c "$VALUE" </dev/zero | tr '\0' 'x')
+        awk -v n="$KEYS" -v val="$val" -v vl="$VALUE" 'BEGIN {
+            for (i = 0; i < n; i++)
+                printf "*3\r\n$3\r\nSET\r\n$16\r\nkey:%012d\r\n$%d\r\n%s\r\n", i, vl, val
+        }' | redis-cli -p "$PORT" --pipe >/dev/null
+    fi
+    # Every command is slow under valgrind: the slow log would count work
+    # that a native run never does.
+    redis-cli -p "$PORT" CONFIG SET slowlog-log-slower-than -1 >/dev/null
+    read -r range args <<<"$(args_of "$test")"
+    for p in $PIPES; do
+        before=$(counters)
+        callgrind_control -i on "$PID" >/dev/null
+        # shellcheck disable=SC2086
+        redis-benchmark -p "$PORT" -c "$CONNS" -P "$p" -r "$range" -n "$N" -q $args >/dev/null
+        callgrind_control --dump="$test-P$p" "$PID" >/dev/null
+        callgrind_control -i off "$PID" >/dev/null
+        mv "$base.$PID".* "$base.$test-P$p"
+        ir=$(total_ir "$base.$test-P$p")
+        printf '%s %s -c %s -P %s: %s instructions/request (%s requests); before: %s after: %s\n' \
+            "$LABEL" "$test" "$CONNS" "$p" "$((ir / N))" "$N" "$before" "$(counters)"
+    done
+    stop_server
+    rm -f "$base.$PID"
+done

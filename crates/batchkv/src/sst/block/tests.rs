@@ -597,7 +597,12 @@ fn grouped_entries_strategy() -> impl Strategy<Value = Entries> {
         proptest::collection::vec(any::<u8>(), 0..6),
         proptest::collection::vec(any::<u8>(), 0..14),
         proptest::collection::vec(
-            (0u8..4, any::<bool>(), proptest::collection::vec(0u8..3, 0..4), 0u64..3),
+            (
+                0u8..4,
+                any::<bool>(),
+                proptest::collection::vec(0u8..3, 0..4),
+                0u64..3,
+            ),
             0..80,
         ),
     )
@@ -607,7 +612,11 @@ fn grouped_entries_strategy() -> impl Strategy<Value = Entries> {
                 .map(|(group, short, suffix, seq)| {
                     let mut uk = prefix.clone();
                     uk.push(group);
-                    let cut = if short { middle.len() / 2 } else { middle.len() };
+                    let cut = if short {
+                        middle.len() / 2
+                    } else {
+                        middle.len()
+                    };
                     uk.extend_from_slice(&middle[..cut]);
                     uk.extend_from_slice(&suffix);
                     let mut k = Vec::new();

@@ -19,6 +19,16 @@ const STRATEGIES: [BatchLookup; 4] = [
     BatchLookup::Auto,
 ];
 
+/// A xorshift64 generator from `seed` (non-zero): reproducible batches.
+fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+    move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    }
+}
+
 fn key(k: u16) -> Vec<u8> {
     format!("k{k:04}").into_bytes()
 }
@@ -161,13 +171,7 @@ fn sst_stage_matches_get_across_files_levels_and_snapshots() {
         "deeper files: {files:?}"
     );
 
-    let mut rng = 0x2545_f491_4f6c_dd1du64;
-    let mut next = move || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    let mut next = xorshift(0x2545_f491_4f6c_dd1d);
     for snap in &snaps {
         let ro = ReadOptions {
             snapshot: snap.clone(),
@@ -228,13 +232,7 @@ fn sst_stage_matches_get_for_collection_element_keys() {
         db.write(&WriteOptions::default(), b).unwrap();
     }
     db.flush().unwrap();
-    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
     // Collections 60 and 61 and odd or large element numbers are absent.
     let mut check = |db: &Db, what: &str| {
         let (mut found, mut absent) = (0, 0);

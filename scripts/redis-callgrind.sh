@@ -7,10 +7,19 @@
 # COLL elements into its memtable (as scripts/redis-bench.sh does; not
 # counted), switch instrumentation on, and run each test at -c CONNS for
 # every -P in PIPES, dumping the counts after each run
-# (callgrind_control --dump). (A restart would not do: writable recovery
-# flushes the replayed WAL to L0 tables.)
+# (callgrind_control --dump).
 # Prints "test -P instructions/request" per run; the dumps stay in OUT
 # for callgrind_annotate.
+#
+# FLUSH=1 counts reads of SST-resident data instead: the collections are
+# loaded into a native server (the engine's default 64 MiB write buffer
+# unless OPTIONS says otherwise), which is then stopped; the server under
+# valgrind reopens the directory, and writable recovery flushes the
+# replayed WAL to L0 tables, so every element is in an SST file. Each
+# test then runs four times as long uncounted, so that the counted runs
+# find the data blocks in the block cache (as a long-running server
+# does), and the
+# server's files_per_level and block cache counters are printed.
 #
 # Usage: scripts/redis-callgrind.sh BINARY [LABEL]
 # Environment (defaults in brackets):
@@ -18,6 +27,9 @@
 #   COLL [1000]  VALUE [100]  CONNS [50]  PIPES ["1 10"]
 #   N_SMALL [20000] requests of HMGET5 (and HGET)   N_BIG [2000] of the 100-element tests
 #   BATCH [on]   OUT [/tmp/redis-callgrind]  PORT [16479]
+#   FLUSH [0]    1: the data in SST files (above)
+#   OPTIONS      engine options (--options) ["write_buffer_size=1GB";
+#                with FLUSH=1 none: the server's defaults]
 set -euo pipefail
 
 BIN=${1:?usage: $0 BINARY [LABEL]}
@@ -32,7 +44,14 @@ N_BIG=${N_BIG:-2000}
 BATCH=${BATCH:-on}
 OUT=${OUT:-/tmp/redis-callgrind}
 PORT=${PORT:-16479}
-OPTS=(--options write_buffer_size=1GB)
+FLUSH=${FLUSH:-0}
+if [[ $FLUSH == 1 ]]; then
+    OPTIONS=${OPTIONS-}
+else
+    OPTIONS=${OPTIONS-write_buffer_size=1GB}
+fi
+OPTS=()
+[[ -n $OPTIONS ]] && OPTS=(--options "$OPTIONS")
 mkdir -p "$OUT"
 PID=
 
@@ -54,6 +73,12 @@ command_of() {
     esac
 }
 
+# engine_info: the INFO batchkv fields that say where the data is.
+engine_info() {
+    redis-cli -p "$PORT" INFO batchkv | tr -d '\r' |
+        grep -E '^(memtable_entries|files_per_level|block_cache_(hits|misses)):' | paste -sd ' '
+}
+
 # total_ir FILE: the instruction count of a callgrind dump.
 total_ir() {
     awk '/^(summary|totals):/ { print $2; exit }' "$1"
@@ -71,15 +96,32 @@ for t in h s z; do
     rm -rf "$run" && mkdir -p "$run"
     base=$OUT/$LABEL-$type
     rm -f "$base".*
+    serve=(serve --dir "$run" --port "$PORT" --memtable skiplist --batch "$BATCH")
+    if [[ $FLUSH == 1 ]]; then
+        "$BIN" "${OPTS[@]}" "${serve[@]}" >"$OUT/$LABEL-$type-load.log" 2>&1 &
+        PID=$!
+        wait_ready
+        load_collection "$cmd" "$prefix"
+        stop_server
+    fi
     valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$base.%p" \
-        "$BIN" "${OPTS[@]}" serve --dir "$run" --port "$PORT" --memtable skiplist \
-        --batch "$BATCH" >"$OUT/$LABEL-$type.log" 2>&1 &
+        "$BIN" "${OPTS[@]}" "${serve[@]}" >"$OUT/$LABEL-$type.log" 2>&1 &
     PID=$!
     wait_ready
-    load_collection "$cmd" "$prefix"
+    [[ $FLUSH == 1 ]] || load_collection "$cmd" "$prefix"
     # Every command is slow under valgrind: the slow log would count
     # work that a native run never does.
     redis-cli -p "$PORT" CONFIG SET slowlog-log-slower-than -1 >/dev/null
+    if [[ $FLUSH == 1 ]]; then
+        for test in "${mine[@]}"; do
+            read -r n args <<<"$(command_of "$test")"
+            # Four passes of random reads leave few blocks unread
+            # (e^-10 of them for HMGET100 with the defaults).
+            # shellcheck disable=SC2086
+            redis-benchmark -p "$PORT" -c "$CONNS" -P 10 -r "$COLL" -n "$((4 * n))" -q $args >/dev/null
+        done
+        echo "$LABEL $type after warm-up: $(engine_info)"
+    fi
     callgrind_control -i on "$PID" >/dev/null
     for test in "${mine[@]}"; do
         read -r n args <<<"$(command_of "$test")"
@@ -94,5 +136,6 @@ for t in h s z; do
         done
     done
     callgrind_control -i off "$PID" >/dev/null
+    [[ $FLUSH == 1 ]] && echo "$LABEL $type after the runs: $(engine_info)"
     stop_server
 done

@@ -19,6 +19,16 @@ const STRATEGIES: [BatchLookup; 4] = [
     BatchLookup::Auto,
 ];
 
+/// A xorshift64 generator from `seed` (non-zero): reproducible batches.
+fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+    move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    }
+}
+
 fn key(k: u16) -> Vec<u8> {
     format!("k{k:04}").into_bytes()
 }
@@ -161,13 +171,7 @@ fn sst_stage_matches_get_across_files_levels_and_snapshots() {
         "deeper files: {files:?}"
     );
 
-    let mut rng = 0x2545_f491_4f6c_dd1du64;
-    let mut next = move || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    let mut next = xorshift(0x2545_f491_4f6c_dd1d);
     for snap in &snaps {
         let ro = ReadOptions {
             snapshot: snap.clone(),
@@ -189,4 +193,82 @@ fn sst_stage_matches_get_across_files_levels_and_snapshots() {
             );
         }
     }
+}
+
+/// Keys that differ in two places, as a server's collection elements
+/// (`collection ‖ version ‖ element`): each table's index holds dozens of
+/// blocks of one collection, which the index's first-level fences cannot
+/// tell apart (its second level can). Batches of one collection's
+/// elements, present and absent, and of elements spread over many
+/// collections, read from L0 and from compacted files, give the answers of
+/// `get`.
+#[test]
+fn sst_stage_matches_get_for_collection_element_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        write_buffer_size: 256 * 1024,
+        block_size: 1024,
+        target_file_size_base: 128 * 1024,
+        disable_auto_compactions: true,
+        level0_slowdown_writes_trigger: 1000,
+        level0_stop_writes_trigger: 1000,
+        ..Options::default()
+    };
+    let db = Db::open(dir.path(), opts).unwrap();
+    let element = |c: u32, e: u32| {
+        let mut k = vec![0x12, 0];
+        k.extend_from_slice(&14u32.to_be_bytes());
+        k.extend_from_slice(format!("h:{c:012}").as_bytes());
+        k.extend_from_slice(&(1_764_000_000_000_000u64 + 131 * u64::from(c)).to_be_bytes());
+        k.extend_from_slice(format!("f:{e:012}").as_bytes());
+        k
+    };
+    // 60 collections of 300 elements (even numbers only), 40-byte values.
+    for c in 0..60u32 {
+        let mut b = WriteBatch::new();
+        for e in (0..600u32).step_by(2) {
+            b.put(element(c, e), format!("{c}-{e}-{}", "v".repeat(30)));
+        }
+        db.write(&WriteOptions::default(), b).unwrap();
+    }
+    db.flush().unwrap();
+    let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
+    // Collections 60 and 61 and odd or large element numbers are absent.
+    let mut check = |db: &Db, what: &str| {
+        let (mut found, mut absent) = (0, 0);
+        for round in 0..20 {
+            let keys: Vec<Vec<u8>> = if round % 2 == 0 {
+                // 100 elements of one collection (two thirds absent).
+                let c = (next() % 62) as u32;
+                (0..100)
+                    .map(|_| element(c, (next() % 900) as u32))
+                    .collect()
+            } else {
+                (0..200)
+                    .map(|_| element((next() % 62) as u32, (next() % 900) as u32))
+                    .collect()
+            };
+            let want: Vec<Option<Vec<u8>>> = keys.iter().map(|k| db.get(k).unwrap()).collect();
+            let got: Vec<Option<Vec<u8>>> = db
+                .multi_get(&ReadOptions::default(), &keys)
+                .into_iter()
+                .map(|r| r.unwrap())
+                .collect();
+            assert_eq!(got, want, "{what}, round {round}");
+            found += want.iter().filter(|v| v.is_some()).count();
+            absent += want.iter().filter(|v| v.is_none()).count();
+        }
+        assert!(
+            found > 500 && absent > 500,
+            "{what}: {found} found, {absent} absent"
+        );
+    };
+    assert!(
+        db.stats().files_per_level[0] >= 2,
+        "{:?}",
+        db.stats().files_per_level
+    );
+    check(&db, "L0");
+    db.compact_range(None, None).unwrap();
+    check(&db, "compacted");
 }

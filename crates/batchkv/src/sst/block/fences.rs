@@ -13,6 +13,16 @@
 //! searches over integers run in lockstep; only entries whose fence equals
 //! the target's are compared in full, in the index block.
 //!
+//! Keys often differ in two places: a server's collection element key is
+//! `collection ‖ version ‖ element`, and a table holds the elements of many
+//! collections, so the bytes after the table's shared prefix tell the
+//! collections apart but not the dozens of blocks of one collection (its
+//! entries share one fence). Each such run of equal fences gets a second
+//! level: the run's own shared prefix (longer: it reaches into the
+//! element) and, per entry, the fence under it. A search landing in a run
+//! goes on by integers there, and compares in full only the entries whose
+//! second fence equals the target's.
+//!
 //! Built when a table is opened, from blocks with restart interval 1 (every
 //! entry a restart point: the index blocks this crate writes); any other
 //! block, or one that fails to decode, gets none, and the lookups fall back
@@ -25,6 +35,14 @@
 //!    for the keys that start with `prefix` (all but maybe the first and
 //!    last entry), 0 or `u64::MAX` for keys below or above those.
 //! 3. `fences` is non-decreasing (checked at build).
+//! 4. `runs` lists, in entry order, every maximal range of two or more
+//!    entries with equal fences; `run_of[i]` is the index in `runs` of the
+//!    run holding entry `i`, [`NO_RUN`] for an entry in none (or
+//!    `run_of` is empty when there are no runs). A run's `prefix` is the
+//!    common prefix of the user keys of its first and last entry (so of
+//!    all its entries, which sort between them), and `subs[i]` is
+//!    `fence_of(user key of entry i, run prefix)`, non-decreasing within
+//!    the run (`subs` is empty when there are no runs).
 
 use std::cmp::Ordering;
 
@@ -41,6 +59,27 @@ pub(crate) struct IndexFences {
     prefix: Box<[u8]>,
     fences: Box<[u64]>,
     handles: Box<[BlockHandle]>,
+    /// The runs of equal fences (invariant 4).
+    runs: Box<[Run]>,
+    /// Per entry, its run's index in `runs`, or [`NO_RUN`].
+    run_of: Box<[u32]>,
+    /// Per entry, its fence under its run's prefix (0 outside runs).
+    subs: Box<[u64]>,
+    /// The runs' prefixes, one after another.
+    run_prefixes: Box<[u8]>,
+}
+
+/// `run_of` of an entry whose fence no other entry shares.
+const NO_RUN: u32 = u32::MAX;
+
+/// Entries with equal fences, up to `end` (exclusive), and where their
+/// shared prefix lies in `run_prefixes`.
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    start: u32,
+    end: u32,
+    prefix_at: u32,
+    prefix_len: u32,
 }
 
 /// The fence of the user key `key` under the common prefix `prefix`:
@@ -71,6 +110,10 @@ impl IndexFences {
         self.prefix.len()
             + std::mem::size_of_val(&*self.fences)
             + std::mem::size_of_val(&*self.handles)
+            + std::mem::size_of_val(&*self.runs)
+            + std::mem::size_of_val(&*self.run_of)
+            + std::mem::size_of_val(&*self.subs)
+            + self.run_prefixes.len()
     }
 
     /// The fences of `index`, or `None` if it is not an interleaved block
@@ -82,11 +125,11 @@ impl IndexFences {
         }
         if index.data_end == 0 {
             // No entries (a table without data blocks).
-            return Some(IndexFences {
-                prefix: Box::default(),
-                fences: Box::default(),
-                handles: Box::default(),
-            });
+            return Some(IndexFences::without_runs(
+                Box::default(),
+                Box::default(),
+                Box::default(),
+            ));
         }
         let n = index.restart_count;
         let mut keys: Vec<&[u8]> = Vec::with_capacity(n);
@@ -134,18 +177,91 @@ impl IndexFences {
         }
         let (_, plen, i, fences) = best?;
         let prefix = &keys[i][..plen];
-        Some(IndexFences {
-            prefix: prefix.into(),
-            fences,
-            handles: handles.into_boxed_slice(),
-        })
+        let mut f = IndexFences::without_runs(prefix.into(), fences, handles.into_boxed_slice());
+        f.add_runs(&keys)?;
+        Some(f)
     }
 
-    /// Entries whose fence equals the one before (searches landing there
-    /// compare keys in full).
+    fn without_runs(
+        prefix: Box<[u8]>,
+        fences: Box<[u64]>,
+        handles: Box<[BlockHandle]>,
+    ) -> IndexFences {
+        IndexFences {
+            prefix,
+            fences,
+            handles,
+            runs: Box::default(),
+            run_of: Box::default(),
+            subs: Box::default(),
+            run_prefixes: Box::default(),
+        }
+    }
+
+    /// Adds the second level (invariant 4) for the entries' user `keys`;
+    /// `None` if a run's fences under its prefix are not in order (the
+    /// keys are not sorted) or the block is too large to index by `u32`.
+    fn add_runs(&mut self, keys: &[&[u8]]) -> Option<()> {
+        let n = self.fences.len();
+        let mut runs = Vec::new();
+        let mut run_prefixes = Vec::new();
+        let mut start = 0;
+        while start < n {
+            let f = self.fences[start];
+            let end = start + self.fences[start..].partition_point(|&x| x == f);
+            if end - start >= 2 {
+                let (a, b) = (keys[start], keys[end - 1]);
+                let plen = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+                runs.push(Run {
+                    start: u32::try_from(start).ok()?,
+                    end: u32::try_from(end).ok()?,
+                    prefix_at: u32::try_from(run_prefixes.len()).ok()?,
+                    prefix_len: u32::try_from(plen).ok()?,
+                });
+                run_prefixes.extend_from_slice(&a[..plen]);
+            }
+            start = end;
+        }
+        if runs.is_empty() {
+            return Some(());
+        }
+        let mut run_of = vec![NO_RUN; n];
+        let mut subs = vec![0u64; n];
+        for (r, run) in runs.iter().enumerate() {
+            let prefix = &run_prefixes[run.prefix_at as usize..][..run.prefix_len as usize];
+            let span = run.start as usize..run.end as usize;
+            for i in span.clone() {
+                run_of[i] = u32::try_from(r).ok()?;
+                subs[i] = fence_of(keys[i], prefix);
+            }
+            if !subs[span].windows(2).all(|w| w[0] <= w[1]) {
+                return None;
+            }
+        }
+        self.runs = runs.into_boxed_slice();
+        self.run_of = run_of.into_boxed_slice();
+        self.subs = subs.into_boxed_slice();
+        self.run_prefixes = run_prefixes.into_boxed_slice();
+        Some(())
+    }
+
+    /// Entries whose fence equals the one before.
     #[cfg(test)]
     pub(crate) fn duplicates(&self) -> usize {
         self.fences.windows(2).filter(|w| w[0] == w[1]).count()
+    }
+
+    /// Entries whose fence and second-level fence both equal the one
+    /// before's (searches landing there compare keys in full).
+    #[cfg(test)]
+    pub(crate) fn full_duplicates(&self) -> usize {
+        (1..self.fences.len())
+            .filter(|&i| {
+                self.fences[i] == self.fences[i - 1]
+                    && self.run_of.get(i) == self.run_of.get(i - 1)
+                    && self.subs.get(i) == self.subs.get(i - 1)
+            })
+            .count()
     }
 
     /// Number of entries.
@@ -222,10 +338,33 @@ impl IndexFences {
 
     /// The answer of a seek for `target` (of fence `t`) given `lo`, the
     /// first entry whose fence is not below `t`: the entries from there
-    /// whose fence equals `t` agree with `target` on the fence bytes, so
-    /// they are compared in full (usually none or one).
+    /// whose fence equals `t` agree with `target` on the fence bytes. One
+    /// of them alone is compared in full; a run of them is searched by
+    /// their second-level fences first, and only the entries whose second
+    /// fence equals the target's are compared in full (usually none or
+    /// one).
     fn resolve(&self, index: &Block, target: &[u8], t: u64, lo: usize) -> Result<usize> {
-        let hi = lo + self.fences[lo..].partition_point(|&f| f == t);
+        let run = match self.run_of.get(lo) {
+            Some(&r) if r != NO_RUN && self.fences[lo] == t => self.runs[r as usize],
+            _ => {
+                let hi = lo + self.fences[lo..].partition_point(|&f| f == t);
+                return Self::compare_in_full(index, target, lo, hi);
+            }
+        };
+        // `lo` is the run's first entry, or a later one when a seek
+        // started past it (`from`).
+        let end = run.end as usize;
+        let prefix = &self.run_prefixes[run.prefix_at as usize..][..run.prefix_len as usize];
+        let t2 = fence_of(user_key(target), prefix);
+        let lo2 = lo + self.subs[lo..end].partition_point(|&s| s < t2);
+        let hi2 = lo2 + self.subs[lo2..end].partition_point(|&s| s == t2);
+        Self::compare_in_full(index, target, lo2, hi2)
+    }
+
+    /// The first entry of `lo..hi` whose key is at or above `target`
+    /// (`hi` if none), comparing keys in full: every entry before `lo`
+    /// is below `target`, every entry from `hi` on at or above it.
+    fn compare_in_full(index: &Block, target: &[u8], lo: usize, hi: usize) -> Result<usize> {
         let (mut left, mut right) = (lo, hi);
         while left < right {
             let mid = left + (right - left) / 2;

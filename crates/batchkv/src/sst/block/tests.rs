@@ -587,6 +587,49 @@ fn prefixed_entries_strategy() -> impl Strategy<Value = Entries> {
         })
 }
 
+/// Sorted distinct internal keys that differ in two places, as a server's
+/// collection element keys (`collection ‖ version ‖ element`): a shared
+/// prefix, a group byte, a long middle each group shares (sometimes
+/// shorter, so one group's keys are prefixes of another's), then an
+/// element suffix.
+fn grouped_entries_strategy() -> impl Strategy<Value = Entries> {
+    (
+        proptest::collection::vec(any::<u8>(), 0..6),
+        proptest::collection::vec(any::<u8>(), 0..14),
+        proptest::collection::vec(
+            (
+                0u8..4,
+                any::<bool>(),
+                proptest::collection::vec(0u8..3, 0..4),
+                0u64..3,
+            ),
+            0..80,
+        ),
+    )
+        .prop_map(|(prefix, middle, picks)| {
+            let mut v: Entries = picks
+                .into_iter()
+                .map(|(group, short, suffix, seq)| {
+                    let mut uk = prefix.clone();
+                    uk.push(group);
+                    let cut = if short {
+                        middle.len() / 2
+                    } else {
+                        middle.len()
+                    };
+                    uk.extend_from_slice(&middle[..cut]);
+                    uk.extend_from_slice(&suffix);
+                    let mut k = Vec::new();
+                    append_internal_key(&mut k, &uk, seq, ValueType::Value);
+                    (k, Vec::new())
+                })
+                .collect();
+            v.sort_by(|a, b| compare_internal_keys(&a.0, &b.0));
+            v.dedup_by(|a, b| a.0 == b.0);
+            v
+        })
+}
+
 /// Checks [`IndexFences::seek`] against a linear scan for every target,
 /// from 0 and from the previous target's answer in ascending order.
 fn check_fences(entries: &Entries) -> Result<(), TestCaseError> {
@@ -644,6 +687,39 @@ proptest! {
     ) {
         check_fences(&entries)?;
     }
+
+    #[test]
+    fn index_fences_seek_matches_a_scan_for_keys_differing_in_two_places(
+        entries in grouped_entries_strategy(),
+    ) {
+        check_fences(&entries)?;
+    }
+}
+
+/// A server's table of collection elements: 40 hashes, each of 30 blocks
+/// whose separators share the hash's name and version and differ in the
+/// field. The table-wide fences tell the hashes apart only (each hash's
+/// blocks share one fence); the second level tells its blocks apart.
+#[test]
+fn index_fences_tell_apart_the_blocks_of_one_collection() {
+    let mut entries: Entries = Vec::new();
+    for h in 0..40u32 {
+        let version = 1_764_000_000_000_000u64 + 977 * u64::from(h);
+        for b in 0..30u32 {
+            let mut uk = vec![0x12, 0];
+            uk.extend_from_slice(&14u32.to_be_bytes());
+            uk.extend_from_slice(format!("h:{h:012}").as_bytes());
+            uk.extend_from_slice(&version.to_be_bytes());
+            uk.extend_from_slice(format!("f:{:012}", 33 * b + 7).as_bytes());
+            let mut k = Vec::new();
+            append_internal_key(&mut k, &uk, 9, ValueType::Value);
+            entries.push((k, Vec::new()));
+        }
+    }
+    let fences = IndexFences::new(&index_block(&entries)).unwrap();
+    assert_eq!(fences.duplicates(), 40 * 29);
+    assert_eq!(fences.full_duplicates(), 0);
+    check_fences(&entries).unwrap();
 }
 
 #[test]

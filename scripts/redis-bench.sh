@@ -73,7 +73,7 @@ if ! command -v redis-benchmark >/dev/null || ! command -v redis-server >/dev/nu
     }
 fi
 nice -n 10 cargo build --release -p batchkv-cli >&2
-BIN=$PWD/target/release/batchkv
+BIN=${CARGO_TARGET_DIR:-$PWD/target}/release/batchkv
 
 mkdir -p "$OUT"
 RESULTS=$OUT/results.csv

@@ -61,6 +61,8 @@ const BUF_KEEP: usize = 64 * 1024;
 /// Pending output not counted against `client-output-buffer-limit`
 /// (Redis's per-client reply buffer, `PROTO_REPLY_CHUNK_BYTES`).
 const REPLY_STATIC_BYTES: usize = 16 * 1024;
+/// Requests of a pipeline whose list a connection keeps allocated.
+const PIPELINE_KEPT: usize = 1024;
 /// Reply bytes per key a connection expects of its first batched run.
 const FIRST_BYTES_PER_KEY: usize = 128;
 /// The least reply bytes per key a connection expects (a nil is 5).
@@ -224,8 +226,24 @@ impl Conn {
     /// The request loop: parse, execute, write, read.
     async fn serve(&mut self) {
         let mut parser = resp::RequestParser::default();
+        // The pipeline being run; its allocation is kept between reads.
+        let mut reqs: Vec<Vec<Bytes>> = Vec::new();
+        // Ends when the server stops or the client is killed (CLIENT KILL,
+        // idle past `timeout`: `clients.rs`). One future for the whole
+        // connection, so that its wake-ups are registered once, not on
+        // every wait for a request.
+        let closing = {
+            let mut stop = self.stop.clone();
+            let client = self.st.client.clone();
+            async move {
+                tokio::select! {
+                    _ = stop.changed() => {}
+                    () = client.killed() => {}
+                }
+            }
+        };
+        tokio::pin!(closing);
         loop {
-            let mut reqs: Vec<Vec<Bytes>> = Vec::new();
             let mut proto_err = None;
             let before = self.rbuf.len();
             loop {
@@ -281,7 +299,10 @@ impl Conn {
                 };
             }
             // The requests' bytes are no longer referenced.
-            drop(reqs);
+            reqs.clear();
+            if reqs.capacity() > PIPELINE_KEPT {
+                reqs = Vec::new();
+            }
             if let Some(e) = &proto_err {
                 Reply::Error(format!("ERR {}", e.0)).encode(self.st.proto, &mut self.out);
             }
@@ -309,15 +330,13 @@ impl Conn {
                     Ok(0) | Err(_) => return,
                     Ok(_) => false,
                 },
-                _ = self.stop.changed() => return,
+                () = &mut closing => return,
                 ok = self.st.pubsub.recv_into(self.st.proto, &mut self.out) => {
                     if !ok {
                         return;
                     }
                     true
                 }
-                // CLIENT KILL, or idle past `timeout` (`clients.rs`).
-                _ = self.st.client.killed() => return,
             };
             if pushed && !self.flush().await {
                 return;

@@ -578,9 +578,9 @@ pub fn record_batched(
     began: Instant,
     error: Option<&str>,
 ) {
-    let Some(last) = reqs.last() else {
+    if reqs.is_empty() {
         return;
-    };
+    }
     // A command's slot is its index (commands come first); a batched
     // read's is found without a lookup.
     let slot_of = |args: &Vec<Bytes>| match batch_shape(args) {
@@ -608,10 +608,13 @@ pub fn record_batched(
             }
         }
     }
+    // The last command's slot, for CLIENT LIST.
+    let mut last = 0;
     if let Some((s, calls)) = run {
         shared
             .cmdstats
             .record(s, u64::from(calls), each * calls, error.is_some());
+        last = s;
     }
     if let Some(text) = error {
         for _ in reqs {
@@ -623,7 +626,7 @@ pub fn record_batched(
             log_slow(shared, conn, args, each);
         }
     }
-    conn.client.touch(began, slot_of(last));
+    conn.client.touch(began, last);
 }
 
 #[cfg(test)]

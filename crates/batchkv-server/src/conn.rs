@@ -228,21 +228,6 @@ impl Conn {
         let mut parser = resp::RequestParser::default();
         // The pipeline being run; its allocation is kept between reads.
         let mut reqs: Vec<Vec<Bytes>> = Vec::new();
-        // Ends when the server stops or the client is killed (CLIENT KILL,
-        // idle past `timeout`: `clients.rs`). One future for the whole
-        // connection, so that its wake-ups are registered once, not on
-        // every wait for a request.
-        let closing = {
-            let mut stop = self.stop.clone();
-            let client = self.st.client.clone();
-            async move {
-                tokio::select! {
-                    _ = stop.changed() => {}
-                    () = client.killed() => {}
-                }
-            }
-        };
-        tokio::pin!(closing);
         loop {
             let mut proto_err = None;
             let before = self.rbuf.len();
@@ -330,13 +315,15 @@ impl Conn {
                     Ok(0) | Err(_) => return,
                     Ok(_) => false,
                 },
-                () = &mut closing => return,
+                _ = self.stop.changed() => return,
                 ok = self.st.pubsub.recv_into(self.st.proto, &mut self.out) => {
                     if !ok {
                         return;
                     }
                     true
                 }
+                // CLIENT KILL, or idle past `timeout` (`clients.rs`).
+                _ = self.st.client.killed() => return,
             };
             if pushed && !self.flush().await {
                 return;

@@ -681,7 +681,9 @@ impl Encoder<'_, '_> {
 
     /// Encodes the next value phase 2 read.
     fn value(&mut self, r: Result<Option<&[u8]>, String>) {
-        self.settle();
+        if !self.begun {
+            self.settle();
+        }
         let Some((req, out, progress)) = self.parts.get_mut(self.pi) else {
             debug_assert!(false, "a value past the last command");
             return;

@@ -61,6 +61,8 @@ const BUF_KEEP: usize = 64 * 1024;
 /// Pending output not counted against `client-output-buffer-limit`
 /// (Redis's per-client reply buffer, `PROTO_REPLY_CHUNK_BYTES`).
 const REPLY_STATIC_BYTES: usize = 16 * 1024;
+/// Requests of a pipeline whose list a connection keeps allocated.
+const PIPELINE_KEPT: usize = 1024;
 /// Reply bytes per key a connection expects of its first batched run.
 const FIRST_BYTES_PER_KEY: usize = 128;
 /// The least reply bytes per key a connection expects (a nil is 5).
@@ -224,8 +226,9 @@ impl Conn {
     /// The request loop: parse, execute, write, read.
     async fn serve(&mut self) {
         let mut parser = resp::RequestParser::default();
+        // The pipeline being run; its allocation is kept between reads.
+        let mut reqs: Vec<Vec<Bytes>> = Vec::new();
         loop {
-            let mut reqs: Vec<Vec<Bytes>> = Vec::new();
             let mut proto_err = None;
             let before = self.rbuf.len();
             loop {
@@ -281,7 +284,10 @@ impl Conn {
                 };
             }
             // The requests' bytes are no longer referenced.
-            drop(reqs);
+            reqs.clear();
+            if reqs.capacity() > PIPELINE_KEPT {
+                reqs = Vec::new();
+            }
             if let Some(e) = &proto_err {
                 Reply::Error(format!("ERR {}", e.0)).encode(self.st.proto, &mut self.out);
             }

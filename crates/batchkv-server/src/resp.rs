@@ -50,15 +50,21 @@ impl ProtocolError {
 #[derive(Debug, Default)]
 pub struct RequestParser {
     partial: Option<Partial>,
+    /// Where each complete argument of the request being parsed lies in
+    /// the buffer; kept between requests (up to [`SPANS_KEPT`] entries) so
+    /// that a request does not allocate it.
+    spans: Vec<(usize, usize)>,
 }
 
-/// An incomplete multibulk request at the front of the buffer.
+/// Span entries a parser keeps allocated between requests.
+const SPANS_KEPT: usize = 1024;
+
+/// An incomplete multibulk request at the front of the buffer (its
+/// complete arguments are the parser's `spans`).
 #[derive(Debug)]
 struct Partial {
     /// Arguments announced by the `*` header.
     count: usize,
-    /// Where each complete argument lies in the buffer.
-    spans: Vec<(usize, usize)>,
     /// Where the next argument's `$` header starts.
     pos: usize,
 }
@@ -84,7 +90,11 @@ impl RequestParser {
                     buf.advance(len);
                     return Ok(Some(Vec::new()));
                 }
-                Header::Args(p) => p,
+                Header::Args(p) => {
+                    self.spans.clear();
+                    self.spans.reserve(p.count.min(SPANS_KEPT));
+                    p
+                }
             },
             None => return parse_inline(buf),
         };
@@ -97,10 +107,10 @@ impl RequestParser {
         max_bulk_len: usize,
         mut p: Partial,
     ) -> Result<Option<Vec<Bytes>>, ProtocolError> {
-        while p.spans.len() < p.count {
+        while self.spans.len() < p.count {
             match bulk_arg(buf, p.pos, max_bulk_len)? {
                 Some((start, end)) => {
-                    p.spans.push((start, end));
+                    self.spans.push((start, end));
                     p.pos = end + 2;
                 }
                 None => {
@@ -110,12 +120,12 @@ impl RequestParser {
             }
         }
         let frame = buf.split_to(p.pos).freeze();
-        Ok(Some(
-            p.spans
-                .into_iter()
-                .map(|(a, b)| frame.slice(a..b))
-                .collect(),
-        ))
+        let args = self.spans.iter().map(|&(a, b)| frame.slice(a..b)).collect();
+        self.spans.clear();
+        if self.spans.capacity() > SPANS_KEPT {
+            self.spans = Vec::new();
+        }
+        Ok(Some(args))
     }
 }
 
@@ -180,7 +190,6 @@ fn multibulk_header(buf: &[u8]) -> Result<Header, ProtocolError> {
     }
     Ok(Header::Args(Partial {
         count: count as usize,
-        spans: Vec::with_capacity((count as usize).min(1024)),
         pos: eol + 2,
     }))
 }
@@ -193,6 +202,12 @@ fn bulk_arg(
     pos: usize,
     max_bulk_len: usize,
 ) -> Result<Option<(usize, usize)>, ProtocolError> {
+    if let Some((len, start)) = short_bulk_header(buf, pos) {
+        if len <= max_bulk_len as u64 {
+            let end = start + len as usize;
+            return Ok((buf.len() >= end + 2).then_some((start, end)));
+        }
+    }
     if pos >= buf.len() {
         return Ok(None);
     }
@@ -217,6 +232,35 @@ fn bulk_arg(
         return Ok(None);
     }
     Ok(Some((start, start + len)))
+}
+
+/// The common bulk header at `pos` in one pass: `$`, 1 to 18 digits
+/// without a leading zero (or `0` alone), CRLF, all in `buf`. Returns the
+/// length and where the argument's bytes start; `None` for anything else
+/// (incomplete, malformed, longer), which [`bulk_arg`]'s general path
+/// waits for or refuses exactly as before. Where this accepts a header,
+/// that path finds the same line (its first CRLF) and the same number.
+#[inline]
+fn short_bulk_header(buf: &[u8], pos: usize) -> Option<(u64, usize)> {
+    let rest = buf.get(pos..)?;
+    if rest.first() != Some(&b'$') {
+        return None;
+    }
+    let mut len: u64 = 0;
+    let mut i = 1;
+    while i <= 18 {
+        match rest.get(i) {
+            Some(&c) if c.is_ascii_digit() => len = len * 10 + u64::from(c - b'0'),
+            _ => break,
+        }
+        i += 1;
+    }
+    let digits = i - 1;
+    let leading_zero = digits > 1 && rest[1] == b'0';
+    if digits == 0 || leading_zero || rest.get(i..i + 2) != Some(b"\r\n") {
+        return None;
+    }
+    Some((len, pos + i + 2))
 }
 
 fn parse_inline(buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolError> {
@@ -490,6 +534,12 @@ pub fn encode_error(out: &mut BytesMut, text: &str) {
 
 /// Appends an integer reply `:i`.
 pub fn encode_int(out: &mut BytesMut, i: i64) {
+    // One digit (SMISMEMBER's and SISMEMBER's 0 and 1, most counts): four
+    // bytes, without the general digit loop.
+    if (0..10).contains(&i) {
+        out.put_slice(&[b':', b'0' + i as u8, b'\r', b'\n']);
+        return;
+    }
     let mut hdr = [0u8; 24];
     let n = if i < 0 {
         // `-` then the magnitude's digits: `write_len_header` writes the
@@ -853,6 +903,33 @@ mod tests {
         );
     }
 
+    proptest! {
+        /// Where the one-pass bulk header parse accepts a header, the
+        /// general path (the first CRLF, then `parse_i64`) reads the same
+        /// line and number; headers of 1 to 18 plain digits are accepted.
+        #[test]
+        fn short_bulk_headers_read_as_the_general_path_does(
+            body in prop::collection::vec(
+                prop_oneof![Just(b'\r'), Just(b'\n'), Just(b'-'), Just(b'0'), b'0'..=b'9', any::<u8>()],
+                0..24,
+            ),
+            len in 0u64..1_000_000_000_000_000_000,
+        ) {
+            let mut buf = b"x$".to_vec();
+            buf.extend_from_slice(&body);
+            if let Some((n, start)) = short_bulk_header(&buf, 1) {
+                let eol = find_crlf(&buf, 1);
+                prop_assert_eq!(eol, Some(start - 2));
+                prop_assert_eq!(parse_i64(&buf[2..start - 2]), Some(n as i64));
+            }
+            let header = format!("x${len}\r\n");
+            prop_assert_eq!(
+                short_bulk_header(header.as_bytes(), 1),
+                Some((len, header.len()))
+            );
+        }
+    }
+
     #[test]
     fn empty_multibulk_is_skipped() {
         let none: Vec<Vec<u8>> = Vec::new();
@@ -975,6 +1052,14 @@ mod tests {
 
     #[test]
     fn integers_encode_as_decimal_text_at_the_limits() {
+        // 0..=9 take the four-byte path, the rest the digit loop.
+        let small = 0..=11;
+        let limits = [-1, -7, -10, 99, 100, 1000, i64::MAX, i64::MIN, i64::MIN + 1];
+        for i in small.chain(limits) {
+            let mut o = BytesMut::new();
+            encode_int(&mut o, i);
+            assert_eq!(o, format!(":{i}\r\n").as_bytes(), "{i}");
+        }
         for i in [0, 7, -7, 10, -10, i64::MAX, i64::MIN, i64::MIN + 1] {
             let mut o = BytesMut::new();
             Reply::Int(i).encode(2, &mut o);

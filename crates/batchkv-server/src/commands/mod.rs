@@ -627,9 +627,9 @@ fn record_run<'e>(
     began: Instant,
     error_of: impl Fn(usize) -> Option<&'e str>,
 ) {
-    let Some(last) = reqs.last() else {
+    if reqs.is_empty() {
         return;
-    };
+    }
     // A command's slot is its index (commands come first); a batched
     // read's is found without a lookup.
     let slot_of = |args: &Vec<Bytes>| match batch_shape(args) {
@@ -656,8 +656,11 @@ fn record_run<'e>(
             }
         }
     }
+    // The last command's slot, for CLIENT LIST.
+    let mut last = 0;
     if let Some((s, f, calls)) = run {
         shared.cmdstats.record(s, u64::from(calls), each * calls, f);
+        last = s;
     }
     for text in (0..reqs.len()).filter_map(&error_of) {
         shared.cmdstats.count_error(text);
@@ -667,7 +670,7 @@ fn record_run<'e>(
             log_slow(shared, conn, args, each);
         }
     }
-    conn.client.touch(began, slot_of(last));
+    conn.client.touch(began, last);
 }
 
 #[cfg(test)]

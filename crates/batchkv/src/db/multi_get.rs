@@ -166,9 +166,10 @@ impl Db {
         let order = sorted_order(keys);
         let mut distinct: Vec<&[u8]> = Vec::with_capacity(keys.len());
         let mut slot_of = vec![0u32; keys.len()];
-        for &(_, i) in &order {
+        for &(mark, i) in &order {
             let k = keys[i as usize].as_ref();
-            if distinct.last() != Some(&k) {
+            debug_assert_eq!(mark == NEW_KEY, distinct.last() != Some(&k));
+            if mark == NEW_KEY {
                 distinct.push(k);
             }
             slot_of[i as usize] = (distinct.len() - 1) as u32;
@@ -215,11 +216,21 @@ impl Db {
     }
 }
 
-/// The input positions of `keys` in ascending key order, each with the
-/// sort word it was last ordered by (see [`sort_run`]).
+/// [`sorted_order`]'s mark of a key that differs from the one before it
+/// in sorted order (the first key's too).
+const NEW_KEY: u64 = 1;
+/// [`sorted_order`]'s mark of a key equal to the one before it.
+const SAME_KEY: u64 = 0;
+
+/// The input positions of `keys` in ascending key order, each with its
+/// mark: [`NEW_KEY`] or [`SAME_KEY`], so that duplicates are found without
+/// comparing keys again.
 fn sorted_order<K: AsRef<[u8]>>(keys: &[K]) -> Vec<(u64, u32)> {
     let mut order: Vec<(u64, u32)> = (0..keys.len() as u32).map(|i| (0, i)).collect();
     sort_run(keys, &mut order, 0);
+    if let Some(first) = order.first_mut() {
+        first.0 = NEW_KEY;
+    }
     order
 }
 
@@ -233,7 +244,10 @@ fn sorted_order<K: AsRef<[u8]>>(keys: &[K]) -> Vec<(u64, u32)> {
 /// prefix of all the others (its word and a zero byte's look alike)
 /// compares the keys in full; a run of equal keys stays as it is.
 ///
-/// The run's keys are at least `known` bytes long and agree on those.
+/// The run's keys are at least `known` bytes long and agree on those. On
+/// return, the word of every entry but the first is its mark
+/// ([`NEW_KEY`] or [`SAME_KEY`], against the entry before it); the
+/// first's is the caller's to set.
 fn sort_run<K: AsRef<[u8]>>(keys: &[K], run: &mut [(u64, u32)], known: usize) {
     if run.len() < 2 {
         return;
@@ -249,9 +263,16 @@ fn sort_run<K: AsRef<[u8]>>(keys: &[K], run: &mut [(u64, u32)], known: usize) {
     }
     if shortest == shared {
         if run.iter().all(|&(_, i)| key(i).len() == shared) {
-            return; // all equal
+            for e in &mut run[1..] {
+                e.0 = SAME_KEY; // all equal
+            }
+            return;
         }
         run.sort_unstable_by(|a, b| key(a.1).cmp(key(b.1)));
+        for j in 1..run.len() {
+            let new = key(run[j].1) != key(run[j - 1].1);
+            run[j].0 = if new { NEW_KEY } else { SAME_KEY };
+        }
         return;
     }
     // Every key has a byte at `shared`, and two of them differ there: each
@@ -259,10 +280,14 @@ fn sort_run<K: AsRef<[u8]>>(keys: &[K], run: &mut [(u64, u32)], known: usize) {
     // on it).
     for (w, i) in run.iter_mut() {
         let rest = &key(*i)[shared..];
-        let mut word = [0u8; 8];
-        let n = rest.len().min(8);
-        word[..n].copy_from_slice(&rest[..n]);
-        *w = u64::from_be_bytes(word);
+        *w = match rest.get(..8) {
+            Some(word) => u64::from_be_bytes(word.try_into().unwrap_or_default()),
+            None => {
+                let mut word = [0u8; 8];
+                word[..rest.len()].copy_from_slice(rest);
+                u64::from_be_bytes(word)
+            }
+        };
     }
     run.sort_unstable_by_key(|&(w, _)| w);
     let mut from = 0;
@@ -270,29 +295,40 @@ fn sort_run<K: AsRef<[u8]>>(keys: &[K], run: &mut [(u64, u32)], known: usize) {
         let w = run[from].0;
         let to = from + run[from..].iter().take_while(|e| e.0 == w).count();
         sort_run(keys, &mut run[from..to], shared + 1);
+        // Its word differs from the previous entry's: so does its key.
+        run[from].0 = NEW_KEY;
         from = to;
     }
 }
 
 /// The length of the longest common prefix of `a` and `b`, compared 8
-/// bytes at a time.
+/// bytes at a time (the last 8 overlapping bytes already found equal).
 fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     let n = a.len().min(b.len());
     let (a, b) = (&a[..n], &b[..n]);
+    let word =
+        |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().unwrap_or_default());
     let mut at = 0;
-    for (x, y) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
-        let diff = u64::from_le_bytes(x.try_into().unwrap_or_default())
-            ^ u64::from_le_bytes(y.try_into().unwrap_or_default());
+    while at + 8 <= n {
+        let diff = word(a, at) ^ word(b, at);
         if diff != 0 {
             return at + diff.trailing_zeros() as usize / 8;
         }
         at += 8;
     }
-    at + a[at..]
-        .iter()
-        .zip(&b[at..])
-        .take_while(|(x, y)| x == y)
-        .count()
+    if at == n {
+        return n;
+    }
+    if n >= 8 {
+        // Bytes `n - 8 .. at` are equal: the first difference in this
+        // word is at or after `at`.
+        let diff = word(a, n - 8) ^ word(b, n - 8);
+        return match diff {
+            0 => n,
+            d => n - 8 + d.trailing_zeros() as usize / 8,
+        };
+    }
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
 /// Keys ahead of the one being handed back whose values are prefetched.
@@ -512,7 +548,23 @@ fn resolve_in_tables(
 
 #[cfg(test)]
 mod tests {
-    use super::sorted_order;
+    use super::{sorted_order, NEW_KEY, SAME_KEY};
+
+    /// `keys` in the order [`sorted_order`] gives, after checking that
+    /// each key's mark says whether it differs from the key before it.
+    fn sorted_checking_marks<K: AsRef<[u8]>>(keys: &[K]) -> Vec<&[u8]> {
+        let order = sorted_order(keys);
+        let got: Vec<&[u8]> = order
+            .iter()
+            .map(|&(_, i)| keys[i as usize].as_ref())
+            .collect();
+        for (j, &(mark, _)) in order.iter().enumerate() {
+            let new = j == 0 || got[j] != got[j - 1];
+            let want = if new { NEW_KEY } else { SAME_KEY };
+            assert_eq!(mark, want, "mark of {:?} at {j} in {got:?}", got[j]);
+        }
+        got
+    }
 
     /// The sort words order keys as their bytes do: shared prefixes,
     /// prefixes of each other, zero bytes, duplicates, long equal runs.
@@ -543,10 +595,7 @@ mod tests {
             ],
         ];
         for keys in cases {
-            let got: Vec<&[u8]> = sorted_order(&keys)
-                .into_iter()
-                .map(|(_, i)| keys[i as usize])
-                .collect();
+            let got = sorted_checking_marks(&keys);
             let mut want = keys.clone();
             want.sort();
             assert_eq!(got, want);
@@ -567,10 +616,7 @@ mod tests {
                 .iter()
                 .map(|p| p.iter().flat_map(|&i| PIECES[i].iter().copied()).collect())
                 .collect();
-            let got: Vec<&[u8]> = sorted_order(&keys)
-                .into_iter()
-                .map(|(_, i)| keys[i as usize].as_slice())
-                .collect();
+            let got = sorted_checking_marks(&keys);
             let mut want: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
             want.sort();
             proptest::prop_assert_eq!(got, want);
@@ -586,5 +632,26 @@ mod tests {
         assert_eq!(common_prefix(b"abcdefgh", b"abcdefgX"), 7);
         assert_eq!(common_prefix(b"abcdefghijklmnopq", b"abcdefghijklmnop"), 16);
         assert_eq!(common_prefix(b"Xbcdefghijk", b"abcdefghijk"), 0);
+        // The tail compared as the last 8 (overlapping) bytes.
+        assert_eq!(common_prefix(b"abcdefghijk", b"abcdefghijX"), 10);
+        assert_eq!(common_prefix(b"abcdefghiJk", b"abcdefghijk"), 9);
+        assert_eq!(common_prefix(b"abcdefghi", b"abcdefghiXYZ"), 9);
+        assert_eq!(common_prefix(b"abcdefg", b"abcdXfg"), 4);
+    }
+
+    proptest::proptest! {
+        /// On keys over a two-letter alphabet (long equal prefixes), the
+        /// word-at-a-time count is the byte-by-byte one.
+        #[test]
+        fn common_prefix_is_the_bytewise_count(
+            a in proptest::collection::vec(0u8..2, 0..40),
+            b in proptest::collection::vec(0u8..2, 0..40),
+            shared in proptest::collection::vec(0u8..2, 0..40),
+        ) {
+            let a: Vec<u8> = shared.iter().chain(&a).copied().collect();
+            let b: Vec<u8> = shared.iter().chain(&b).copied().collect();
+            let want = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+            proptest::prop_assert_eq!(super::common_prefix(&a, &b), want);
+        }
     }
 }

@@ -26,6 +26,8 @@
 #   N_SLOW [40000]       requests per run with -c 1 -P 1
 #   MGET_DIV [10]        MGET runs use N/MGET_DIV requests
 #   APPENDFSYNC [everysec]
+#   SETTLE [60]          after each load, seconds to wait at most for the
+#                        server to go idle (its flushes and compactions)
 #   SERVERS ["redis bkv-skiplist bkv-skiplist-nobatch bkv-sorted_hash bkv-sorted_hash-nobatch"]
 #                        a batchkv server name may end in @LABEL to run the
 #                        binary in $BIN_LABEL instead of this tree's build,
@@ -55,6 +57,7 @@ N_FAST=${SECS_N:-200000}
 N_SLOW=${N_SLOW:-40000}
 MGET_DIV=${MGET_DIV:-10}
 APPENDFSYNC=${APPENDFSYNC:-everysec}
+SETTLE=${SETTLE:-60}
 SERVERS=${SERVERS:-"redis bkv-skiplist bkv-skiplist-nobatch bkv-sorted_hash bkv-sorted_hash-nobatch"}
 BATCHKV_OPTIONS=${BATCHKV_OPTIONS:-}
 OUT=${OUT:-/tmp/redis-bench}
@@ -152,6 +155,27 @@ load_for() {
     esac
     LOADED="$LOADED $what"
     echo "  loaded $what in $(($(date +%s) - t0)) s" >&2
+    settle
+}
+
+# settle: waits (up to SETTLE seconds) until the server has used at most
+# 2 clock ticks of CPU in a second, so that the flushes and compactions a
+# load leaves behind neither run during the first test nor count as its
+# CPU.
+settle() {
+    local t0 a b
+    t0=$(date +%s)
+    a=$(cpu_ticks)
+    while (($(date +%s) - t0 < SETTLE)); do
+        sleep 1
+        b=$(cpu_ticks)
+        if ((b - a <= 2)); then
+            echo "  settled after $(($(date +%s) - t0)) s" >&2
+            return
+        fi
+        a=$b
+    done
+    echo "  still busy after $SETTLE s; measuring anyway" >&2
 }
 
 # batch_counts: "read_batches read_batched_keys" from INFO (0 0 if absent).

@@ -26,6 +26,26 @@ fn pipeline(c: &mut redis::Connection, cmds: &[Vec<String>]) -> Vec<redis::Value
     c.req_packed_commands(&bytes, 0, cmds.len()).unwrap()
 }
 
+/// Restarts both servers (`alone` with batching off again) and checks that
+/// they hold the same keys `k0`..: each key's type and string value, and
+/// DBSIZE.
+fn assert_same_after_restart(grouped: Harness, alone: Harness, keys: usize) {
+    let grouped = grouped.restart(|_| {});
+    let alone = alone.restart(|c| c.batch = false);
+    let (mut g, mut a) = (grouped.conn(), alone.conn());
+    for i in 0..keys {
+        let k = format!("k{i}");
+        let (tg, ta): (String, String) = (q(&mut g, &["TYPE", &k]), q(&mut a, &["TYPE", &k]));
+        assert_eq!(tg, ta, "type of {k}");
+        if tg == "string" {
+            let (vg, va): (String, String) = (q(&mut g, &["GET", &k]), q(&mut a, &["GET", &k]));
+            assert_eq!(vg, va, "value of {k}");
+        }
+    }
+    let (ng, na): (i64, i64) = (q(&mut g, &["DBSIZE"]), q(&mut a, &["DBSIZE"]));
+    assert_eq!(ng, na);
+}
+
 /// A random command over keys k0..k5: blind string writes, write
 /// commands of every type (grouped as EXEC runs a transaction), reads,
 /// and commands a group cannot take (DBSIZE, a wrong arity) between them;
@@ -72,20 +92,7 @@ fn random_pipelines_answer_as_commands_one_by_one() {
         assert_eq!(rg, ra, "round {round}: pipeline {cmds:?}");
     }
     // And the same data on disk after a restart.
-    let grouped = grouped.restart(|_| {});
-    let alone = alone.restart(|c| c.batch = false);
-    let (mut g, mut a) = (grouped.conn(), alone.conn());
-    for i in 0..6 {
-        let k = format!("k{i}");
-        let (tg, ta): (String, String) = (q(&mut g, &["TYPE", &k]), q(&mut a, &["TYPE", &k]));
-        assert_eq!(tg, ta, "type of {k}");
-        if tg == "string" {
-            let (vg, va): (String, String) = (q(&mut g, &["GET", &k]), q(&mut a, &["GET", &k]));
-            assert_eq!(vg, va, "value of {k}");
-        }
-    }
-    let (ng, na): (i64, i64) = (q(&mut g, &["DBSIZE"]), q(&mut a, &["DBSIZE"]));
-    assert_eq!(ng, na);
+    assert_same_after_restart(grouped, alone, 6);
 }
 
 #[test]
@@ -251,20 +258,7 @@ fn runs_of_string_updates_answer_as_commands_one_by_one() {
         let (rg, ra) = (pipeline(&mut g, &cmds), pipeline(&mut a, &cmds));
         assert_eq!(rg, ra, "round {round}: pipeline {cmds:?}");
     }
-    let grouped = grouped.restart(|_| {});
-    let alone = alone.restart(|c| c.batch = false);
-    let (mut g, mut a) = (grouped.conn(), alone.conn());
-    for i in 0..4 {
-        let k = format!("k{i}");
-        let (tg, ta): (String, String) = (q(&mut g, &["TYPE", &k]), q(&mut a, &["TYPE", &k]));
-        assert_eq!(tg, ta, "type of {k}");
-        if tg == "string" {
-            let (vg, va): (String, String) = (q(&mut g, &["GET", &k]), q(&mut a, &["GET", &k]));
-            assert_eq!(vg, va, "value of {k}");
-        }
-    }
-    let (ng, na): (i64, i64) = (q(&mut g, &["DBSIZE"]), q(&mut a, &["DBSIZE"]));
-    assert_eq!(ng, na);
+    assert_same_after_restart(grouped, alone, 4);
 }
 
 #[test]

@@ -309,7 +309,9 @@ impl KeyCounts {
         // The states before, where the command read them; the batch's keys
         // in order (a key may repeat: its last state wins), copied into
         // one buffer (`key_bytes[start..end]`), not one allocation each.
-        let mut key_bytes: Vec<u8> = Vec::with_capacity(batch.approximate_size());
+        // (Not sized by the batch: its size includes the values, which
+        // can be hundreds of megabytes.)
+        let mut key_bytes: Vec<u8> = Vec::new();
         let mut changes: Vec<(usize, usize, Option<State>, State)> =
             Vec::with_capacity(batch.len());
         for op in batch.ops() {

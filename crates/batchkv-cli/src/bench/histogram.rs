@@ -9,7 +9,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
@@ -99,16 +99,23 @@ impl Probe {
     /// Runs one operation covering `ops` benchmark operations, timing it
     /// when `--histogram` is on.
     pub fn op<T>(&mut self, ops: u64, f: impl FnOnce() -> T) -> T {
+        if self.hist.is_none() {
+            self.progress.tick(ops);
+            return f();
+        }
+        let start = Instant::now();
+        let r = f();
+        self.record(ops, start.elapsed());
+        r
+    }
+
+    /// Records one operation covering `ops` benchmark operations that
+    /// took `elapsed` (timed by the caller).
+    pub fn record(&mut self, ops: u64, elapsed: Duration) {
         self.progress.tick(ops);
-        match &mut self.hist {
-            None => f(),
-            Some(h) => {
-                let start = Instant::now();
-                let r = f();
-                let ns = start.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
-                h.saturating_record(ns.max(1));
-                r
-            }
+        if let Some(h) = &mut self.hist {
+            let ns = elapsed.as_nanos().min(u128::from(u64::MAX)) as u64;
+            h.saturating_record(ns.max(1));
         }
     }
 }

@@ -10,6 +10,7 @@ mod compare;
 mod db_dir;
 mod engine;
 mod gen;
+mod hiccup;
 mod histogram;
 mod peers;
 mod plot;
@@ -41,7 +42,9 @@ pub struct BenchArgs {
     /// Comma-separated list of benchmarks to run in order. `memceiling`
     /// reads a plain skip list of fillrandom's keys as multireadrandom reads
     /// the engine, with the ideal interleaved prefetching descent: the
-    /// memory system's ceiling (docs/benchmark.md).
+    /// memory system's ceiling (docs/benchmark.md). `hiccup` times the gaps
+    /// of an idle clock-reading loop: the machine's own stalls, a floor
+    /// under every benchmark's max latency.
     #[arg(long, default_value = "fillrandom,readrandom,multireadrandom")]
     pub benchmarks: String,
     /// Number of keys.

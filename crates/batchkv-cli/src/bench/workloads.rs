@@ -20,6 +20,7 @@ pub const KNOWN: &[&str] = &[
     "readmissing",
     "multireadrandom",
     "memceiling",
+    "hiccup",
     "readseq",
     "readreverse",
     "seekrandom",
@@ -100,6 +101,10 @@ pub fn run(name: &str, db: &dyn BenchDb, args: &BenchArgs) -> BenchResult<Stats>
     if name == "memceiling" {
         // No engine involved; it times its own reads (not its set-up).
         return super::ceiling::run(args);
+    }
+    if name == "hiccup" {
+        // No engine involved: the machine's own stalls of an idle loop.
+        return super::hiccup::run(args);
     }
     let start = Instant::now();
     let cpu_start = process_cpu_seconds();

@@ -1,7 +1,8 @@
 //! `hiccup`: how long the machine itself stops a thread that does nothing.
 //!
-//! One thread reads the monotonic clock in a loop for `--duration` seconds
-//! (10 s when 0), no engine involved; each gap between two consecutive
+//! `--threads` threads (one per vCPU keeps every vCPU busy, as a fill with
+//! background compaction does) each read the monotonic clock in a loop for
+//! `--duration` seconds (10 s when 0), no engine involved; each gap between two consecutive
 //! readings is one operation in the `--histogram` (jHiccup's idea). A
 //! gap far above the clock read's own cost is time the thread was not
 //! running: a scheduler preemption, an interrupt, or — on a virtual
@@ -38,7 +39,17 @@ pub fn run(args: &BenchArgs) -> BenchResult<Stats> {
     let steal_start = steal_millis();
     let cpu_start = process_cpu_seconds();
     let start = Instant::now();
-    let g = measure_gaps(Duration::from_secs(seconds));
+    let length = Duration::from_secs(seconds);
+    let g = std::thread::scope(|s| {
+        let loops: Vec<_> = (0..args.threads.max(1))
+            .map(|_| s.spawn(|| measure_gaps(length)))
+            .collect();
+        loops.into_iter().try_fold(Gaps::default(), |all, h| {
+            h.join()
+                .map(|g| all.merge(g))
+                .map_err(|_| "clock loop thread panicked")
+        })
+    })?;
     let elapsed = start.elapsed().as_secs_f64();
     let cpu_seconds = process_cpu_seconds() - cpu_start;
     let steal = match (steal_start, steal_millis()) {
@@ -73,6 +84,18 @@ struct Gaps {
     longest: Duration,
     long_gaps: u64,
     long_total: Duration,
+}
+
+impl Gaps {
+    /// What two loops saw together.
+    fn merge(self, other: Gaps) -> Gaps {
+        Gaps {
+            reads: self.reads + other.reads,
+            longest: self.longest.max(other.longest),
+            long_gaps: self.long_gaps + other.long_gaps,
+            long_total: self.long_total + other.long_total,
+        }
+    }
 }
 
 /// Reads the clock until `length` has passed, timing each gap into a
@@ -122,6 +145,28 @@ mod tests {
         assert_eq!(parse_steal_ticks(stat), Some(80));
         assert_eq!(parse_steal_ticks("cpu0 1 2 3\n"), None);
         assert_eq!(parse_steal_ticks("cpu  1 2 3\n"), None);
+    }
+
+    #[test]
+    fn merged_loops_keep_the_longest_gap_and_add_the_rest() {
+        let ms = Duration::from_millis;
+        let a = Gaps {
+            reads: 10,
+            longest: ms(3),
+            long_gaps: 1,
+            long_total: ms(3),
+        };
+        let b = Gaps {
+            reads: 5,
+            longest: ms(7),
+            long_gaps: 2,
+            long_total: ms(11),
+        };
+        let m = a.merge(b);
+        assert_eq!(
+            (m.reads, m.longest, m.long_gaps, m.long_total),
+            (15, ms(7), 3, ms(14))
+        );
     }
 
     #[test]

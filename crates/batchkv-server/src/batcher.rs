@@ -35,7 +35,7 @@
 
 use std::sync::Arc;
 
-use batchkv::{Db, ReadOptions};
+use batchkv::{Db, ReadOptions, ReadView};
 use bytes::BytesMut;
 
 use crate::combine::{Combiner, Execute, Limits};
@@ -297,10 +297,10 @@ impl Execute for Reads {
     ///
     /// Jobs of GET and MGET only take one `multi_get` over their keys, at
     /// the latest state. A batch with collection reads takes two, at one
-    /// engine snapshot: the first over the collections' metadata keys,
+    /// engine state ([`ReadView`]): the first over the collections' metadata keys,
     /// the second over the string keys and the element keys of the live
     /// collections of the right kind (keyed by the version the first read
-    /// found). Reading both at one snapshot makes each command's reply
+    /// found). Reading both at one state makes each command's reply
     /// the state of one moment: a collection replaced between two
     /// latest-state reads (SUNIONSTORE over a set, SET over a hash) would
     /// otherwise leave its old version's elements deleted and the reply
@@ -380,14 +380,15 @@ impl Reads {
         #[cfg(test)]
         tests::maybe_panic();
         let colls = parts.iter().any(|(r, ..)| r.has_coll());
-        let opts = ReadOptions {
-            snapshot: colls.then(|| self.db.snapshot()),
-            ..ReadOptions::default()
-        };
-        let found = if colls {
-            self.read_metas(parts, &opts, now, count)
-        } else {
-            Vec::new()
+        // Both reads of a batch with collection reads at one state: a
+        // view (the memtables and files of one moment) rather than a
+        // registered snapshot, which costs a lock and an allocation per
+        // batch and is needed only by reads that outlive a compaction.
+        let view = colls.then(|| self.db.read_view());
+        let opts = ReadOptions::default();
+        let found = match &view {
+            Some(view) => self.read_metas(parts, view, now, count),
+            None => Vec::new(),
         };
         let elems = element_keys(parts, &found);
         let keys = read_keys(parts, &found, &elems);
@@ -411,8 +412,13 @@ impl Reads {
             failed: None,
         };
         if read {
-            self.db
-                .multi_get_with(&opts, &keys, |_, r| enc.value(r.map_err(|e| e.to_string())));
+            let on_value = |_: usize, r: batchkv::Result<Option<&[u8]>>| {
+                enc.value(r.map_err(|e| e.to_string()))
+            };
+            match &view {
+                Some(view) => view.multi_get_with(&opts, &keys, on_value),
+                None => self.db.multi_get_with(&opts, &keys, on_value),
+            }
         }
         enc.finish();
     }
@@ -422,7 +428,7 @@ impl Reads {
     fn read_metas(
         &self,
         parts: &[Part],
-        opts: &ReadOptions,
+        view: &ReadView,
         now: u64,
         count: &mut Count,
     ) -> Vec<Found> {
@@ -444,7 +450,7 @@ impl Reads {
             }
         }
         let mut found = Vec::with_capacity(keys.len());
-        self.db.multi_get_with(opts, &keys, |i, r| {
+        view.multi_get_with(&ReadOptions::default(), &keys, |i, r| {
             let f = match r {
                 Err(e) => Found::Failed(errors::engine_error_text(e)),
                 Ok(None) => Found::Missing,

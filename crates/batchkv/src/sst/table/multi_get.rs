@@ -457,7 +457,7 @@ thread_local! {
 
 /// An empty vector with `v`'s allocation, for elements of another lifetime
 /// (the same type otherwise, so the collect reuses the allocation in place).
-fn recycle<'a, 'b>(mut v: Vec<&'a [u8]>) -> Vec<&'b [u8]> {
+pub(crate) fn recycle<'a, 'b>(mut v: Vec<&'a [u8]>) -> Vec<&'b [u8]> {
     v.clear();
     v.into_iter()
         .map(|_| -> &'b [u8] { unreachable!() })

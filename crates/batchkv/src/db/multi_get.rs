@@ -180,14 +180,9 @@ impl Db {
                 scratch.reset();
             }
             // Called again from inside `on_result`: buffers of its own.
-            Err(_) => self.multi_get_using(
-                &mut Scratch::default(),
-                sv,
-                opts,
-                seq,
-                keys,
-                &mut on_result,
-            ),
+            Err(_) => {
+                self.multi_get_using(&mut Scratch::default(), sv, opts, seq, keys, &mut on_result)
+            }
         });
     }
 

@@ -104,7 +104,12 @@ mod tests {
         db.flush().unwrap();
         db.put(b"c", b"3").unwrap();
         let view = db.read_view();
-        let want = vec![Some(b"1".to_vec()), Some(b"2".to_vec()), Some(b"3".to_vec()), None];
+        let want = vec![
+            Some(b"1".to_vec()),
+            Some(b"2".to_vec()),
+            Some(b"3".to_vec()),
+            None,
+        ];
         let keys: &[&[u8]] = &[b"a", b"b", b"c", b"d"];
         assert_eq!(read(&view, keys), want);
         db.put(b"a", b"new").unwrap();
@@ -129,10 +134,9 @@ mod tests {
             ..ReadOptions::default()
         };
         let mut errors = Vec::new();
-        db.read_view()
-            .multi_get_with(&opts, &[b"a", b"b"], |i, r| {
-                errors.push((i, r.unwrap_err().to_string()))
-            });
+        db.read_view().multi_get_with(&opts, &[b"a", b"b"], |i, r| {
+            errors.push((i, r.unwrap_err().to_string()))
+        });
         assert_eq!(errors.len(), 2);
         assert!(errors[1].1.contains("ReadOptions::snapshot"), "{errors:?}");
     }

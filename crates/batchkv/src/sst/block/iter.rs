@@ -405,8 +405,9 @@ fn scan_separated(
             i = 1;
             value.end
         } else {
-            value_end
-                .ok_or_else(|| block.corruption(p, "entry has no value offset (not a restart point)"))?
+            value_end.ok_or_else(|| {
+                block.corruption(p, "entry has no value offset (not a restart point)")
+            })?
         };
         // The rest of its interval.
         for k in i..interval {

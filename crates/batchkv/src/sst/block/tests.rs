@@ -1027,5 +1027,8 @@ fn resumed_scans_on_damaged_blocks_fail_only_as_corruption() {
             }
         }
     }
-    assert!(resumed > 1_000 && failed > 100, "{resumed} resumed, {failed} failed");
+    assert!(
+        resumed > 1_000 && failed > 100,
+        "{resumed} resumed, {failed} failed"
+    );
 }

@@ -33,9 +33,10 @@
 //! over its output hard limit and is closed. So 100 pipelined GETs of an
 //! 8 MiB value hold one value's reply at a time, not 800 MiB.
 
+use std::cell::Cell;
 use std::sync::Arc;
 
-use batchkv::{Db, ReadOptions};
+use batchkv::{Db, ReadOptions, ReadView};
 use bytes::BytesMut;
 
 use crate::combine::{Combiner, Execute, Limits};
@@ -155,6 +156,12 @@ impl Keys {
                 self.ends.push(self.bytes.len());
             }
         }
+    }
+
+    /// Removes every entry, keeping the allocation.
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.ends.clear();
     }
 
     /// Entries held.
@@ -297,10 +304,10 @@ impl Execute for Reads {
     ///
     /// Jobs of GET and MGET only take one `multi_get` over their keys, at
     /// the latest state. A batch with collection reads takes two, at one
-    /// engine snapshot: the first over the collections' metadata keys,
+    /// engine state ([`ReadView`]): the first over the collections' metadata keys,
     /// the second over the string keys and the element keys of the live
     /// collections of the right kind (keyed by the version the first read
-    /// found). Reading both at one snapshot makes each command's reply
+    /// found). Reading both at one state makes each command's reply
     /// the state of one moment: a collection replaced between two
     /// latest-state reads (SUNIONSTORE over a set, SET over a hash) would
     /// otherwise leave its old version's elements deleted and the reply
@@ -379,18 +386,21 @@ impl Reads {
     fn read_and_encode(&self, parts: &mut [Part], now: u64, count: &mut Count) {
         #[cfg(test)]
         tests::maybe_panic();
+        let mut buf = BUFFERS.with(Cell::take);
         let colls = parts.iter().any(|(r, ..)| r.has_coll());
-        let opts = ReadOptions {
-            snapshot: colls.then(|| self.db.snapshot()),
-            ..ReadOptions::default()
-        };
-        let found = if colls {
-            self.read_metas(parts, &opts, now, count)
-        } else {
-            Vec::new()
-        };
-        let elems = element_keys(parts, &found);
-        let keys = read_keys(parts, &found, &elems);
+        // Both reads of a batch with collection reads at one state: a
+        // view (the memtables and files of one moment) rather than a
+        // registered snapshot, which costs a lock and an allocation per
+        // batch and is needed only by reads that outlive a compaction.
+        let view = colls.then(|| self.db.read_view());
+        let opts = ReadOptions::default();
+        buf.found.clear();
+        if let Some(view) = &view {
+            self.read_metas(parts, view, now, count, &mut buf);
+        }
+        element_keys(parts, &buf.found, &mut buf.elems, &mut buf.live);
+        let mut keys = recycle(std::mem::take(&mut buf.keys));
+        read_keys(parts, &buf.found, &buf.elems, &mut keys);
         let read = !keys.is_empty();
         if read {
             count.batches += 1;
@@ -398,7 +408,7 @@ impl Reads {
         }
         let mut enc = Encoder {
             parts,
-            found: &found,
+            found: &buf.found,
             now,
             count,
             pi: 0,
@@ -411,27 +421,32 @@ impl Reads {
             failed: None,
         };
         if read {
-            self.db
-                .multi_get_with(&opts, &keys, |_, r| enc.value(r.map_err(|e| e.to_string())));
+            let on_value = |_: usize, r: batchkv::Result<Option<&[u8]>>| {
+                enc.value(r.map_err(|e| e.to_string()))
+            };
+            match &view {
+                Some(view) => view.multi_get_with(&opts, &keys, on_value),
+                None => self.db.multi_get_with(&opts, &keys, on_value),
+            }
         }
         enc.finish();
+        buf.keys = recycle(keys);
+        buf.put_back();
     }
 
     /// Phase 1 of a batch with collection reads: one `multi_get` of their
-    /// keys; what each found, in command order.
+    /// keys; what each found, in command order, into `buf.found`.
     fn read_metas(
         &self,
         parts: &[Part],
-        opts: &ReadOptions,
+        view: &ReadView,
         now: u64,
         count: &mut Count,
-    ) -> Vec<Found> {
-        let colls: usize = parts
-            .iter()
-            .map(|(r, ..)| r.shapes.iter().filter(|s| s.kind().is_some()).count())
-            .sum();
-        let mut keys: Vec<&[u8]> = Vec::with_capacity(colls);
-        let mut kinds: Vec<Kind> = Vec::with_capacity(colls);
+        buf: &mut Buffers,
+    ) {
+        let mut keys = recycle(std::mem::take(&mut buf.keys));
+        let kinds = &mut buf.kinds;
+        kinds.clear();
         for (r, ..) in parts {
             let r: &Request = r;
             let mut e = 0;
@@ -443,8 +458,8 @@ impl Reads {
                 e += s.keys();
             }
         }
-        let mut found = Vec::with_capacity(keys.len());
-        self.db.multi_get_with(opts, &keys, |i, r| {
+        let found = &mut buf.found;
+        view.multi_get_with(&ReadOptions::default(), &keys, |i, r| {
             let f = match r {
                 Err(e) => Found::Failed(errors::engine_error_text(e)),
                 Ok(None) => Found::Missing,
@@ -464,8 +479,58 @@ impl Reads {
         });
         count.batches += 1;
         count.keys += keys.len() as u64;
-        found
+        buf.keys = recycle(keys);
     }
+}
+
+/// The buffers of a batch's reads, kept per thread between batches so
+/// that a batch in the steady state allocates nothing but its replies.
+/// A batch takes them out of [`BUFFERS`] (a batch nested in another, or
+/// one after a panic, starts with empty ones) and puts them back.
+#[derive(Default)]
+struct Buffers {
+    /// What phase 1 found, per collection read in command order.
+    found: Vec<Found>,
+    /// The kind each collection read reads, in the same order.
+    kinds: Vec<Kind>,
+    /// Phase 2's element keys.
+    elems: Keys,
+    /// [`element_keys`]'s list of live collection reads.
+    live: Vec<(usize, usize, Shape, u64)>,
+    /// A `multi_get`'s keys; empty between uses ([`recycle`]).
+    keys: Vec<&'static [u8]>,
+}
+
+/// Entries (keys, found) a buffer keeps at most between batches.
+const BUFFERS_KEEP: usize = 4096;
+
+impl Buffers {
+    /// Empties the buffers (what was found is dropped), frees those a huge
+    /// batch grew, and stores them for this thread's next batch.
+    fn put_back(mut self) {
+        self.found.clear();
+        if self.found.capacity() > BUFFERS_KEEP
+            || self.keys.capacity() > BUFFERS_KEEP
+            || self.elems.bytes.capacity() > 64 * BUFFERS_KEEP
+            || self.elems.ends.capacity() > BUFFERS_KEEP
+        {
+            return;
+        }
+        BUFFERS.with(|b| b.set(self));
+    }
+}
+
+thread_local! {
+    static BUFFERS: Cell<Buffers> = Cell::new(Buffers::default());
+}
+
+/// An empty vector with `v`'s allocation, for slices of another lifetime
+/// (the same type otherwise, so the collect reuses the allocation in place).
+fn recycle<'a, 'b>(mut v: Vec<&'a [u8]>) -> Vec<&'b [u8]> {
+    v.clear();
+    v.into_iter()
+        .map(|_| -> &'b [u8] { unreachable!() })
+        .collect()
 }
 
 /// Statistics of one batch.
@@ -508,24 +573,28 @@ fn reads(shape: Shape, found: Option<&Found>) -> usize {
 }
 
 /// The element keys of the live collections' fields, in command order,
-/// built in one buffer of the exact size (each collection's element-key
-/// prefix is written once and copied for its other fields). Empty (no
-/// allocation) when `found` is.
-fn element_keys(parts: &[Part], found: &[Found]) -> Keys {
-    let mut elems = Keys::default();
+/// built into `elems` (emptied first; each collection's element-key
+/// prefix is written once and copied for its other fields), with `live`
+/// as a buffer.
+fn element_keys(
+    parts: &[Part],
+    found: &[Found],
+    elems: &mut Keys,
+    live: &mut Vec<(usize, usize, Shape, u64)>,
+) {
+    elems.clear();
     if found.is_empty() {
-        return elems;
+        return;
     }
-    // Each live collection read: its request, first entry, shape, version.
-    let mut live: Vec<(&Request, usize, Shape, u64)> = Vec::with_capacity(found.len());
+    // Each live collection read: its part, first entry, shape, version.
+    live.clear();
     let mut ci = 0;
-    for (r, ..) in parts {
-        let r: &Request = r;
+    for (pi, (r, ..)) in parts.iter().enumerate() {
         let mut e = 0;
         for &s in &r.shapes {
             if s.kind().is_some() {
                 if let Found::Live(m) = &found[ci] {
-                    live.push((r, e, s, m.version));
+                    live.push((pi, e, s, m.version));
                 }
                 ci += 1;
             }
@@ -533,15 +602,17 @@ fn element_keys(parts: &[Part], found: &[Found]) -> Keys {
         }
     }
     let (mut bytes, mut count) = (0, 0);
-    for &(r, e, s, _) in &live {
+    for &(pi, e, s, _) in live.iter() {
+        let r = parts[pi].0;
         let fields = s.keys() - 1;
         let prefix = meta::element_prefix_len(r.keys.entry(e));
         bytes += fields * prefix + r.keys.ends[e + fields] - r.keys.ends[e];
         count += fields;
     }
-    elems.bytes.reserve_exact(bytes);
-    elems.ends.reserve_exact(count);
-    for &(r, e, s, version) in &live {
+    elems.bytes.reserve(bytes);
+    elems.ends.reserve(count);
+    for &(pi, e, s, version) in live.iter() {
+        let r = parts[pi].0;
         let start = elems.bytes.len();
         meta::push_element_prefix(&mut elems.bytes, r.keys.entry(e), version);
         let prefix = start..elems.bytes.len();
@@ -554,23 +625,16 @@ fn element_keys(parts: &[Part], found: &[Found]) -> Keys {
         }
     }
     debug_assert_eq!(elems.bytes.len(), bytes);
-    elems
 }
 
-/// Phase 2's keys in command order: the string reads' keys and the
-/// element keys in `elems`.
+/// Phase 2's keys in command order, into `keys` (empty): the string
+/// reads' keys and the element keys in `elems`.
 fn read_keys<'a>(
     parts: &[(&'a Request, &mut BytesMut, Progress)],
     found: &[Found],
     elems: &'a Keys,
-) -> Vec<&'a [u8]> {
-    let string_keys: usize = parts
-        .iter()
-        .flat_map(|(r, ..)| r.shapes.iter())
-        .filter(|s| s.kind().is_none())
-        .map(|s| s.keys())
-        .sum();
-    let mut keys = Vec::with_capacity(string_keys + elems.len());
+    keys: &mut Vec<&'a [u8]>,
+) {
     let (mut ci, mut ei) = (0, 0);
     for (r, ..) in parts {
         let r: &'a Request = r;
@@ -593,7 +657,6 @@ fn read_keys<'a>(
             e += s.keys();
         }
     }
-    keys
 }
 
 /// Encodes phase 2's values into the replies, in command order: a cursor

@@ -50,8 +50,8 @@ pub use cache::Cache;
 pub use compaction::{CompactionDecision, CompactionFilter, TtlFilter};
 pub use db::{
     ColumnFamily, Db, DbIterator, DbStats, IngestOptions, KeyRange, KvResult, LatencyStats,
-    RangeIter, RecoveryReport, RecoveryStatus, Snapshot, Statistics, Transaction, TransactionIter,
-    TransactionOptions, WalDamage,
+    RangeIter, ReadView, RecoveryReport, RecoveryStatus, Snapshot, Statistics, Transaction,
+    TransactionIter, TransactionOptions, WalDamage,
 };
 pub use error::{Error, Result};
 pub use fs::{

@@ -22,6 +22,7 @@ use crate::key::{user_key, SequenceNumber};
 use crate::key_list::KeyList;
 use crate::memtable::{BatchLookup, EntryRef};
 use crate::options::ReadOptions;
+use crate::sst::table::recycle;
 use crate::sst::{Block, BlockReadOptions};
 
 /// Resolution state of one distinct key; `'a` borrows memtable memory.
@@ -157,16 +158,53 @@ impl Db {
         opts: &ReadOptions,
         seq: SequenceNumber,
         keys: &[K],
+        on_result: impl FnMut(usize, Result<Option<&[u8]>>),
+    ) {
+        let sv: Arc<SuperVersion> = cf.sv.load_full();
+        self.multi_get_at(&sv, opts, seq, keys, on_result)
+    }
+
+    /// The batch pipeline over the super version `sv` at `seq` (loaded
+    /// before `sv`), with this thread's buffers ([`Scratch`]).
+    pub(super) fn multi_get_at<K: AsRef<[u8]>>(
+        &self,
+        sv: &SuperVersion,
+        opts: &ReadOptions,
+        seq: SequenceNumber,
+        keys: &[K],
         mut on_result: impl FnMut(usize, Result<Option<&[u8]>>),
     ) {
+        SCRATCH.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut scratch) => {
+                self.multi_get_using(&mut scratch, sv, opts, seq, keys, &mut on_result);
+                scratch.reset();
+            }
+            // Called again from inside `on_result`: buffers of its own.
+            Err(_) => {
+                self.multi_get_using(&mut Scratch::default(), sv, opts, seq, keys, &mut on_result)
+            }
+        });
+    }
+
+    /// [`Db::multi_get_at`] with its buffers.
+    fn multi_get_using<K: AsRef<[u8]>>(
+        &self,
+        sc: &mut Scratch,
+        sv: &SuperVersion,
+        opts: &ReadOptions,
+        seq: SequenceNumber,
+        keys: &[K],
+        on_result: &mut impl FnMut(usize, Result<Option<&[u8]>>),
+    ) {
         let core = self.core();
-        let sv: Arc<SuperVersion> = cf.sv.load_full();
 
         // 1. Sort and deduplicate.
-        let order = sorted_order(keys);
-        let mut distinct: Vec<&[u8]> = Vec::with_capacity(keys.len());
-        let mut slot_of = vec![0u32; keys.len()];
-        for &(mark, i) in &order {
+        sorted_order(keys, &mut sc.order);
+        let mut distinct: Vec<&[u8]> = recycle(std::mem::take(&mut sc.distinct));
+        let slot_of = &mut sc.slot_of;
+        slot_of.clear();
+        slot_of.resize(keys.len(), 0);
+        for &(mark, i) in &sc.order {
             let k = keys[i as usize].as_ref();
             debug_assert_eq!(mark == NEW_KEY, distinct.last() != Some(&k));
             if mark == NEW_KEY {
@@ -177,17 +215,15 @@ impl Db {
 
         // 2. Stage by stage.
         let ro = super::read::block_read_options(opts);
-        let mut slots: Vec<Slot<'_>> = distinct
-            .iter()
-            .map(|_| Slot::Pending(KeyLookup::default()))
-            .collect();
-        resolve_in_memtables(core, &sv, &distinct, seq, opts.batch_lookup, &mut slots);
-        resolve_in_tables(core, &sv, &distinct, seq, ro, &mut slots);
+        let mut slots: Vec<Slot<'_>> = recycle_slots(std::mem::take(&mut sc.slots));
+        slots.extend(distinct.iter().map(|_| Slot::Pending(KeyLookup::default())));
+        resolve_in_memtables(core, sv, &distinct, seq, opts.batch_lookup, &mut slots, sc);
+        resolve_in_tables(core, sv, &distinct, seq, ro, &mut slots, sc);
         // Past the last stage: keys that kept operands merge them.
         for (u, slot) in slots.iter_mut().enumerate() {
             if let Slot::Pending(l) = slot {
                 if l.has_operands() {
-                    let r = l.end(&sv, distinct[u]).map(Some);
+                    let r = l.end(sv, distinct[u]).map(Some);
                     *slot = Slot::settled(r).unwrap_or(Slot::Deleted);
                 }
             }
@@ -197,6 +233,7 @@ impl Db {
         // prefetched at most a value's first line; the callback reads whole
         // values in input order, so their lines are prefetched a few keys
         // ahead to overlap those misses too.
+        let slot_of = &sc.slot_of;
         for &s in slot_of.iter().take(DELIVERY_PREFETCH_AHEAD) {
             prefetch_value(&slots[s as usize]);
         }
@@ -213,7 +250,62 @@ impl Db {
             };
             on_result(i, r);
         }
+        // Emptied (blocks and owned values dropped) before they go back.
+        slots.clear();
+        sc.slots = recycle_slots(slots);
+        distinct.clear();
+        sc.distinct = recycle(distinct);
     }
+}
+
+/// The buffers of [`Db::multi_get_at`], kept per thread between calls so
+/// that a call in the steady state allocates nothing. The vectors of
+/// borrows are empty between calls ([`recycle`]: their `'static` is the
+/// lifetime of nothing they hold).
+#[derive(Default)]
+struct Scratch {
+    /// [`sorted_order`]'s result.
+    order: Vec<(u64, u32)>,
+    /// Per input key, its index among the distinct keys.
+    slot_of: Vec<u32>,
+    distinct: Vec<&'static [u8]>,
+    slots: Vec<Slot<'static>>,
+    /// A stage's still unresolved distinct keys (indexes, ascending).
+    pending: Vec<u32>,
+    /// The keys of `pending` (memtable stages) or of `group` (tables).
+    stage_keys: Vec<&'static [u8]>,
+    /// Memtable stage: keys its batch answer did not decide.
+    undecided: Vec<u32>,
+    /// Table stage: the pending keys inside the table's range.
+    group: Vec<u32>,
+    /// Table stage: keys whose newest version there is a merge operand.
+    operands_at: Vec<u32>,
+}
+
+/// Elements kept at most by a [`Scratch`] vector between calls (a huge
+/// batch does not pin its memory).
+const SCRATCH_KEEP: usize = 4096;
+
+impl Scratch {
+    /// Shrinks the buffers a huge batch grew.
+    fn reset(&mut self) {
+        if self.order.capacity() > SCRATCH_KEEP || self.pending.capacity() > SCRATCH_KEEP {
+            *self = Scratch::default();
+        }
+    }
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
+}
+
+/// An empty vector with `v`'s allocation, for slots of another lifetime
+/// (the same type otherwise, so the collect reuses the allocation in place).
+fn recycle_slots<'a, 'b>(mut v: Vec<Slot<'a>>) -> Vec<Slot<'b>> {
+    v.clear();
+    v.into_iter()
+        .map(|_| -> Slot<'b> { unreachable!() })
+        .collect()
 }
 
 /// [`sorted_order`]'s mark of a key that differs from the one before it
@@ -222,16 +314,16 @@ const NEW_KEY: u64 = 1;
 /// [`sorted_order`]'s mark of a key equal to the one before it.
 const SAME_KEY: u64 = 0;
 
-/// The input positions of `keys` in ascending key order, each with its
-/// mark: [`NEW_KEY`] or [`SAME_KEY`], so that duplicates are found without
-/// comparing keys again.
-fn sorted_order<K: AsRef<[u8]>>(keys: &[K]) -> Vec<(u64, u32)> {
-    let mut order: Vec<(u64, u32)> = (0..keys.len() as u32).map(|i| (0, i)).collect();
-    sort_run(keys, &mut order, 0);
+/// Fills `order` with the input positions of `keys` in ascending key
+/// order, each with its mark: [`NEW_KEY`] or [`SAME_KEY`], so that
+/// duplicates are found without comparing keys again.
+fn sorted_order<K: AsRef<[u8]>>(keys: &[K], order: &mut Vec<(u64, u32)>) {
+    order.clear();
+    order.extend((0..keys.len() as u32).map(|i| (0, i)));
+    sort_run(keys, order, 0);
     if let Some(first) = order.first_mut() {
         first.0 = NEW_KEY;
     }
-    order
 }
 
 /// Sorts `run` (input positions into `keys`) by key: by a sort word, the
@@ -364,19 +456,22 @@ fn resolve_in_memtables<'a>(
     seq: SequenceNumber,
     read_strategy: Option<BatchLookup>,
     slots: &mut [Slot<'a>],
+    sc: &mut Scratch,
 ) {
-    let mut pending: Vec<u32> = (0..distinct.len() as u32).collect();
-    let mut stage_keys: Vec<&[u8]> = Vec::with_capacity(distinct.len());
+    let pending = &mut sc.pending;
+    pending.clear();
+    pending.extend(0..distinct.len() as u32);
+    let mut stage_keys: Vec<&[u8]> = recycle(std::mem::take(&mut sc.stage_keys));
     // Keys the batch answer did not decide, asked again one by one.
-    let mut undecided: Vec<u32> = Vec::new();
+    let undecided = &mut sc.undecided;
     for mem in sv.memtables() {
         if pending.is_empty() {
-            return;
+            break;
         }
         stage_keys.clear();
         stage_keys.extend(pending.iter().map(|&u| distinct[u as usize]));
         if let Some(t) = Tombstones::of_memtable(&**mem) {
-            for &u in &pending {
+            for &u in pending.iter() {
                 if let Slot::Pending(l) = &mut slots[u as usize] {
                     l.cover(t.covering(distinct[u as usize], seq));
                 }
@@ -404,17 +499,17 @@ fn resolve_in_memtables<'a>(
             };
         });
         if let Err(e) = result {
-            for &u in &pending {
+            for &u in pending.iter() {
                 if slots[u as usize].is_pending() {
                     slots[u as usize] = Slot::Failed(e.clone());
                 }
             }
-            return;
+            break;
         }
         // `pending` ascends; the batch may report its keys in any order.
         undecided.sort_unstable();
         let mut undecided = undecided.iter().copied().peekable();
-        for &u in &pending {
+        for &u in pending.iter() {
             let key = distinct[u as usize];
             let slot = &mut slots[u as usize];
             let Slot::Pending(l) = slot else {
@@ -434,6 +529,8 @@ fn resolve_in_memtables<'a>(
         }
         pending.retain(|&u| slots[u as usize].is_pending());
     }
+    stage_keys.clear();
+    sc.stage_keys = recycle(stage_keys);
 }
 
 /// Runs the SST stages: L0 files newest first, then each deeper level.
@@ -450,19 +547,26 @@ fn resolve_in_tables(
     seq: SequenceNumber,
     ro: BlockReadOptions,
     slots: &mut [Slot<'_>],
+    sc: &mut Scratch,
 ) {
-    let mut pending: Vec<u32> = (0..distinct.len() as u32)
-        .filter(|&u| slots[u as usize].is_pending())
-        .collect();
-    let mut group: Vec<u32> = Vec::with_capacity(pending.len());
-    let mut group_keys: Vec<&[u8]> = Vec::with_capacity(pending.len());
+    let pending = &mut sc.pending;
+    pending.clear();
+    pending.extend((0..distinct.len() as u32).filter(|&u| slots[u as usize].is_pending()));
+    if pending.is_empty() {
+        return;
+    }
+    let group = &mut sc.group;
+    let mut group_keys: Vec<&[u8]> = recycle(std::mem::take(&mut sc.stage_keys));
     // Keys whose newest version in a table is a merge operand.
-    let mut operands_at: Vec<u32> = Vec::new();
-    for (level, files) in sv.version.levels.iter().enumerate() {
+    let operands_at = &mut sc.operands_at;
+    'levels: for (level, files) in sv.version.levels.iter().enumerate() {
         let mut rest = &pending[..];
         for file in files {
+            if rest.is_empty() && level > 0 {
+                break;
+            }
             if pending.is_empty() {
-                return;
+                break 'levels;
             }
             let (lo, hi) = (user_key(&file.smallest), user_key(&file.largest));
             if level > 0 {
@@ -488,14 +592,14 @@ fn resolve_in_tables(
                 None => continue,
                 Some(Ok(stage)) => stage,
                 Some(Err(e)) => {
-                    for &u in &group {
+                    for &u in group.iter() {
                         slots[u as usize] = Slot::Failed(e.clone());
                     }
                     continue;
                 }
             };
             if let Some(t) = stage.tombstones() {
-                for &u in &group {
+                for &u in group.iter() {
                     if let Slot::Pending(l) = &mut slots[u as usize] {
                         l.cover(t.covering(distinct[u as usize], seq));
                     }
@@ -532,7 +636,7 @@ fn resolve_in_tables(
                         },
                     };
                 });
-            for &u in &operands_at {
+            for &u in operands_at.iter() {
                 if let Slot::Pending(l) = &mut slots[u as usize] {
                     let key = distinct[u as usize];
                     let r = super::merge_read::walk_table(core, sv, &stage, l, key, seq, ro);
@@ -544,6 +648,8 @@ fn resolve_in_tables(
         }
         pending.retain(|&u| slots[u as usize].is_pending());
     }
+    group_keys.clear();
+    sc.stage_keys = recycle(group_keys);
 }
 
 #[cfg(test)]
@@ -553,7 +659,8 @@ mod tests {
     /// `keys` in the order [`sorted_order`] gives, after checking that
     /// each key's mark says whether it differs from the key before it.
     fn sorted_checking_marks<K: AsRef<[u8]>>(keys: &[K]) -> Vec<&[u8]> {
-        let order = sorted_order(keys);
+        let mut order = Vec::new();
+        sorted_order(keys, &mut order);
         let got: Vec<&[u8]> = order
             .iter()
             .map(|&(_, i)| keys[i as usize].as_ref())

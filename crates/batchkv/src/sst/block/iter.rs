@@ -240,39 +240,99 @@ pub(crate) fn seek_entry_from_restart(
     target: &[u8],
     key: &mut Vec<u8>,
 ) -> Result<Option<(usize, Range<usize>)>> {
+    Ok(seek_entry(block, restart, target, key)?.map(|stop| (stop.at, stop.value)))
+}
+
+/// Where a point scan stopped: the entry it found, and what a scan for a
+/// larger target needs to go on from there ([`seek_entry_after`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ScanStop {
+    /// The entry's offset.
+    pub at: usize,
+    /// Its value's range in the block.
+    pub value: Range<usize>,
+    /// The restart point whose interval holds it.
+    pub restart: usize,
+    /// Separated layout: its index among the block's entries (0 when
+    /// interleaved, where restart entries are known by their offsets).
+    index: usize,
+    /// The offset of the entry after it.
+    next: usize,
+}
+
+/// [`seek_entry_from_restart`], returning where the scan stopped.
+#[inline]
+pub(crate) fn seek_entry(
+    block: &Block,
+    restart: usize,
+    target: &[u8],
+    key: &mut Vec<u8>,
+) -> Result<Option<ScanStop>> {
     let r = restart.min(block.restart_count - 1);
     key.clear();
+    let mut order = ScanOrder::new(block, target);
+    let p = block.restart(r);
     match block.layout {
-        Layout::Interleaved => scan_interleaved(block, r, target, key),
-        Layout::Separated => scan_separated(block, r, target, key),
+        Layout::Interleaved => scan_interleaved(block, r, p, &mut order, key),
+        Layout::Separated => scan_separated(block, r, 0, p, None, &mut order, key),
     }
 }
 
-/// [`seek_entry_from_restart`] in an interleaved block: restart entries
-/// are known by their offsets, each value follows its key.
+/// [`seek_entry`] for `target` in the block where `prev` was found for a
+/// target at or below this one, with `key` still holding `prev`'s key, and
+/// `restart` the restart point a binary search for `target` found (as for
+/// [`seek_entry`]). A scan from there would pass every entry before `prev`
+/// (they sort below the earlier target) when `restart` is not past
+/// `prev`'s interval: then the scan goes on from `prev` instead (which may
+/// be the answer again). Same answer as [`seek_entry`] in a well-formed
+/// block; in a damaged one, the same checks of the entries it reads.
+#[inline]
+pub(crate) fn seek_entry_after(
+    block: &Block,
+    restart: usize,
+    prev: &ScanStop,
+    target: &[u8],
+    key: &mut Vec<u8>,
+) -> Result<Option<ScanStop>> {
+    let r = restart.min(block.restart_count - 1);
+    if r > prev.restart {
+        return seek_entry(block, r, target, key);
+    }
+    let mut order = ScanOrder::new(block, target);
+    if order.resume_after(block.order, key) != Ordering::Less {
+        return Ok(Some(prev.clone()));
+    }
+    match block.layout {
+        Layout::Interleaved => scan_interleaved(block, prev.restart, prev.next, &mut order, key),
+        Layout::Separated => {
+            let index = prev.index + 1;
+            let interval = block.restart_interval;
+            let (r, i) = (index / interval, index % interval);
+            let end = Some(prev.value.end);
+            scan_separated(block, r, i, prev.next, end, &mut order, key)
+        }
+    }
+}
+
+/// [`seek_entry`] in an interleaved block from the entry at `p` (a
+/// restart point's, or the one after an entry [`ScanOrder`] has seen), in
+/// restart interval `r` or a later one: restart entries are known by their
+/// offsets, each value follows its key.
 fn scan_interleaved(
     block: &Block,
     mut r: usize,
-    target: &[u8],
+    mut p: usize,
+    order: &mut ScanOrder<'_>,
     key: &mut Vec<u8>,
-) -> Result<Option<(usize, Range<usize>)>> {
-    let mut p = block.restart(r);
-    let mut restart_at = p;
+) -> Result<Option<ScanStop>> {
+    let mut restart_at = block.restart(r);
     // Offset of the next restart point (`data_end` past the last).
     let mut next_restart = if r + 1 < block.restart_count {
         block.restart(r + 1)
     } else {
         block.data_end
     };
-    let mut at_restart = true;
-    let mut order = ScanOrder::new(block, target);
     while p < block.data_end {
-        let e = decode_entry(block, p, at_restart)?;
-        if order.entry(block, p, &e, at_restart, key)? != Ordering::Less {
-            let start = e.next - e.value_len;
-            return Ok(Some((p, start..e.next)));
-        }
-        p = e.next;
         // The last restart point at or before `p` (restart offsets
         // ascend and lie below `data_end`, the sentinel).
         while next_restart <= p && next_restart < block.data_end {
@@ -284,15 +344,29 @@ fn scan_interleaved(
                 block.data_end
             };
         }
-        at_restart = restart_at == p;
+        let at_restart = restart_at == p;
+        let e = decode_entry(block, p, at_restart)?;
+        if order.entry(block, p, &e, at_restart, key)? != Ordering::Less {
+            let value = e.next - e.value_len..e.next;
+            return Ok(Some(ScanStop {
+                at: p,
+                value,
+                restart: r,
+                index: 0,
+                next: e.next,
+            }));
+        }
+        p = e.next;
     }
     Ok(None)
 }
 
-/// [`seek_entry_from_restart`] in a separated block: the keys section
-/// alone is scanned (values are read only for the entry found), restart
-/// entries are every `restart_interval`-th, and each value follows the
-/// previous one.
+/// [`seek_entry`] in a separated block from entry `i` of restart interval
+/// `r`, at `p` (`i == 0`: the restart entry; otherwise the entry after one
+/// [`ScanOrder`] has seen, whose value ended at `value_end`): the keys
+/// section alone is scanned (values are read only for the entry found),
+/// restart entries are every `restart_interval`-th, and each value follows
+/// the previous one.
 ///
 /// An entry that is not a restart point, has three one-byte lengths, lies
 /// inside the keys section with its value inside the values section, and
@@ -302,38 +376,51 @@ fn scan_interleaved(
 /// which report what is wrong.
 fn scan_separated(
     block: &Block,
-    r: usize,
-    target: &[u8],
+    mut r: usize,
+    mut i: usize,
+    mut p: usize,
+    mut value_end: Option<usize>,
+    order: &mut ScanOrder<'_>,
     key: &mut Vec<u8>,
-) -> Result<Option<(usize, Range<usize>)>> {
+) -> Result<Option<ScanStop>> {
     let interval = block.restart_interval;
     let data = &block.contents[..block.data_end];
-    let (mut r, mut p) = (r, block.restart(r));
-    // End of the previous entry's value (`None` before the first).
-    let mut value_end = None;
-    let mut order = ScanOrder::new(block, target);
+    let stop = |p: usize, value: Range<usize>, r: usize, i: usize, next: usize| ScanStop {
+        at: p,
+        value,
+        restart: r,
+        index: r * interval + i,
+        next,
+    };
     while p < data.len() {
-        // Restart entry `r`.
-        check_separated_restart(block, r * interval, r, p)?;
-        let e = decode_entry(block, p, true)?;
-        let value = value_range(block, p, &e, value_end)?;
-        if order.entry(block, p, &e, true, key)? != Ordering::Less {
-            return Ok(Some((p, value)));
-        }
-        p = e.next;
-        let mut end = value.end;
+        let mut end = if i == 0 {
+            // Restart entry `r`.
+            check_separated_restart(block, r * interval, r, p)?;
+            let e = decode_entry(block, p, true)?;
+            let value = value_range(block, p, &e, value_end)?;
+            if order.entry(block, p, &e, true, key)? != Ordering::Less {
+                return Ok(Some(stop(p, value, r, 0, e.next)));
+            }
+            p = e.next;
+            i = 1;
+            value.end
+        } else {
+            value_end.ok_or_else(|| {
+                block.corruption(p, "entry has no value offset (not a restart point)")
+            })?
+        };
         // The rest of its interval.
-        for _ in 1..interval {
+        for k in i..interval {
             if p >= data.len() {
                 return Ok(None);
             }
-            if let Some(&[s, k, v]) = data.get(p..p + 3) {
-                let (s, k, v) = (usize::from(s), usize::from(k), usize::from(v));
-                let next = p + 3 + k;
-                if (s | k | v) < 0x80
+            if let Some(&[s, kl, v]) = data.get(p..p + 3) {
+                let (s, kl, v) = (usize::from(s), usize::from(kl), usize::from(v));
+                let next = p + 3 + kl;
+                if (s | kl | v) < 0x80
                     && next <= data.len()
                     && end + v <= block.values.end
-                    && order.passes(s, k, || data[p + 3])
+                    && order.passes(s, kl, || data[p + 3])
                 {
                     p = next;
                     end += v;
@@ -343,12 +430,13 @@ fn scan_separated(
             let e = decode_entry(block, p, false)?;
             let value = value_range(block, p, &e, Some(end))?;
             if order.entry(block, p, &e, false, key)? != Ordering::Less {
-                return Ok(Some((p, value)));
+                return Ok(Some(stop(p, value, r, k, e.next)));
             }
             p = e.next;
             end = value.end;
         }
         value_end = Some(end);
+        i = 0;
         r += 1;
     }
     Ok(None)
@@ -405,6 +493,18 @@ impl<'t> ScanOrder<'t> {
             lcp: None,
             prev_len: 0,
         }
+    }
+
+    /// Starts a scan after an entry whose whole key is `key` (already
+    /// checked): how that key sorts against the target, and if below, it
+    /// becomes the previous entry.
+    fn resume_after(&mut self, order: KeyOrder, key: &[u8]) -> Ordering {
+        let (o, lcp) = self.compare_from(order, key, 0);
+        if o == Ordering::Less {
+            self.lcp = lcp;
+            self.prev_len = key.len();
+        }
+        o
     }
 
     /// Whether an entry sharing `shared` bytes with the previous key and

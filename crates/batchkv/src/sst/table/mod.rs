@@ -31,6 +31,7 @@ use crate::range_del::block::{self as range_del_block, RANGE_DEL_BLOCK_NAME};
 use crate::range_del::TableRangeDels;
 
 pub(crate) use iter::TableIterator;
+pub(crate) use multi_get::recycle;
 
 /// How one read uses the data blocks it needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

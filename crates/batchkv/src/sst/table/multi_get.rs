@@ -14,7 +14,8 @@ use crate::key::{
     compare_internal_keys, lookup_trailer, parse_internal_key, SequenceNumber, ValueType,
 };
 use crate::sst::block::iter::{
-    search_restart, search_restarts, seek_entry_from_restart, BlockIter, SCAN_PREFETCH_BYTES,
+    search_restart, search_restarts, seek_entry, seek_entry_after, BlockIter, ScanStop,
+    SCAN_PREFETCH_BYTES,
 };
 use crate::sst::block::Block;
 use crate::sst::filter::filter_hash;
@@ -48,7 +49,10 @@ impl Table {
     ///    entry share its block; then the block cache lookups, batched;
     /// 3. search each key in its block, a software pipeline over the keys
     ///    (restart slot, probe key, restart search and scan prefetch,
-    ///    scan: each stage some keys behind the one before). A block whose
+    ///    scan: each stage some keys behind the one before). The scan of
+    ///    a key in the block of the key before it goes on from where that
+    ///    one stopped when its restart point is not further on
+    ///    ([`seek_entry_after`]). A block whose
     ///    entries all sort before the key sends it down the single-key
     ///    path, so a block chosen too early costs time, never a wrong
     ///    answer.
@@ -232,6 +236,9 @@ impl Table {
         const D: usize = PIPELINE_DISTANCE;
         let m = located.len();
         restarts.clear();
+        // The block (index into `blocks`) and entry where the last scan
+        // stopped; `key` holds that entry's key.
+        let mut last: Option<(usize, ScanStop)> = None;
         for step in 0..m + 3 * D {
             if let Some(&(_, h)) = located.get(step) {
                 block_of(h).prefetch_probe_slots();
@@ -260,8 +267,20 @@ impl Table {
                     continue;
                 }
             };
-            let found = match seek_entry_from_restart(block, restart, target, key) {
-                Ok(Some((at, value))) => Some((at, &key[..], block.bytes(value))),
+            // Keys ascend, so the keys of one block come one after another:
+            // a key whose scan would start at or before where the previous
+            // key's stopped goes on from there.
+            let scanned = match &last {
+                Some((lh, prev)) if *lh == h => seek_entry_after(block, restart, prev, target, key),
+                _ => seek_entry(block, restart, target, key),
+            };
+            last = None;
+            let found = match scanned {
+                Ok(Some(stop)) => {
+                    let (at, value) = (stop.at, stop.value.clone());
+                    last = Some((h, stop));
+                    Some((at, &key[..], block.bytes(value)))
+                }
                 Ok(None) => None,
                 Err(e) => {
                     on_result(j, Err(e), None);
@@ -457,7 +476,7 @@ thread_local! {
 
 /// An empty vector with `v`'s allocation, for elements of another lifetime
 /// (the same type otherwise, so the collect reuses the allocation in place).
-fn recycle<'a, 'b>(mut v: Vec<&'a [u8]>) -> Vec<&'b [u8]> {
+pub(crate) fn recycle<'a, 'b>(mut v: Vec<&'a [u8]>) -> Vec<&'b [u8]> {
     v.clear();
     v.into_iter()
         .map(|_| -> &'b [u8] { unreachable!() })

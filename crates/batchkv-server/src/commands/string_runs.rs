@@ -29,7 +29,6 @@
 use batchkv::{ReadOptions, WriteBatch};
 use bytes::Bytes;
 
-
 use super::strings::check_string_length;
 use super::{not_integer, parse_int, ConnState};
 use crate::errors::{corrupt, wrong_type, INCR_OVERFLOW};

@@ -315,7 +315,8 @@ impl KeyCounts {
         // one buffer (`key_bytes[start..end]`), not one allocation each.
         // (Not sized by the batch: its size includes the values, which
         // can be hundreds of megabytes; a guess per entry instead.)
-        let mut key_bytes: Vec<u8> = Vec::with_capacity(batch.len().saturating_mul(KEY_BYTES_GUESS));
+        let mut key_bytes: Vec<u8> =
+            Vec::with_capacity(batch.len().saturating_mul(KEY_BYTES_GUESS));
         let mut changes: Vec<(usize, usize, Option<State>, State)> =
             Vec::with_capacity(batch.len());
         for op in batch.ops() {

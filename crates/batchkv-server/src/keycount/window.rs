@@ -139,9 +139,7 @@ impl Window {
             change: Change { before, after },
         };
         let bytes = &*bytes;
-        keys.insert_unique(hash, recorded, |w| {
-            hasher.hash_one(&bytes[w.start..w.end])
-        });
+        keys.insert_unique(hash, recorded, |w| hasher.hash_one(&bytes[w.start..w.end]));
     }
 
     /// The keys recorded, with what their writes did.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Instructions per request of `batchkv serve`'s writes (SET, INCR, APPEND,
-# HSET, LPUSH), counted by callgrind (noise-free, unlike throughput on a
+# Instructions per request of `batchkv serve`'s writes (SET, MSET10, INCR,
+# APPEND, HSET, LPUSH), counted by callgrind (noise-free, unlike throughput on a
 # shared machine). The read-side twin is scripts/redis-callgrind.sh.
 #
 # A server per test under `valgrind --tool=callgrind --instr-atstart=no`; with
@@ -20,7 +20,8 @@
 #
 # Usage: scripts/redis-callgrind-writes.sh BINARY [LABEL]
 # Environment (defaults in brackets):
-#   TESTS ["SET INCR APPEND HSET"]   (also LPUSH)
+#   TESTS ["SET MSET10 INCR APPEND HSET"]   (also LPUSH; MSET10 is an MSET
+#               of 10 random keys, as scripts/redis-bench.sh runs it)
 #   CONNS [50]  PIPES ["10"]  N [20000] requests per run
 #   KEYS [0]    string keys loaded first
 #   RANGE [KEYS, or 1000000 if none]  COLL [1000]  -r of the string and
@@ -28,11 +29,12 @@
 #   VALUE [100] value size of SET and of the loaded keys
 #   OPTIONS [write_buffer_size=1GB when KEYS=0, else none] engine options
 #   OUT [/tmp/redis-callgrind-writes]  PORT [16482]
+#   SERVE_ARGS [""] more arguments of `batchkv serve` (e.g. "--threads 1")
 set -euo pipefail
 
 BIN=${1:?usage: $0 BINARY [LABEL]}
 LABEL=${2:-$(basename "$BIN")}
-TESTS=${TESTS:-"SET INCR APPEND HSET"}
+TESTS=${TESTS:-"SET MSET10 INCR APPEND HSET"}
 CONNS=${CONNS:-50}
 PIPES=${PIPES:-10}
 N=${N:-20000}
@@ -48,6 +50,7 @@ fi
 COLL=${COLL:-1000}
 OUT=${OUT:-/tmp/redis-callgrind-writes}
 PORT=${PORT:-16482}
+read -r -a serve_args <<<"${SERVE_ARGS-}"
 mkdir -p "$OUT"
 PID=
 
@@ -61,6 +64,11 @@ trap stop_server EXIT
 args_of() {
     case $1 in
     SET) echo "$RANGE SET key:__rand_int__ $(head -c "$VALUE" </dev/zero | tr '\0' 'x')" ;;
+    MSET10)
+        local val
+        val=$(head -c "$VALUE" </dev/zero | tr '\0' 'x')
+        echo "$RANGE MSET$(for _ in $(seq 1 10); do printf ' key:__rand_int__ %s' "$val"; done)"
+        ;;
     INCR) echo "$RANGE INCR counter:__rand_int__" ;;
     APPEND) echo "$RANGE APPEND key:__rand_int__ 12345678" ;;
     HSET) echo "$COLL HSET h:__rand_int__ f:__rand_int__ v" ;;
@@ -88,7 +96,7 @@ for test in $TESTS; do
     run=$OUT/db-$LABEL
     rm -rf "$run" && mkdir -p "$run"
     valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$base.%p" \
-        "$BIN" "${opts[@]}" serve --dir "$run" --port "$PORT" --memtable skiplist \
+        "$BIN" "${opts[@]}" serve --dir "$run" --port "$PORT" --memtable skiplist "${serve_args[@]}" \
         >"$base.$test.log" 2>&1 &
     PID=$!
     wait_ready

@@ -468,7 +468,8 @@ impl Conn {
         };
         self.st.pubsub.drain(self.st.proto, &mut self.out);
         match group {
-            Group::Strings(n) => {
+            Group::Strings(slots) => {
+                let n = slots.len();
                 let began = std::time::Instant::now();
                 let run = Strings::new(&self.st, &reqs[..n]);
                 // Combining is worth a yield only if other clients exist.
@@ -479,11 +480,14 @@ impl Conn {
                     return None;
                 }
                 let error = written.error.as_deref();
-                commands::record_batched(&self.shared, &self.st, &reqs[..n], began, error);
+                let reqs = &reqs[..n];
+                commands::record_grouped(&self.shared, &self.st, reqs, &slots, began, error);
                 Some(Some(n))
             }
-            Group::StringUpdates(n) => {
-                let replies = commands::run_string_updates(&self.shared, &self.st, &reqs[..n]);
+            Group::StringUpdates(slots) => {
+                let n = slots.len();
+                let run = &reqs[..n];
+                let replies = commands::run_string_updates(&self.shared, &self.st, run, &slots);
                 for r in &replies {
                     r.encode(self.st.proto, &mut self.out);
                 }

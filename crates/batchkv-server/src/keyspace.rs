@@ -121,21 +121,23 @@ pub fn now_ms() -> u64 {
 
 /// Encodes a string value with an optional absolute expiry (ms).
 pub fn encode_value(data: &[u8], expire_at: Option<u64>) -> Vec<u8> {
+    let mut v = Vec::with_capacity(data.len() + 9);
+    encode_value_into(&mut v, data, expire_at);
+    v
+}
+
+/// [`encode_value`] into `out`, replacing what it held (no allocation
+/// once `out` has room).
+pub fn encode_value_into(out: &mut Vec<u8>, data: &[u8], expire_at: Option<u64>) {
+    out.clear();
     match expire_at {
-        None => {
-            let mut v = Vec::with_capacity(data.len() + 1);
-            v.push(TAG_PLAIN);
-            v.extend_from_slice(data);
-            v
-        }
+        None => out.push(TAG_PLAIN),
         Some(t) => {
-            let mut v = Vec::with_capacity(data.len() + 9);
-            v.push(TAG_EXPIRES);
-            v.extend_from_slice(&t.to_le_bytes());
-            v.extend_from_slice(data);
-            v
+            out.push(TAG_EXPIRES);
+            out.extend_from_slice(&t.to_le_bytes());
         }
     }
+    out.extend_from_slice(data);
 }
 
 /// First byte of the expiry-index keys (see the module docs).

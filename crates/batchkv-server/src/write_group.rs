@@ -57,7 +57,7 @@ use bytes::{Bytes, BytesMut};
 
 use batchkv::WriteBatch;
 
-use crate::batcher::Keys;
+use crate::batcher::{Keys, Shape};
 use crate::combine::{Combiner, Execute, Limits};
 use crate::commands::{self, CommandSpec, ConnState};
 use crate::keyspace::{self, MAX_KEY_LEN, MAX_VALUE_LEN};
@@ -87,38 +87,52 @@ fn pairs(args: &[Bytes]) -> Option<std::slice::ChunksExact<'_, Bytes>> {
 }
 
 /// A run of commands at the start of a pipeline that runs as one write.
+/// The indexes are each command's in the command table, as
+/// [`commands::groupable`] gives them (also their statistics slots).
 pub enum Group {
-    /// This many blind string writes.
-    Strings(usize),
-    /// This many string read-modify-writes (two or more).
-    StringUpdates(usize),
+    /// Blind string writes.
+    Strings(Vec<usize>),
+    /// String read-modify-writes (two or more).
+    StringUpdates(Vec<usize>),
     /// These write commands (two or more), one per request.
     Commands(Vec<&'static CommandSpec>),
 }
 
 /// The group at the start of `reqs`, if any.
 pub fn find(st: &ConnState, reqs: &[Vec<Bytes>]) -> Option<Group> {
-    let (mut specs, mut bytes) = (Vec::new(), 0);
+    let (mut indexes, mut bytes) = (Vec::new(), 0);
     let (mut blind, mut updates) = (true, true);
+    // A pipeline mostly repeats one command: a name equal to the previous
+    // one's needs no lookup, and (its arity checked by `groupable`, which
+    // is exact for the string updates) is a string update if that was.
+    let mut last: Option<(&Bytes, usize, bool)> = None;
     for args in reqs.iter().take(MAX_GROUP_COMMANDS) {
-        let Some(spec) = commands::groupable(st, args) else {
+        let same = last.filter(|(name, ..)| **name == args[0]);
+        let Some(index) = commands::groupable(st, args, same.map(|(_, i, _)| i)) else {
             break;
         };
         let size: usize = args.iter().map(Bytes::len).sum();
-        if !specs.is_empty() && bytes + size > MAX_GROUP_BYTES {
+        if !indexes.is_empty() && bytes + size > MAX_GROUP_BYTES {
             break;
         }
         bytes += size;
         blind &= pairs(args).is_some();
-        updates &= commands::is_string_update(args);
-        specs.push(spec);
+        let update = match same {
+            Some((.., update)) => update,
+            None => commands::is_string_update(args),
+        };
+        updates &= update;
+        last = Some((&args[0], index, update));
+        indexes.push(index);
     }
-    match specs.len() {
+    match indexes.len() {
         0 => None,
-        n if blind => Some(Group::Strings(n)),
+        _ if blind => Some(Group::Strings(indexes)),
         1 => None,
-        n if updates => Some(Group::StringUpdates(n)),
-        _ => Some(Group::Commands(specs)),
+        _ if updates => Some(Group::StringUpdates(indexes)),
+        _ => Some(Group::Commands(
+            indexes.into_iter().map(commands::spec_at).collect(),
+        )),
     }
 }
 
@@ -166,18 +180,18 @@ pub struct Strings {
 impl Strings {
     /// The run `reqs` of [`Group::Strings`] of a connection in state `st`.
     pub fn new(st: &ConnState, reqs: &[Vec<Bytes>]) -> Strings {
-        let mut keys = Keys::default();
         // A SET is 3 arguments, an MSET pair 2 more.
-        let mut values = Vec::with_capacity(reqs.iter().map(|a| a.len() / 2).sum());
+        let n = reqs.iter().map(|a| a.len() / 2).sum();
+        let (mut names, mut values) = (Vec::with_capacity(n), Vec::with_capacity(n));
         for p in reqs
             .iter()
             .flat_map(|args| pairs(args).into_iter().flatten())
         {
-            keys.push(st.db, &p[0]);
+            names.push(&p[0]);
             values.push(p[1].clone());
         }
         Strings {
-            keys,
+            keys: stored_keys(st.db, &names),
             values,
             commands: reqs.len(),
             proto: st.proto,
@@ -189,6 +203,14 @@ impl Strings {
             + self.values.iter().map(Bytes::len).sum::<usize>()
             + PAIR_WEIGHT * self.values.len()
     }
+}
+
+/// The stored keys of `names` in database `db`, in one buffer sized once
+/// (the layout of an MGET's keys).
+pub fn stored_keys(db: u8, names: &[&Bytes]) -> Keys {
+    let mut keys = Keys::default();
+    keys.push_args(db, Shape::Mget(names.len()), names);
+    keys
 }
 
 /// What a run got: every command answered, with `error` (the error all of
@@ -269,13 +291,19 @@ impl Execute for StringWrites {
 fn write(shared: &Shared, runs: &[&Strings]) -> Vec<Result<(), Reply>> {
     let keys: Vec<&[u8]> = runs.iter().flat_map(|r| r.keys.iter()).collect();
     let _g = shared.lock_keys(&keys);
+    let mut first = 0;
     // Sized once: the runs' keys and values and an entry header each.
     let mut b = WriteBatch::with_capacity(runs.iter().map(|r| r.weight()).sum());
     let mut results = Vec::with_capacity(runs.len());
+    // Each value's stored encoding, built here (the batch copies it).
+    let mut encoded = Vec::new();
     for run in runs {
         b.set_save_point();
         let mut result = Ok(());
-        for (key, value) in run.keys.iter().zip(&run.values) {
+        // Each run's keys follow the previous run's in `keys`.
+        let own = &keys[first..first + run.values.len()];
+        first += run.values.len();
+        for (&key, value) in own.iter().zip(&run.values) {
             let cleared = shared.clear_old(&mut b, key);
             #[cfg(test)]
             let cleared = cleared.and_then(|()| tests::injected_failure(key));
@@ -283,7 +311,10 @@ fn write(shared: &Shared, runs: &[&Strings]) -> Vec<Result<(), Reply>> {
                 result = Err(e);
                 break;
             }
-            keyspace::put_value(&mut b, key, value, None);
+            // `keyspace::put_value` without an expiry, without an
+            // allocation per value.
+            keyspace::encode_value_into(&mut encoded, value, None);
+            b.put(key, &encoded);
         }
         // The save point was set just above: neither call can fail.
         let restored = if result.is_ok() {

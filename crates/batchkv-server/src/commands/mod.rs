@@ -456,25 +456,46 @@ fn publish(conn: &ConnState) {
 }
 
 /// The command `args` names if it may run in a pipeline's write group
-/// (`write_group.rs`): a write command with keys that cannot block, with
-/// no subcommand, its arity and key lengths valid, sent by an
-/// authenticated connection outside MULTI and outside a RESP2
-/// subscriber's context. `execute` would run it with no other check, and
-/// it changes no connection state.
-pub fn groupable(conn: &ConnState, args: &[Bytes]) -> Option<&'static CommandSpec> {
-    if !conn.authenticated || conn.tx.in_multi() || (conn.proto == 2 && conn.pubsub.is_subscribed())
-    {
-        return None;
-    }
-    let index = lookup_index(&args[0])?;
+/// (`write_group.rs`): its index in [`all_commands`] (also its statistics
+/// slot: such a command has no subcommand), for a write command with keys
+/// that cannot block, with no subcommand, its arity and key lengths
+/// valid, sent by an authenticated connection outside MULTI and outside a
+/// RESP2 subscriber's context. `execute` would run it with no other
+/// check, and it changes no connection state. `known`: what this
+/// function gave for an earlier command of the same name and connection
+/// state (a pipeline repeats names), sparing the lookup and the checks
+/// of the command itself.
+pub fn groupable(conn: &ConnState, args: &[Bytes], known: Option<usize>) -> Option<usize> {
+    let index = match known {
+        Some(i) => i,
+        None => {
+            if !conn.authenticated
+                || conn.tx.in_multi()
+                || (conn.proto == 2 && conn.pubsub.is_subscribed())
+            {
+                return None;
+            }
+            let i = lookup_index(&args[0])?;
+            let spec = table().specs[i];
+            let kind_fits = spec.first_key > 0
+                && spec.flags.contains(&"write")
+                && !spec.flags.contains(&"blocking");
+            if !kind_fits {
+                return None;
+            }
+            i
+        }
+    };
     let spec = table().specs[index];
-    let fits = spec.first_key > 0
-        && spec.flags.contains(&"write")
-        && !spec.flags.contains(&"blocking")
-        && arity_ok(spec, args.len())
-        && matches!(subcommand(index, args), Ok((_, None)))
+    let fits = arity_ok(spec, args.len())
+        && (table().subs[index].is_none() || matches!(subcommand(index, args), Ok((_, None))))
         && crate::keyspace::check_new_keys(spec, args).is_none();
-    fits.then_some(spec)
+    fits.then_some(index)
+}
+
+/// The command at `index` in [`all_commands`] (as [`groupable`] gives it).
+pub fn spec_at(index: usize) -> &'static CommandSpec {
+    table().specs[index]
 }
 
 /// Runs a pipeline's write group (`write_group.rs`): `cmds`, each as
@@ -501,10 +522,16 @@ pub fn is_string_update(args: &[Bytes]) -> bool {
 }
 
 /// Runs a pipeline's run of string read-modify-writes (`write_group.rs`;
-/// each [`groupable`] and [`is_string_update`]) as one engine write
+/// each [`groupable`] and [`is_string_update`], `slots[i]` what
+/// [`groupable`] gave for `reqs[i]`) as one engine write
 /// (`string_runs.rs`), counted as [`execute`] counts commands; their
 /// replies in order.
-pub fn run_string_updates(shared: &Shared, conn: &ConnState, reqs: &[Vec<Bytes>]) -> Vec<Reply> {
+pub fn run_string_updates(
+    shared: &Shared,
+    conn: &ConnState,
+    reqs: &[Vec<Bytes>],
+    slots: &[usize],
+) -> Vec<Reply> {
     let began = Instant::now();
     // The panic boundary of the run's commands (`panics.rs`).
     let replies = crate::panics::catch(
@@ -518,10 +545,11 @@ pub fn run_string_updates(shared: &Shared, conn: &ConnState, reqs: &[Vec<Bytes>]
         || string_runs::run(shared, conn, reqs),
     )
     .unwrap_or_else(|| vec![Reply::err(crate::panics::INTERNAL_ERROR); reqs.len()]);
-    record_run(shared, conn, reqs, began, |i| match &replies[i] {
+    let error_of = |i: usize| match &replies[i] {
         Reply::Error(text) => Some(text.as_str()),
         _ => None,
-    });
+    };
+    record_run(shared, conn, reqs, |i| slots[i], began, error_of);
     replies
 }
 
@@ -602,8 +630,7 @@ fn log_slow(shared: &Shared, conn: &ConnState, args: &[Bytes], took: Duration) {
 }
 
 /// Records a run of batched reads `reqs` (GET, MGET, collection point
-/// reads) that the batcher answered, or of grouped writes (SET, MSET,
-/// `write_group.rs`), started at `began` (`conn.rs`):
+/// reads) that the batcher answered, started at `began` (`conn.rs`):
 /// counted as [`execute`] counts commands, each taking an equal share of
 /// the run's time; each failed if `error` (the error all of them
 /// answered).
@@ -614,28 +641,43 @@ pub fn record_batched(
     began: Instant,
     error: Option<&str>,
 ) {
-    record_run(shared, conn, reqs, began, |_| error);
+    // A batched read's slot is found without a lookup.
+    let slot_of = |i: usize| match batch_shape(&reqs[i]) {
+        Some((index, _)) => index,
+        None => lookup_index(&reqs[i][0]).unwrap_or(0),
+    };
+    record_run(shared, conn, reqs, slot_of, began, |_| error);
+}
+
+/// Records a run of grouped writes `reqs` (SET, MSET, `write_group.rs`)
+/// as [`record_batched`] records reads; `slots[i]` is what [`groupable`]
+/// gave for `reqs[i]`.
+pub fn record_grouped(
+    shared: &Shared,
+    conn: &ConnState,
+    reqs: &[Vec<Bytes>],
+    slots: &[usize],
+    began: Instant,
+    error: Option<&str>,
+) {
+    record_run(shared, conn, reqs, |i| slots[i], began, |_| error);
 }
 
 /// Records a run of commands `reqs` answered together, started at
 /// `began`, as [`execute`] counts commands, each taking an equal share of
-/// the run's time; command `i` failed if `error_of(i)` is its error.
+/// the run's time; command `i` has statistics slot `slot_of(i)`, and
+/// failed if `error_of(i)` is its error.
 fn record_run<'e>(
     shared: &Shared,
     conn: &ConnState,
     reqs: &[Vec<Bytes>],
+    slot_of: impl Fn(usize) -> usize,
     began: Instant,
     error_of: impl Fn(usize) -> Option<&'e str>,
 ) {
     if reqs.is_empty() {
         return;
     }
-    // A command's slot is its index (commands come first); a batched
-    // read's is found without a lookup.
-    let slot_of = |args: &Vec<Bytes>| match batch_shape(args) {
-        Some((index, _)) => index,
-        None => lookup_index(&args[0]).unwrap_or(0),
-    };
     let n = reqs.len() as u32;
     shared
         .stats
@@ -645,8 +687,8 @@ fn record_run<'e>(
     // Calls per slot and outcome, in a run of consecutive commands of one
     // slot and outcome.
     let mut run: Option<(usize, bool, u32)> = None;
-    for (i, args) in reqs.iter().enumerate() {
-        let (slot, failed) = (slot_of(args), error_of(i).is_some());
+    for i in 0..reqs.len() {
+        let (slot, failed) = (slot_of(i), error_of(i).is_some());
         match &mut run {
             Some((s, f, calls)) if *s == slot && *f == failed => *calls += 1,
             _ => {

@@ -101,16 +101,23 @@ struct Key<'a> {
     /// Its value when the run read it was there but expired: the first
     /// change replaces it as `Shared::put` does (`Shared::clear_old`).
     expired: bool,
+    /// Bytes the run's APPENDs to it add at most: the read copy of its
+    /// value is allocated with room for them (no reallocation).
+    appended: usize,
 }
+
+/// Bytes a key's batch entry takes besides its key and value (entry
+/// header), with room for an INCR's digits where no value was read.
+const ENTRY_SLACK: usize = 32;
 
 /// Runs `reqs` (each [`is_string_update`], as `groupable` found it, for a
 /// connection in state `conn`) as one engine write; their replies in order.
 pub fn run(shared: &Shared, conn: &ConnState, reqs: &[Vec<Bytes>]) -> Vec<Reply> {
-    let stored: Vec<Vec<u8>> = reqs
-        .iter()
-        .map(|a| keyspace::db_key(conn.db, &a[1]))
-        .collect();
-    let mut distinct: Vec<&[u8]> = stored.iter().map(Vec::as_slice).collect();
+    let names: Vec<&Bytes> = reqs.iter().map(|a| &a[1]).collect();
+    let stored_keys = crate::write_group::stored_keys(conn.db, &names);
+    let stored: Vec<&[u8]> = stored_keys.iter().collect();
+    let kinds: Vec<Option<Kind>> = reqs.iter().map(|a| kind(a)).collect();
+    let mut distinct = stored.clone();
     distinct.sort_unstable();
     distinct.dedup();
     let _g = shared.lock_keys(&distinct);
@@ -122,30 +129,47 @@ pub fn run(shared: &Shared, conn: &ConnState, reqs: &[Vec<Bytes>]) -> Vec<Reply>
             value: None,
             changed: false,
             expired: false,
+            appended: 0,
         })
         .collect();
+    // Each command's key in `distinct` (which holds every key of the run,
+    // sorted).
+    let at: Vec<usize> = stored
+        .iter()
+        .map(|key| distinct.partition_point(|d| d < key))
+        .collect();
+    for ((args, &i), command) in reqs.iter().zip(&at).zip(&kinds) {
+        if let (Some(Kind::Append), Some(k)) = (command, keys.get_mut(i)) {
+            k.appended = k.appended.saturating_add(args[2].len());
+        }
+    }
     // Under the locks: the latest values, which the key counts of the
     // write below recall (`keycount::remember`).
     let read = shared.get_many_with(&ReadOptions::default(), &distinct, |i, v| {
         if let (Some(k), Some(v)) = (keys.get_mut(i), v) {
             k.expired = matches!(keyspace::live_entry(v, now), Ok(None));
-            k.value = Some(v.to_vec());
+            let mut copy = Vec::with_capacity(v.len().saturating_add(k.appended));
+            copy.extend_from_slice(v);
+            k.value = Some(copy);
         }
     });
     if let Err(e) = read {
         return vec![e; reqs.len()];
     }
-    let mut b = WriteBatch::new();
+    // Sized once: each key, its value as read, what APPENDs add to it.
+    let capacity = keys.iter().fold(0usize, |n, k| {
+        let value = k.value.as_ref().map_or(0, Vec::len);
+        n.saturating_add(k.key.len() + value + ENTRY_SLACK)
+            .saturating_add(k.appended)
+    });
+    let mut b = WriteBatch::with_capacity(capacity);
     let replies: Vec<Reply> = reqs
         .iter()
-        .zip(&stored)
-        .map(|(args, key)| {
-            // `distinct` holds every key of the run, sorted.
-            let at = distinct.partition_point(|d| *d < key.as_slice());
-            match keys.get_mut(at) {
-                Some(k) => apply(shared, &mut b, k, args, now),
-                None => Reply::err(crate::panics::INTERNAL_ERROR),
-            }
+        .zip(&at)
+        .zip(&kinds)
+        .map(|((args, &i), &command)| match (keys.get_mut(i), command) {
+            (Some(k), Some(command)) => apply(shared, &mut b, k, command, args, now),
+            _ => Reply::err(crate::panics::INTERNAL_ERROR),
         })
         .collect();
     for k in keys.iter().filter(|k| k.changed) {
@@ -165,12 +189,16 @@ pub fn run(shared: &Shared, conn: &ConnState, reqs: &[Vec<Bytes>]) -> Vec<Reply>
     replies
 }
 
-/// Applies the command `args` to key `k` (its old elements, if it was an
+/// Applies the command `args` (of kind `command`) to key `k` (its old elements, if it was an
 /// expired collection, dropped into `b`); its reply.
-fn apply(shared: &Shared, b: &mut WriteBatch, k: &mut Key<'_>, args: &[Bytes], now: u64) -> Reply {
-    let Some(command) = kind(args) else {
-        return Reply::err(crate::panics::INTERNAL_ERROR);
-    };
+fn apply(
+    shared: &Shared,
+    b: &mut WriteBatch,
+    k: &mut Key<'_>,
+    command: Kind,
+    args: &[Bytes],
+    now: u64,
+) -> Reply {
     let update = match update_of(command, args) {
         Ok(u) => u,
         Err(reply) => return reply,
@@ -185,18 +213,33 @@ fn apply(shared: &Shared, b: &mut WriteBatch, k: &mut Key<'_>, args: &[Bytes], n
     };
     let (new_value, reply) = match update {
         Update::Add(by) => {
-            let (exp, cur) = match live {
-                None => (None, 0),
-                Some((exp, data)) => match parse_int(data) {
-                    Some(n) => (exp, n),
+            let (cur, digits_len) = match live {
+                None => (0, None),
+                Some((_, data)) => match parse_int(data) {
+                    Some(n) => (n, Some(data.len())),
                     None => return not_integer(),
                 },
             };
             let Some(n) = cur.checked_add(by) else {
                 return Reply::err(INCR_OVERFLOW);
             };
-            let text = n.to_string();
-            (keyspace::encode_value(text.as_bytes(), exp), Reply::Int(n))
+            let mut digits = [0u8; 20];
+            let text = format_i64(n, &mut digits);
+            let value = match (digits_len, k.value.take()) {
+                // The stored value is the live string's encoding (tag,
+                // expiry, digits): keep its header (the expiry stays, as
+                // INCR keeps it) and replace the digits in place.
+                (Some(old), Some(mut v)) => {
+                    v.truncate(v.len() - old);
+                    v.extend_from_slice(text);
+                    v
+                }
+                (_, old) => {
+                    k.value = old;
+                    keyspace::encode_value(text, None)
+                }
+            };
+            (value, Reply::Int(n))
         }
         Update::Append(tail) => {
             let len = live.map_or(0, |(_, data)| data.len());
@@ -228,6 +271,26 @@ fn apply(shared: &Shared, b: &mut WriteBatch, k: &mut Key<'_>, args: &[Bytes], n
     reply
 }
 
+/// Writes `n` in decimal (as `i64::to_string`, without allocating) into
+/// `buf`; the digits written.
+fn format_i64(n: i64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut m = n.unsigned_abs();
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (m % 10) as u8;
+        m /= 10;
+        if m == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        at -= 1;
+        buf[at] = b'-';
+    }
+    &buf[at..]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,6 +320,14 @@ mod tests {
             &["setrange", "k", "0", "v"],
         ] {
             assert!(!is_string_update(&args(no)), "{no:?}");
+        }
+    }
+
+    #[test]
+    fn integers_are_written_as_to_string_writes_them() {
+        let mut buf = [0u8; 20];
+        for n in [0, 1, -1, 9, 10, -10, 4_294_967_296, i64::MAX, i64::MIN] {
+            assert_eq!(format_i64(n, &mut buf), n.to_string().as_bytes(), "{n}");
         }
     }
 

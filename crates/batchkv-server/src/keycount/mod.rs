@@ -133,6 +133,10 @@ fn cleared_dbs<'a>(begin: &'a [u8], end: &'a [u8]) -> impl Iterator<Item = usize
 /// The start-up scan's outcome: the counts, or why there are none.
 type Base = Result<[Count; NUM_DBS], String>;
 
+/// Key bytes per batch entry [`KeyCounts::write`] reserves room for at
+/// first (it grows past that for longer keys).
+const KEY_BYTES_GUESS: usize = 24;
+
 /// Per-database key counts (module doc).
 pub struct KeyCounts {
     base: Mutex<Option<Base>>,
@@ -310,8 +314,9 @@ impl KeyCounts {
         // in order (a key may repeat: its last state wins), copied into
         // one buffer (`key_bytes[start..end]`), not one allocation each.
         // (Not sized by the batch: its size includes the values, which
-        // can be hundreds of megabytes.)
-        let mut key_bytes: Vec<u8> = Vec::new();
+        // can be hundreds of megabytes; a guess per entry instead.)
+        let mut key_bytes: Vec<u8> =
+            Vec::with_capacity(batch.len().saturating_mul(KEY_BYTES_GUESS));
         let mut changes: Vec<(usize, usize, Option<State>, State)> =
             Vec::with_capacity(batch.len());
         for op in batch.ops() {
@@ -388,7 +393,7 @@ impl KeyCounts {
             let _gate = self.gate.write().unwrap_or_else(|e| e.into_inner());
             let mut w = lock(&self.window);
             if !w.is_empty() {
-                let next = Window::open(Some(db.snapshot()));
+                let next = Window::open_after(Some(db.snapshot()), &w);
                 closed.push(std::mem::replace(&mut *w, next));
             }
         }
@@ -523,7 +528,52 @@ impl Default for KeyCounts {
 struct Prior {
     /// Recordings alive on this thread.
     depth: u32,
-    seen: Vec<(Vec<u8>, State)>,
+    /// The keys read, one after another (`seen` says where each ends);
+    /// kept allocated between commands up to [`PRIOR_KEPT_BYTES`].
+    key_bytes: Vec<u8>,
+    /// Per key read: where it ends in `key_bytes`, its [`fingerprint`]
+    /// and its state.
+    seen: Vec<(usize, u64, State)>,
+    /// Where [`recall`] looks first: after the entry it found last (a
+    /// write's keys mostly come in the order they were read).
+    next: usize,
+}
+
+/// A cheap summary of a key that differs for most pairs of keys that
+/// differ (its length and last bytes): compared before the bytes.
+fn fingerprint(key: &[u8]) -> u64 {
+    let tail = &key[key.len().saturating_sub(7)..];
+    let mut word = [0u8; 8];
+    word[..tail.len()].copy_from_slice(tail);
+    word[7] = key.len() as u8;
+    u64::from_le_bytes(word)
+}
+
+impl Prior {
+    /// The key of entry `i`.
+    fn key(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.seen[i - 1].0 };
+        &self.key_bytes[start..self.seen[i].0]
+    }
+
+    /// The entry holding `key`, if any (the first, if it repeats).
+    fn find(&self, key: &[u8]) -> Option<usize> {
+        let f = fingerprint(key);
+        let is = |i: usize| self.seen[i].1 == f && self.key(i) == key;
+        if self.next < self.seen.len() && is(self.next) {
+            return Some(self.next);
+        }
+        (0..self.seen.len()).find(|&i| is(i))
+    }
+
+    fn clear(&mut self) {
+        self.seen.clear();
+        self.next = 0;
+        self.key_bytes.clear();
+        if self.key_bytes.capacity() > PRIOR_KEPT_BYTES {
+            self.key_bytes = Vec::new();
+        }
+    }
 }
 
 thread_local! {
@@ -533,6 +583,8 @@ thread_local! {
 /// Most reads remembered per command (multi-key commands read more; their
 /// other keys are looked up again).
 const PRIOR_MAX: usize = 32;
+/// Key bytes a thread keeps allocated for [`Prior`] between commands.
+const PRIOR_KEPT_BYTES: usize = 4096;
 
 /// Marks a span in which this thread's reads of keyspace keys are the
 /// state of keys it holds locked (a `KeyGuard`'s lifetime).
@@ -543,7 +595,7 @@ impl Recording {
         PRIOR.with(|p| {
             let mut p = p.borrow_mut();
             p.depth += 1;
-            p.seen.clear();
+            p.clear();
         });
         Recording(())
     }
@@ -554,7 +606,7 @@ impl Drop for Recording {
         PRIOR.with(|p| {
             let mut p = p.borrow_mut();
             p.depth -= 1;
-            p.seen.clear();
+            p.clear();
         });
     }
 }
@@ -567,8 +619,10 @@ pub fn remember(key: &[u8], stored: Option<&[u8]>) {
     }
     PRIOR.with(|p| {
         let mut p = p.borrow_mut();
-        if p.depth > 0 && p.seen.len() < PRIOR_MAX && !p.seen.iter().any(|(k, _)| k == key) {
-            p.seen.push((key.to_vec(), State::of(stored)));
+        if p.depth > 0 && p.seen.len() < PRIOR_MAX && p.find(key).is_none() {
+            p.key_bytes.extend_from_slice(key);
+            let end = p.key_bytes.len();
+            p.seen.push((end, fingerprint(key), State::of(stored)));
         }
     });
 }
@@ -584,13 +638,15 @@ pub fn recall_live(key: &[u8], now: u64) -> Option<bool> {
 
 fn recall(key: &[u8]) -> Option<State> {
     PRIOR.with(|p| {
-        let p = p.borrow();
-        p.seen.iter().find(|(k, _)| k == key).map(|(_, s)| *s)
+        let mut p = p.borrow_mut();
+        let i = p.find(key)?;
+        p.next = i + 1;
+        Some(p.seen[i].2)
     })
 }
 
 fn forget() {
-    PRIOR.with(|p| p.borrow_mut().seen.clear());
+    PRIOR.with(|p| p.borrow_mut().clear());
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -896,6 +952,39 @@ mod tests {
         assert_eq!((d.keys[1], d.expires[1]), (1, 0));
         assert_eq!((d.keys[2], d.expires[2]), (2, 1));
         assert_eq!((d.keys[5], d.expires[5]), (1, 0));
+    }
+
+    #[test]
+    fn reads_under_a_recording_are_recalled_until_the_write() {
+        remember(b"\0outside", None);
+        assert_eq!(recall(b"\0outside"), None, "no recording: nothing kept");
+        let rec = Recording::start();
+        let keys: Vec<Vec<u8>> = (0..PRIOR_MAX + 3)
+            .map(|i| format!("\0key-{i}").into_bytes())
+            .collect();
+        for (i, k) in keys.iter().enumerate() {
+            let stored = if i % 2 == 0 { Some(expiring()) } else { None };
+            remember(k, stored.as_deref());
+        }
+        // A second read of a key keeps the first (the state under the lock).
+        remember(&keys[1], Some(&plain()));
+        remember(b"\x12element", None);
+        for (i, k) in keys.iter().enumerate() {
+            let want = match i {
+                _ if i >= PRIOR_MAX => None,
+                _ if i % 2 == 0 => Some(State::Present { expire_at: Some(1) }),
+                _ => Some(State::Absent),
+            };
+            assert_eq!(recall(k), want, "key {i}");
+        }
+        assert_eq!(recall(b"\x12element"), None, "not a keyspace key");
+        assert_eq!(recall_live(&keys[0], 0), Some(true));
+        assert_eq!(recall_live(&keys[0], 1), Some(false), "expired at 1");
+        forget();
+        assert_eq!(recall(&keys[0]), None, "a write forgets");
+        remember(&keys[0], None);
+        drop(rec);
+        assert_eq!(recall(&keys[0]), None, "the recording's end forgets");
     }
 
     /// A small deterministic generator (xorshift64*).

@@ -30,10 +30,11 @@
 //! exclusively, the open window counted first, the next one opened after
 //! the write (`KeyCounts::write_alone`).
 
-use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::time::{Duration, Instant};
 
 use batchkv::{Db, ReadOptions, Snapshot};
+use hashbrown::HashTable;
 
 use super::{db_of, Delta, State};
 
@@ -59,14 +60,28 @@ struct Change {
     after: State,
 }
 
+/// A key of a window: where its bytes lie in the window's `key_bytes`,
+/// and what its writes did.
+#[derive(Debug, Clone, Copy)]
+struct Recorded {
+    start: usize,
+    end: usize,
+    change: Change,
+}
+
 /// The keyspace keys written since `since` (module doc).
 pub struct Window {
     /// The snapshot the window opened at (`None`: counting not started,
     /// or between a close and an open under the gate).
     since: Option<Snapshot>,
     opened: Instant,
-    /// Hashed with a per-process random seed (the keys are clients').
-    keys: HashMap<Vec<u8>, Change, foldhash::fast::RandomState>,
+    /// The keys' bytes, one after another, in the order of their first
+    /// write (one buffer: no allocation per key).
+    key_bytes: Vec<u8>,
+    /// The keys, found by the hash of their bytes (`hasher`).
+    keys: HashTable<Recorded>,
+    /// A per-process random seed (the keys are clients').
+    hasher: foldhash::fast::RandomState,
 }
 
 impl Window {
@@ -75,7 +90,22 @@ impl Window {
         Window {
             since,
             opened: Instant::now(),
-            keys: HashMap::default(),
+            key_bytes: Vec::new(),
+            keys: HashTable::new(),
+            hasher: Default::default(),
+        }
+    }
+
+    /// A window opening at `since` after `last`, sized for as many keys as
+    /// `last` held (up to [`WINDOW_KEYS`]): windows of a steady load grow
+    /// no table.
+    pub fn open_after(since: Option<Snapshot>, last: &Window) -> Window {
+        let keys = last.len().min(WINDOW_KEYS);
+        let bytes = last.key_bytes.len() / last.len().max(1) * keys;
+        Window {
+            key_bytes: Vec::with_capacity(bytes),
+            keys: HashTable::with_capacity(keys),
+            ..Window::open(since)
         }
     }
 
@@ -95,12 +125,28 @@ impl Window {
     /// Records that a write left `key` in state `after`; `before` is its
     /// state before that write, if the writer read it.
     pub fn record(&mut self, key: &[u8], before: Option<State>, after: State) {
-        match self.keys.get_mut(key) {
-            Some(c) => c.after = after,
-            None => {
-                self.keys.insert(key.to_vec(), Change { before, after });
-            }
+        let (keys, bytes, hasher) = (&mut self.keys, &mut self.key_bytes, &self.hasher);
+        let hash = hasher.hash_one(key);
+        if let Some(w) = keys.find_mut(hash, |w| &bytes[w.start..w.end] == key) {
+            w.change.after = after;
+            return;
         }
+        let start = bytes.len();
+        bytes.extend_from_slice(key);
+        let recorded = Recorded {
+            start,
+            end: bytes.len(),
+            change: Change { before, after },
+        };
+        let bytes = &*bytes;
+        keys.insert_unique(hash, recorded, |w| hasher.hash_one(&bytes[w.start..w.end]));
+    }
+
+    /// The keys recorded, with what their writes did.
+    fn entries(&self) -> impl Iterator<Item = (&[u8], Change)> + '_ {
+        self.keys
+            .iter()
+            .map(|w| (&self.key_bytes[w.start..w.end], w.change))
     }
 
     /// What the window's writes changed in the counts (reads the keys whose
@@ -115,7 +161,7 @@ impl Window {
             }
         };
         let mut unknown: Vec<(&[u8], State)> = Vec::new();
-        for (k, c) in &self.keys {
+        for (k, c) in self.entries() {
             match c.before {
                 Some(b) => add(k, b, c.after),
                 None => unknown.push((k, c.after)),

@@ -116,7 +116,15 @@ pub(crate) fn run_compaction(
                 span_start = Some(span_end);
                 result.files.push(finish_output(number, b)?);
             }
-            current_key = Some(parsed.user_key.to_vec());
+            // In place: a new allocation per user key was a malloc and a
+            // free per compacted entry.
+            match &mut current_key {
+                Some(k) => {
+                    k.clear();
+                    k.extend_from_slice(parsed.user_key);
+                }
+                None => current_key = Some(parsed.user_key.to_vec()),
+            }
             last_stripe = None;
         }
         let stripe = stripe_of(parsed.sequence);

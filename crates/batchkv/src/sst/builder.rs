@@ -204,6 +204,7 @@ impl TableBuilder {
         let contents = self.data.finish();
         let (stored, kind) = self.compressor.compress(&contents);
         let handle = write_raw_block(&mut *self.file, &mut self.offset, stored, kind)?;
+        self.data.recycle(contents);
         self.props.num_data_blocks += 1;
         self.pending_index = Some(handle);
         Ok(())

@@ -54,15 +54,10 @@ pub(super) unsafe fn node_lt(n: *mut Node, user: &[u8], trailer: u64) -> bool {
     compare_internal_key_parts(node::key(n), user, trailer) == CmpOrdering::Less
 }
 
-/// Entries whose splice searches [`SkipList::insert_batch`] interleaves at
-/// once (a core keeps ~16 misses in flight; the per-entry splice arrays
-/// stay on the stack: 2 × 12 pointers × 16).
-const INSERT_CHUNK: usize = 16;
-
 /// Prefetches what the next step of a search at `level` reads of `z` (its
 /// key's first line and its `next` slot at `level`); nothing for null.
 #[inline(always)]
-fn prefetch_node(z: *mut Node, level: usize) {
+pub(super) fn prefetch_node(z: *mut Node, level: usize) {
     if !z.is_null() {
         prefetch_read(node::slot_addr(z, level));
         prefetch_read(z);
@@ -271,88 +266,6 @@ impl SkipList {
         unsafe { self.link(n, height, user, trailer, &mut prev, &mut next) };
     }
 
-    /// Inserts every `(user, trailer, value)` of `entries` (internal keys
-    /// new and distinct, in any order), with their splice searches
-    /// interleaved: a round advances each search by one node and
-    /// prefetches the node its next step reads, so the cache misses of the
-    /// searches overlap instead of following one another (docs/design.md
-    /// §4.3; the batched insert of RocksDB PR 14589 does the same). The
-    /// result is that of [`SkipList::insert`] of each, in any order.
-    pub(super) fn insert_batch(&self, entries: &[(&[u8], u64, &[u8])]) {
-        for chunk in entries.chunks(INSERT_CHUNK) {
-            if let [(user, trailer, value)] = chunk {
-                self.insert(user, *trailer, value);
-            } else {
-                self.insert_chunk(chunk);
-            }
-        }
-    }
-
-    /// [`SkipList::insert_batch`] of at most [`INSERT_CHUNK`] entries.
-    fn insert_chunk(&self, entries: &[(&[u8], u64, &[u8])]) {
-        debug_assert!(entries.len() <= INSERT_CHUNK);
-        let mut nodes = [(std::ptr::null_mut(), 0usize); INSERT_CHUNK];
-        let mut tallest = 1;
-        for (slot, (user, trailer, value)) in nodes.iter_mut().zip(entries) {
-            *slot = self.new_node(user, *trailer, value);
-            tallest = tallest.max(slot.1);
-        }
-        let top = self.raise_max_height(tallest);
-        // One search per entry: `x` < key at `level`; `z` = next(x, level),
-        // prefetched when it was loaded; `level` = usize::MAX once done.
-        let mut x = [self.head; INSERT_CHUNK];
-        let mut z = [std::ptr::null_mut::<Node>(); INSERT_CHUNK];
-        let mut level = [top - 1; INSERT_CHUNK];
-        let mut prev = [[self.head; MAX_HEIGHT]; INSERT_CHUNK];
-        let mut next = [[std::ptr::null_mut::<Node>(); MAX_HEIGHT]; INSERT_CHUNK];
-        for zi in z.iter_mut().take(entries.len()) {
-            // SAFETY: the head has MAX_HEIGHT ≥ top levels.
-            *zi = unsafe { node::next(self.head, top - 1) };
-            prefetch_node(*zi, top - 1);
-        }
-        let mut searching = entries.len();
-        while searching > 0 {
-            for (i, &(user, trailer, _)) in entries.iter().enumerate() {
-                let l = level[i];
-                if l == usize::MAX {
-                    continue;
-                }
-                let zi = z[i];
-                // SAFETY: `zi`, if non-null, is a linked node (invariant 1).
-                if !zi.is_null() && unsafe { node_lt(zi, user, trailer) } {
-                    x[i] = zi;
-                } else {
-                    debug_assert!(
-                        zi.is_null()
-                            // SAFETY: a non-null `zi` is a linked node (invariant 1).
-                            || unsafe { compare_internal_key_parts(node::key(zi), user, trailer) }
-                                .is_gt(),
-                        "internal key inserted twice"
-                    );
-                    prev[i][l] = x[i];
-                    next[i][l] = zi;
-                    if l == 0 {
-                        level[i] = usize::MAX;
-                        searching -= 1;
-                        continue;
-                    }
-                    level[i] = l - 1;
-                }
-                // SAFETY: `x[i]` is the head or a linked node of height >
-                // level[i] (reached at that level or above).
-                z[i] = unsafe { node::next(x[i], level[i]) };
-                prefetch_node(z[i], level[i]);
-            }
-        }
-        for (i, &(user, trailer, _)) in entries.iter().enumerate() {
-            let (n, height) = nodes[i];
-            // SAFETY: `n` is a fresh node of height `height`, not yet
-            // linked; every `prev[i][l]` is the head or a linked node < the
-            // key (nodes linked since only sit after it: `link` re-finds).
-            unsafe { self.link(n, height, user, trailer, &mut prev[i], &mut next[i]) };
-        }
-    }
-
     /// A new node for `(user ‖ trailer) → value` of random height, not yet
     /// linked, and its height.
     fn new_node(&self, user: &[u8], trailer: u64, value: &[u8]) -> (*mut Node, usize) {
@@ -367,7 +280,7 @@ impl SkipList {
 
     /// Raises `max_height` to at least `height` (relaxed CAS loop: the
     /// value is a search hint) and returns the height to search from.
-    fn raise_max_height(&self, height: usize) -> usize {
+    pub(super) fn raise_max_height(&self, height: usize) -> usize {
         let mut top = self.max_height();
         while height > top {
             match self.max_height.compare_exchange_weak(
@@ -390,17 +303,19 @@ impl SkipList {
     ///
     /// # Safety
     /// `n` is a fresh, unlinked node of height `height` holding `(user,
-    /// trailer)`; each `prev[l]` (l < height) is the head or a linked node
-    /// of height > l whose key is < `(user, trailer)`.
-    unsafe fn link(
+    /// trailer)`; `prev` and `next` hold at least `height` entries, and
+    /// each `prev[l]` (l < height) is the head or a linked node taller
+    /// than `l` whose key is < `(user, trailer)`.
+    pub(super) unsafe fn link(
         &self,
         n: *mut Node,
         height: usize,
         user: &[u8],
         trailer: u64,
-        prev: &mut [*mut Node; MAX_HEIGHT],
-        next: &mut [*mut Node; MAX_HEIGHT],
+        prev: &mut [*mut Node],
+        next: &mut [*mut Node],
     ) {
+        debug_assert!(prev.len() >= height && next.len() >= height);
         for l in 0..height {
             loop {
                 // SAFETY: `n` has height > l; nobody else can see it at level l

@@ -3,8 +3,8 @@
 //! descent (§4.3) — and optional paranoid checks (§4.4).
 //!
 //! Files: `arena.rs` (blocks, huge pages), `node.rs` (node layout),
-//! `list.rs` (insert, single-key search, checks), `finger.rs`, `bfs.rs`,
-//! `iter.rs`.
+//! `list.rs` (insert, single-key search, checks), `batch_insert.rs` (a
+//! write group's interleaved searches), `finger.rs`, `bfs.rs`, `iter.rs`.
 //!
 //! # Thread safety
 //! Every method may be called from any number of threads at once; inserts
@@ -30,6 +30,7 @@
 //! on random batches (each search waits on the previous one's misses).
 #![allow(unsafe_code)]
 
+mod batch_insert;
 mod bfs;
 mod finger;
 mod iter;
@@ -400,11 +401,7 @@ impl MemTable for SkipListMemTable {
             // One entry (a single put): nothing to overlap, no copy.
             return self.insert(e.seq, e.t, e.user_key, e.value);
         }
-        let packed: Vec<(&[u8], u64, &[u8])> = entries
-            .iter()
-            .map(|e| (e.user_key, pack_trailer(e.seq, e.t), e.value))
-            .collect();
-        self.list.insert_batch(&packed);
+        self.list.insert_batch(entries);
         // Relaxed: as in `insert`.
         self.entries
             .fetch_add(entries.len() as u64, Ordering::Relaxed);

@@ -709,10 +709,13 @@ fn divergence_proves_only_true_orders() {
     );
 }
 
-/// `insert_many` (interleaved splice searches) leaves the list as `insert`
-/// of each entry would: every lookup and the full ordered walk match the
-/// model, with batches of 1 to 40 entries in random order, several
-/// versions of one user key in a batch, and keys new and old.
+/// `insert_many` (the interleaved searches of `batch_insert.rs`) leaves
+/// the list as `insert` of each entry would: every lookup and the full
+/// ordered walk match the model, with batches of 1 to 150 entries (one
+/// chunk of either size, or several) in random order, several versions of
+/// one user key in a batch, keys new and old, and batches of neighbouring
+/// keys (which find the same splices, so all but the first link of each
+/// level fails its CAS and searches again).
 #[test]
 fn batched_inserts_match_the_model() {
     let mut rng = StdRng::seed_from_u64(11);
@@ -720,11 +723,17 @@ fn batched_inserts_match_the_model() {
         let mt = SkipListMemTable::new(small_opts(paranoid));
         let mut model = Model::default();
         let mut seq = 1;
-        for _ in 0..300 {
-            let n = rng.random_range(1..40);
+        for round in 0..300 {
+            let n = rng.random_range(1..150);
+            // Every third batch takes neighbouring keys from a random start.
+            let base = rng.random_range(0..600);
             let mut entries: Vec<(Vec<u8>, u64, Option<Vec<u8>>)> = (0..n)
-                .map(|_| {
-                    let k = key_of(rng.random_range(0..500));
+                .map(|i| {
+                    let k = if round % 3 == 0 {
+                        key_of(base + i)
+                    } else {
+                        key_of(rng.random_range(0..500))
+                    };
                     seq += 1;
                     let v = rng.random_bool(0.8).then(|| {
                         format!("v{seq}")
@@ -768,12 +777,17 @@ fn batched_inserts_match_the_model() {
 
 /// Batched inserts from several threads at once, racing for the same
 /// splices (interleaved keys), with readers: every key is found after
-/// its batch returns, and the list ends complete and in order.
+/// its batch returns, and the list ends complete and in order. Batches of
+/// 12 (one small chunk) and of 100 (two chunks of 50, whose neighbouring
+/// keys share splices with each other and with the other threads').
 #[test]
 fn concurrent_batched_inserts_are_read_after_write() {
+    concurrent_batched_inserts(400, 12);
+    concurrent_batched_inserts(60, 100);
+}
+
+fn concurrent_batched_inserts(batches: u32, per_batch: u32) {
     const THREADS: u32 = 4;
-    const BATCHES: u32 = 400;
-    const PER_BATCH: u32 = 12;
     let mt = Arc::new(SkipListMemTable::new(SkipListOptions {
         arena_block_size: 64 << 10,
         huge_pages: false,
@@ -785,11 +799,11 @@ fn concurrent_batched_inserts_are_read_after_write() {
             let mt = &mt;
             s.spawn(move || {
                 let mut rng = StdRng::seed_from_u64(u64::from(t));
-                for b in 0..BATCHES {
+                for b in 0..batches {
                     // Thread t owns keys ≡ t (mod THREADS): neighbours in
                     // the list belong to other threads.
-                    let mut ks: Vec<u32> = (0..PER_BATCH)
-                        .map(|i| ((b * PER_BATCH + i) * THREADS) + t)
+                    let mut ks: Vec<u32> = (0..per_batch)
+                        .map(|i| ((b * per_batch + i) * THREADS) + t)
                         .collect();
                     ks.shuffle(&mut rng);
                     let owned: Vec<(Vec<u8>, Vec<u8>)> =
@@ -820,7 +834,7 @@ fn concurrent_batched_inserts_are_read_after_write() {
             });
         }
     });
-    let total = (THREADS * BATCHES * PER_BATCH) as usize;
+    let total = (THREADS * batches * per_batch) as usize;
     assert_eq!(mt.num_entries() as usize, total);
     let mut it = mt.clone().iter();
     it.seek_to_first();

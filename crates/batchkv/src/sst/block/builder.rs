@@ -53,11 +53,7 @@ impl BlockBuilder {
             self.counter = 0;
             0
         } else {
-            self.last_key
-                .iter()
-                .zip(key)
-                .take_while(|(a, b)| a == b)
-                .count()
+            crate::key::common_prefix_len(&self.last_key, key)
         };
         // The first entry is a restart point too (restart[0] = 0).
         let at_restart = restart || self.num_entries == 0;
@@ -82,6 +78,16 @@ impl BlockBuilder {
         self.last_key.extend_from_slice(&key[shared..]);
         self.counter += 1;
         self.num_entries += 1;
+    }
+
+    /// Hands back the bytes a [`finish`](Self::finish) returned, once the
+    /// caller is done with them, as the next block's buffer: grown from
+    /// empty, a 4 KiB block was reallocated about ten times.
+    pub(crate) fn recycle(&mut self, mut used: Vec<u8>) {
+        if self.buf.is_empty() && used.capacity() > self.buf.capacity() {
+            used.clear();
+            self.buf = used;
+        }
     }
 
     /// Size of the block if it were finished now.

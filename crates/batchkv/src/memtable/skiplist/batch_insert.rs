@@ -67,7 +67,7 @@ unsafe fn node_before(z: *mut Node, user: &[u8], trailer: u64) -> bool {
     unsafe {
         let p = z.cast::<u8>().add(8);
         let klen = usize::from(*p);
-        if klen >= 0x80 || klen < TRAILER_LEN {
+        if !(TRAILER_LEN..0x80).contains(&klen) {
             return node_lt(z, user, trailer);
         }
         let key = p.add(1);

@@ -54,6 +54,36 @@ impl<'a> Slot<'a> {
     }
 }
 
+impl DbCore {
+    /// What every batched read of `n` keys does first: checks that the
+    /// database is open and finds the sequence number to read at (`seq`);
+    /// on the first error, every key gets it and the answer is `None`.
+    /// Otherwise the batch is counted in the statistics.
+    pub(super) fn begin_multi_get<F>(
+        &self,
+        n: usize,
+        seq: impl FnOnce() -> Result<SequenceNumber>,
+        on_result: &mut F,
+    ) -> Option<SequenceNumber>
+    where
+        F: FnMut(usize, Result<Option<&[u8]>>),
+    {
+        match self.check_open().and_then(|()| seq()) {
+            Ok(seq) => {
+                super::statistics::Counters::add(&self.counters.multi_gets, 1);
+                super::statistics::Counters::add(&self.counters.multi_get_keys, n as u64);
+                Some(seq)
+            }
+            Err(e) => {
+                for i in 0..n {
+                    on_result(i, Err(e.clone()));
+                }
+                None
+            }
+        }
+    }
+}
+
 impl Db {
     /// Looks up every key in `keys` at one consistent sequence number.
     /// Results are in input order; duplicates get the same answer.
@@ -85,23 +115,11 @@ impl Db {
         let core = self.core();
         let _timer =
             (core.counters.latency).timer(super::latency::Timed::MultiGet(keys.len() as u64));
-        if let Err(e) = core.check_open() {
-            for i in 0..keys.len() {
-                on_result(i, Err(e.clone()));
-            }
+        let Some(seq) =
+            core.begin_multi_get(keys.len(), || core.read_sequence(opts), &mut on_result)
+        else {
             return;
-        }
-        let seq = match core.read_sequence(opts) {
-            Ok(seq) => seq,
-            Err(e) => {
-                for i in 0..keys.len() {
-                    on_result(i, Err(e.clone()));
-                }
-                return;
-            }
         };
-        super::statistics::Counters::add(&core.counters.multi_gets, 1);
-        super::statistics::Counters::add(&core.counters.multi_get_keys, keys.len() as u64);
         self.multi_get_in(&core.default_cf, opts, seq, keys, on_result)
     }
 

@@ -60,23 +60,16 @@ impl ReadView<'_> {
         let core = self.db.core();
         let _timer =
             (core.counters.latency).timer(super::latency::Timed::MultiGet(keys.len() as u64));
-        let refused = match core.check_open() {
-            Err(e) => Some(e),
-            Ok(()) if opts.snapshot.is_some() => Some(Error::InvalidArgument(
+        let at = || match opts.snapshot {
+            Some(_) => Err(Error::InvalidArgument(
                 "a ReadView reads at its own state: ReadOptions::snapshot must be None".into(),
             )),
-            Ok(()) => None,
+            None => Ok(self.seq),
         };
-        if let Some(e) = refused {
-            for i in 0..keys.len() {
-                on_result(i, Err(e.clone()));
-            }
+        let Some(seq) = core.begin_multi_get(keys.len(), at, &mut on_result) else {
             return;
-        }
-        super::statistics::Counters::add(&core.counters.multi_gets, 1);
-        super::statistics::Counters::add(&core.counters.multi_get_keys, keys.len() as u64);
-        self.db
-            .multi_get_at(&self.sv, opts, self.seq, keys, on_result)
+        };
+        self.db.multi_get_at(&self.sv, opts, seq, keys, on_result)
     }
 }
 

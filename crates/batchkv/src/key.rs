@@ -160,8 +160,9 @@ pub fn compare_bytes(a: &[u8], b: &[u8]) -> Ordering {
 }
 
 /// Length of the common prefix of `a` and `b`, eight bytes at a time (the
-/// block builder's shared-prefix count for every key it adds).
-#[inline]
+/// block builder's shared-prefix count for every key it adds, and the
+/// block reader's point scan). Always inlined: the scan's inner loop.
+#[inline(always)]
 pub fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
     let n = a.len().min(b.len());
     let (a8, _) = a[..n].as_chunks::<8>();

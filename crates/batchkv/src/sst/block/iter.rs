@@ -586,7 +586,7 @@ impl<'t> ScanOrder<'t> {
         ) {
             let n = ku.min(tu);
             if from <= n {
-                let c = from + common_prefix(&key[from..n], &target[from..n]);
+                let c = from + crate::key::common_prefix_len(&key[from..n], &target[from..n]);
                 if c < n {
                     let o = key[c].cmp(&target[c]);
                     return (o, (o == Ordering::Less).then_some(c));
@@ -595,26 +595,6 @@ impl<'t> ScanOrder<'t> {
         }
         (order.compare(key, target), None)
     }
-}
-
-/// Length of the common prefix of `a` and `b`, a word at a time.
-#[inline(always)]
-fn common_prefix(a: &[u8], b: &[u8]) -> usize {
-    let n = a.len().min(b.len());
-    let (a8, _) = a[..n].as_chunks::<8>();
-    let (b8, _) = b[..n].as_chunks::<8>();
-    let mut i = 0;
-    for (x, y) in a8.iter().zip(b8) {
-        let (x, y) = (u64::from_le_bytes(*x), u64::from_le_bytes(*y));
-        if x != y {
-            return i + ((x ^ y).trailing_zeros() / 8) as usize;
-        }
-        i += 8;
-    }
-    while i < n && a[i] == b[i] {
-        i += 1;
-    }
-    i
 }
 
 /// Rebuilds in `key` (holding the previous entry's key) the whole key of

@@ -87,6 +87,11 @@ impl Divergence {
     /// Nothing known: proves nothing.
     pub(super) const UNKNOWN: Divergence = Divergence(0);
 
+    /// A divergence in the whole, 8-aligned word at `at` of both keys. A
+    /// shorter key's tail word (ending at its last byte, not aligned) must
+    /// stay unknown: a second key diverging in the next aligned word could
+    /// differ from the target inside the tail word's span, which the rank
+    /// order would not see.
     #[inline(always)]
     fn known(at: usize, word: u64) -> Divergence {
         Divergence(((at as u128 + 1) << 64) | u128::from(word))
@@ -167,11 +172,53 @@ pub(super) fn key_lt_div(k: &[u8], user: &[u8], trailer: u64) -> (bool, Divergen
             }
             i += 8;
         }
+        // Every whole word is equal: the tail, then the lengths, then the
+        // trailers decide, from where the words stopped (the divergence of
+        // a partial word stays unknown: see `Divergence::known`).
+        // SAFETY: both user keys hold at least `n` bytes.
+        let lt = match unsafe { tail_lt(pk, pu, i, n) } {
+            Some(lt) => lt,
+            None if k.len() - TRAILER_LEN != user.len() => k.len() - TRAILER_LEN < user.len(),
+            // Same user key: the newer (larger) trailer sorts first.
+            None => crate::key::trailer(k) > trailer,
+        };
+        return (lt, Divergence::UNKNOWN);
     }
     (
         compare_internal_key_parts(k, user, trailer) == CmpOrdering::Less,
         Divergence::UNKNOWN,
     )
+}
+
+/// The order of bytes `[i, n)` of two user keys at `pa` and `pb` that are
+/// equal on `[0, i)`, with `n - i < 8`: `Some(a < b)` at the first
+/// difference, `None` when they are equal through `n`. Where `n ≥ 8` it is
+/// one big-endian word ending at `n` (its bytes before `i` are equal, so
+/// its first difference is the tail's).
+///
+/// # Safety
+/// Both `pa` and `pb` must be readable for `n` bytes.
+#[inline(always)]
+unsafe fn tail_lt(pa: *const u8, pb: *const u8, i: usize, n: usize) -> Option<bool> {
+    debug_assert!(i <= n && n - i < 8);
+    if i == n {
+        return None;
+    }
+    if n >= 8 {
+        // SAFETY: `n - 8 + 8 = n` bytes are readable (the caller's promise).
+        let (a, b) = unsafe {
+            (
+                u64::from_be(pa.add(n - 8).cast::<u64>().read_unaligned()),
+                u64::from_be(pb.add(n - 8).cast::<u64>().read_unaligned()),
+            )
+        };
+        return (a != b).then_some(a < b);
+    }
+    (i..n).find_map(|j| {
+        // SAFETY: `j < n`.
+        let (a, b) = unsafe { (*pa.add(j), *pb.add(j)) };
+        (a != b).then_some(a < b)
+    })
 }
 
 /// [`internal_key_lt_from`] from the first byte (the tests check it against
@@ -210,11 +257,9 @@ pub(super) fn internal_key_lt_from(a: &[u8], b: &[u8], from: usize) -> bool {
         }
         i += 8;
     }
-    while i < n {
-        if a[i] != b[i] {
-            return a[i] < b[i];
-        }
-        i += 1;
+    // SAFETY: both user keys hold at least `n` bytes.
+    if let Some(lt) = unsafe { tail_lt(pa, pb, i, n) } {
+        return lt;
     }
     if ua != ub {
         return ua < ub;

@@ -76,6 +76,13 @@ impl NodeRef {
         self.0.as_ptr().cast::<u8>()
     }
 
+    /// Address of the internal key (for prefetching; never dereferenced
+    /// here).
+    #[inline]
+    pub(crate) fn key_addr(self) -> *const u8 {
+        self.addr().wrapping_add(HEADER)
+    }
+
     /// The internal key.
     ///
     /// # Safety

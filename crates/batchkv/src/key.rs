@@ -159,14 +159,17 @@ pub fn compare_bytes(a: &[u8], b: &[u8]) -> Ordering {
     a.len().cmp(&b.len())
 }
 
-/// Length of the common prefix of `a` and `b`, eight bytes at a time (the
-/// block builder's shared-prefix count for every key it adds, and the
-/// block reader's point scan). Always inlined: the scan's inner loop.
+/// Length of the common prefix of `a` and `b`, eight bytes at a time, the
+/// tail (under 8 bytes) as the last 8 bytes, overlapping ones already found
+/// equal (the block builder's shared-prefix count for every key it adds,
+/// the block reader's point scan, and `multi_get`'s sort of a batch).
+/// Always inlined: the scan's inner loop.
 #[inline(always)]
 pub fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
     let n = a.len().min(b.len());
-    let (a8, _) = a[..n].as_chunks::<8>();
-    let (b8, _) = b[..n].as_chunks::<8>();
+    let (a, b) = (&a[..n], &b[..n]);
+    let (a8, _) = a.as_chunks::<8>();
+    let (b8, _) = b.as_chunks::<8>();
     let mut i = 0;
     for (x, y) in a8.iter().zip(b8) {
         let diff = u64::from_le_bytes(*x) ^ u64::from_le_bytes(*y);
@@ -176,10 +179,22 @@ pub fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
         }
         i += 8;
     }
-    while i < n && a[i] == b[i] {
-        i += 1;
+    if i == n {
+        return n;
     }
-    i
+    if let (Some(x), Some(y)) = (a.last_chunk::<8>(), b.last_chunk::<8>()) {
+        // Bytes `n - 8 .. i` are equal: the first difference in this word
+        // is at or after `i`.
+        return match u64::from_le_bytes(*x) ^ u64::from_le_bytes(*y) {
+            0 => n,
+            d => n - 8 + (d.trailing_zeros() / 8) as usize,
+        };
+    }
+    i + a[i..]
+        .iter()
+        .zip(&b[i..])
+        .take_while(|(x, y)| x == y)
+        .count()
 }
 
 /// Compares two internal keys: user key ascending, then trailer descending.
@@ -232,6 +247,27 @@ mod tests {
                 let want = a.iter().zip(b.iter()).take_while(|(x, y)| x == y).count();
                 assert_eq!(common_prefix_len(a, b), want, "{a:?} vs {b:?}");
             }
+        }
+        // The tail compared as the last 8 (overlapping) bytes.
+        assert_eq!(common_prefix_len(b"abcdefghijk", b"abcdefghijX"), 10);
+        assert_eq!(common_prefix_len(b"abcdefghiJk", b"abcdefghijk"), 9);
+        assert_eq!(common_prefix_len(b"abcdefghi", b"abcdefghiXYZ"), 9);
+        assert_eq!(common_prefix_len(b"abcdefg", b"abcdXfg"), 4);
+    }
+
+    proptest::proptest! {
+        /// On keys over a two-letter alphabet (long equal prefixes), the
+        /// word-at-a-time count is the byte-by-byte one.
+        #[test]
+        fn common_prefix_len_is_the_bytewise_count(
+            a in proptest::collection::vec(0u8..2, 0..40),
+            b in proptest::collection::vec(0u8..2, 0..40),
+            shared in proptest::collection::vec(0u8..2, 0..40),
+        ) {
+            let a: Vec<u8> = shared.iter().chain(&a).copied().collect();
+            let b: Vec<u8> = shared.iter().chain(&b).copied().collect();
+            let want = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+            proptest::prop_assert_eq!(common_prefix_len(&a, &b), want);
         }
     }
 

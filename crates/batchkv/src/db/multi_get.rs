@@ -368,7 +368,7 @@ fn sort_run<K: AsRef<[u8]>>(keys: &[K], run: &mut [(u64, u32)], known: usize) {
     for &(_, i) in &run[1..] {
         let k = key(i);
         debug_assert!(k.len() >= known && k[..known] == first[..known]);
-        shared = known + common_prefix(&first[known..shared], &k[known..]);
+        shared = known + crate::key::common_prefix_len(&first[known..shared], &k[known..]);
         shortest = shortest.min(k.len());
     }
     if shortest == shared {
@@ -409,36 +409,6 @@ fn sort_run<K: AsRef<[u8]>>(keys: &[K], run: &mut [(u64, u32)], known: usize) {
         run[from].0 = NEW_KEY;
         from = to;
     }
-}
-
-/// The length of the longest common prefix of `a` and `b`, compared 8
-/// bytes at a time (the last 8 overlapping bytes already found equal).
-fn common_prefix(a: &[u8], b: &[u8]) -> usize {
-    let n = a.len().min(b.len());
-    let (a, b) = (&a[..n], &b[..n]);
-    let word =
-        |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().unwrap_or_default());
-    let mut at = 0;
-    while at + 8 <= n {
-        let diff = word(a, at) ^ word(b, at);
-        if diff != 0 {
-            return at + diff.trailing_zeros() as usize / 8;
-        }
-        at += 8;
-    }
-    if at == n {
-        return n;
-    }
-    if n >= 8 {
-        // Bytes `n - 8 .. at` are equal: the first difference in this
-        // word is at or after `at`.
-        let diff = word(a, n - 8) ^ word(b, n - 8);
-        return match diff {
-            0 => n,
-            d => n - 8 + d.trailing_zeros() as usize / 8,
-        };
-    }
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
 /// Keys ahead of the one being handed back whose values are prefetched.
@@ -745,38 +715,6 @@ mod tests {
             let mut want: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
             want.sort();
             proptest::prop_assert_eq!(got, want);
-        }
-    }
-
-    #[test]
-    fn common_prefix_counts_equal_leading_bytes() {
-        use super::common_prefix;
-        assert_eq!(common_prefix(b"", b"abc"), 0);
-        assert_eq!(common_prefix(b"abcdefghij", b"abcdefghij"), 10);
-        assert_eq!(common_prefix(b"abcdefghij", b"abcdefghiJ"), 9);
-        assert_eq!(common_prefix(b"abcdefgh", b"abcdefgX"), 7);
-        assert_eq!(common_prefix(b"abcdefghijklmnopq", b"abcdefghijklmnop"), 16);
-        assert_eq!(common_prefix(b"Xbcdefghijk", b"abcdefghijk"), 0);
-        // The tail compared as the last 8 (overlapping) bytes.
-        assert_eq!(common_prefix(b"abcdefghijk", b"abcdefghijX"), 10);
-        assert_eq!(common_prefix(b"abcdefghiJk", b"abcdefghijk"), 9);
-        assert_eq!(common_prefix(b"abcdefghi", b"abcdefghiXYZ"), 9);
-        assert_eq!(common_prefix(b"abcdefg", b"abcdXfg"), 4);
-    }
-
-    proptest::proptest! {
-        /// On keys over a two-letter alphabet (long equal prefixes), the
-        /// word-at-a-time count is the byte-by-byte one.
-        #[test]
-        fn common_prefix_is_the_bytewise_count(
-            a in proptest::collection::vec(0u8..2, 0..40),
-            b in proptest::collection::vec(0u8..2, 0..40),
-            shared in proptest::collection::vec(0u8..2, 0..40),
-        ) {
-            let a: Vec<u8> = shared.iter().chain(&a).copied().collect();
-            let b: Vec<u8> = shared.iter().chain(&b).copied().collect();
-            let want = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
-            proptest::prop_assert_eq!(super::common_prefix(&a, &b), want);
         }
     }
 }

@@ -48,7 +48,10 @@
 # `multi_get` of each run (INFO read_batched_keys / read_batches, counted
 # over that run only; medians in batches.csv), and for every server the
 # server's CPU time per request over each run (utime + stime from
-# /proc/PID/stat, 10 ms ticks; medians in cpu.csv).
+# /proc/PID/stat, 10 ms ticks; medians in cpu.csv) and its threads'
+# context switches per request (voluntary + involuntary, from
+# /proc/PID/task/*/status; medians in switches.csv): a server that parks
+# and wakes worker threads per request pays for it in CPU.
 set -euo pipefail
 
 KEYS=${KEYS:-1000000}
@@ -82,9 +85,11 @@ mkdir -p "$OUT"
 RESULTS=$OUT/results.csv
 BATCHES=$OUT/batches-raw.csv
 CPU=$OUT/cpu-raw.csv
+SWITCHES=$OUT/switches-raw.csv
 : >"$RESULTS"
 : >"$BATCHES"
 : >"$CPU"
+: >"$SWITCHES"
 TICK_US=$((1000000 / $(getconf CLK_TCK)))
 PID=
 # stop_server, wait_ready, load_collection, repeat_arg
@@ -190,12 +195,19 @@ cpu_ticks() {
     awk '{ print $14 + $15 }' "/proc/$PID/stat"
 }
 
+# context_switches: the server's threads' context switches so far.
+context_switches() {
+    cat /proc/"$PID"/task/*/status 2>/dev/null |
+        awk '/^(voluntary|nonvoluntary)_ctxt_switches:/ { s += $2 } END { print s + 0 }'
+}
+
 # bench NAME TEST C P: appends "server,test,c,p,rps" to results.csv
 # (and, for batchkv with batching, "server,test,c,p,keys_per_batch" to
 # batches-raw.csv)
 bench() {
-    local server=$1 test=$2 c=$3 p=$4 n b0 k0 b1 k1 t0 t1 reqs
+    local server=$1 test=$2 c=$3 p=$4 n b0 k0 b1 k1 t0 t1 s0 s1 reqs
     read -r b0 k0 < <(batch_counts)
+    s0=$(context_switches)
     t0=$(cpu_ticks)
     if [[ $c == 1 && $p == 1 ]]; then n=$N_SLOW; else n=$N_FAST; fi
     local args=(-p "$PORT" -c "$c" -P "$p" -r "$KEYS" --csv)
@@ -245,11 +257,15 @@ bench() {
         ;;
     esac
     t1=$(cpu_ticks)
+    s1=$(context_switches)
     echo "$server,$test,$c,$p,$rps" >>"$RESULTS"
     if [[ $test == MGET100 ]]; then reqs=$((n / MGET_DIV)); else reqs=$n; fi
     local cpu
     cpu=$(awk -v t=$((t1 - t0)) -v us="$TICK_US" -v r="$reqs" 'BEGIN { printf "%.1f", t * us / r }')
     echo "$server,$test,$c,$p,$cpu" >>"$CPU"
+    local csw
+    csw=$(awk -v s=$((s1 - s0)) -v r="$reqs" 'BEGIN { printf "%.3f", s / r }')
+    echo "$server,$test,$c,$p,$csw" >>"$SWITCHES"
     read -r b1 k1 < <(batch_counts)
     local kpb=
     if ((b1 > b0)); then
@@ -257,7 +273,8 @@ bench() {
         echo "$server,$test,$c,$p,$kpb" >>"$BATCHES"
         kpb="  $kpb keys/multi_get"
     fi
-    printf '%-26s %-8s -c %-3s -P %-3s %12s req/s  %8s us CPU/req%s\n' "$server" "$test" "$c" "$p" "$rps" "$cpu" "$kpb" >&2
+    printf '%-26s %-8s -c %-3s -P %-3s %12s req/s  %8s us CPU/req  %6s switches/req%s\n' \
+        "$server" "$test" "$c" "$p" "$rps" "$cpu" "$csw" "$kpb" >&2
 }
 
 for _ in $(seq 1 "$REPEAT"); do
@@ -293,10 +310,16 @@ END {
 medians "$RESULTS" >"$OUT/medians.csv"
 medians "$BATCHES" >"$OUT/batches.csv"
 medians "$CPU" >"$OUT/cpu.csv"
+medians "$SWITCHES" >"$OUT/switches.csv"
 if [[ -s $OUT/cpu.csv ]]; then
     printf '\nserver CPU per request (us; /proc utime + stime over the run), median of %d\n\n' "$REPEAT"
     printf '| server | test | -c | -P | us/request |\n|---|---|---|---|---|\n'
     awk -F, '{ printf "| %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5 }' "$OUT/cpu.csv"
+fi
+if [[ -s $OUT/switches.csv ]]; then
+    printf '\nserver threads'"'"' context switches per request (/proc task status over the run), median of %d\n\n' "$REPEAT"
+    printf '| server | test | -c | -P | switches/request |\n|---|---|---|---|---|\n'
+    awk -F, '{ printf "| %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5 }' "$OUT/switches.csv"
 fi
 if [[ -s $OUT/batches.csv ]]; then
     printf '\nkeys per multi_get (INFO, per run), median of %d\n\n' "$REPEAT"

@@ -7,20 +7,25 @@
 //! a write batch, or a whole multiread batch (as db_bench times MultiGet).
 //! Without `--histogram` a probe only counts operations for the progress bar.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
 use super::progress;
+use super::slow_ops::{self, SlowOp, Slowest, Usage};
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
 static SINK: Mutex<Option<Histogram<u64>>> = Mutex::new(None);
+/// `--slowest`: how many of the slowest operations to explain (0: none).
+static SLOWEST: AtomicUsize = AtomicUsize::new(0);
 
-/// Turns latency recording on or off for the benchmarks that follow.
-pub fn enable(on: bool) {
+/// Turns latency recording on or off for the benchmarks that follow, and
+/// sets how many of the slowest operations [`slow_ops`] explains.
+pub fn enable(on: bool, slowest: usize) {
     ENABLED.store(on, Ordering::Relaxed);
+    SLOWEST.store(slowest, Ordering::Relaxed);
 }
 
 fn new_histogram() -> Option<Histogram<u64>> {
@@ -78,9 +83,17 @@ pub fn take() -> Option<Summary> {
     (!h.is_empty()).then(|| Summary::of(&h))
 }
 
+/// Empties the slowest-operations sink (`--slowest`): the benchmark that
+/// just ran, slowest first.
+pub fn take_slowest() -> Vec<SlowOp> {
+    let taken = slow_ops::SINK.lock().ok().and_then(|mut s| s.take());
+    taken.map(Slowest::into_ops).unwrap_or_default()
+}
+
 /// A thread's recorder for one benchmark loop.
 pub struct Probe {
     hist: Option<Histogram<u64>>,
+    slow: Option<Slowest>,
     progress: progress::Ticker,
 }
 
@@ -92,6 +105,10 @@ impl Probe {
             } else {
                 None
             },
+            slow: match SLOWEST.load(Ordering::Relaxed) {
+                0 => None,
+                n => Some(Slowest::new(n)),
+            },
             progress: progress::Ticker::default(),
         }
     }
@@ -99,6 +116,9 @@ impl Probe {
     /// Runs one operation covering `ops` benchmark operations, timing it
     /// when `--histogram` is on.
     pub fn op<T>(&mut self, ops: u64, f: impl FnOnce() -> T) -> T {
+        if self.slow.is_some() {
+            return self.op_explained(ops, f);
+        }
         if self.hist.is_none() {
             self.progress.tick(ops);
             return f();
@@ -106,6 +126,23 @@ impl Probe {
         let start = Instant::now();
         let r = f();
         self.record(ops, start.elapsed());
+        r
+    }
+
+    /// [`Probe::op`] with the thread's usage sampled around it (`--slowest`).
+    #[inline(never)]
+    fn op_explained<T>(&mut self, ops: u64, f: impl FnOnce() -> T) -> T {
+        let before = Usage::now();
+        let start = Instant::now();
+        let r = f();
+        let wall = start.elapsed();
+        let after = Usage::now();
+        if let Some(slow) = &mut self.slow {
+            if slow.admits(wall) {
+                slow.offer(before.op_until(after, wall));
+            }
+        }
+        self.record(ops, wall);
         r
     }
 
@@ -122,6 +159,14 @@ impl Probe {
 
 impl Drop for Probe {
     fn drop(&mut self) {
+        if let Some(slow) = self.slow.take() {
+            if let Ok(mut sink) = slow_ops::SINK.lock() {
+                match sink.as_mut() {
+                    Some(all) => all.merge(slow),
+                    None => *sink = Some(slow),
+                }
+            }
+        }
         let Some(h) = self.hist.take() else {
             return;
         };
@@ -158,8 +203,9 @@ mod tests {
 
     #[test]
     fn probes_from_threads_merge_into_one_benchmark() {
-        enable(true);
+        enable(true, 2);
         let _ = take();
+        let _ = take_slowest();
         std::thread::scope(|s| {
             for _ in 0..3 {
                 s.spawn(|| {
@@ -170,9 +216,11 @@ mod tests {
                 });
             }
         });
-        enable(false);
+        enable(false, 0);
         let s = take().unwrap();
         assert_eq!(s.count, 30);
         assert!(take().is_none(), "take empties the sink");
+        assert_eq!(take_slowest().len(), 2, "the two slowest of all threads");
+        assert!(take_slowest().is_empty(), "take_slowest empties the sink");
     }
 }

@@ -16,6 +16,7 @@ mod peers;
 mod plot;
 mod progress;
 mod report;
+mod slow_ops;
 mod workloads;
 mod write_amp;
 
@@ -184,6 +185,11 @@ pub struct BenchArgs {
     /// Print per-operation latency percentiles (p50/p95/p99/p99.9/max).
     #[arg(long, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool, default_value = "false")]
     pub histogram: bool,
+    /// Explain the N slowest operations of each benchmark: time on CPU,
+    /// blocking waits and preemptions of their thread (two system calls
+    /// per operation: not for throughput runs).
+    #[arg(long, default_value_t = 0)]
+    pub slowest: usize,
 }
 
 impl BenchArgs {
@@ -296,7 +302,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, Box<dyn std::error::Error + Send
     let mapping = opened.mapping;
     report::print_header(&args, &opened.version, &mapping, &dir);
     let db = opened.db;
-    histogram::enable(args.histogram);
+    histogram::enable(args.histogram, args.slowest);
     let mut report = Report::new(&args.engine, &opened.version);
     let mut write_amp = write_amp::WriteAmp::start();
     for name in names {
@@ -319,6 +325,10 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, Box<dyn std::error::Error + Send
         rec.latency = histogram::take();
         if let Some(l) = &rec.latency {
             println!("{}", l.lines());
+        }
+        rec.slowest = histogram::take_slowest();
+        for op in &rec.slowest {
+            println!("{}", op.line());
         }
         report.push(rec);
         if let Some(line) = ceiling_ratio_line(&report, name, args.batch_size) {

@@ -5,6 +5,7 @@ use std::path::Path;
 use serde_json::json;
 
 use super::histogram::Summary;
+use super::slow_ops::SlowOp;
 use super::workloads::Stats;
 use super::write_amp::Cumulative;
 use super::BenchArgs;
@@ -51,6 +52,8 @@ pub struct BenchRecord {
     pub extra: String,
     /// Per-operation latencies, with `--histogram`.
     pub latency: Option<Summary>,
+    /// The slowest operations explained, with `--slowest`.
+    pub slowest: Vec<SlowOp>,
     /// Why the engine did not run this benchmark.
     pub skipped: Option<String>,
     /// File bytes and user bytes from the start of the run to the end of
@@ -69,6 +72,7 @@ impl BenchRecord {
             cpu_seconds: stats.cpu_seconds,
             extra: stats.extra.clone(),
             latency: None,
+            slowest: Vec::new(),
             skipped: None,
             write_amp: None,
             fields: stats.fields.clone(),
@@ -83,6 +87,7 @@ impl BenchRecord {
             cpu_seconds: 0.0,
             extra: String::new(),
             latency: None,
+            slowest: Vec::new(),
             skipped: Some(why.to_string()),
             write_amp: None,
             fields: Vec::new(),
@@ -182,6 +187,9 @@ impl Report {
                     "ops_per_sec": r.ops_per_sec(), "micros_per_op": r.micros_per_op(),
                     "options": options, "engine": self.engine, "engine_version": self.version,
                 });
+                if !r.slowest.is_empty() {
+                    e["slowest"] = r.slowest.iter().map(|o| o.to_json()).collect();
+                }
                 if let Some(l) = &r.latency {
                     e["latency"] = l.to_json();
                 }

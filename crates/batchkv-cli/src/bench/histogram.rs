@@ -94,6 +94,8 @@ pub fn take_slowest() -> Vec<SlowOp> {
 pub struct Probe {
     hist: Option<Histogram<u64>>,
     slow: Option<Slowest>,
+    /// When the probe was made (the `at` of its slow operations).
+    born: Instant,
     progress: progress::Ticker,
 }
 
@@ -109,6 +111,7 @@ impl Probe {
                 0 => None,
                 n => Some(Slowest::new(n)),
             },
+            born: Instant::now(),
             progress: progress::Ticker::default(),
         }
     }
@@ -139,7 +142,7 @@ impl Probe {
         let after = Usage::now();
         if let Some(slow) = &mut self.slow {
             if slow.admits(wall) {
-                slow.offer(before.op_until(after, wall));
+                slow.offer(before.op_until(after, start - self.born, wall));
             }
         }
         self.record(ops, wall);

@@ -186,7 +186,7 @@ pub struct BenchArgs {
     #[arg(long, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool, default_value = "false")]
     pub histogram: bool,
     /// Explain the N slowest operations of each benchmark: time on CPU,
-    /// blocking waits and preemptions of their thread (two system calls
+    /// blocking waits and preemptions of their thread (four system calls
     /// per operation: not for throughput runs).
     #[arg(long, default_value_t = 0)]
     pub slowest: usize,

@@ -7,6 +7,7 @@ use std::str::FromStr;
 use batchkv::{MemTableKind, Options};
 
 use crate::keyspace::MAX_VALUE_LEN;
+use crate::workers::Schedule;
 
 pub use crate::security::DebugCommand;
 
@@ -106,9 +107,14 @@ pub struct ServeArgs {
     /// timeout).
     #[arg(long, default_value_t = 0)]
     pub timeout: u64,
-    /// Runtime worker threads (default: the number of CPUs).
+    /// Threads that run connections (default: the number of CPUs).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// How connections are scheduled over those threads: pinned (each
+    /// stays on one thread, as a Redis thread serves its clients) or
+    /// stealing (tokio's work-stealing runtime).
+    #[arg(long, value_enum, default_value_t = Schedule::Pinned)]
+    pub runtime: Schedule,
     /// Protected mode (yes/no): without a password, refuse clients that
     /// are not on the loopback interface (Redis's DENIED error).
     #[arg(long, default_value = "yes", value_parser = parse_on_off, action = clap::ArgAction::Set)]
@@ -207,8 +213,10 @@ pub struct Config {
     /// Seconds after which an idle client is closed (0: never); CONFIG SET
     /// `timeout` changes it.
     pub timeout: u64,
-    /// The async runtime's worker threads (at least 1 is used).
+    /// Threads that run connections (at least 1 is used).
     pub threads: usize,
+    /// How connections are scheduled over them (`workers.rs`).
+    pub schedule: Schedule,
     /// Stop on SIGTERM/SIGINT (the CLI); tests leave it off.
     pub handle_signals: bool,
     /// Redis's `protected-mode`: with no password set, clients from other
@@ -236,6 +244,7 @@ impl Config {
             max_pending_query_bytes: DEFAULT_MAX_PENDING_QUERY_BYTES,
             timeout: 0,
             threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            schedule: Schedule::Pinned,
             handle_signals: false,
             protected_mode: true,
             enable_debug_command: DebugCommand::No,
@@ -286,6 +295,7 @@ impl Config {
         if let Some(t) = args.threads {
             cfg.threads = t;
         }
+        cfg.schedule = args.runtime;
         cfg.handle_signals = true;
         Ok(cfg)
     }

@@ -52,7 +52,9 @@ mod server;
 mod shared;
 mod slowlog;
 mod tx;
+mod workers;
 mod write_group;
 
 pub use config::{AppendFsync, Config, DebugCommand, ServeArgs};
 pub use server::{run, Server};
+pub use workers::Schedule;

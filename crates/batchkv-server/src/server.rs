@@ -12,6 +12,7 @@ use tokio::sync::watch;
 
 use crate::config::{AppendFsync, Config};
 use crate::shared::new_shared;
+use crate::workers::Workers;
 
 /// A server running on its own threads (see [`Server::start`]).
 pub struct Server {
@@ -35,11 +36,7 @@ impl Server {
             crate::limits::reserved_fds(cfg.options.max_open_files),
         )?;
         warn_if_exposed(&cfg);
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(cfg.threads.max(1))
-            .thread_name("batchkv-serve")
-            .enable_all()
-            .build()?;
+        let (runtime, workers) = Workers::start(cfg.threads, cfg.schedule)?;
         let db =
             Db::open_with_fs(&cfg.dir, cfg.options.clone(), fs).map_err(std::io::Error::other)?;
         crate::marker::claim(&db, &cfg.dir)?;
@@ -51,10 +48,13 @@ impl Server {
         let thread = std::thread::Builder::new()
             .name("batchkv-serve-main".into())
             .spawn(move || {
-                runtime.block_on(async move {
+                let r = runtime.block_on(async {
                     let listener = TcpListener::from_std(std_listener)?;
-                    serve(db, cfg, listener, tx, rx).await
-                })
+                    serve(db, cfg, listener, tx, rx, &workers).await
+                });
+                // Every connection has ended (`serve` waited for them).
+                drop(workers);
+                r
             })?;
         Ok(Server {
             addr,
@@ -214,6 +214,7 @@ async fn serve(
     listener: TcpListener,
     shutdown_tx: watch::Sender<bool>,
     mut shutdown_rx: watch::Receiver<bool>,
+    workers: &Workers,
 ) -> std::io::Result<()> {
     let port = listener.local_addr()?.port();
     let shared = new_shared(db.clone(), cfg, port, shutdown_tx);
@@ -273,7 +274,17 @@ async fn serve(
                 let _ = sock.set_nodelay(true);
                 let s = shared.clone();
                 let rx = shutdown_rx.clone();
-                conns.spawn(crate::conn::serve_conn(s, sock, rx));
+                if !workers.is_spread() {
+                    conns.spawn(crate::conn::serve_conn(s, sock, rx));
+                    continue;
+                }
+                // The socket moves to the reactor of its thread's runtime.
+                let Ok(sock) = sock.into_std() else { continue };
+                conns.spawn_on(async move {
+                    if let Ok(sock) = tokio::net::TcpStream::from_std(sock) {
+                        crate::conn::serve_conn(s, sock, rx).await;
+                    }
+                }, workers.next());
             }
             _ = shutdown_rx.changed() => break,
             Some(done) = conns.join_next(), if !conns.is_empty() => {

@@ -110,10 +110,12 @@ pub struct ServeArgs {
     /// Threads that run connections (default: the number of CPUs).
     #[arg(long)]
     pub threads: Option<usize>,
-    /// How connections are scheduled over those threads: pinned (each
-    /// stays on one thread, as a Redis thread serves its clients) or
-    /// stealing (tokio's work-stealing runtime).
-    #[arg(long, value_enum, default_value_t = Schedule::Pinned)]
+    /// How connections are scheduled over those threads: stealing
+    /// (tokio's work-stealing runtime) or pinned (each stays on one
+    /// thread, as a Redis thread serves its clients: less CPU per read
+    /// when the data is in memory, but a read from disk or an fsync holds
+    /// up the other connections of its thread).
+    #[arg(long, value_enum, default_value_t = Schedule::Stealing)]
     pub runtime: Schedule,
     /// Protected mode (yes/no): without a password, refuse clients that
     /// are not on the loopback interface (Redis's DENIED error).
@@ -244,7 +246,7 @@ impl Config {
             max_pending_query_bytes: DEFAULT_MAX_PENDING_QUERY_BYTES,
             timeout: 0,
             threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
-            schedule: Schedule::Pinned,
+            schedule: Schedule::Stealing,
             handle_signals: false,
             protected_mode: true,
             enable_debug_command: DebugCommand::No,

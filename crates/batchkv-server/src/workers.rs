@@ -1,28 +1,29 @@
 //! The threads that run connections, and how connections are spread over
 //! them (`--runtime`).
 //!
-//! - [`Schedule::Pinned`] (the default): one single-threaded tokio runtime
-//!   per thread. The accept loop runs on the first and hands each new
-//!   connection to the next thread in turn; the connection stays there.
-//!   A request wakes only the thread its connection lives on, which reads
-//!   it, runs it and writes the reply, as Redis's one thread does.
-//! - [`Schedule::Stealing`]: one multi-threaded runtime of that many
-//!   workers (tokio's work-stealing scheduler). A worker that queues a
-//!   woken connection task while another worker sleeps wakes that one to
-//!   steal it. With one request per connection in flight, most such
-//!   wake-ups find nothing to do: measured with HMGET of 5 fields,
-//!   `-c 50 -P 1`, they were 0.25 context switches per request against
-//!   Redis's 0.015, and a third of the server's CPU time per request.
+//! - [`Schedule::Stealing`] (the default): one multi-threaded tokio
+//!   runtime of that many workers (work stealing). A command that blocks
+//!   its worker (a read from disk, an `fsync`) hands the worker's other
+//!   connections to another thread first ([`crate::shared::block_in_place`]).
+//!   The price: a worker that wakes a connection task while another worker
+//!   sleeps wakes that one to steal it, and with one request per
+//!   connection in flight most such wake-ups find nothing to do (HMGET of
+//!   5 fields, `-c 50 -P 1`: 0.25 context switches per request against
+//!   Redis's 0.015).
+//! - [`Schedule::Pinned`]: one single-threaded tokio runtime per thread.
+//!   The accept loop runs on the first and hands each new connection to
+//!   the next thread in turn; the connection stays there. A request wakes
+//!   only the thread its connection lives on, as Redis's one thread does
+//!   (9–13 % less CPU per memtable-resident `-P 1` read). But a command
+//!   that blocks runs in place: the other connections of its thread wait
+//!   for the disk or the `fsync` (7–13 % fewer pipelined SETs under
+//!   `appendfsync always`, ~10 % fewer SST-resident HMGETs at `-P 10`).
+//!   Measurements: docs/perf/history/2026-11-29-pinned-runtime.md.
 //!
 //! Both keep the combining of `combine.rs` working: a job is gathered on
 //! the thread it was submitted on, and a job queued for a leader on
 //! another thread is answered through a channel, which wakes its task on
 //! its own thread.
-//!
-//! Pinned threads have no one to hand their other connections to while a
-//! command blocks its thread (an `fsync` under `appendfsync always`, a
-//! large write): [`crate::shared::block_in_place`] runs it in place. The
-//! connections of that thread wait, as all of Redis's do.
 
 use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -34,11 +35,11 @@ use tokio::sync::oneshot;
 /// How connections are scheduled over the server's threads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Schedule {
-    /// Each connection stays on one thread with its own runtime.
-    #[default]
-    Pinned,
     /// Connections are tasks of one work-stealing runtime.
+    #[default]
     Stealing,
+    /// Each connection stays on one thread with its own runtime.
+    Pinned,
 }
 
 /// The runtimes connections are spawned on. The first one's runtime is

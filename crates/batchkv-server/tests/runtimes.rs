@@ -1,0 +1,109 @@
+//! Both schedules of `--runtime` (`workers.rs`), with one and several
+//! threads: connections on different threads wake each other (a blocked
+//! pop, WATCH), their writes combine, and shutdown waits for all of them.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
+mod common;
+
+use batchkv_server::Schedule;
+use common::{q, wait_blocked, Harness};
+
+fn exercise(schedule: Schedule, threads: usize) {
+    let h = Harness::start_with(|c| {
+        c.schedule = schedule;
+        c.threads = threads;
+    });
+    // Connections are handed to the threads in turn: with several
+    // threads, consecutive ones live on different threads.
+    let mut a = h.conn();
+    let mut b = h.conn();
+
+    // A pop blocked on one thread wakes on a push from another.
+    let client = h.client();
+    let waiter = std::thread::spawn(move || {
+        let mut c = client.get_connection().unwrap();
+        q::<Option<(String, String)>>(&mut c, &["BLPOP", "list", "0"])
+    });
+    wait_blocked(&mut a, 1);
+    assert_eq!(q::<i64>(&mut b, &["RPUSH", "list", "x"]), 1);
+    assert_eq!(
+        waiter.join().unwrap(),
+        Some(("list".to_string(), "x".to_string()))
+    );
+
+    // WATCH sees another thread's write.
+    let _: () = q(&mut a, &["WATCH", "w"]);
+    let _: () = q(&mut b, &["SET", "w", "1"]);
+    let _: () = q(&mut a, &["MULTI"]);
+    let _: () = q(&mut a, &["SET", "w", "2"]);
+    let exec: Option<Vec<String>> = q(&mut a, &["EXEC"]);
+    assert_eq!(exec, None, "EXEC after a watched key changed");
+    assert_eq!(q::<String>(&mut a, &["GET", "w"]), "1");
+
+    // Pipelined writes and reads of several connections at once.
+    let writers: Vec<_> = (0..4)
+        .map(|w| {
+            let client = h.client();
+            std::thread::spawn(move || {
+                let mut c = client.get_connection().unwrap();
+                for round in 0..50 {
+                    let mut p = redis::pipe();
+                    for i in 0..10 {
+                        p.cmd("SET")
+                            .arg(format!("k{w}:{round}:{i}"))
+                            .arg(i)
+                            .ignore();
+                        p.cmd("INCR").arg(format!("n{w}")).ignore();
+                    }
+                    let _: () = p.query(&mut c).unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in writers {
+        t.join().unwrap();
+    }
+    for w in 0..4 {
+        assert_eq!(q::<i64>(&mut a, &["GET", &format!("n{w}")]), 500);
+        let keys: Vec<String> = (0..10).map(|i| format!("k{w}:49:{i}")).collect();
+        let mut args = vec!["MGET"];
+        args.extend(keys.iter().map(String::as_str));
+        let values: Vec<i64> = q(&mut b, &args);
+        assert_eq!(values, (0..10).collect::<Vec<i64>>());
+    }
+
+    // Shutdown with connections still open on every thread.
+    let dir = h.stop();
+    let h = Harness {
+        server: common::start_in(dir.path(), |c| {
+            c.schedule = schedule;
+            c.threads = threads;
+        }),
+        dir,
+    };
+    let mut c = h.conn();
+    assert_eq!(q::<i64>(&mut c, &["GET", "n3"]), 500);
+    drop(a);
+    drop(b);
+    h.stop();
+}
+
+#[test]
+fn pinned_one_thread() {
+    exercise(Schedule::Pinned, 1);
+}
+
+#[test]
+fn pinned_three_threads() {
+    exercise(Schedule::Pinned, 3);
+}
+
+#[test]
+fn stealing_two_threads() {
+    exercise(Schedule::Stealing, 2);
+}

@@ -279,7 +279,13 @@ async fn serve(
                     continue;
                 }
                 // The socket moves to the reactor of its thread's runtime.
-                let Ok(sock) = sock.into_std() else { continue };
+                let sock = match sock.into_std() {
+                    Ok(sock) => sock,
+                    Err(e) => {
+                        log::warn!("batchkv serve: cannot hand a connection to its thread: {e}");
+                        continue;
+                    }
+                };
                 conns.spawn_on(async move {
                     if let Ok(sock) = tokio::net::TcpStream::from_std(sock) {
                         crate::conn::serve_conn(s, sock, rx).await;

@@ -10,14 +10,15 @@
 
 mod common;
 
-use batchkv_server::Schedule;
+use batchkv_server::{Config, Schedule};
 use common::{q, wait_blocked, Harness};
 
 fn exercise(schedule: Schedule, threads: usize) {
-    let h = Harness::start_with(|c| {
+    let configure = move |c: &mut Config| {
         c.schedule = schedule;
         c.threads = threads;
-    });
+    };
+    let h = Harness::start_with(configure);
     // Connections are handed to the threads in turn: with several
     // threads, consecutive ones live on different threads.
     let mut a = h.conn();
@@ -78,14 +79,7 @@ fn exercise(schedule: Schedule, threads: usize) {
     }
 
     // Shutdown with connections still open on every thread.
-    let dir = h.stop();
-    let h = Harness {
-        server: common::start_in(dir.path(), |c| {
-            c.schedule = schedule;
-            c.threads = threads;
-        }),
-        dir,
-    };
+    let h = h.restart(configure);
     let mut c = h.conn();
     assert_eq!(q::<i64>(&mut c, &["GET", "n3"]), 500);
     drop(a);

@@ -60,46 +60,37 @@ fn long_pipelines_of_gets_from_many_connections_all_answer_correctly() {
             .ignore();
     }
     let _: () = p.query(&mut c).unwrap();
-    let threads: Vec<_> = (0..8)
-        .map(|t| {
-            let client = h.client();
-            std::thread::spawn(move || {
-                let mut c = client.get_connection().unwrap();
-                for round in 0..5 {
-                    let mut p = redis::pipe();
-                    for i in 0..300 {
-                        let k = (i * 7 + t * 13 + round) % 1100;
-                        if i % 3 == 0 {
-                            p.cmd("MGET")
-                                .arg(format!("k{k}"))
-                                .arg(format!("k{}", k + 1));
-                        } else {
-                            p.cmd("GET").arg(format!("k{k}"));
-                        }
-                    }
-                    let got: Vec<Value> = p.query(&mut c).unwrap();
-                    for (i, v) in got.iter().enumerate() {
-                        let k = (i * 7 + t * 13 + round) % 1100;
-                        let want = |k: usize| {
-                            if k < 1000 {
-                                Value::BulkString(format!("v{k}").into_bytes())
-                            } else {
-                                Value::Nil
-                            }
-                        };
-                        if i % 3 == 0 {
-                            assert_eq!(*v, Value::Array(vec![want(k), want(k + 1)]));
-                        } else {
-                            assert_eq!(*v, want(k));
-                        }
-                    }
+    h.on_clients(8, |t, c| {
+        for round in 0..5 {
+            let mut p = redis::pipe();
+            for i in 0..300 {
+                let k = (i * 7 + t * 13 + round) % 1100;
+                if i % 3 == 0 {
+                    p.cmd("MGET")
+                        .arg(format!("k{k}"))
+                        .arg(format!("k{}", k + 1));
+                } else {
+                    p.cmd("GET").arg(format!("k{k}"));
                 }
-            })
-        })
-        .collect();
-    for t in threads {
-        t.join().unwrap();
-    }
+            }
+            let got: Vec<Value> = p.query(c).unwrap();
+            for (i, v) in got.iter().enumerate() {
+                let k = (i * 7 + t * 13 + round) % 1100;
+                let want = |k: usize| {
+                    if k < 1000 {
+                        Value::BulkString(format!("v{k}").into_bytes())
+                    } else {
+                        Value::Nil
+                    }
+                };
+                if i % 3 == 0 {
+                    assert_eq!(*v, Value::Array(vec![want(k), want(k + 1)]));
+                } else {
+                    assert_eq!(*v, want(k));
+                }
+            }
+        }
+    });
     let info: String = q(&mut c, &["INFO", "batchkv"]);
     assert!(info.contains("batching:on"), "{info}");
 }

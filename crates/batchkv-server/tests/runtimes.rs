@@ -47,28 +47,19 @@ fn exercise(schedule: Schedule, threads: usize) {
     assert_eq!(q::<String>(&mut a, &["GET", "w"]), "1");
 
     // Pipelined writes and reads of several connections at once.
-    let writers: Vec<_> = (0..4)
-        .map(|w| {
-            let client = h.client();
-            std::thread::spawn(move || {
-                let mut c = client.get_connection().unwrap();
-                for round in 0..50 {
-                    let mut p = redis::pipe();
-                    for i in 0..10 {
-                        p.cmd("SET")
-                            .arg(format!("k{w}:{round}:{i}"))
-                            .arg(i)
-                            .ignore();
-                        p.cmd("INCR").arg(format!("n{w}")).ignore();
-                    }
-                    let _: () = p.query(&mut c).unwrap();
-                }
-            })
-        })
-        .collect();
-    for t in writers {
-        t.join().unwrap();
-    }
+    h.on_clients(4, |w, c| {
+        for round in 0..50 {
+            let mut p = redis::pipe();
+            for i in 0..10 {
+                p.cmd("SET")
+                    .arg(format!("k{w}:{round}:{i}"))
+                    .arg(i)
+                    .ignore();
+                p.cmd("INCR").arg(format!("n{w}")).ignore();
+            }
+            let _: () = p.query(c).unwrap();
+        }
+    });
     for w in 0..4 {
         assert_eq!(q::<i64>(&mut a, &["GET", &format!("n{w}")]), 500);
         let keys: Vec<String> = (0..10).map(|i| format!("k{w}:49:{i}")).collect();

@@ -345,28 +345,19 @@ fn no_reader_ever_sees_half_a_transaction() {
             })
         })
         .collect();
-    let writers: Vec<_> = (0..2)
-        .map(|_| {
-            let client = h.client();
-            std::thread::spawn(move || {
-                let mut w = client.get_connection().unwrap();
-                for _ in 0..400 {
-                    // Other writes between the two widen the window a
-                    // non-atomic EXEC would expose.
-                    let mut p = redis::pipe();
-                    p.atomic().cmd("INCR").arg("a");
-                    for i in 0..20 {
-                        p.cmd("SET").arg(format!("pad{i}")).arg(i).ignore();
-                    }
-                    let (x, y): (i64, i64) = p.cmd("INCR").arg("b").query(&mut w).unwrap();
-                    assert_eq!(x, y);
-                }
-            })
-        })
-        .collect();
-    for w in writers {
-        w.join().unwrap();
-    }
+    h.on_clients(2, |_, w| {
+        for _ in 0..400 {
+            // Other writes between the two widen the window a
+            // non-atomic EXEC would expose.
+            let mut p = redis::pipe();
+            p.atomic().cmd("INCR").arg("a");
+            for i in 0..20 {
+                p.cmd("SET").arg(format!("pad{i}")).arg(i).ignore();
+            }
+            let (x, y): (i64, i64) = p.cmd("INCR").arg("b").query(w).unwrap();
+            assert_eq!(x, y);
+        }
+    });
     done.store(true, Ordering::Relaxed);
     for r in readers {
         assert!(r.join().unwrap() > 0);
@@ -379,33 +370,27 @@ fn watch_makes_concurrent_check_and_set_lose_no_update() {
     let h = Harness::start();
     let mut c = h.conn();
     q::<()>(&mut c, &["SET", "counter", "0"]);
-    let threads: Vec<_> = (0..4)
-        .map(|_| {
-            let client = h.client();
-            std::thread::spawn(move || {
-                let mut w = client.get_connection().unwrap();
-                let mut aborted = 0;
-                for _ in 0..100 {
-                    loop {
-                        q::<()>(&mut w, &["WATCH", "counter"]);
-                        let v: i64 = q(&mut w, &["GET", "counter"]);
-                        q::<()>(&mut w, &["MULTI"]);
-                        q::<String>(&mut w, &["SET", "counter", &(v + 1).to_string()]);
-                        match exec(&mut w) {
-                            Value::Nil => aborted += 1,
-                            Value::Array(r) => {
-                                assert_eq!(r, [Value::Okay]);
-                                break;
-                            }
-                            other => panic!("EXEC answered {other:?}"),
-                        }
+    let aborted = h.on_clients(4, |_, w| {
+        let mut aborted = 0;
+        for _ in 0..100 {
+            loop {
+                q::<()>(w, &["WATCH", "counter"]);
+                let v: i64 = q(w, &["GET", "counter"]);
+                q::<()>(w, &["MULTI"]);
+                q::<String>(w, &["SET", "counter", &(v + 1).to_string()]);
+                match exec(w) {
+                    Value::Nil => aborted += 1,
+                    Value::Array(r) => {
+                        assert_eq!(r, [Value::Okay]);
+                        break;
                     }
+                    other => panic!("EXEC answered {other:?}"),
                 }
-                aborted
-            })
-        })
-        .collect();
-    let aborted: i32 = threads.into_iter().map(|t| t.join().unwrap()).sum();
+            }
+        }
+        aborted
+    });
+    let aborted: i32 = aborted.into_iter().sum();
     assert_eq!(q::<i64>(&mut c, &["GET", "counter"]), 400);
     eprintln!("{aborted} aborted attempts");
 }

@@ -38,6 +38,26 @@ impl Harness {
         self.client().get_connection().unwrap()
     }
 
+    /// Runs `f(t, connection)` for each `t` in `0..n` at once, each on a
+    /// thread of its own with a connection of its own; the results in
+    /// order of `t` (a panic in one fails the caller).
+    pub fn on_clients<R: Send>(
+        &self,
+        n: usize,
+        f: impl Fn(usize, &mut redis::Connection) -> R + Sync,
+    ) -> Vec<R> {
+        std::thread::scope(|s| {
+            let threads: Vec<_> = (0..n)
+                .map(|t| {
+                    let client = self.client();
+                    let f = &f;
+                    s.spawn(move || f(t, &mut client.get_connection().unwrap()))
+                })
+                .collect();
+            threads.into_iter().map(|t| t.join().unwrap()).collect()
+        })
+    }
+
     pub fn raw(&self) -> Raw {
         Raw::connect(self.server.addr())
     }

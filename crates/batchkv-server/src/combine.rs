@@ -101,6 +101,27 @@ pub struct Job<R, A> {
     pub tx: oneshot::Sender<(BytesMut, A)>,
 }
 
+/// Hands out the answers of a batch whose requests were the leader's own
+/// (first, if `own_out` is given) and then `jobs`'s, in that order:
+/// `answer(i, out)` encodes request `i`'s replies into `out` and gives its
+/// answer. The own answer is returned (its replies go to `own_out`); each
+/// job's is sent on its channel with a fresh buffer.
+pub fn deliver<R, A>(
+    own_out: Option<&mut BytesMut>,
+    jobs: Vec<Job<R, A>>,
+    mut answer: impl FnMut(usize, &mut BytesMut) -> A,
+) -> Option<A> {
+    let first = usize::from(own_out.is_some());
+    let own = own_out.map(|out| answer(0, out));
+    for (i, job) in jobs.into_iter().enumerate() {
+        let mut out = BytesMut::with_capacity(64);
+        let a = answer(first + i, &mut out);
+        // A closed connection no longer wants its reply.
+        let _ = job.tx.send((out, a));
+    }
+    own
+}
+
 /// When jobs are gathered, and how large a batch grows.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {

@@ -459,8 +459,8 @@ impl Conn {
     /// not start with a group (or batching is off), `None` if the
     /// connection must close (its write was never executed).
     async fn run_write_group(&mut self, reqs: &[Vec<Bytes>]) -> Option<Option<usize>> {
-        use crate::write_group::{self, Group, Strings};
-        let Some(writes) = &self.shared.writes else {
+        use crate::write_group::{self, Group, Strings, Updates};
+        let (Some(writes), Some(updates)) = (&self.shared.writes, &self.shared.updates) else {
             return Some(None);
         };
         let Some(group) = write_group::find(&self.st, reqs) else {
@@ -481,16 +481,25 @@ impl Conn {
                 }
                 let error = written.error.as_deref();
                 let reqs = &reqs[..n];
-                commands::record_grouped(&self.shared, &self.st, reqs, &slots, began, error);
+                commands::record_grouped(&self.shared, &self.st, reqs, &slots, began, |_| error);
                 Some(Some(n))
             }
             Group::StringUpdates(slots) => {
                 let n = slots.len();
-                let run = &reqs[..n];
-                let replies = commands::run_string_updates(&self.shared, &self.st, run, &slots);
-                for r in &replies {
-                    r.encode(self.st.proto, &mut self.out);
+                let began = std::time::Instant::now();
+                let run = Updates::new(&self.st, &reqs[..n]);
+                let combine = self.shared.clients.load(Ordering::Relaxed) > 1;
+                let updated = updates.submit(run, combine, &mut self.out).await;
+                if updated.commands != n {
+                    // Never expected: its leader vanished without a reply.
+                    return None;
                 }
+                let error_of = |i: usize| {
+                    let at = updated.errors.binary_search_by_key(&i, |(at, _)| *at);
+                    at.ok().map(|at| updated.errors[at].1.as_str())
+                };
+                let reqs = &reqs[..n];
+                commands::record_grouped(&self.shared, &self.st, reqs, &slots, began, error_of);
                 Some(Some(n))
             }
             Group::Commands(specs) => {

@@ -176,6 +176,9 @@ pub struct Shared {
     /// Combines the blind string writes of all connections (with
     /// batching on; `write_group.rs`).
     pub(crate) writes: Option<Arc<crate::write_group::WriteCombiner>>,
+    /// Combines the runs of string read-modify-writes of all connections
+    /// (with batching on; `write_group.rs`).
+    pub(crate) updates: Option<Arc<crate::write_group::UpdateCombiner>>,
     pub started: Instant,
     pub port: u16,
     pub clients: AtomicUsize,
@@ -233,6 +236,9 @@ pub(crate) fn new_shared(
         writes: cfg
             .batch
             .then(|| Arc::new(crate::write_group::combiner(me.clone()))),
+        updates: cfg
+            .batch
+            .then(|| Arc::new(crate::write_group::update_combiner(me.clone()))),
         started: Instant::now(),
         port,
         clients: AtomicUsize::new(0),

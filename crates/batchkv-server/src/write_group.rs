@@ -13,10 +13,12 @@
 //!   ([`WriteCombiner`], the protocol of `combine.rs`, with one leader at
 //!   a time): 50 clients each sending one SET are one engine write, not
 //!   50.
-//! - **String read-modify-writes** (a run of two or more INCR, DECR,
-//!   INCRBY, DECRBY, APPEND) read their distinct keys once and write the
-//!   last value of each in one batch, under the stripe locks of all their
-//!   keys (`commands/string_runs.rs`, which says why that is the same).
+//! - **String read-modify-writes** (INCR, DECR, INCRBY, DECRBY, APPEND;
+//!   a run of one too) read their distinct keys once and write the last
+//!   value of each in one batch, under the stripe locks of all their keys
+//!   (`commands/string_runs.rs`, which says why that is the same). Such
+//!   runs of all connections are combined further, as blind writes are
+//!   ([`UpdateCombiner`]): one lock set, one `multi_get`, one write.
 //! - **Any other run of two or more keyed write commands** (HSET, LPUSH,
 //!   SET with options, a mix of kinds, …: [`commands::groupable`]) runs as
 //!   EXEC runs a transaction (`tx.rs`): the stripes of all their keys
@@ -45,6 +47,9 @@
 //! cannot be read (`clear_old` fails) is taken out of the batch (a save
 //! point) and answers the error, the others are written. A failed engine
 //! write fails every run in it, as one connection's run fails as a whole.
+//! Combined string updates are one run of all their commands, in the
+//! order of their connections' runs: a command that fails answers its
+//! error and changes nothing, the others go on.
 //!
 //! A command the run cannot take (a read, a blocking or keyless command,
 //! a wrong arity, a key over the limit, …) ends the run and goes through
@@ -92,7 +97,7 @@ fn pairs(args: &[Bytes]) -> Option<std::slice::ChunksExact<'_, Bytes>> {
 pub enum Group {
     /// Blind string writes.
     Strings(Vec<usize>),
-    /// String read-modify-writes (two or more).
+    /// String read-modify-writes.
     StringUpdates(Vec<usize>),
     /// These write commands (two or more), one per request.
     Commands(Vec<&'static CommandSpec>),
@@ -128,8 +133,8 @@ pub fn find(st: &ConnState, reqs: &[Vec<Bytes>]) -> Option<Group> {
     match indexes.len() {
         0 => None,
         _ if blind => Some(Group::Strings(indexes)),
-        1 => None,
         _ if updates => Some(Group::StringUpdates(indexes)),
+        1 => None,
         _ => Some(Group::Commands(
             indexes.into_iter().map(commands::spec_at).collect(),
         )),
@@ -243,11 +248,7 @@ impl Execute for StringWrites {
     }
 
     fn execute(&self, own: Option<(&Strings, &mut BytesMut)>, jobs: Vec<Job>) -> Option<Written> {
-        let mut outs: Vec<BytesMut> = jobs.iter().map(|_| BytesMut::with_capacity(64)).collect();
-        let (own_req, own_out) = match own {
-            Some((r, o)) => (Some(r), Some(o)),
-            None => (None, None),
-        };
+        let (own_req, own_out) = own.unzip();
         let runs: Vec<&Strings> = own_req
             .into_iter()
             .chain(jobs.iter().map(|j| &j.req))
@@ -258,31 +259,147 @@ impl Execute for StringWrites {
                 || write(&shared, &runs),
             )
             .unwrap_or_else(|| vec![Err(Reply::err(crate::panics::INTERNAL_ERROR)); runs.len()]),
-            None => vec![Err(Reply::err("ERR server is shutting down")); runs.len()],
+            None => vec![Err(shutting_down()); runs.len()],
         };
-        let sinks = own_out.into_iter().chain(outs.iter_mut());
-        let mut answers: Vec<Written> = Vec::with_capacity(runs.len());
-        for ((run, result), out) in runs.iter().zip(&results).zip(sinks) {
+        // What each run's replies need, so that the jobs can be handed out.
+        let shapes: Vec<(usize, u8)> = runs.iter().map(|r| (r.commands, r.proto)).collect();
+        crate::combine::deliver(own_out, jobs, |i, out| {
+            let (commands, proto) = shapes[i];
             let ok = Reply::ok();
-            let reply = result.as_ref().err().unwrap_or(&ok);
-            for _ in 0..run.commands {
-                reply.encode(run.proto, out);
+            let reply = results[i].as_ref().err().unwrap_or(&ok);
+            for _ in 0..commands {
+                reply.encode(proto, out);
             }
-            answers.push(Written {
-                commands: run.commands,
+            Written {
+                commands,
                 error: match reply {
                     Reply::Error(text) => Some(text.clone()),
                     _ => None,
                 },
-            });
+            }
+        })
+    }
+}
+
+fn shutting_down() -> Reply {
+    Reply::err("ERR server is shutting down")
+}
+
+/// Runs of string read-modify-writes (INCR, APPEND, …) of several
+/// connections combined into one engine write (`string_runs.rs`).
+pub type UpdateCombiner = Combiner<StringUpdates>;
+
+/// A combiner for the server `shared` (which holds it), with the limits
+/// and the one leader of the blind writes' [`combiner`]: the runs' reads
+/// and write are done under the locks of their keys, one batch at a time.
+pub fn update_combiner(shared: Weak<Shared>) -> UpdateCombiner {
+    let limits = Limits {
+        gather_below: GATHER_BELOW_BYTES,
+        max_batch: MAX_COMBINED_BYTES,
+    };
+    Combiner::with(StringUpdates { shared }, 1, limits)
+}
+
+/// One connection's run of string read-modify-writes: the request of an
+/// [`UpdateCombiner`].
+pub struct Updates {
+    /// The commands (each `commands::is_string_update`).
+    reqs: Vec<Vec<Bytes>>,
+    db: u8,
+    proto: u8,
+}
+
+impl Updates {
+    /// The run `reqs` of [`Group::StringUpdates`] of a connection in state
+    /// `st`.
+    pub fn new(st: &ConnState, reqs: &[Vec<Bytes>]) -> Updates {
+        Updates {
+            reqs: reqs.to_vec(),
+            db: st.db,
+            proto: st.proto,
         }
-        let mut answers = answers.into_iter();
-        let own_answer = own_req.and_then(|_| answers.next());
-        for ((job, out), a) in jobs.into_iter().zip(outs).zip(answers) {
-            // A closed connection no longer wants its reply.
-            let _ = job.tx.send((out, a));
+    }
+
+    fn weight(&self) -> usize {
+        let args: usize = self.reqs.iter().flatten().map(Bytes::len).sum();
+        args + PAIR_WEIGHT * self.reqs.len()
+    }
+}
+
+/// What a run of updates got: how many commands were answered (none: the
+/// run was never executed, its connection must close) and the errors
+/// among their replies, as (command index in the run, error text).
+#[derive(Debug, Default)]
+pub struct Updated {
+    pub commands: usize,
+    pub errors: Vec<(usize, String)>,
+}
+
+/// The engine call of an [`UpdateCombiner`].
+pub struct StringUpdates {
+    /// The server (a weak reference: it holds the combiner).
+    shared: Weak<Shared>,
+}
+
+impl Execute for StringUpdates {
+    type Request = Updates;
+    type Answer = Updated;
+
+    fn size(req: &Updates) -> usize {
+        req.weight()
+    }
+
+    fn gathers(req: &Updates) -> bool {
+        req.reqs.len() >= GATHER_FROM_COMMANDS
+    }
+
+    fn execute(
+        &self,
+        own: Option<(&Updates, &mut BytesMut)>,
+        jobs: Vec<crate::combine::Job<Updates, Updated>>,
+    ) -> Option<Updated> {
+        let (own_req, own_out) = own.unzip();
+        let runs: Vec<commands::StringRun<'_>> = own_req
+            .into_iter()
+            .chain(jobs.iter().map(|j| &j.req))
+            .map(|r| (r.db, &r.reqs[..]))
+            .collect();
+        let n = runs.iter().map(|(_, reqs)| reqs.len()).sum();
+        let replies = match self.shared.upgrade() {
+            Some(shared) => crate::panics::catch(
+                || format!("a combined run of {n} string updates"),
+                || commands::run_string_updates(&shared, &runs),
+            )
+            .unwrap_or_else(|| vec![Reply::err(crate::panics::INTERNAL_ERROR); n]),
+            None => vec![shutting_down(); n],
+        };
+        // Each run's replies follow the previous run's.
+        let mut spans = Vec::with_capacity(runs.len());
+        let mut first = 0;
+        for (_, reqs) in &runs {
+            spans.push(first..first + reqs.len());
+            first += reqs.len();
         }
-        own_answer
+        let protos: Vec<u8> = own_req
+            .into_iter()
+            .chain(jobs.iter().map(|j| &j.req))
+            .map(|r| r.proto)
+            .collect();
+        drop(runs);
+        crate::combine::deliver(own_out, jobs, |i, out| {
+            let replies = &replies[spans[i].clone()];
+            let mut errors = Vec::new();
+            for (at, reply) in replies.iter().enumerate() {
+                reply.encode(protos[i], out);
+                if let Reply::Error(text) = reply {
+                    errors.push((at, text.clone()));
+                }
+            }
+            Updated {
+                commands: replies.len(),
+                errors,
+            }
+        })
     }
 }
 
@@ -446,6 +563,82 @@ mod tests {
             }
         });
         assert_eq!(engine_writes(&shared) - before, 3);
+    }
+
+    /// Connection `c`'s run of string updates: `args` in database 0.
+    fn updates(args: &[&[&str]], proto: u8) -> Updates {
+        let reqs = args
+            .iter()
+            .map(|a| a.iter().map(|w| Bytes::from(w.to_string())).collect())
+            .collect();
+        Updates { reqs, db: 0, proto }
+    }
+
+    /// Runs of INCR and APPEND submitted by concurrent connections while a
+    /// leader gathers are one engine write over the same keys; each
+    /// connection gets its replies in order and a failing command answers
+    /// its error alone.
+    #[test]
+    fn string_updates_of_concurrent_connections_share_one_engine_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let shared = server(dir.path());
+        let combiner = shared.updates.clone().unwrap();
+        shared
+            .db
+            .put(
+                keyspace::db_key(0, b"text"),
+                keyspace::encode_value(b"x", None),
+            )
+            .unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let before = engine_writes(&shared);
+        let outs = rt.block_on(async {
+            let tasks: Vec<_> = (0..6)
+                .map(|c| {
+                    let u = combiner.clone();
+                    tokio::spawn(async move {
+                        let run = updates(
+                            &[
+                                &["incr", "n"],
+                                &["incrby", "n", "10"],
+                                &["incr", "text"],
+                                &["append", "s", "ab"],
+                            ],
+                            2 + (c % 2) as u8,
+                        );
+                        let mut out = BytesMut::new();
+                        let a = u.submit(run, true, &mut out).await;
+                        (a, out)
+                    })
+                })
+                .collect();
+            let mut outs = Vec::new();
+            for t in tasks {
+                outs.push(t.await.unwrap());
+            }
+            outs
+        });
+        assert_eq!(engine_writes(&shared) - before, 1);
+        let not_int = "ERR value is not an integer or out of range";
+        for (c, (a, out)) in outs.into_iter().enumerate() {
+            // The runs apply in the order they joined the batch: the
+            // leader's first, then its followers'.
+            let n = 11 * c as i64;
+            let want = format!(
+                ":{}\r\n:{}\r\n-{not_int}\r\n:{}\r\n",
+                n + 1,
+                n + 11,
+                2 * (c + 1)
+            );
+            assert_eq!(std::str::from_utf8(&out).unwrap(), want, "connection {c}");
+            assert_eq!(a.commands, 4);
+            assert_eq!(a.errors, vec![(2, not_int.to_string())]);
+        }
+        assert_eq!(value(&shared, "n"), Some(b"66".to_vec()));
+        assert_eq!(value(&shared, "s"), Some(b"ab".repeat(6)));
+        assert_eq!(value(&shared, "text"), Some(b"x".to_vec()));
     }
 
     /// A run whose old value cannot be read answers the error and writes

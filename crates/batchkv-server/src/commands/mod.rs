@@ -521,36 +521,17 @@ pub fn is_string_update(args: &[Bytes]) -> bool {
     string_runs::is_string_update(args)
 }
 
-/// Runs a pipeline's run of string read-modify-writes (`write_group.rs`;
-/// each [`groupable`] and [`is_string_update`], `slots[i]` what
-/// [`groupable`] gave for `reqs[i]`) as one engine write
-/// (`string_runs.rs`), counted as [`execute`] counts commands; their
-/// replies in order.
-pub fn run_string_updates(
-    shared: &Shared,
-    conn: &ConnState,
-    reqs: &[Vec<Bytes>],
-    slots: &[usize],
-) -> Vec<Reply> {
-    let began = Instant::now();
-    // The panic boundary of the run's commands (`panics.rs`).
-    let replies = crate::panics::catch(
-        || {
-            format!(
-                "a run of {} string updates from {}",
-                reqs.len(),
-                conn.client.addr
-            )
-        },
-        || string_runs::run(shared, conn, reqs),
-    )
-    .unwrap_or_else(|| vec![Reply::err(crate::panics::INTERNAL_ERROR); reqs.len()]);
-    let error_of = |i: usize| match &replies[i] {
-        Reply::Error(text) => Some(text.as_str()),
-        _ => None,
-    };
-    record_run(shared, conn, reqs, |i| slots[i], began, error_of);
-    replies
+/// One connection's run of string read-modify-writes: its database and
+/// its commands (each [`groupable`] and [`is_string_update`]).
+pub use string_runs::Run as StringRun;
+
+/// Runs runs of string read-modify-writes (`write_group.rs`: one
+/// connection's pipeline, or the runs of several combined) as one engine
+/// write (`string_runs.rs`): the replies of all their commands in order.
+/// The caller is the panic boundary and records the commands
+/// ([`record_grouped`]).
+pub fn run_string_updates(shared: &Shared, runs: &[StringRun<'_>]) -> Vec<Reply> {
+    string_runs::run(shared, runs)
 }
 
 /// Runs a command queued in a transaction (EXEC): counted as
@@ -649,18 +630,19 @@ pub fn record_batched(
     record_run(shared, conn, reqs, slot_of, began, |_| error);
 }
 
-/// Records a run of grouped writes `reqs` (SET, MSET, `write_group.rs`)
-/// as [`record_batched`] records reads; `slots[i]` is what [`groupable`]
-/// gave for `reqs[i]`.
-pub fn record_grouped(
+/// Records a run of grouped writes `reqs` (SET, MSET, INCR, …:
+/// `write_group.rs`) as [`record_batched`] records reads; `slots[i]` is
+/// what [`groupable`] gave for `reqs[i]`, `error_of(i)` its error if it
+/// failed.
+pub fn record_grouped<'e>(
     shared: &Shared,
     conn: &ConnState,
     reqs: &[Vec<Bytes>],
     slots: &[usize],
     began: Instant,
-    error: Option<&str>,
+    error_of: impl Fn(usize) -> Option<&'e str>,
 ) {
-    record_run(shared, conn, reqs, |i| slots[i], began, |_| error);
+    record_run(shared, conn, reqs, |i| slots[i], began, error_of);
 }
 
 /// Records a run of commands `reqs` answered together, started at

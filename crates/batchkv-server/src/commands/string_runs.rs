@@ -1,9 +1,12 @@
 //! A pipeline's run of string read-modify-writes — INCR, DECR, INCRBY,
 //! DECRBY, APPEND — executed as one engine write without the transaction
-//! overlay (`write_group.rs` finds the runs; any other run of write
-//! commands runs as EXEC runs a transaction, `tx::run_group`).
+//! overlay (`write_group.rs` finds the runs and combines the runs of
+//! several connections into one call; any other run of write commands
+//! runs as EXEC runs a transaction, `tx::run_group`).
 //!
-//! The run locks the stripes of all its keys, reads each distinct key
+//! The runs of one call are one run here, in the order given: what
+//! follows holds for it as a whole, hence for each connection's part. The
+//! run locks the stripes of all its keys, reads each distinct key
 //! once (one `multi_get`), applies the commands in order to those values
 //! in memory, and writes the last value of each key it changed in one
 //! batch. That answers and stores what the commands give one by one:
@@ -20,8 +23,8 @@
 //! - a command that fails (an argument or value that is not an integer,
 //!   an overflow, WRONGTYPE, a string over `proto-max-bulk-len`) answers
 //!   its error and changes nothing, as alone; a failed engine write
-//!   answers its error for every command of the run, as `tx::run_group`
-//!   does;
+//!   answers its error for every command of the run (of every connection
+//!   in it), as `tx::run_group` does;
 //! - a key whose stored value had expired is replaced as `Shared::put`
 //!   replaces it: the elements of an expired collection are dropped
 //!   (`Shared::clear_old`) in the same batch.
@@ -30,7 +33,7 @@ use batchkv::{ReadOptions, WriteBatch};
 use bytes::Bytes;
 
 use super::strings::check_string_length;
-use super::{not_integer, parse_int, ConnState};
+use super::{not_integer, parse_int};
 use crate::errors::{corrupt, wrong_type, INCR_OVERFLOW};
 use crate::keyspace::{self, Entry};
 use crate::resp::Reply;
@@ -110,13 +113,27 @@ struct Key<'a> {
 /// header), with room for an INCR's digits where no value was read.
 const ENTRY_SLACK: usize = 32;
 
-/// Runs `reqs` (each [`is_string_update`], as `groupable` found it, for a
-/// connection in state `conn`) as one engine write; their replies in order.
-pub fn run(shared: &Shared, conn: &ConnState, reqs: &[Vec<Bytes>]) -> Vec<Reply> {
-    let names: Vec<&Bytes> = reqs.iter().map(|a| &a[1]).collect();
-    let stored_keys = crate::write_group::stored_keys(conn.db, &names);
+/// One connection's run: its database and its commands (each
+/// [`is_string_update`], as `groupable` found it).
+pub type Run<'a> = (u8, &'a [Vec<Bytes>]);
+
+/// Runs `runs` (of one connection or of several, combined by
+/// `write_group.rs`) as one engine write, one run after the other: the
+/// replies of all their commands in order. Runs of several connections
+/// executed together keep each run's guarantees above: all their keys
+/// are locked before any is read, so the runs apply as if one after the
+/// other, and the write of all of them is atomic.
+pub fn run(shared: &Shared, runs: &[Run<'_>]) -> Vec<Reply> {
+    let n: usize = runs.iter().map(|(_, reqs)| reqs.len()).sum();
+    let mut stored_keys = crate::batcher::Keys::default();
+    for (db, reqs) in runs {
+        for args in reqs.iter() {
+            stored_keys.push(*db, &args[1]);
+        }
+    }
     let stored: Vec<&[u8]> = stored_keys.iter().collect();
-    let kinds: Vec<Option<Kind>> = reqs.iter().map(|a| kind(a)).collect();
+    let reqs = || runs.iter().flat_map(|(_, reqs)| reqs.iter());
+    let kinds: Vec<Option<Kind>> = reqs().map(|a| kind(a)).collect();
     let mut distinct = stored.clone();
     distinct.sort_unstable();
     distinct.dedup();
@@ -138,7 +155,7 @@ pub fn run(shared: &Shared, conn: &ConnState, reqs: &[Vec<Bytes>]) -> Vec<Reply>
         .iter()
         .map(|key| distinct.partition_point(|d| d < key))
         .collect();
-    for ((args, &i), command) in reqs.iter().zip(&at).zip(&kinds) {
+    for ((args, &i), command) in reqs().zip(&at).zip(&kinds) {
         if let (Some(Kind::Append), Some(k)) = (command, keys.get_mut(i)) {
             k.appended = k.appended.saturating_add(args[2].len());
         }
@@ -154,7 +171,7 @@ pub fn run(shared: &Shared, conn: &ConnState, reqs: &[Vec<Bytes>]) -> Vec<Reply>
         }
     });
     if let Err(e) = read {
-        return vec![e; reqs.len()];
+        return vec![e; n];
     }
     // Sized once: each key, its value as read, what APPENDs add to it.
     let capacity = keys.iter().fold(0usize, |n, k| {
@@ -163,8 +180,7 @@ pub fn run(shared: &Shared, conn: &ConnState, reqs: &[Vec<Bytes>]) -> Vec<Reply>
             .saturating_add(k.appended)
     });
     let mut b = WriteBatch::with_capacity(capacity);
-    let replies: Vec<Reply> = reqs
-        .iter()
+    let replies: Vec<Reply> = reqs()
         .zip(&at)
         .zip(&kinds)
         .map(|((args, &i), &command)| match (keys.get_mut(i), command) {
@@ -183,7 +199,7 @@ pub fn run(shared: &Shared, conn: &ConnState, reqs: &[Vec<Bytes>]) -> Vec<Reply>
     }
     if !b.is_empty() {
         if let Err(e) = shared.write(b) {
-            return vec![e; reqs.len()];
+            return vec![e; n];
         }
     }
     replies

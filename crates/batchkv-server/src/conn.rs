@@ -486,9 +486,14 @@ impl Conn {
             }
             Group::StringUpdates(slots) => {
                 let n = slots.len();
+                let combine = self.shared.clients.load(Ordering::Relaxed) > 1;
+                if n == 1 && !combine {
+                    // Nothing to combine with: a lone command is cheaper on
+                    // the normal path (a point read, no batch to build).
+                    return Some(None);
+                }
                 let began = std::time::Instant::now();
                 let run = Updates::new(&self.st, &reqs[..n]);
-                let combine = self.shared.clients.load(Ordering::Relaxed) > 1;
                 let updated = updates.submit(run, combine, &mut self.out).await;
                 if updated.commands != n {
                     // Never expected: its leader vanished without a reply.

@@ -39,11 +39,13 @@ mod window;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::thread::JoinHandle;
 
 use batchkv::{BatchOp, Db, ReadOptions, WriteBatch};
+use hashbrown::HashTable;
 
 use crate::keyspace::{decode_entry, NUM_DBS};
 use window::{Window, WINDOW_AGE, WINDOW_KEYS, WINDOW_KEYS_HARD};
@@ -532,11 +534,26 @@ struct Prior {
     /// kept allocated between commands up to [`PRIOR_KEPT_BYTES`].
     key_bytes: Vec<u8>,
     /// Per key read: where it ends in `key_bytes`, its [`fingerprint`]
-    /// and its state.
+    /// and its state. No key appears twice.
     seen: Vec<(usize, u64, State)>,
     /// Where [`recall`] looks first: after the entry it found last (a
     /// write's keys mostly come in the order they were read).
     next: usize,
+    /// Once more than [`INDEX_FROM`] keys were read (a combined batch of
+    /// string updates reads hundreds), every entry of `seen` by the hash
+    /// of its key, so that finding one does not scan them all; empty
+    /// before.
+    index: HashTable<u32>,
+    hasher: foldhash::fast::RandomState,
+}
+
+/// Entries [`Prior`] finds by scanning them; past this many, by its index.
+const INDEX_FROM: usize = 16;
+
+/// Key `i` of `seen` in `key_bytes` (the layout of [`Prior`]).
+fn prior_key<'a>(key_bytes: &'a [u8], seen: &[(usize, u64, State)], i: usize) -> &'a [u8] {
+    let start = if i == 0 { 0 } else { seen[i - 1].0 };
+    &key_bytes[start..seen[i].0]
 }
 
 /// A cheap summary of a key that differs for most pairs of keys that
@@ -552,26 +569,60 @@ fn fingerprint(key: &[u8]) -> u64 {
 impl Prior {
     /// The key of entry `i`.
     fn key(&self, i: usize) -> &[u8] {
-        let start = if i == 0 { 0 } else { self.seen[i - 1].0 };
-        &self.key_bytes[start..self.seen[i].0]
+        prior_key(&self.key_bytes, &self.seen, i)
     }
 
-    /// The entry holding `key`, if any (the first, if it repeats).
+    /// The entry holding `key`, if any.
     fn find(&self, key: &[u8]) -> Option<usize> {
         let f = fingerprint(key);
         let is = |i: usize| self.seen[i].1 == f && self.key(i) == key;
         if self.next < self.seen.len() && is(self.next) {
             return Some(self.next);
         }
+        if self.seen.len() > INDEX_FROM {
+            let hash = self.hasher.hash_one(key);
+            return self
+                .index
+                .find(hash, |&i| is(i as usize))
+                .map(|&i| i as usize);
+        }
         (0..self.seen.len()).find(|&i| is(i))
+    }
+
+    /// Adds `key`, not yet in it, in state `state`.
+    fn push(&mut self, key: &[u8], state: State) {
+        self.key_bytes.extend_from_slice(key);
+        let end = self.key_bytes.len();
+        self.seen.push((end, fingerprint(key), state));
+        let n = self.seen.len();
+        if n <= INDEX_FROM {
+            return;
+        }
+        // Past the threshold every entry is indexed: the ones before it
+        // when it is crossed, each new one after.
+        let Prior {
+            key_bytes,
+            seen,
+            index,
+            hasher,
+            ..
+        } = self;
+        let rehash = |&i: &u32| hasher.hash_one(prior_key(key_bytes, seen, i as usize));
+        let first = if n == INDEX_FROM + 1 { 0 } else { n - 1 };
+        for i in first..n {
+            let hash = hasher.hash_one(prior_key(key_bytes, seen, i));
+            index.insert_unique(hash, i as u32, rehash);
+        }
     }
 
     fn clear(&mut self) {
         self.seen.clear();
         self.next = 0;
         self.key_bytes.clear();
+        self.index.clear();
         if self.key_bytes.capacity() > PRIOR_KEPT_BYTES {
             self.key_bytes = Vec::new();
+            self.index = HashTable::new();
         }
     }
 }
@@ -580,11 +631,13 @@ thread_local! {
     static PRIOR: RefCell<Prior> = RefCell::new(Prior::default());
 }
 
-/// Most reads remembered per command (multi-key commands read more; their
-/// other keys are looked up again).
-const PRIOR_MAX: usize = 32;
-/// Key bytes a thread keeps allocated for [`Prior`] between commands.
-const PRIOR_KEPT_BYTES: usize = 4096;
+/// Most reads remembered per command (a combined batch of string updates
+/// reads about one key per command; beyond this, keys are looked up
+/// again when their window closes).
+const PRIOR_MAX: usize = 4096;
+/// Key bytes a thread keeps allocated for [`Prior`] between commands (its
+/// index is dropped with them).
+const PRIOR_KEPT_BYTES: usize = 64 << 10;
 
 /// Marks a span in which this thread's reads of keyspace keys are the
 /// state of keys it holds locked (a `KeyGuard`'s lifetime).
@@ -620,9 +673,7 @@ pub fn remember(key: &[u8], stored: Option<&[u8]>) {
     PRIOR.with(|p| {
         let mut p = p.borrow_mut();
         if p.depth > 0 && p.seen.len() < PRIOR_MAX && p.find(key).is_none() {
-            p.key_bytes.extend_from_slice(key);
-            let end = p.key_bytes.len();
-            p.seen.push((end, fingerprint(key), State::of(stored)));
+            p.push(key, State::of(stored));
         }
     });
 }
@@ -966,17 +1017,24 @@ mod tests {
             let stored = if i % 2 == 0 { Some(expiring()) } else { None };
             remember(k, stored.as_deref());
         }
-        // A second read of a key keeps the first (the state under the lock).
+        // A second read of a key keeps the first (the state under the lock),
+        // among the first keys (scanned) and past them (indexed).
         remember(&keys[1], Some(&plain()));
+        remember(&keys[INDEX_FROM + 5], Some(&plain()));
         remember(b"\x12element", None);
+        let want = |i: usize| match i {
+            _ if i >= PRIOR_MAX => None,
+            _ if i.is_multiple_of(2) => Some(State::Present { expire_at: Some(1) }),
+            _ => Some(State::Absent),
+        };
         for (i, k) in keys.iter().enumerate() {
-            let want = match i {
-                _ if i >= PRIOR_MAX => None,
-                _ if i % 2 == 0 => Some(State::Present { expire_at: Some(1) }),
-                _ => Some(State::Absent),
-            };
-            assert_eq!(recall(k), want, "key {i}");
+            assert_eq!(recall(k), want(i), "key {i}");
         }
+        // Out of order (the index, not the next entry, finds them).
+        for (i, k) in keys.iter().enumerate().rev().step_by(7) {
+            assert_eq!(recall(k), want(i), "key {i}, backwards");
+        }
+        assert_eq!(recall(b"\0key-never-read"), None);
         assert_eq!(recall(b"\x12element"), None, "not a keyspace key");
         assert_eq!(recall_live(&keys[0], 0), Some(true));
         assert_eq!(recall_live(&keys[0], 1), Some(false), "expired at 1");

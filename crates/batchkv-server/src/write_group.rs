@@ -159,15 +159,17 @@ const GATHER_FROM_COMMANDS: usize = 2;
 /// header and the key's lock).
 const PAIR_WEIGHT: usize = 32;
 
+/// The limits of both write combiners (weights in bytes).
+const LIMITS: Limits = Limits {
+    gather_below: GATHER_BELOW_BYTES,
+    max_batch: MAX_COMBINED_BYTES,
+};
+
 /// A combiner for the server `shared` (which holds it).
 pub fn combiner(shared: Weak<Shared>) -> WriteCombiner {
-    let limits = Limits {
-        gather_below: GATHER_BELOW_BYTES,
-        max_batch: MAX_COMBINED_BYTES,
-    };
     // One leader: the engine applies one write at a time anyway, and jobs
     // queued meanwhile make the next batch instead of holding a thread.
-    Combiner::with(StringWrites { shared }, 1, limits)
+    Combiner::with(StringWrites { shared }, 1, LIMITS)
 }
 
 /// One connection's run of blind string writes: the request of a
@@ -293,11 +295,7 @@ pub type UpdateCombiner = Combiner<StringUpdates>;
 /// and the one leader of the blind writes' [`combiner`]: the runs' reads
 /// and write are done under the locks of their keys, one batch at a time.
 pub fn update_combiner(shared: Weak<Shared>) -> UpdateCombiner {
-    let limits = Limits {
-        gather_below: GATHER_BELOW_BYTES,
-        max_batch: MAX_COMBINED_BYTES,
-    };
-    Combiner::with(StringUpdates { shared }, 1, limits)
+    Combiner::with(StringUpdates { shared }, 1, LIMITS)
 }
 
 /// One connection's run of string read-modify-writes: the request of an
@@ -373,32 +371,28 @@ impl Execute for StringUpdates {
             .unwrap_or_else(|| vec![Reply::err(crate::panics::INTERNAL_ERROR); n]),
             None => vec![shutting_down(); n],
         };
-        // Each run's replies follow the previous run's.
-        let mut spans = Vec::with_capacity(runs.len());
-        let mut first = 0;
-        for (_, reqs) in &runs {
-            spans.push(first..first + reqs.len());
-            first += reqs.len();
-        }
-        let protos: Vec<u8> = own_req
+        // What each run's replies need, so that the jobs can be handed out.
+        let shapes: Vec<(usize, u8)> = own_req
             .into_iter()
             .chain(jobs.iter().map(|j| &j.req))
-            .map(|r| r.proto)
+            .map(|r| (r.reqs.len(), r.proto))
             .collect();
         drop(runs);
+        // The runs are answered in order; each one's replies follow the
+        // previous one's.
+        let mut first = 0;
         crate::combine::deliver(own_out, jobs, |i, out| {
-            let replies = &replies[spans[i].clone()];
+            let (commands, proto) = shapes[i];
+            let replies = &replies[first..first + commands];
+            first += commands;
             let mut errors = Vec::new();
             for (at, reply) in replies.iter().enumerate() {
-                reply.encode(protos[i], out);
+                reply.encode(proto, out);
                 if let Reply::Error(text) = reply {
                     errors.push((at, text.clone()));
                 }
             }
-            Updated {
-                commands: replies.len(),
-                errors,
-            }
+            Updated { commands, errors }
         })
     }
 }

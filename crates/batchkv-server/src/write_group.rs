@@ -255,14 +255,13 @@ impl Execute for StringWrites {
             .into_iter()
             .chain(jobs.iter().map(|j| &j.req))
             .collect();
-        let results = match self.shared.upgrade() {
-            Some(shared) => crate::panics::catch(
-                || format!("a combined write of {} runs of writes", runs.len()),
-                || write(&shared, &runs),
-            )
-            .unwrap_or_else(|| vec![Err(Reply::err(crate::panics::INTERNAL_ERROR)); runs.len()]),
-            None => vec![Err(shutting_down()); runs.len()],
-        };
+        let results = on_server(
+            &self.shared,
+            || format!("a combined write of {} runs of writes", runs.len()),
+            runs.len(),
+            Err,
+            |shared| write(shared, &runs),
+        );
         // What each run's replies need, so that the jobs can be handed out.
         let shapes: Vec<(usize, u8)> = runs.iter().map(|r| (r.commands, r.proto)).collect();
         crate::combine::deliver(own_out, jobs, |i, out| {
@@ -283,8 +282,22 @@ impl Execute for StringWrites {
     }
 }
 
-fn shutting_down() -> Reply {
-    Reply::err("ERR server is shutting down")
+/// Runs `f`, a combiner's engine call giving `n` results, on the server
+/// `shared` refers to, as the panic boundary of its batch (`what` names
+/// the batch in the log): if `f` panicked, or the server is gone, every
+/// result is `failed` of the error that says so.
+fn on_server<T: Clone>(
+    shared: &Weak<Shared>,
+    what: impl FnOnce() -> String,
+    n: usize,
+    failed: impl Fn(Reply) -> T,
+    f: impl FnOnce(&Shared) -> Vec<T>,
+) -> Vec<T> {
+    match shared.upgrade() {
+        Some(shared) => crate::panics::catch(what, || f(&shared))
+            .unwrap_or_else(|| vec![failed(Reply::err(crate::panics::INTERNAL_ERROR)); n]),
+        None => vec![failed(Reply::err("ERR server is shutting down")); n],
+    }
 }
 
 /// Runs of string read-modify-writes (INCR, APPEND, …) of several
@@ -363,14 +376,13 @@ impl Execute for StringUpdates {
             .map(|r| (r.db, &r.reqs[..]))
             .collect();
         let n = runs.iter().map(|(_, reqs)| reqs.len()).sum();
-        let replies = match self.shared.upgrade() {
-            Some(shared) => crate::panics::catch(
-                || format!("a combined run of {n} string updates"),
-                || commands::run_string_updates(&shared, &runs),
-            )
-            .unwrap_or_else(|| vec![Reply::err(crate::panics::INTERNAL_ERROR); n]),
-            None => vec![shutting_down(); n],
-        };
+        let replies = on_server(
+            &self.shared,
+            || format!("a combined run of {n} string updates"),
+            n,
+            |reply| reply,
+            |shared| commands::run_string_updates(shared, &runs),
+        );
         // What each run's replies need, so that the jobs can be handed out.
         let shapes: Vec<(usize, u8)> = own_req
             .into_iter()

@@ -113,8 +113,9 @@ pub struct ServeArgs {
     /// How connections are scheduled over those threads: stealing
     /// (tokio's work-stealing runtime) or pinned (each stays on one
     /// thread, as a Redis thread serves its clients: less CPU per read
-    /// when the data is in memory, but a read from disk or an fsync holds
-    /// up the other connections of its thread).
+    /// when the data is in memory, but connections never move to a less
+    /// busy thread, so one whose connections wait for the disk keeps
+    /// them).
     #[arg(long, value_enum, default_value_t = Schedule::Stealing)]
     pub runtime: Schedule,
     /// Protected mode (yes/no): without a password, refuse clients that

@@ -10,15 +10,18 @@
 //!   connection in flight most such wake-ups find nothing to do (HMGET of
 //!   5 fields, `-c 50 -P 1`: 0.25 context switches per request against
 //!   Redis's 0.015).
-//! - [`Schedule::Pinned`]: one single-threaded tokio runtime per thread.
-//!   The accept loop runs on the first and hands each new connection to
-//!   the next thread in turn; the connection stays there. A request wakes
-//!   only the thread its connection lives on, as Redis's one thread does
-//!   (9–13 % less CPU per memtable-resident `-P 1` read). But a command
-//!   that blocks runs in place: the other connections of its thread wait
-//!   for the disk or the `fsync` (7–13 % fewer pipelined SETs under
-//!   `appendfsync always`, ~10 % fewer SST-resident HMGETs at `-P 10`).
-//!   Measurements: docs/perf/history/2026-11-29-pinned-runtime.md.
+//! - [`Schedule::Pinned`]: one runtime of one worker thread per thread.
+//!   The accept loop hands each new connection to the next runtime in
+//!   turn; the connection stays on its thread. A request wakes only the
+//!   thread its connection lives on, as Redis's one thread does (9–17 %
+//!   less CPU per memtable-resident `-P 1` read). A command that blocks
+//!   in [`crate::shared::block_in_place`] (an `fsync` under `appendfsync
+//!   always`) hands its thread's other connections to a spare thread, as
+//!   under stealing. What it cannot do is balance: a thread whose
+//!   connections wait on block reads from disk, or simply have more work,
+//!   keeps them (~6–10 % fewer SST-resident HMGETs at `-P 10`).
+//!   Measurements: docs/perf/history/2026-11-29-pinned-runtime.md and
+//!   docs/perf/history/2026-11-29-pinned-one-worker.md.
 //!
 //! Both keep the combining of `combine.rs` working: a job is gathered on
 //! the thread it was submitted on, and a job queued for a leader on
@@ -27,10 +30,8 @@
 
 use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::thread::JoinHandle;
 
 use tokio::runtime::{Builder, Handle, Runtime};
-use tokio::sync::oneshot;
 
 /// How connections are scheduled over the server's threads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -49,9 +50,9 @@ pub struct Workers {
     /// Where connections go, in turn.
     handles: Vec<Handle>,
     next: AtomicUsize,
-    /// One per thread beyond the first: dropping or sending ends it.
-    stops: Vec<oneshot::Sender<()>>,
-    threads: Vec<JoinHandle<()>>,
+    /// The pinned runtimes beyond the first (dropping one ends its
+    /// thread and the connections still on it).
+    runtimes: Vec<Runtime>,
 }
 
 impl Workers {
@@ -59,35 +60,28 @@ impl Workers {
     /// returns the runtime for the caller's thread, the first.
     pub fn start(threads: usize, schedule: Schedule) -> io::Result<(Runtime, Workers)> {
         let threads = threads.max(1);
+        let mut workers = Workers {
+            handles: Vec::new(),
+            next: AtomicUsize::new(0),
+            runtimes: Vec::new(),
+        };
         let first = match schedule {
             Schedule::Stealing => Builder::new_multi_thread()
                 .worker_threads(threads)
                 .thread_name("batchkv-serve")
                 .enable_all()
                 .build()?,
-            Schedule::Pinned => Builder::new_current_thread().enable_all().build()?,
-        };
-        let mut workers = Workers {
-            handles: vec![first.handle().clone()],
-            next: AtomicUsize::new(0),
-            stops: Vec::new(),
-            threads: Vec::new(),
-        };
-        if schedule == Schedule::Pinned {
-            for i in 1..threads {
-                let rt = Builder::new_current_thread().enable_all().build()?;
-                workers.handles.push(rt.handle().clone());
-                let (stop, stopped) = oneshot::channel::<()>();
-                let thread = std::thread::Builder::new()
-                    .name(format!("batchkv-serve-{i}"))
-                    .spawn(move || {
-                        // Runs the connections spawned on it until stopped.
-                        let _ = rt.block_on(stopped);
-                    })?;
-                workers.stops.push(stop);
-                workers.threads.push(thread);
+            Schedule::Pinned => {
+                for i in 1..threads {
+                    workers.runtimes.push(one_worker(i)?);
+                }
+                one_worker(0)?
             }
-        }
+        };
+        workers.handles.push(first.handle().clone());
+        workers
+            .handles
+            .extend(workers.runtimes.iter().map(|rt| rt.handle().clone()));
         Ok((first, workers))
     }
 
@@ -103,14 +97,25 @@ impl Workers {
         self.handles.len() > 1
     }
 
-    /// Ends the threads beyond the first (their runtimes drop what they
-    /// still hold) and waits for them.
+    /// Ends the runtimes beyond the first (they drop what they still
+    /// hold) and waits for their threads.
     pub fn stop(&mut self) {
-        self.stops.clear();
-        for t in self.threads.drain(..) {
-            let _ = t.join();
-        }
+        self.runtimes.clear();
     }
+}
+
+/// A pinned runtime: one worker thread, `batchkv-serve-{i}`, so a task
+/// woken there runs there and wakes no other thread. It is a
+/// multi-threaded runtime of one worker rather than a current-thread one
+/// because of [`crate::shared::block_in_place`]: a command that blocks
+/// (an `fsync`) hands the worker to a spare thread, which runs the
+/// thread's other connections meanwhile.
+fn one_worker(i: usize) -> io::Result<Runtime> {
+    Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name(format!("batchkv-serve-{i}"))
+        .enable_all()
+        .build()
 }
 
 impl Drop for Workers {
@@ -138,23 +143,43 @@ mod tests {
             }
             names
         });
-        // The first runtime is the caller's: its tasks run on this thread.
-        let me = std::thread::current()
-            .name()
-            .map(String::from)
-            .unwrap_or_default();
         assert_eq!(
             threads,
             [
-                &me,
+                "batchkv-serve-0",
                 "batchkv-serve-1",
                 "batchkv-serve-2",
-                &me,
+                "batchkv-serve-0",
                 "batchkv-serve-1",
                 "batchkv-serve-2"
             ]
         );
         assert!(workers.is_spread());
+    }
+
+    #[test]
+    fn a_pinned_thread_that_blocks_hands_its_other_connections_on() {
+        // One pinned thread: without the hand-off, the task blocked in
+        // `block_in_place` would keep the other from ever running.
+        let (rt, workers) = Workers::start(1, Schedule::Pinned).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let got = rt.block_on(async {
+            let blocked = workers.next().spawn(async move {
+                crate::shared::block_in_place(|| {
+                    rx.recv_timeout(std::time::Duration::from_secs(10))
+                })
+            });
+            // Let the first task block before the second is spawned.
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            workers
+                .next()
+                .spawn(async move { tx.send(()) })
+                .await
+                .unwrap()
+                .unwrap();
+            blocked.await.unwrap()
+        });
+        assert_eq!(got, Ok(()));
     }
 
     #[test]
@@ -172,11 +197,25 @@ mod tests {
     }
 
     #[test]
-    fn stop_ends_the_threads_with_tasks_still_pending() {
+    fn stop_drops_the_tasks_still_pending_on_the_other_threads() {
+        /// Sends when dropped.
+        struct Dropped(std::sync::mpsc::Sender<()>);
+        impl Drop for Dropped {
+            fn drop(&mut self) {
+                let _ = self.0.send(());
+            }
+        }
         let (_rt, mut workers) = Workers::start(2, Schedule::Pinned).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
         workers.next();
-        workers.next().spawn(std::future::pending::<()>());
+        let guard = Dropped(tx);
+        workers.next().spawn(async move {
+            let _guard = guard;
+            std::future::pending::<()>().await
+        });
         workers.stop();
-        assert!(workers.threads.is_empty());
+        assert!(workers.runtimes.is_empty());
+        // `stop` returned after the runtime dropped the task.
+        assert_eq!(rx.try_recv(), Ok(()));
     }
 }

@@ -574,23 +574,28 @@ impl Prior {
 
     /// The entry holding `key`, if any.
     fn find(&self, key: &[u8]) -> Option<usize> {
+        self.lookup(key).0
+    }
+
+    /// The entry holding `key`, if any, and the key's hash if the index
+    /// was consulted (for [`Prior::push`], so a key is hashed once).
+    fn lookup(&self, key: &[u8]) -> (Option<usize>, Option<u64>) {
         let f = fingerprint(key);
         let is = |i: usize| self.seen[i].1 == f && self.key(i) == key;
         if self.next < self.seen.len() && is(self.next) {
-            return Some(self.next);
+            return (Some(self.next), None);
         }
         if self.seen.len() > INDEX_FROM {
             let hash = self.hasher.hash_one(key);
-            return self
-                .index
-                .find(hash, |&i| is(i as usize))
-                .map(|&i| i as usize);
+            let found = self.index.find(hash, |&i| is(i as usize));
+            return (found.map(|&i| i as usize), Some(hash));
         }
-        (0..self.seen.len()).find(|&i| is(i))
+        ((0..self.seen.len()).find(|&i| is(i)), None)
     }
 
-    /// Adds `key`, not yet in it, in state `state`.
-    fn push(&mut self, key: &[u8], state: State) {
+    /// Adds `key`, not yet in it, in state `state`; `hash` is its hash
+    /// if [`Prior::lookup`] computed it.
+    fn push(&mut self, key: &[u8], state: State, hash: Option<u64>) {
         self.key_bytes.extend_from_slice(key);
         let end = self.key_bytes.len();
         self.seen.push((end, fingerprint(key), state));
@@ -608,8 +613,12 @@ impl Prior {
             ..
         } = self;
         let rehash = |&i: &u32| hasher.hash_one(prior_key(key_bytes, seen, i as usize));
-        let first = if n == INDEX_FROM + 1 { 0 } else { n - 1 };
-        for i in first..n {
+        if n > INDEX_FROM + 1 {
+            let hash = hash.unwrap_or_else(|| hasher.hash_one(key));
+            index.insert_unique(hash, (n - 1) as u32, rehash);
+            return;
+        }
+        for i in 0..n {
             let hash = hasher.hash_one(prior_key(key_bytes, seen, i));
             index.insert_unique(hash, i as u32, rehash);
         }
@@ -672,8 +681,11 @@ pub fn remember(key: &[u8], stored: Option<&[u8]>) {
     }
     PRIOR.with(|p| {
         let mut p = p.borrow_mut();
-        if p.depth > 0 && p.seen.len() < PRIOR_MAX && p.find(key).is_none() {
-            p.push(key, State::of(stored));
+        if p.depth == 0 || p.seen.len() >= PRIOR_MAX {
+            return;
+        }
+        if let (None, hash) = p.lookup(key) {
+            p.push(key, State::of(stored), hash);
         }
     });
 }

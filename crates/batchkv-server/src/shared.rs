@@ -24,7 +24,6 @@
 
 use std::borrow::Cow;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
@@ -748,11 +747,11 @@ impl Shared {
     /// (`tx::with_overlay`). Also remembered for the key counts of the
     /// one write that follows (`keycount::remember`), so it looks them up
     /// no second time.
-    pub fn prefetch(&self, keys: &[Vec<u8>]) -> Result<HashMap<Vec<u8>, Option<Vec<u8>>>, Reply> {
+    pub fn prefetch(&self, keys: &[Vec<u8>]) -> Result<tx::Prefetched, Reply> {
         let mut sorted: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
         sorted.sort_unstable();
         sorted.dedup();
-        let mut out = HashMap::with_capacity(sorted.len());
+        let mut out = tx::Prefetched::with_capacity_and_hasher(sorted.len(), Default::default());
         let mut err = None;
         self.db
             .multi_get_with(&ReadOptions::default(), &sorted, |i, r| match r {
@@ -825,7 +824,10 @@ impl Shared {
         let latest = !in_tx && opts.snapshot.is_none();
         if self.batcher.is_none() || in_tx {
             for (i, k) in keys.iter().enumerate() {
-                let v = match in_tx.then(|| tx::lookup(k)).flatten() {
+                let v = match in_tx
+                    .then(|| tx::lookup(k).or_else(|| tx::prefetched(k)))
+                    .flatten()
+                {
                     Some(v) => v,
                     None => self
                         .db

@@ -83,6 +83,10 @@ use crate::keyspace::NUM_DBS;
 use crate::meta::{ELEMENTS, SCORES};
 use crate::shared::STRIPES;
 
+/// Engine values read ahead for EXEC and write groups, by engine key
+/// (`None`: absent), as [`crate::shared::Shared::prefetch`] reads them.
+pub type Prefetched = HashMap<Vec<u8>, Option<Vec<u8>>, foldhash::fast::RandomState>;
+
 /// Counters of the modification table.
 pub const SLOTS: usize = 1 << 16;
 
@@ -273,7 +277,7 @@ pub struct Overlay {
     /// `multi_get` once its stripes were locked (so still the latest
     /// state): reads of these keys the overlay does not answer take them
     /// from here instead of the engine.
-    prefetched: HashMap<Vec<u8>, Option<Vec<u8>>>,
+    prefetched: Prefetched,
 }
 
 impl Overlay {
@@ -286,7 +290,7 @@ impl Overlay {
             escaped: false,
             touched: Vec::new(),
             published: Vec::new(),
-            prefetched: HashMap::new(),
+            prefetched: Prefetched::default(),
         }
     }
 
@@ -359,7 +363,7 @@ impl Drop for Installed {
 /// nested.
 pub fn with_overlay<R>(
     held: Option<Vec<usize>>,
-    prefetched: HashMap<Vec<u8>, Option<Vec<u8>>>,
+    prefetched: Prefetched,
     f: impl FnOnce() -> R,
 ) -> (R, Overlay) {
     debug_assert!(!active(), "overlays do not nest");
@@ -535,7 +539,7 @@ mod tests {
     #[test]
     fn reads_see_puts_deletes_and_ranges_in_order() {
         let engine = [("a", "1"), ("b", "1"), ("c", "1"), ("d", "1"), ("f", "1")];
-        let (got, o) = with_overlay(None, HashMap::new(), || {
+        let (got, o) = with_overlay(None, Prefetched::default(), || {
             let mut b = WriteBatch::new();
             b.put("b", "2");
             b.put("e", "2");
@@ -578,7 +582,7 @@ mod tests {
     #[test]
     fn merged_scans_stop_when_asked() {
         let engine = [("a", "1"), ("c", "1")];
-        let ((), _) = with_overlay(None, HashMap::new(), || {
+        let ((), _) = with_overlay(None, Prefetched::default(), || {
             let mut b = WriteBatch::new();
             b.put("b", "2");
             b.put("d", "2");
@@ -608,13 +612,17 @@ mod tests {
 
     #[test]
     fn held_stripes_are_checked_and_the_overlay_is_removed_on_panic() {
-        let ((), o) = with_overlay(Some(vec![3, 9]), HashMap::new(), || {
+        let ((), o) = with_overlay(Some(vec![3, 9]), Prefetched::default(), || {
             check_held(&[3, 9]);
         });
         assert!(!o.escaped);
-        let ((), o) = with_overlay(Some(vec![3, 9]), HashMap::new(), || check_held(&[3, 4]));
+        let ((), o) = with_overlay(Some(vec![3, 9]), Prefetched::default(), || {
+            check_held(&[3, 4])
+        });
         assert!(o.escaped);
-        let r = std::panic::catch_unwind(|| with_overlay(None, HashMap::new(), || panic!("boom")));
+        let r = std::panic::catch_unwind(|| {
+            with_overlay(None, Prefetched::default(), || panic!("boom"))
+        });
         assert!(r.is_err());
         assert!(!active());
         assert_eq!(lookup(b"x"), None);

@@ -22,8 +22,9 @@
 //! - **Any other run of two or more keyed write commands** (HSET, LPUSH,
 //!   SET with options, a mix of kinds, …: [`commands::groupable`]) runs as
 //!   EXEC runs a transaction (`tx.rs`): the stripes of all their keys
-//!   locked, each command reading through the overlay of the ones before
-//!   it, one write.
+//!   locked, the keys and the elements the collection writes look up read
+//!   ahead in two `multi_get`s (`commands/tx.rs`), each command reading
+//!   through the overlay of the ones before it, one write.
 //!
 //! # Why this is the same as running them in order
 //! - Each command sees the writes of the ones before it: a [`WriteBatch`]

@@ -47,14 +47,33 @@ fn assert_same_after_restart(grouped: Harness, alone: Harness, keys: usize) {
 }
 
 /// A random command over keys k0..k5: blind string writes, write
-/// commands of every type (grouped as EXEC runs a transaction), reads,
-/// and commands a group cannot take (DBSIZE, a wrong arity) between them;
-/// types collide, so WRONGTYPE errors happen inside groups too.
+/// commands of every type (grouped as EXEC runs a transaction, the
+/// elements they read prefetched with the keys), reads, and commands a
+/// group cannot take (DBSIZE, a wrong arity) between them; types collide,
+/// so WRONGTYPE errors happen inside groups too, and fields and members
+/// repeat within a pipeline.
 fn random_command(rng: &mut StdRng) -> Vec<String> {
     let k = |rng: &mut StdRng| format!("k{}", rng.random_range(0..6));
     let v = |rng: &mut StdRng| format!("v{}", rng.random_range(0..100));
     let n = |rng: &mut StdRng| rng.random_range(-3..10).to_string();
-    match rng.random_range(0..26) {
+    let f = |rng: &mut StdRng| format!("f{}", rng.random_range(0..4));
+    match rng.random_range(0..35) {
+        26 => vec!["HSET".into(), k(rng), f(rng), v(rng), f(rng), v(rng)],
+        27 => vec!["HSETNX".into(), k(rng), f(rng), v(rng)],
+        28 => vec!["HDEL".into(), k(rng), f(rng), f(rng)],
+        29 => vec!["SREM".into(), k(rng), f(rng), f(rng)],
+        30 => vec!["SADD".into(), k(rng), f(rng), f(rng)],
+        31 => vec![
+            "ZADD".into(),
+            k(rng),
+            "CH".into(),
+            n(rng),
+            f(rng),
+            n(rng),
+            f(rng),
+        ],
+        32 => vec!["ZINCRBY".into(), k(rng), n(rng), f(rng)],
+        33 => vec!["ZREM".into(), k(rng), f(rng)],
         0..=4 => vec!["SET".into(), k(rng), v(rng)],
         5 | 6 => vec!["MSET".into(), k(rng), v(rng), k(rng), v(rng)],
         7 => vec!["GET".into(), k(rng)],
@@ -75,7 +94,14 @@ fn random_command(rng: &mut StdRng) -> Vec<String> {
         22 => vec!["GETSET".into(), k(rng), v(rng)],
         23 => vec!["SET".into(), k(rng)],
         24 => vec!["HGETALL".into(), k(rng)],
-        _ => vec!["MGET".into(), k(rng), k(rng), k(rng)],
+        25 => vec!["MGET".into(), k(rng), k(rng), k(rng)],
+        _ => vec![
+            "ZRANGE".into(),
+            k(rng),
+            "0".into(),
+            "-1".into(),
+            "WITHSCORES".into(),
+        ],
     }
 }
 

@@ -193,6 +193,29 @@ impl Writer {
     }
 }
 
+/// The kind of collection and the elements (fields, members) that write
+/// command `name` with arguments `a` (its key first) reads of its key's
+/// collection before writing: what EXEC and a pipeline's write group
+/// prefetch with the metadata (`commands/tx.rs`), so that the commands
+/// find them in memory rather than with one engine lookup each. `None`
+/// for the other commands: they read what they need from the engine, as
+/// before.
+pub fn element_reads<'a>(name: &str, a: &'a [Bytes]) -> Option<(Kind, Vec<&'a [u8]>)> {
+    let rest = a.get(1..)?;
+    let every = |step: usize| rest.iter().step_by(step).map(|b| &b[..]).collect();
+    let first = || rest.first().map(|b| vec![&b[..]]);
+    Some(match name {
+        "hset" | "hmset" => (Kind::Hash, every(2)),
+        "hsetnx" | "hincrby" | "hincrbyfloat" => (Kind::Hash, first()?),
+        "hdel" => (Kind::Hash, every(1)),
+        "sadd" | "srem" => (Kind::Set, every(1)),
+        "zrem" => (Kind::ZSet, every(1)),
+        "zincrby" => (Kind::ZSet, vec![&a.get(2)?[..]]),
+        "zadd" => (Kind::ZSet, super::zsets::zadd_members(a).collect()),
+        _ => return None,
+    })
+}
+
 /// The engine keys of many elements of one collection, built in one
 /// buffer (no allocation per key).
 pub struct ElementKeys {

@@ -14,8 +14,9 @@ use std::collections::BTreeMap;
 
 use bytes::{Bytes, BytesMut};
 
-use super::{spec, CommandSpec, ConnState, NO_KEYS};
-use crate::keyspace::db_key;
+use super::{coll, spec, CommandSpec, ConnState, NO_KEYS};
+use crate::keyspace::{self, db_key, Entry};
+use crate::meta;
 use crate::resp::Reply;
 use crate::shared::{stripes_of, Shared};
 use crate::tx;
@@ -303,7 +304,7 @@ fn run_isolated(
         // else can write them (the commands' own reads take them from
         // the overlay).
         let prefetched = match (&stripes, &keys) {
-            (Some(_), Some(k)) => shared.prefetch(k)?,
+            (Some(_), Some(k)) => prefetch_with_elements(shared, conn.db, cmds, k)?,
             _ => Default::default(),
         };
         let (replies, overlay) = tx::with_overlay(stripes.clone(), prefetched, || {
@@ -330,6 +331,40 @@ fn run_isolated(
         }
         return Ok(replies);
     }
+}
+
+/// [`Shared::prefetch`] of `keys` (the keys `cmds` name, in database
+/// `db`), then of the elements the commands read of the live collections
+/// at those keys (`coll::element_reads`): two `multi_get`s instead of a
+/// lookup per element. A command that runs after another changed its
+/// collection (a new version) reads other element keys, and the engine.
+fn prefetch_with_elements(
+    shared: &Shared,
+    db: u8,
+    cmds: &[(&'static CommandSpec, &[Bytes])],
+    keys: &[Vec<u8>],
+) -> Result<tx::Prefetched, Reply> {
+    let mut prefetched = shared.prefetch(keys)?;
+    let now = keyspace::now_ms();
+    let mut elements = Vec::new();
+    for (spec, args) in cmds {
+        let Some((kind, subs)) = coll::element_reads(spec.name, &args[1..]) else {
+            continue;
+        };
+        let key = db_key(db, &args[1]);
+        let Some(Some(stored)) = prefetched.get(&key) else {
+            continue;
+        };
+        if let Ok(Some(Entry::Coll(m))) = keyspace::live_entry(stored, now) {
+            if m.kind == kind {
+                elements.extend(subs.iter().map(|s| meta::element_key(&key, m.version, s)));
+            }
+        }
+    }
+    if !elements.is_empty() {
+        prefetched.extend(shared.prefetch(&elements)?);
+    }
+    Ok(prefetched)
 }
 
 /// EXEC's replies, each paired with the protocol of the connection when

@@ -243,6 +243,16 @@ struct AddFlags {
 }
 
 /// Parses ZADD's options; returns them and the index of the first score.
+/// The members ZADD `a` (key first) names, for EXEC and write groups to
+/// prefetch (`coll::element_reads`).
+pub(super) fn zadd_members(a: &[Bytes]) -> impl Iterator<Item = &[u8]> {
+    let (_, first) = parse_add_flags(a);
+    a.get(first..)
+        .unwrap_or_default()
+        .chunks_exact(2)
+        .map(|p| &p[1][..])
+}
+
 fn parse_add_flags(a: &[Bytes]) -> (AddFlags, usize) {
     let mut f = AddFlags::default();
     let mut i = 1;

@@ -8,8 +8,9 @@
 //! inserts them into the memtable, publishes the last sequence number, and
 //! wakes the group's followers with their result.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 use super::statistics::Counters;
 use super::{lock, Db, DbCore, ImmTable, LogState};
@@ -25,6 +26,15 @@ const MAX_GROUP_BYTES: usize = 1 << 20;
 /// ...or, when the leader's batch is small, this much more than it, so a
 /// small write is not delayed behind a large group.
 const SMALL_GROUP_EXTRA: usize = 128 << 10;
+
+/// How long a queued writer without `sync` yields its thread, checking
+/// [`PendingWrite::woken`], before it sleeps on its condition variable
+/// (RocksDB's adaptive yield in its write thread, there up to 100 µs): a
+/// leader's small group is written in a few microseconds, less than a
+/// sleep and a wake-up cost. 20 µs did better than 50 µs in every row of
+/// docs/perf/history/2026-11-29-pinned-one-worker.md (concurrent writers
+/// in `batchkv serve`).
+const YIELD_BEFORE_WAIT: Duration = Duration::from_micros(20);
 
 /// A check a write must pass before it is applied (a transaction's
 /// conflict check): run by the write's own leader, under the WAL lock, after
@@ -42,6 +52,10 @@ pub(super) struct PendingWrite {
     /// `Some` once the write is done (by a leader, or by itself).
     result: Mutex<Option<Result<()>>>,
     cv: Condvar,
+    /// Set where `cv` is notified (the write is done, or it is now the
+    /// queue's front): what a yielding writer watches. Only a hint: the
+    /// writer re-checks `result` and the queue under the queue's lock.
+    woken: AtomicBool,
 }
 
 impl Db {
@@ -241,16 +255,34 @@ impl DbCore {
             precondition,
             result: Mutex::new(None),
             cv: Condvar::new(),
+            woken: AtomicBool::new(false),
         });
         {
             let mut queue = lock(&self.write_queue);
             queue.push_back(Arc::clone(&me));
+            let mut yielded = false;
             loop {
                 if let Some(r) = lock(&me.result).take() {
                     return r;
                 }
                 if queue.front().is_some_and(|f| Arc::ptr_eq(f, &me)) {
                     break;
+                }
+                if !yielded && !me.opts.sync {
+                    // Once, before sleeping: give the leader the CPU and
+                    // watch for its notification without the lock. Every
+                    // change is made under the queue's lock, re-checked
+                    // above once it is taken again, so a notification
+                    // sent meanwhile is not lost. (A `sync` write waits
+                    // for an fsync, far longer: it sleeps at once.)
+                    yielded = true;
+                    drop(queue);
+                    let start = Instant::now();
+                    while !me.woken.load(Ordering::Acquire) && start.elapsed() < YIELD_BEFORE_WAIT {
+                        std::thread::yield_now();
+                    }
+                    queue = lock(&self.write_queue);
+                    continue;
                 }
                 queue = me
                     .cv
@@ -466,10 +498,12 @@ impl DbCore {
             }
             if !Arc::ptr_eq(w, me) {
                 *lock(&w.result) = Some(result.clone());
+                w.woken.store(true, Ordering::Release);
                 w.cv.notify_one();
             }
         }
         if let Some(front) = queue.front() {
+            front.woken.store(true, Ordering::Release);
             front.cv.notify_one();
         }
     }

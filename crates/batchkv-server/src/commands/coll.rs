@@ -193,27 +193,21 @@ impl Writer {
     }
 }
 
-/// The kind of collection and the elements (fields, members) that write
-/// command `name` with arguments `a` (its key first) reads of its key's
-/// collection before writing: what EXEC and a pipeline's write group
-/// prefetch with the metadata (`commands/tx.rs`), so that the commands
-/// find them in memory rather than with one engine lookup each. `None`
-/// for the other commands: they read what they need from the engine, as
-/// before.
-pub fn element_reads<'a>(name: &str, a: &'a [Bytes]) -> Option<(Kind, Vec<&'a [u8]>)> {
-    let rest = a.get(1..)?;
-    let every = |step: usize| rest.iter().step_by(step).map(|b| &b[..]).collect();
-    let first = || rest.first().map(|b| vec![&b[..]]);
-    Some(match name {
-        "hset" | "hmset" => (Kind::Hash, every(2)),
-        "hsetnx" | "hincrby" | "hincrbyfloat" => (Kind::Hash, first()?),
-        "hdel" => (Kind::Hash, every(1)),
-        "sadd" | "srem" => (Kind::Set, every(1)),
-        "zrem" => (Kind::ZSet, every(1)),
-        "zincrby" => (Kind::ZSet, vec![&a.get(2)?[..]]),
-        "zadd" => (Kind::ZSet, super::zsets::zadd_members(a).collect()),
-        _ => return None,
-    })
+/// [`super::Lookups`] of the commands whose every argument after the key
+/// is an element (HDEL, SADD, SREM, ZREM).
+pub fn all_after_key(a: &[Bytes]) -> Vec<&[u8]> {
+    a.iter().skip(1).map(|b| &b[..]).collect()
+}
+
+/// [`super::Lookups`] of the commands of field-value pairs (HSET, HMSET).
+pub fn pairs_after_key(a: &[Bytes]) -> Vec<&[u8]> {
+    a.iter().skip(1).step_by(2).map(|b| &b[..]).collect()
+}
+
+/// [`super::Lookups`] of the commands of one field first (HSETNX,
+/// HINCRBY, HINCRBYFLOAT).
+pub fn first_after_key(a: &[Bytes]) -> Vec<&[u8]> {
+    a.iter().skip(1).take(1).map(|b| &b[..]).collect()
 }
 
 /// The engine keys of many elements of one collection, built in one

@@ -18,9 +18,12 @@ use crate::shared::Shared;
 
 /// The hash commands.
 pub(super) static COMMANDS: &[CommandSpec] = &[
-    spec("hset", -4, WM, KEY1, |s, c, a| hset(s, c, a, "hset")),
-    spec("hmset", -4, WM, KEY1, |s, c, a| hset(s, c, a, "hmset")),
-    spec("hsetnx", 4, WM, KEY1, |s, c, a| hsetnx(s, c, a)),
+    spec("hset", -4, WM, KEY1, |s, c, a| hset(s, c, a, "hset"))
+        .looks_up(Kind::Hash, coll::pairs_after_key),
+    spec("hmset", -4, WM, KEY1, |s, c, a| hset(s, c, a, "hmset"))
+        .looks_up(Kind::Hash, coll::pairs_after_key),
+    spec("hsetnx", 4, WM, KEY1, |s, c, a| hsetnx(s, c, a))
+        .looks_up(Kind::Hash, coll::first_after_key),
     spec("hget", 3, R, KEY1, |s, c, a| hget(s, c, a)).batched(|_| Shape::HGet),
     // The key, then n - 1 fields.
     spec("hmget", -3, R, KEY1, |s, c, a| hmget(s, c, a)).batched(|n| Shape::HMget(n - 1)),
@@ -36,9 +39,11 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     spec("hlen", 2, R, KEY1, |s, c, a| hlen(s, c, a)),
     spec("hexists", 3, R, KEY1, |s, c, a| hexists(s, c, a)),
     spec("hstrlen", 3, R, KEY1, |s, c, a| hstrlen(s, c, a)),
-    spec("hdel", -3, W, KEY1, |s, c, a| hdel(s, c, a)),
-    spec("hincrby", 4, WM, KEY1, |s, c, a| hincrby(s, c, a)),
-    spec("hincrbyfloat", 4, WM, KEY1, |s, c, a| hincrbyfloat(s, c, a)),
+    spec("hdel", -3, W, KEY1, |s, c, a| hdel(s, c, a)).looks_up(Kind::Hash, coll::all_after_key),
+    spec("hincrby", 4, WM, KEY1, |s, c, a| hincrby(s, c, a))
+        .looks_up(Kind::Hash, coll::first_after_key),
+    spec("hincrbyfloat", 4, WM, KEY1, |s, c, a| hincrbyfloat(s, c, a))
+        .looks_up(Kind::Hash, coll::first_after_key),
     spec("hrandfield", -2, RS, KEY1, |s, c, a| hrandfield(s, c, a)),
     spec("hscan", -3, RS, KEY1, |s, c, a| hscan(s, c, a)),
 ];

@@ -44,6 +44,7 @@ use crate::clients::{ClientHandle, BLOCKED};
 pub(crate) use crate::errors::{
     engine_error, lossy, not_integer, syntax_error, unknown_command, wrong_arity,
 };
+use crate::meta::Kind;
 use crate::resp::Reply;
 use crate::shared::Shared;
 
@@ -72,7 +73,16 @@ pub struct CommandSpec {
     /// the command's batcher job from its argument count after the name
     /// (already checked against `arity`).
     pub batch: Option<fn(usize) -> Shape>,
+    /// Set for the collection writes that look up elements of their key's
+    /// collection before writing: its kind, and which of the arguments
+    /// after the key name those elements. EXEC and write groups read them
+    /// ahead with the key (`commands/tx.rs`).
+    pub lookups: Option<(Kind, Lookups)>,
 }
+
+/// The elements (fields, members) a collection write looks up, given its
+/// arguments with the key first.
+pub type Lookups = for<'a> fn(&'a [Bytes]) -> Vec<&'a [u8]>;
 
 pub(crate) const fn spec(
     name: &'static str,
@@ -90,6 +100,7 @@ pub(crate) const fn spec(
         step: keys.2,
         handler,
         batch: None,
+        lookups: None,
     }
 }
 
@@ -98,6 +109,13 @@ impl CommandSpec {
     /// [`CommandSpec::batch`]).
     pub(crate) const fn batched(mut self, shape: fn(usize) -> Shape) -> CommandSpec {
         self.batch = Some(shape);
+        self
+    }
+
+    /// This command, which looks up the elements `lookups` gives of a
+    /// collection of `kind` (see [`CommandSpec::lookups`]).
+    pub(crate) const fn looks_up(mut self, kind: Kind, lookups: Lookups) -> CommandSpec {
+        self.lookups = Some((kind, lookups));
         self
     }
 
@@ -700,6 +718,39 @@ fn record_run<'e>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What each collection write says it looks up (`CommandSpec::lookups`),
+    /// read ahead by EXEC and write groups; the others say nothing.
+    #[test]
+    fn collection_writes_name_the_elements_they_look_up() {
+        let cases: &[(&str, &str, Kind, &[&str])] = &[
+            ("hset", "k f1 v1 f2 v2", Kind::Hash, &["f1", "f2"]),
+            ("hmset", "k f1 v1", Kind::Hash, &["f1"]),
+            ("hsetnx", "k f v", Kind::Hash, &["f"]),
+            ("hdel", "k a b", Kind::Hash, &["a", "b"]),
+            ("hincrby", "k f 3", Kind::Hash, &["f"]),
+            ("hincrbyfloat", "k f 0.5", Kind::Hash, &["f"]),
+            ("sadd", "k a b", Kind::Set, &["a", "b"]),
+            ("srem", "k a", Kind::Set, &["a"]),
+            ("zadd", "k NX ch 1 a 2 b", Kind::ZSet, &["a", "b"]),
+            ("zadd", "k 1 a 2", Kind::ZSet, &["a"]),
+            ("zincrby", "k 2 m", Kind::ZSet, &["m"]),
+            ("zrem", "k a b", Kind::ZSet, &["a", "b"]),
+        ];
+        for &(name, args, kind, want) in cases {
+            let args: Vec<Bytes> = args.split(' ').map(|w| Bytes::from(w.to_owned())).collect();
+            let spec = spec_at(lookup_index(name.as_bytes()).unwrap());
+            let (k, lookups) = spec.lookups.unwrap();
+            assert_eq!(k, kind, "{name}");
+            let got: Vec<&[u8]> = lookups(&args);
+            let want: Vec<&[u8]> = want.iter().map(|w| w.as_bytes()).collect();
+            assert_eq!(got, want, "{name} {args:?}");
+        }
+        for name in ["hget", "hmget", "set", "lpush", "smove", "zrangestore"] {
+            let spec = spec_at(lookup_index(name.as_bytes()).unwrap());
+            assert!(spec.lookups.is_none(), "{name}");
+        }
+    }
 
     fn positions(keys: (i32, i32, i32), argc: usize) -> Vec<usize> {
         key_positions(keys, argc).collect()

@@ -38,8 +38,8 @@ const RMK: &[&str] = &["readonly", "movablekeys"];
 
 /// The set commands.
 pub(super) static COMMANDS: &[CommandSpec] = &[
-    spec("sadd", -3, WMF, KEY1, |s, c, a| sadd(s, c, a)),
-    spec("srem", -3, WF, KEY1, |s, c, a| srem(s, c, a)),
+    spec("sadd", -3, WMF, KEY1, |s, c, a| sadd(s, c, a)).looks_up(Kind::Set, coll::all_after_key),
+    spec("srem", -3, WF, KEY1, |s, c, a| srem(s, c, a)).looks_up(Kind::Set, coll::all_after_key),
     spec("sismember", 3, R, KEY1, |s, c, a| sismember(s, c, a)).batched(|_| Shape::SIsMember),
     // The key, then n - 1 members.
     spec("smismember", -3, R, KEY1, |s, c, a| smismember(s, c, a))

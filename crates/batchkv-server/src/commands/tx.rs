@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use bytes::{Bytes, BytesMut};
 
-use super::{coll, spec, CommandSpec, ConnState, NO_KEYS};
+use super::{spec, CommandSpec, ConnState, NO_KEYS};
 use crate::keyspace::{self, db_key, Entry};
 use crate::meta;
 use crate::resp::Reply;
@@ -334,8 +334,8 @@ fn run_isolated(
 }
 
 /// [`Shared::prefetch`] of `keys` (the keys `cmds` name, in database
-/// `db`), then of the elements the commands read of the live collections
-/// at those keys (`coll::element_reads`): two `multi_get`s instead of a
+/// `db`), then of the elements the commands look up in the live
+/// collections at those keys ([`CommandSpec::lookups`]): two `multi_get`s instead of a
 /// lookup per element. A command that runs after another changed its
 /// collection (a new version) reads other element keys, and the engine.
 fn prefetch_with_elements(
@@ -348,7 +348,7 @@ fn prefetch_with_elements(
     let now = keyspace::now_ms();
     let mut elements = Vec::new();
     for (spec, args) in cmds {
-        let Some((kind, subs)) = coll::element_reads(spec.name, &args[1..]) else {
+        let Some((kind, lookups)) = spec.lookups else {
             continue;
         };
         let key = db_key(db, &args[1]);
@@ -357,6 +357,7 @@ fn prefetch_with_elements(
         };
         if let Ok(Some(Entry::Coll(m))) = keyspace::live_entry(stored, now) {
             if m.kind == kind {
+                let subs = lookups(&args[1..]);
                 elements.extend(subs.iter().map(|s| meta::element_key(&key, m.version, s)));
             }
         }

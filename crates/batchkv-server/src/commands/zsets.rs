@@ -53,13 +53,13 @@ const WMF: &[&str] = &["write", "denyoom", "fast"];
 
 /// The sorted-set commands.
 pub(super) static COMMANDS: &[CommandSpec] = &[
-    spec("zadd", -4, WMF, KEY1, |s, c, a| zadd(s, c, a)),
-    spec("zincrby", 4, WMF, KEY1, |s, c, a| zincrby(s, c, a)),
+    spec("zadd", -4, WMF, KEY1, |s, c, a| zadd(s, c, a)).looks_up(Kind::ZSet, zadd_members),
+    spec("zincrby", 4, WMF, KEY1, |s, c, a| zincrby(s, c, a)).looks_up(Kind::ZSet, zincrby_member),
     spec("zscore", 3, R, KEY1, |s, c, a| zscore(s, c, a)).batched(|_| Shape::ZScore),
     // The key, then n - 1 members.
     spec("zmscore", -3, R, KEY1, |s, c, a| zmscore(s, c, a)).batched(|n| Shape::ZMScore(n - 1)),
     spec("zcard", 2, R, KEY1, |s, c, a| zcard(s, c, a)),
-    spec("zrem", -3, WF, KEY1, |s, c, a| zrem(s, c, a)),
+    spec("zrem", -3, WF, KEY1, |s, c, a| zrem(s, c, a)).looks_up(Kind::ZSet, coll::all_after_key),
     spec("zrank", 3, R, KEY1, |s, c, a| zrank(s, c, a, false)),
     spec("zrevrank", 3, R, KEY1, |s, c, a| zrank(s, c, a, true)),
     spec("zpopmin", -2, WF, KEY1, |s, c, a| zpop(s, c, a, false)),
@@ -243,14 +243,19 @@ struct AddFlags {
 }
 
 /// Parses ZADD's options; returns them and the index of the first score.
-/// The members ZADD `a` (key first) names, for EXEC and write groups to
-/// prefetch (`coll::element_reads`).
-pub(super) fn zadd_members(a: &[Bytes]) -> impl Iterator<Item = &[u8]> {
+/// [`super::Lookups`] of ZADD: the members of its score-member pairs.
+fn zadd_members(a: &[Bytes]) -> Vec<&[u8]> {
     let (_, first) = parse_add_flags(a);
     a.get(first..)
         .unwrap_or_default()
         .chunks_exact(2)
         .map(|p| &p[1][..])
+        .collect()
+}
+
+/// [`super::Lookups`] of ZINCRBY: its member.
+fn zincrby_member(a: &[Bytes]) -> Vec<&[u8]> {
+    a.iter().skip(2).take(1).map(|b| &b[..]).collect()
 }
 
 fn parse_add_flags(a: &[Bytes]) -> (AddFlags, usize) {

@@ -10,9 +10,9 @@
 //!   too) become one [`WriteBatch`] under the stripe locks of all their
 //!   keys: one WAL record, one write queue pass, one batched memtable
 //!   insert. Such runs of *all connections* are combined further
-//!   ([`WriteCombiner`], the protocol of `combine.rs`, with one leader at
-//!   a time): 50 clients each sending one SET are one engine write, not
-//!   50.
+//!   ([`WriteCombiner`], the protocol of `combine.rs`, with a leader per
+//!   server thread at most): 50 clients each sending one SET are a few
+//!   engine writes, not 50.
 //! - **String read-modify-writes** (INCR, DECR, INCRBY, DECRBY, APPEND;
 //!   a run of one too) read their distinct keys once and write the last
 //!   value of each in one batch, under the stripe locks of all their keys
@@ -166,11 +166,19 @@ const LIMITS: Limits = Limits {
     max_batch: MAX_COMBINED_BYTES,
 };
 
-/// A combiner for the server `shared` (which holds it).
-pub fn combiner(shared: Weak<Shared>) -> WriteCombiner {
-    // One leader: the engine applies one write at a time anyway, and jobs
-    // queued meanwhile make the next batch instead of holding a thread.
-    Combiner::with(StringWrites { shared }, 1, LIMITS)
+/// A combiner for the server `shared` (which holds it), with up to
+/// `leaders` (the server's threads) writing at once.
+///
+/// One leader per thread, not one in all: with a single leader, the
+/// thread that leads writes the runs of every connection while the other
+/// threads' connections wait for it and their threads idle; the threads
+/// took turns, and 2 of them did no more than 1. Concurrent leaders read
+/// and prepare their batches in parallel and meet in the engine's group
+/// commit. Their key sets rarely share a lock stripe ([`STRIPES`]).
+///
+/// [`STRIPES`]: crate::shared::STRIPES
+pub fn combiner(shared: Weak<Shared>, leaders: usize) -> WriteCombiner {
+    Combiner::with(StringWrites { shared }, leaders.max(1), LIMITS)
 }
 
 /// One connection's run of blind string writes: the request of a
@@ -306,10 +314,10 @@ fn on_server<T: Clone>(
 pub type UpdateCombiner = Combiner<StringUpdates>;
 
 /// A combiner for the server `shared` (which holds it), with the limits
-/// and the one leader of the blind writes' [`combiner`]: the runs' reads
-/// and write are done under the locks of their keys, one batch at a time.
-pub fn update_combiner(shared: Weak<Shared>) -> UpdateCombiner {
-    Combiner::with(StringUpdates { shared }, 1, LIMITS)
+/// and the leaders of the blind writes' [`combiner`]: each batch's reads
+/// and write are done under the locks of its keys.
+pub fn update_combiner(shared: Weak<Shared>, leaders: usize) -> UpdateCombiner {
+    Combiner::with(StringUpdates { shared }, leaders.max(1), LIMITS)
 }
 
 /// One connection's run of string read-modify-writes: the request of an

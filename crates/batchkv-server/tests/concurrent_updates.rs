@@ -127,3 +127,56 @@ fn multi_key_reads_see_one_state() {
     }
     assert!(bad.is_empty(), "after {rounds} rounds: {bad:?}");
 }
+
+/// Pipelined runs of INCR/APPEND/SET from many clients, on a server with
+/// more threads than this machine has cores, so that several write leaders
+/// (one per thread, `write_group.rs`) combine and write at once: no update
+/// is lost or applied twice, and each client sees its own increments of a
+/// shared counter in order.
+#[test]
+fn pipelined_updates_under_concurrent_write_leaders_lose_nothing() {
+    const CLIENTS: usize = 12;
+    const ROUNDS: usize = 300;
+    const PIPE: usize = 10;
+    for schedule in [
+        batchkv_server::Schedule::Stealing,
+        batchkv_server::Schedule::Pinned,
+    ] {
+        let h = Harness::start_with(|cfg| {
+            cfg.threads = 4;
+            cfg.schedule = schedule;
+        });
+        h.on_clients(CLIENTS, |t, c| {
+            let mut last = 0;
+            let mut own_total = [0i64; 3];
+            for r in 0..ROUNDS {
+                let mut p = redis::pipe();
+                for i in 0..PIPE {
+                    p.cmd("INCR").arg("shared");
+                    p.cmd("APPEND").arg("log").arg("ab");
+                    // Keys of their own, spread over many stripes.
+                    p.cmd("INCRBY").arg(format!("own:{t}:{}", i % 3)).arg(2);
+                    p.cmd("SET").arg(format!("set:{t}:{r}:{i}")).arg(i);
+                }
+                let replies: Vec<redis::Value> = p.query(c).unwrap();
+                for (i, step) in replies.chunks(4).enumerate() {
+                    let n: i64 = redis::from_redis_value(&step[0]).unwrap();
+                    assert!(n > last, "client {t}: INCR gave {n} after {last}");
+                    last = n;
+                    let own: i64 = redis::from_redis_value(&step[2]).unwrap();
+                    own_total[i % 3] += 2;
+                    assert_eq!(own, own_total[i % 3], "client {t} own:{}", i % 3);
+                    assert_eq!(step[3], redis::Value::Okay);
+                }
+            }
+        });
+        let mut c = h.conn();
+        let total = (CLIENTS * ROUNDS * PIPE) as i64;
+        assert_eq!(q::<i64>(&mut c, &["GET", "shared"]), total, "{schedule:?}");
+        assert_eq!(q::<i64>(&mut c, &["STRLEN", "log"]), 2 * total);
+        assert_eq!(
+            q::<i64>(&mut c, &["DBSIZE"]),
+            2 + 3 * CLIENTS as i64 + total
+        );
+    }
+}

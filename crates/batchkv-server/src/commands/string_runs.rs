@@ -31,6 +31,7 @@
 
 use batchkv::{ReadOptions, WriteBatch};
 use bytes::Bytes;
+use std::sync::atomic::Ordering::Relaxed;
 
 use super::strings::check_string_length;
 use super::{not_integer, parse_int};
@@ -197,6 +198,9 @@ pub fn run(shared: &Shared, runs: &[Run<'_>]) -> Vec<Reply> {
             }
         }
     }
+    let stats = &shared.stats;
+    stats.write_batches.fetch_add(1, Relaxed);
+    stats.write_batched_commands.fetch_add(n as u64, Relaxed);
     if !b.is_empty() {
         if let Err(e) = shared.write(b) {
             return vec![e; n];

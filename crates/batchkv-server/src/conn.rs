@@ -459,7 +459,7 @@ impl Conn {
     /// not start with a group (or batching is off), `None` if the
     /// connection must close (its write was never executed).
     async fn run_write_group(&mut self, reqs: &[Vec<Bytes>]) -> Option<Option<usize>> {
-        use crate::write_group::{self, Group, Strings, Updates};
+        use crate::write_group::{self, Commands, Group, Strings, Updates};
         let (Some(writes), Some(updates)) = (&self.shared.writes, &self.shared.updates) else {
             return Some(None);
         };
@@ -508,6 +508,26 @@ impl Conn {
                 Some(Some(n))
             }
             Group::Commands(specs) => {
+                let n = specs.len();
+                let combine = self.shared.clients.load(Ordering::Relaxed) > 1;
+                if let (Some(runs), true) = (&self.shared.command_runs, combine) {
+                    if !self.st.pubsub.is_subscribed() {
+                        let run = Commands::new(&self.st, &specs, &reqs[..n]);
+                        let answered = runs.submit(run, combine, &mut self.out).await;
+                        if answered != n {
+                            // Never expected: its leader vanished without
+                            // a reply.
+                            return None;
+                        }
+                        let cmds: Vec<_> = specs
+                            .iter()
+                            .copied()
+                            .zip(reqs.iter().map(Vec::as_slice))
+                            .collect();
+                        commands::after_group(&self.st, &cmds);
+                        return Some(Some(n));
+                    }
+                }
                 let cmds: Vec<_> = specs
                     .into_iter()
                     .zip(reqs)

@@ -184,6 +184,9 @@ pub struct Shared {
     /// Combines the runs of string read-modify-writes of all connections
     /// (with batching on; `write_group.rs`).
     pub(crate) updates: Option<Arc<crate::write_group::UpdateCombiner>>,
+    /// Combines the other write groups of connections (HSET, LPUSH, …;
+    /// `write_group.rs`); `None` with batching off.
+    pub(crate) command_runs: Option<Arc<crate::write_group::CommandCombiner>>,
     pub started: Instant,
     pub port: u16,
     pub clients: AtomicUsize,
@@ -244,6 +247,12 @@ pub(crate) fn new_shared(
         updates: cfg
             .batch
             .then(|| Arc::new(crate::write_group::update_combiner(me.clone(), cfg.threads))),
+        command_runs: cfg.batch.then(|| {
+            Arc::new(crate::write_group::command_combiner(
+                me.clone(),
+                cfg.threads,
+            ))
+        }),
         started: Instant::now(),
         port,
         clients: AtomicUsize::new(0),

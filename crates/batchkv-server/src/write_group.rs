@@ -24,7 +24,13 @@
 //!   EXEC runs a transaction (`tx.rs`): the stripes of all their keys
 //!   locked, the keys and the elements the collection writes look up read
 //!   ahead in two `multi_get`s (`commands/tx.rs`), each command reading
-//!   through the overlay of the ones before it, one write.
+//!   through the overlay of the ones before it, one write. Such runs of
+//!   all connections are combined too ([`CommandCombiner`]): one lock set,
+//!   the two `multi_get`s and one write for all of them, each run's
+//!   commands executed on a copy of its connection's state
+//!   ([`ConnState::detached`]; grouped commands change none of it). A
+//!   subscriber's runs are not combined (its messages must stay in order
+//!   with its replies).
 //!
 //! # Why this is the same as running them in order
 //! - Each command sees the writes of the ones before it: a [`WriteBatch`]
@@ -472,6 +478,112 @@ fn write(shared: &Shared, runs: &[&Strings]) -> Vec<Result<(), Reply>> {
         }
     }
     results
+}
+
+/// Runs of other write commands (HSET, SADD, LPUSH, SET with options, a
+/// mix, …: [`Group::Commands`]) of several connections combined into one
+/// engine write (`commands::run_groups`).
+pub type CommandCombiner = Combiner<CommandRuns>;
+
+/// A combiner for the server `shared` (which holds it), with the limits
+/// and the leaders of the string combiners.
+pub fn command_combiner(shared: Weak<Shared>, leaders: usize) -> CommandCombiner {
+    Combiner::with(CommandRuns { shared }, leaders.max(1), LIMITS)
+}
+
+/// One connection's run of write commands: the request of a
+/// [`CommandCombiner`].
+pub struct Commands {
+    /// A copy of the connection's state ([`ConnState::detached`]).
+    st: ConnState,
+    cmds: Vec<(&'static CommandSpec, Vec<Bytes>)>,
+}
+
+impl Commands {
+    /// The run `reqs` of the commands `specs` ([`Group::Commands`]) of a
+    /// connection in state `st` (not a subscriber: a subscriber's messages
+    /// must stay in order with its replies, so its runs are not combined).
+    pub fn new(st: &ConnState, specs: &[&'static CommandSpec], reqs: &[Vec<Bytes>]) -> Commands {
+        Commands {
+            st: st.detached(),
+            cmds: specs.iter().copied().zip(reqs.iter().cloned()).collect(),
+        }
+    }
+
+    fn weight(&self) -> usize {
+        let args: usize = self.cmds.iter().flat_map(|(_, a)| a).map(Bytes::len).sum();
+        args + PAIR_WEIGHT * self.cmds.len()
+    }
+}
+
+/// The engine call of a [`CommandCombiner`]; its answer is how many of a
+/// run's commands were answered (none: the run was never executed, its
+/// connection must close).
+pub struct CommandRuns {
+    /// The server (a weak reference: it holds the combiner).
+    shared: Weak<Shared>,
+}
+
+impl Execute for CommandRuns {
+    type Request = Commands;
+    type Answer = usize;
+
+    fn size(req: &Commands) -> usize {
+        req.weight()
+    }
+
+    fn gathers(_: &Commands) -> bool {
+        // A group has two commands or more.
+        true
+    }
+
+    fn execute(
+        &self,
+        own: Option<(&Commands, &mut BytesMut)>,
+        jobs: Vec<crate::combine::Job<Commands, usize>>,
+    ) -> Option<usize> {
+        let (own_req, own_out) = own.unzip();
+        let reqs: Vec<&Commands> = own_req
+            .into_iter()
+            .chain(jobs.iter().map(|j| &j.req))
+            .collect();
+        let mut conns: Vec<ConnState> = reqs.iter().map(|r| r.st.detached()).collect();
+        let cmds: Vec<Vec<(&'static CommandSpec, &[Bytes])>> = reqs
+            .iter()
+            .map(|r| r.cmds.iter().map(|(s, a)| (*s, a.as_slice())).collect())
+            .collect();
+        let n: usize = cmds.iter().map(Vec::len).sum();
+        // Per run: its replies, or (a panic, the server gone) the error
+        // that answers each of its commands.
+        let results = on_server(
+            &self.shared,
+            || format!("a combined group of {n} write commands"),
+            cmds.len(),
+            Err,
+            |shared| {
+                let mut runs: Vec<commands::GroupRun<'_, '_>> = conns
+                    .iter_mut()
+                    .zip(&cmds)
+                    .map(|(conn, cmds)| commands::GroupRun { conn, cmds })
+                    .collect();
+                commands::run_groups(shared, &mut runs)
+                    .into_iter()
+                    .map(Ok)
+                    .collect()
+            },
+        );
+        // What each run's replies need, so that the jobs can be handed out.
+        let shapes: Vec<(usize, u8)> = reqs.iter().map(|r| (r.cmds.len(), r.st.proto)).collect();
+        drop((cmds, reqs));
+        crate::combine::deliver(own_out, jobs, |i, out| {
+            let (commands, proto) = shapes[i];
+            match &results[i] {
+                Ok(replies) => replies.iter().for_each(|r| r.encode(proto, out)),
+                Err(e) => (0..commands).for_each(|_| e.encode(proto, out)),
+            }
+            commands
+        })
+    }
 }
 
 #[cfg(test)]

@@ -128,6 +128,22 @@ fn multi_key_reads_see_one_state() {
     assert!(bad.is_empty(), "after {rounds} rounds: {bad:?}");
 }
 
+/// A server of 4 threads (more than this machine's cores, so that several
+/// write leaders, one per thread, run at once) under each runtime.
+fn four_thread_servers() -> impl Iterator<Item = (batchkv_server::Schedule, Harness)> {
+    let schedules = [
+        batchkv_server::Schedule::Stealing,
+        batchkv_server::Schedule::Pinned,
+    ];
+    schedules.into_iter().map(|schedule| {
+        let h = Harness::start_with(|cfg| {
+            cfg.threads = 4;
+            cfg.schedule = schedule;
+        });
+        (schedule, h)
+    })
+}
+
 /// Pipelined runs of INCR/APPEND/SET from many clients, on a server with
 /// more threads than this machine has cores, so that several write leaders
 /// (one per thread, `write_group.rs`) combine and write at once: no update
@@ -138,14 +154,7 @@ fn pipelined_updates_under_concurrent_write_leaders_lose_nothing() {
     const CLIENTS: usize = 12;
     const ROUNDS: usize = 300;
     const PIPE: usize = 10;
-    for schedule in [
-        batchkv_server::Schedule::Stealing,
-        batchkv_server::Schedule::Pinned,
-    ] {
-        let h = Harness::start_with(|cfg| {
-            cfg.threads = 4;
-            cfg.schedule = schedule;
-        });
+    for (schedule, h) in four_thread_servers() {
         h.on_clients(CLIENTS, |t, c| {
             let mut last = 0;
             let mut own_total = [0i64; 3];
@@ -178,5 +187,69 @@ fn pipelined_updates_under_concurrent_write_leaders_lose_nothing() {
             q::<i64>(&mut c, &["DBSIZE"]),
             2 + 3 * CLIENTS as i64 + total
         );
+    }
+}
+
+/// Pipelined runs of collection writes from many clients, combined across
+/// connections into shared engine writes (`write_group.rs`'s command
+/// combiner) by several leaders at once: no update is lost or applied
+/// twice, each client's pushes keep their order in a shared list, and a
+/// client sees its own increments of a shared field in order.
+#[test]
+fn pipelined_collection_writes_of_many_clients_lose_nothing() {
+    const CLIENTS: usize = 12;
+    const ROUNDS: usize = 150;
+    const PIPE: usize = 8;
+    for (schedule, h) in four_thread_servers() {
+        h.on_clients(CLIENTS, |t, c| {
+            let mut last = 0;
+            for r in 0..ROUNDS {
+                let mut p = redis::pipe();
+                for i in 0..PIPE {
+                    let n = r * PIPE + i;
+                    p.cmd("HINCRBY").arg("h").arg("shared").arg(1);
+                    p.cmd("HSET").arg("h").arg(format!("f:{t}:{n}")).arg(n);
+                    p.cmd("RPUSH").arg("l").arg(format!("{t}:{n}"));
+                    p.cmd("SADD")
+                        .arg(format!("s:{}", n % 5))
+                        .arg(format!("{t}:{n}"));
+                    p.cmd("ZINCRBY").arg("z").arg(1).arg(format!("m:{t}"));
+                }
+                let replies: Vec<redis::Value> = p.query(c).unwrap();
+                for (i, step) in replies.chunks(5).enumerate() {
+                    let n: i64 = redis::from_redis_value(&step[0]).unwrap();
+                    assert!(n > last, "client {t}: HINCRBY gave {n} after {last}");
+                    last = n;
+                    assert_eq!(step[1], redis::Value::Int(1), "a new field");
+                    assert_eq!(step[3], redis::Value::Int(1), "a new member");
+                    let score: f64 = redis::from_redis_value(&step[4]).unwrap();
+                    assert_eq!(score, (r * PIPE + i + 1) as f64, "client {t}'s own member");
+                }
+            }
+        });
+        let mut c = h.conn();
+        let total = CLIENTS * ROUNDS * PIPE;
+        let shared: i64 = q(&mut c, &["HGET", "h", "shared"]);
+        assert_eq!(shared, total as i64, "{schedule:?}");
+        assert_eq!(q::<usize>(&mut c, &["HLEN", "h"]), total + 1);
+        let list: Vec<String> = q(&mut c, &["LRANGE", "l", "0", "-1"]);
+        assert_eq!(list.len(), total);
+        for t in 0..CLIENTS {
+            let own: Vec<usize> = list
+                .iter()
+                .filter_map(|e| e.strip_prefix(&format!("{t}:")))
+                .map(|n| n.parse().unwrap())
+                .collect();
+            assert_eq!(
+                own,
+                (0..ROUNDS * PIPE).collect::<Vec<_>>(),
+                "client {t}'s pushes in order"
+            );
+        }
+        let members: usize = (0..5)
+            .map(|k| q::<usize>(&mut c, &["SCARD", &format!("s:{k}")]))
+            .sum();
+        assert_eq!(members, total);
+        assert_eq!(q::<usize>(&mut c, &["ZCARD", "z"]), CLIENTS);
     }
 }

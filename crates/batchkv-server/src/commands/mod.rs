@@ -314,6 +314,26 @@ pub struct ConnState {
     pub client: Arc<ClientHandle>,
 }
 
+impl ConnState {
+    /// A copy of this state for running its write group on another
+    /// connection's thread (`write_group.rs`): what a grouped command may
+    /// read of it (`groupable`: such commands change none of it), with no
+    /// transaction and no subscriptions (a subscriber's group is not
+    /// combined).
+    pub fn detached(&self) -> ConnState {
+        ConnState {
+            id: self.id,
+            db: self.db,
+            proto: self.proto,
+            authenticated: self.authenticated,
+            name: self.name.clone(),
+            tx: Default::default(),
+            pubsub: Default::default(),
+            client: self.client.clone(),
+        }
+    }
+}
+
 /// What the connection does after writing a command's reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum After {
@@ -524,12 +544,29 @@ pub fn run_group(
     cmds: &[(&'static CommandSpec, &[Bytes])],
 ) -> Vec<Reply> {
     let replies = tx::run_group(shared, conn, cmds);
+    after_group(conn, cmds);
+    replies
+}
+
+pub use tx::GroupRun;
+
+/// Runs the write groups of several connections (each as [`run_group`]
+/// takes it, on a [`ConnState::detached`] copy of its state;
+/// `write_group.rs` combines them) as one engine write: each run's
+/// replies, in order. Each connection then calls [`after_group`] on its
+/// own state.
+pub fn run_groups(shared: &Shared, runs: &mut [GroupRun<'_, '_>]) -> Vec<Vec<Reply>> {
+    tx::run_groups(shared, runs)
+}
+
+/// Updates what CLIENT LIST shows of a connection after its write group
+/// `cmds`.
+pub fn after_group(conn: &ConnState, cmds: &[(&'static CommandSpec, &[Bytes])]) {
     if let Some((_, last)) = cmds.last() {
         let slot = lookup_index(&last[0]).unwrap_or(0);
         conn.client.touch(Instant::now(), slot);
     }
     publish(conn);
-    replies
 }
 
 /// Whether `args` is a string read-modify-write (INCR, DECR, INCRBY,

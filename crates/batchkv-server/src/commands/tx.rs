@@ -11,6 +11,7 @@
 //! NOAUTH, not allowed in a transaction) makes EXEC answer EXECABORT.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::Ordering::Relaxed;
 
 use bytes::{Bytes, BytesMut};
 
@@ -191,18 +192,14 @@ fn watch_broken(shared: &Shared, watched: &BTreeMap<Vec<u8>, Watched>) -> bool {
 }
 
 /// The stored keys the queued commands name (the command table's key
-/// positions) and the watched keys; `None` when EXEC must hold every
+/// positions; EXEC adds the watched keys); `None` when EXEC must hold every
 /// stripe: after a keyless command that reads or writes data (KEYS,
 /// FLUSHDB, ...) or SELECT (later keys are in another database). A
 /// command that locks a key its arguments do not name at these positions
 /// (COPY ... DB) is caught when it locks it, and the transaction runs
 /// again holding every stripe (`exec`).
-fn exec_keys(
-    db: u8,
-    cmds: &[(&'static CommandSpec, &[Bytes])],
-    watched: &BTreeMap<Vec<u8>, Watched>,
-) -> Option<Vec<Vec<u8>>> {
-    let mut keys: Vec<Vec<u8>> = watched.keys().cloned().collect();
+fn exec_keys(db: u8, cmds: &[(&'static CommandSpec, &[Bytes])]) -> Option<Vec<Vec<u8>>> {
+    let mut keys: Vec<Vec<u8>> = Vec::new();
     for (spec, args) in cmds {
         let keyless_data = spec.first_key <= 0
             && spec
@@ -260,8 +257,9 @@ fn exec(shared: &Shared, conn: &mut ConnState, _: &[Bytes]) -> Reply {
         .iter()
         .map(|(spec, a)| (*spec, a.as_slice()))
         .collect();
-    match run_isolated(shared, conn, &cmds, &watched) {
-        Ok(replies) => Reply::Array(in_their_protocols(replies, conn.proto)),
+    let result = run_isolated(shared, &mut [GroupRun { conn, cmds: &cmds }], &watched);
+    match result {
+        Ok(mut replies) => Reply::Array(in_their_protocols(replies.remove(0), conn.proto)),
         Err(reply) => reply,
     }
 }
@@ -276,24 +274,53 @@ pub fn run_group(
     conn: &mut ConnState,
     cmds: &[(&'static CommandSpec, &[Bytes])],
 ) -> Vec<Reply> {
-    match run_isolated(shared, conn, cmds, &BTreeMap::new()) {
-        Ok(replies) => replies.into_iter().map(|(r, _)| r).collect(),
-        Err(e) => vec![e; cmds.len()],
+    run_groups(shared, &mut [GroupRun { conn, cmds }]).remove(0)
+}
+
+/// One connection's part of [`run_groups`]: the connection's state and
+/// its run of write commands.
+pub struct GroupRun<'a, 'c> {
+    pub conn: &'a mut ConnState,
+    pub cmds: &'a [(&'static CommandSpec, &'c [Bytes])],
+}
+
+/// Runs the runs of write commands of several connections (each as
+/// [`run_group`] takes it) as one: one engine write holding the stripes
+/// of all their keys, the runs in order, each command reading through the
+/// writes of the ones before it. Each run's replies, in order; each is
+/// the write's error if the write failed (then none of the runs wrote).
+pub fn run_groups(shared: &Shared, runs: &mut [GroupRun<'_, '_>]) -> Vec<Vec<Reply>> {
+    let stats = &shared.stats;
+    stats.write_batches.fetch_add(1, Relaxed);
+    let n: usize = runs.iter().map(|r| r.cmds.len()).sum();
+    stats.write_batched_commands.fetch_add(n as u64, Relaxed);
+    match run_isolated(shared, runs, &BTreeMap::new()) {
+        Ok(replies) => replies
+            .into_iter()
+            .map(|run| run.into_iter().map(|(r, _)| r).collect())
+            .collect(),
+        Err(e) => runs.iter().map(|r| vec![e.clone(); r.cmds.len()]).collect(),
     }
 }
 
-/// Runs `cmds` as one atomic, isolated unit (`tx.rs`) holding the stripes
-/// of their keys and of `watched`'s: their replies, each with the
-/// protocol it was made in. `Err`: the reply instead of theirs, a null
-/// array if a watched key changed, or the error of the write.
+/// Runs the commands of `runs` as one atomic, isolated unit (`tx.rs`)
+/// holding the stripes of their keys and of `watched`'s: each run's
+/// replies, each with the protocol it was made in. `Err`: the reply
+/// instead of theirs, a null array if a watched key changed, or the error
+/// of the write.
 fn run_isolated(
     shared: &Shared,
-    conn: &mut ConnState,
-    cmds: &[(&'static CommandSpec, &[Bytes])],
+    runs: &mut [GroupRun<'_, '_>],
     watched: &BTreeMap<Vec<u8>, Watched>,
-) -> Result<Vec<(Reply, u8)>, Reply> {
-    let snapshot = ConnSnapshot::take(conn);
-    let keys = exec_keys(conn.db, cmds, watched);
+) -> Result<Vec<Vec<(Reply, u8)>>, Reply> {
+    let snapshots: Vec<ConnSnapshot> = runs.iter().map(|r| ConnSnapshot::take(r.conn)).collect();
+    let keys = runs.iter().try_fold(
+        watched.keys().cloned().collect::<Vec<_>>(),
+        |mut keys, r| {
+            keys.extend(exec_keys(r.conn.db, r.cmds)?);
+            Some(keys)
+        },
+    );
     let mut stripes = keys.as_deref().map(stripes_of);
     loop {
         let locks = shared.lock_stripes(stripes.as_deref());
@@ -304,19 +331,26 @@ fn run_isolated(
         // else can write them (the commands' own reads take them from
         // the overlay).
         let prefetched = match (&stripes, &keys) {
-            (Some(_), Some(k)) => prefetch_with_elements(shared, conn.db, cmds, k)?,
+            (Some(_), Some(k)) => prefetch_with_elements(shared, runs, k)?,
             _ => Default::default(),
         };
         let (replies, overlay) = tx::with_overlay(stripes.clone(), prefetched, || {
-            cmds.iter()
-                .map(|(spec, args)| (super::call(shared, conn, spec, args), conn.proto))
-                .collect::<Vec<(Reply, u8)>>()
+            runs.iter_mut()
+                .map(|r| {
+                    r.cmds
+                        .iter()
+                        .map(|(spec, args)| (super::call(shared, r.conn, spec, args), r.conn.proto))
+                        .collect::<Vec<(Reply, u8)>>()
+                })
+                .collect::<Vec<_>>()
         });
         if overlay.escaped && stripes.is_some() {
             // A command wrote a key its arguments do not name: run it all
             // again holding every stripe.
             drop(locks);
-            snapshot.restore(conn);
+            for (r, snapshot) in runs.iter_mut().zip(&snapshots) {
+                snapshot.restore(r.conn);
+            }
             stripes = None;
             continue;
         }
@@ -325,9 +359,12 @@ fn run_isolated(
         }
         shared.mods.touch(&overlay.touched);
         drop(locks);
-        for (channel, payload) in &overlay.published {
-            // The messages to this connection itself are in the replies.
-            shared.pubsub.publish(conn.id, channel, payload);
+        // Only PUBLISH (inside EXEC, one connection's run) publishes: the
+        // messages to that connection itself are in its replies.
+        if let Some(publisher) = runs.first() {
+            for (channel, payload) in &overlay.published {
+                shared.pubsub.publish(publisher.conn.id, channel, payload);
+            }
         }
         return Ok(replies);
     }
@@ -340,14 +377,16 @@ fn run_isolated(
 /// collection (a new version) reads other element keys, and the engine.
 fn prefetch_with_elements(
     shared: &Shared,
-    db: u8,
-    cmds: &[(&'static CommandSpec, &[Bytes])],
+    runs: &[GroupRun<'_, '_>],
     keys: &[Vec<u8>],
 ) -> Result<tx::Prefetched, Reply> {
     let mut prefetched = shared.prefetch(keys)?;
     let now = keyspace::now_ms();
     let mut elements = Vec::new();
-    for (spec, args) in cmds {
+    let cmds = runs
+        .iter()
+        .flat_map(|r| r.cmds.iter().map(move |c| (r.conn.db, c)));
+    for (db, (spec, args)) in cmds {
         let Some((kind, lookups)) = spec.lookups else {
             continue;
         };
@@ -405,7 +444,7 @@ mod tests {
             let cmds = owned(names);
             let refs: Vec<(&'static CommandSpec, &[Bytes])> =
                 cmds.iter().map(|(s, a)| (*s, a.as_slice())).collect();
-            exec_keys(db, &refs, &BTreeMap::new())
+            exec_keys(db, &refs)
         };
         let q = |names: &[&[&str]]| in_db(0, names);
         let keys = in_db(2, &[&["set", "a", "1"], &["mset", "b", "1", "c", "2"]]);

@@ -21,6 +21,10 @@ pub(super) struct SkipListIter {
     /// Current node; null when not valid.
     node: *mut Node,
     err: Option<Error>,
+    /// Tests: runs in `seek_for_prev` right after its seek, where another
+    /// thread's insert can land between the target and the position.
+    #[cfg(test)]
+    pub(super) after_seek: Option<Box<dyn FnMut() + Send>>,
 }
 
 // SAFETY: `node` points into the arena owned by `mt`, which this iterator
@@ -33,6 +37,8 @@ impl SkipListIter {
             mt,
             node: std::ptr::null_mut(),
             err: None,
+            #[cfg(test)]
+            after_seek: None,
         }
     }
 
@@ -104,13 +110,25 @@ impl InternalIterator for SkipListIter {
             return;
         }
         self.seek(target);
-        if !self.valid() {
-            if self.err.is_none() {
-                self.seek_to_last();
-            }
-            return;
+        #[cfg(test)]
+        if let Some(f) = self.after_seek.as_mut() {
+            f();
         }
-        if crate::key::compare_internal_keys(self.key(), target).is_gt() {
+        if !self.valid() {
+            if self.err.is_some() {
+                return;
+            }
+            self.seek_to_last();
+        }
+        // Entries inserted since the seek may sit between the target and
+        // the seek's position (or after the end, where the seek found
+        // nothing): one step back could stop on one of them, past the
+        // target. Step back until at or below it (RocksDB's memtable
+        // iterator loops too). A merging iterator repositioned this way
+        // for moving backward took such an entry as the largest of its
+        // children and went on from the wrong child: a reverse bounded
+        // scan showed a key at or above its upper bound.
+        while self.valid() && crate::key::compare_internal_keys(self.key(), target).is_gt() {
             self.prev();
         }
     }

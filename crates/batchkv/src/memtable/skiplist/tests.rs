@@ -847,3 +847,58 @@ fn concurrent_batched_inserts(batches: u32, per_batch: u32) {
     }
     assert_eq!(n, total);
 }
+
+/// `seek_for_prev` seeks, then steps back while past the target. An insert
+/// by another thread can land between the target and the seek's position
+/// (or after the end, when the seek found nothing): one step back then
+/// stopped on the new entry, past the target. The merging iterator, moving
+/// back from a bounded iterator's upper bound, repositions the memtable so
+/// and took it as the last entry before the bound: the entry it was moving
+/// back from came out again, a key at or above the upper bound (crash test
+/// "reverse scan ... returned keys outside its bounds"). Inserts at the
+/// racing moment are made deterministically through the iterator's hook.
+#[test]
+fn seek_for_prev_stays_at_or_below_its_target_despite_inserts_during_it() {
+    let ik = |k: &[u8], seq: u64| {
+        let mut v = Vec::new();
+        append_internal_key(&mut v, k, seq, ValueType::Value);
+        v
+    };
+    let target = crate::key::lookup_key(b"b", MAX_SEQUENCE);
+    // An entry lands between the target and the seek's stop: (b, 5) sorts
+    // after the lookup key for b and before (c, 2).
+    let mt = Arc::new(SkipListMemTable::new(small_opts(false)));
+    mt.insert(1, ValueType::Value, b"a", b"va").unwrap();
+    mt.insert(2, ValueType::Value, b"c", b"vc").unwrap();
+    let mut it = super::iter::SkipListIter::new(Arc::clone(&mt));
+    let racer = Arc::clone(&mt);
+    let mut once = Some(move || racer.insert(5, ValueType::Value, b"b", b"vb").unwrap());
+    it.after_seek = Some(Box::new(move || {
+        if let Some(f) = once.take() {
+            f()
+        }
+    }));
+    it.seek_for_prev(&target);
+    assert!(it.valid());
+    assert_eq!(it.key(), &ik(b"a", 1)[..], "landed past the target");
+    assert_eq!(it.value(), b"va");
+    // The entry is there for a later seek, which finds it after the target.
+    it.seek(&target);
+    assert_eq!(it.key(), &ik(b"b", 5)[..]);
+
+    // An entry lands after the end while the seek finds nothing.
+    let mt = Arc::new(SkipListMemTable::new(small_opts(true)));
+    mt.insert(1, ValueType::Value, b"a", b"va").unwrap();
+    let mut it = super::iter::SkipListIter::new(Arc::clone(&mt));
+    let racer = Arc::clone(&mt);
+    let mut once = Some(move || racer.insert(3, ValueType::Value, b"c", b"vc").unwrap());
+    it.after_seek = Some(Box::new(move || {
+        if let Some(f) = once.take() {
+            f()
+        }
+    }));
+    it.seek_for_prev(&target);
+    assert!(it.valid());
+    assert_eq!(it.key(), &ik(b"a", 1)[..], "landed past the target");
+    it.status().unwrap();
+}

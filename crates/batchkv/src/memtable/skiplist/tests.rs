@@ -865,40 +865,34 @@ fn seek_for_prev_stays_at_or_below_its_target_despite_inserts_during_it() {
         v
     };
     let target = crate::key::lookup_key(b"b", MAX_SEQUENCE);
-    // An entry lands between the target and the seek's stop: (b, 5) sorts
-    // after the lookup key for b and before (c, 2).
-    let mt = Arc::new(SkipListMemTable::new(small_opts(false)));
-    mt.insert(1, ValueType::Value, b"a", b"va").unwrap();
-    mt.insert(2, ValueType::Value, b"c", b"vc").unwrap();
-    let mut it = super::iter::SkipListIter::new(Arc::clone(&mt));
-    let racer = Arc::clone(&mt);
-    let mut once = Some(move || racer.insert(5, ValueType::Value, b"b", b"vb").unwrap());
-    it.after_seek = Some(Box::new(move || {
-        if let Some(f) = once.take() {
-            f()
+    // A memtable holding `(a, 1)` and `before`, an iterator on it whose
+    // seek_for_prev(target) sees `racer` inserted right after its seek.
+    let race = |huge_pages: bool, before: &[(u64, &'static [u8])], racer: (u64, &'static [u8])| {
+        let mt = Arc::new(SkipListMemTable::new(small_opts(huge_pages)));
+        mt.insert(1, ValueType::Value, b"a", b"va").unwrap();
+        for &(seq, k) in before {
+            mt.insert(seq, ValueType::Value, k, b"v").unwrap();
         }
-    }));
-    it.seek_for_prev(&target);
-    assert!(it.valid());
-    assert_eq!(it.key(), &ik(b"a", 1)[..], "landed past the target");
-    assert_eq!(it.value(), b"va");
-    // The entry is there for a later seek, which finds it after the target.
+        let mut it = super::iter::SkipListIter::new(Arc::clone(&mt));
+        let mut once = Some(move || mt.insert(racer.0, ValueType::Value, racer.1, b"v").unwrap());
+        it.after_seek = Some(Box::new(move || {
+            if let Some(f) = once.take() {
+                f()
+            }
+        }));
+        it.seek_for_prev(&target);
+        assert!(it.valid());
+        assert_eq!(it.key(), &ik(b"a", 1)[..], "landed past the target");
+        assert_eq!(it.value(), b"va");
+        it.status().unwrap();
+        it
+    };
+    // An entry lands between the target and the seek's stop: (b, 5) sorts
+    // after the lookup key for b and before (c, 2). It is there for a
+    // later seek, which finds it after the target.
+    let mut it = race(false, &[(2, b"c")], (5, b"b"));
     it.seek(&target);
     assert_eq!(it.key(), &ik(b"b", 5)[..]);
-
     // An entry lands after the end while the seek finds nothing.
-    let mt = Arc::new(SkipListMemTable::new(small_opts(true)));
-    mt.insert(1, ValueType::Value, b"a", b"va").unwrap();
-    let mut it = super::iter::SkipListIter::new(Arc::clone(&mt));
-    let racer = Arc::clone(&mt);
-    let mut once = Some(move || racer.insert(3, ValueType::Value, b"c", b"vc").unwrap());
-    it.after_seek = Some(Box::new(move || {
-        if let Some(f) = once.take() {
-            f()
-        }
-    }));
-    it.seek_for_prev(&target);
-    assert!(it.valid());
-    assert_eq!(it.key(), &ik(b"a", 1)[..], "landed past the target");
-    it.status().unwrap();
+    race(true, &[], (3, b"c"));
 }

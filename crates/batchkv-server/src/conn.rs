@@ -508,31 +508,26 @@ impl Conn {
                 Some(Some(n))
             }
             Group::Commands(specs) => {
-                let n = specs.len();
-                let combine = self.shared.clients.load(Ordering::Relaxed) > 1;
-                if let (Some(runs), true) = (&self.shared.command_runs, combine) {
-                    if !self.st.pubsub.is_subscribed() {
-                        let run = Commands::new(&self.st, &specs, &reqs[..n]);
-                        let answered = runs.submit(run, combine, &mut self.out).await;
-                        if answered != n {
-                            // Never expected: its leader vanished without
-                            // a reply.
-                            return None;
-                        }
-                        let cmds: Vec<_> = specs
-                            .iter()
-                            .copied()
-                            .zip(reqs.iter().map(Vec::as_slice))
-                            .collect();
-                        commands::after_group(&self.st, &cmds);
-                        return Some(Some(n));
-                    }
-                }
                 let cmds: Vec<_> = specs
                     .into_iter()
                     .zip(reqs)
                     .map(|(spec, args)| (spec, args.as_slice()))
                     .collect();
+                // A subscriber's runs are not combined: its messages stay
+                // in order with its replies.
+                let combine = self.shared.clients.load(Ordering::Relaxed) > 1
+                    && !self.st.pubsub.is_subscribed();
+                if let (Some(runs), true) = (&self.shared.command_runs, combine) {
+                    let run = Commands::new(&self.st, &cmds);
+                    let answered = runs.submit(run, combine, &mut self.out).await;
+                    if answered != cmds.len() {
+                        // Never expected: its leader vanished without a
+                        // reply.
+                        return None;
+                    }
+                    commands::after_group(&self.st, &cmds);
+                    return Some(Some(cmds.len()));
+                }
                 let replies = commands::run_group(&self.shared, &mut self.st, &cmds);
                 for r in &replies {
                     r.encode(self.st.proto, &mut self.out);

@@ -500,13 +500,16 @@ pub struct Commands {
 }
 
 impl Commands {
-    /// The run `reqs` of the commands `specs` ([`Group::Commands`]) of a
-    /// connection in state `st` (not a subscriber: a subscriber's messages
-    /// must stay in order with its replies, so its runs are not combined).
-    pub fn new(st: &ConnState, specs: &[&'static CommandSpec], reqs: &[Vec<Bytes>]) -> Commands {
+    /// The run `cmds` ([`Group::Commands`]) of a connection in state `st`
+    /// (not a subscriber: a subscriber's messages must stay in order with
+    /// its replies, so its runs are not combined).
+    pub fn new(st: &ConnState, cmds: &[(&'static CommandSpec, &[Bytes])]) -> Commands {
         Commands {
             st: st.detached(),
-            cmds: specs.iter().copied().zip(reqs.iter().cloned()).collect(),
+            cmds: cmds
+                .iter()
+                .map(|&(spec, args)| (spec, args.to_vec()))
+                .collect(),
         }
     }
 

@@ -22,6 +22,7 @@ use std::fmt;
 use crate::coding::{decode_fixed32, decode_fixed64, get_length_prefixed, put_length_prefixed};
 use crate::error::{Error, Result};
 use crate::key::{SequenceNumber, ValueType, MAX_SEQUENCE};
+use crate::memtable::InsertHint;
 
 /// Bytes of the rep header: fixed64 sequence ‖ fixed32 count.
 const HEADER_LEN: usize = 12;
@@ -50,6 +51,8 @@ const CF_FLAG: u8 = 0x80;
 /// 5. Each of `save_points` describes a prefix of `rep` (its length and
 ///    count, and invariants 2–4 over it), innermost last, in increasing
 ///    length.
+/// 6. `hints` holds `(entry index, hint)` in increasing index order, every
+///    index below `count`. Hints are not part of the encoded batch.
 ///
 /// Column families: the `*_cf` methods add entries for a column family
 /// ([`ColumnFamily`](crate::ColumnFamily)); the whole batch is still
@@ -63,6 +66,8 @@ pub struct WriteBatch {
     has_cf: bool,
     /// Open save points (`set_save_point`), innermost last.
     save_points: Vec<SavePoint>,
+    /// Insert hints of entries added with [`WriteBatch::put_hinted`].
+    hints: Vec<(u32, InsertHint)>,
 }
 
 /// The state of a batch at [`WriteBatch::set_save_point`]: what
@@ -156,6 +161,7 @@ impl WriteBatch {
             inverted_range: false,
             has_cf: false,
             save_points: Vec::new(),
+            hints: Vec::new(),
         }
     }
 
@@ -180,6 +186,8 @@ impl WriteBatch {
         let sp = self.pop_save_point_state()?;
         self.rep.truncate(sp.rep_len);
         self.set_count(sp.count);
+        let kept = self.hints.partition_point(|&(i, _)| i < sp.count);
+        self.hints.truncate(kept);
         self.max_key_len = sp.max_key_len;
         self.max_value_len = sp.max_value_len;
         self.inverted_range = sp.inverted_range;
@@ -291,6 +299,24 @@ impl WriteBatch {
         self.put_in(0, key.as_ref(), value.as_ref());
     }
 
+    /// Adds `key → value` with where a read of `key` just found its place
+    /// in the memtable ([`Db::multi_get_hinted`](crate::Db::multi_get_hinted)):
+    /// the memtable links the entry from there instead of searching for it.
+    /// The stored result is that of [`WriteBatch::put`]; a hint that no
+    /// longer fits (another memtable, a newer version of `key` written
+    /// since) is ignored.
+    pub fn put_hinted(
+        &mut self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        hint: Option<InsertHint>,
+    ) {
+        if let Some(h) = hint {
+            self.hints.push((self.count(), h));
+        }
+        self.put_in(0, key.as_ref(), value.as_ref());
+    }
+
     /// Adds a deletion of `key`.
     pub fn delete(&mut self, key: impl AsRef<[u8]>) {
         self.delete_in(0, key.as_ref());
@@ -321,6 +347,7 @@ impl WriteBatch {
         self.inverted_range = false;
         self.has_cf = false;
         self.save_points.clear();
+        self.hints.clear();
     }
 
     /// Number of entries (puts and deletes).
@@ -444,6 +471,7 @@ impl WriteBatch {
             inverted_range: false,
             has_cf,
             save_points: Vec::new(),
+            hints: Vec::new(),
         })
     }
 
@@ -468,9 +496,18 @@ impl WriteBatch {
         })
     }
 
+    /// The entries' insert hints, `None` for those without one (in entry
+    /// order; invariant 6).
+    pub(crate) fn hints(&self) -> impl Iterator<Item = Option<InsertHint>> + '_ {
+        let mut next = self.hints.iter().peekable();
+        (0..self.count()).map(move |i| next.next_if(|&&(at, _)| at == i).map(|&(_, h)| h))
+    }
+
     /// Appends `other`'s entries after this batch's (group commit builds one
     /// WAL record from several batches this way). The sequence is kept.
     pub(crate) fn append(&mut self, other: &WriteBatch) {
+        let base = self.count();
+        (self.hints).extend(other.hints.iter().map(|&(i, h)| (base.wrapping_add(i), h)));
         self.rep.extend_from_slice(&other.rep[HEADER_LEN..]);
         self.set_count(self.count().wrapping_add(other.count()));
         self.max_key_len = self.max_key_len.max(other.max_key_len);
@@ -533,6 +570,29 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+
+    /// Hints stay with their entries: through `append` (offset by the
+    /// entries before) and a rollback (dropped with theirs).
+    #[test]
+    fn hints_follow_their_entries() {
+        let h = |n| InsertHint { table: n, entry: 0 };
+        let mut a = WriteBatch::new();
+        a.put("a0", "v");
+        a.put_hinted("a1", "v", Some(h(1)));
+        a.set_save_point();
+        a.put_hinted("a2", "v", Some(h(2)));
+        a.rollback_to_save_point().unwrap();
+        a.put_hinted("a2", "v", None);
+        let mut b = WriteBatch::new();
+        b.put_hinted("b0", "v", Some(h(3)));
+        b.put("b1", "v");
+        a.append(&b);
+        let hints: Vec<Option<InsertHint>> = a.hints().collect();
+        assert_eq!(hints, [None, Some(h(1)), None, Some(h(3)), None]);
+        a.clear();
+        a.put("c", "v");
+        assert_eq!(a.hints().collect::<Vec<_>>(), [None]);
+    }
 
     /// A rollback restores the entries, count and limits of the save
     /// point, innermost first; without one it is an error.

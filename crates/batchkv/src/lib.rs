@@ -59,7 +59,7 @@ pub use fs::{
 };
 pub use key::SequenceNumber;
 pub use key_list::KeyList;
-pub use memtable::{BatchLookup, MemTableKind};
+pub use memtable::{BatchLookup, InsertHint, MemTableKind};
 pub use merge::MergeOperator;
 pub use options::OptionsBuilder;
 pub use options::{

@@ -20,7 +20,7 @@ use super::{Db, DbCore, SuperVersion};
 use crate::error::{Error, Result};
 use crate::key::{user_key, SequenceNumber};
 use crate::key_list::KeyList;
-use crate::memtable::{BatchLookup, EntryRef};
+use crate::memtable::{BatchLookup, EntryRef, InsertHint};
 use crate::options::ReadOptions;
 use crate::sst::table::recycle;
 use crate::sst::{Block, BlockReadOptions};
@@ -120,7 +120,33 @@ impl Db {
         else {
             return;
         };
-        self.multi_get_in(&core.default_cf, opts, seq, keys, on_result)
+        self.multi_get_in(&core.default_cf, opts, seq, keys, on_result, None)
+    }
+
+    /// [`Db::multi_get_with`] for a read-modify-write: also calls
+    /// `on_hint(i, hint)` with where a newer version of input key `i` goes
+    /// in the memtable the read searched (for the keys the memtable can
+    /// tell: the skip list's batched searches). Writing the new versions
+    /// with [`WriteBatch::put_hinted`](crate::WriteBatch::put_hinted) spares
+    /// their inserts the search from the top. Results are those of
+    /// [`Db::multi_get_with`]; the hints only speed up the write.
+    pub fn multi_get_hinted<L: KeyList + ?Sized>(
+        &self,
+        opts: &ReadOptions,
+        keys: &L,
+        mut on_result: impl FnMut(usize, Result<Option<&[u8]>>),
+        on_hint: &mut dyn FnMut(usize, InsertHint),
+    ) {
+        let keys = keys.as_key_slice();
+        let core = self.core();
+        let _timer =
+            (core.counters.latency).timer(super::latency::Timed::MultiGet(keys.len() as u64));
+        let Some(seq) =
+            core.begin_multi_get(keys.len(), || core.read_sequence(opts), &mut on_result)
+        else {
+            return;
+        };
+        self.multi_get_in(&core.default_cf, opts, seq, keys, on_result, Some(on_hint))
     }
 
     /// Looks up keys of several column families at one consistent sequence
@@ -161,9 +187,10 @@ impl Db {
                 }
             };
             let group_keys: Vec<&[u8]> = positions.iter().map(|&i| keys[i].1.as_ref()).collect();
-            self.multi_get_in(shared, opts, seq, &group_keys, |j, r| {
+            let on_result = |j: usize, r: Result<Option<&[u8]>>| {
                 out[positions[j]] = r.map(|v| v.map(<[u8]>::to_vec));
-            });
+            };
+            self.multi_get_in(shared, opts, seq, &group_keys, on_result, None);
         }
         out
     }
@@ -177,13 +204,16 @@ impl Db {
         seq: SequenceNumber,
         keys: &[K],
         on_result: impl FnMut(usize, Result<Option<&[u8]>>),
+        on_hint: Option<&mut dyn FnMut(usize, InsertHint)>,
     ) {
         let sv: Arc<SuperVersion> = cf.sv.load_full();
-        self.multi_get_at(&sv, opts, seq, keys, on_result)
+        self.multi_get_at(&sv, opts, seq, keys, on_result, on_hint)
     }
 
     /// The batch pipeline over the super version `sv` at `seq` (loaded
-    /// before `sv`), with this thread's buffers ([`Scratch`]).
+    /// before `sv`), with this thread's buffers ([`Scratch`]); with
+    /// `on_hint`, the mutable memtable's insert hints too
+    /// ([`Db::multi_get_hinted`]).
     pub(super) fn multi_get_at<K: AsRef<[u8]>>(
         &self,
         sv: &SuperVersion,
@@ -191,20 +221,27 @@ impl Db {
         seq: SequenceNumber,
         keys: &[K],
         mut on_result: impl FnMut(usize, Result<Option<&[u8]>>),
+        mut on_hint: Option<&mut dyn FnMut(usize, InsertHint)>,
     ) {
         SCRATCH.with(|cell| match cell.try_borrow_mut() {
             Ok(mut scratch) => {
-                self.multi_get_using(&mut scratch, sv, opts, seq, keys, &mut on_result);
+                let sc = &mut *scratch;
+                self.multi_get_using(sc, sv, opts, seq, keys, &mut on_result, &mut on_hint);
                 scratch.reset();
             }
             // Called again from inside `on_result`: buffers of its own.
             Err(_) => {
-                self.multi_get_using(&mut Scratch::default(), sv, opts, seq, keys, &mut on_result)
+                let sc = &mut Scratch::default();
+                self.multi_get_using(sc, sv, opts, seq, keys, &mut on_result, &mut on_hint)
             }
         });
     }
 
     /// [`Db::multi_get_at`] with its buffers.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the read's state, its buffers and its two callbacks"
+    )]
     fn multi_get_using<K: AsRef<[u8]>>(
         &self,
         sc: &mut Scratch,
@@ -213,6 +250,7 @@ impl Db {
         seq: SequenceNumber,
         keys: &[K],
         on_result: &mut impl FnMut(usize, Result<Option<&[u8]>>),
+        on_hint: &mut Option<&mut dyn FnMut(usize, InsertHint)>,
     ) {
         let core = self.core();
 
@@ -235,6 +273,10 @@ impl Db {
         let ro = super::read::block_read_options(opts);
         let mut slots: Vec<Slot<'_>> = recycle_slots(std::mem::take(&mut sc.slots));
         slots.extend(distinct.iter().map(|_| Slot::Pending(KeyLookup::default())));
+        sc.hints.clear();
+        if on_hint.is_some() {
+            sc.hints.resize(distinct.len(), None);
+        }
         resolve_in_memtables(core, sv, &distinct, seq, opts.batch_lookup, &mut slots, sc);
         resolve_in_tables(core, sv, &distinct, seq, ro, &mut slots, sc);
         // Past the last stage: keys that kept operands merge them.
@@ -267,6 +309,9 @@ impl Db {
                 Slot::Failed(e) => Err(e.clone()),
             };
             on_result(i, r);
+            if let (Some(on_hint), Some(&Some(h))) = (on_hint.as_mut(), sc.hints.get(s as usize)) {
+                on_hint(i, h);
+            }
         }
         // Emptied (blocks and owned values dropped) before they go back.
         slots.clear();
@@ -294,6 +339,9 @@ struct Scratch {
     stage_keys: Vec<&'static [u8]>,
     /// Memtable stage: keys its batch answer did not decide.
     undecided: Vec<u32>,
+    /// Per distinct key, the mutable memtable's insert hint; empty when
+    /// the read asked for none ([`Db::multi_get_hinted`]).
+    hints: Vec<Option<InsertHint>>,
     /// Table stage: the pending keys inside the table's range.
     group: Vec<u32>,
     /// Table stage: keys whose newest version there is a merge operand.
@@ -467,7 +515,15 @@ fn resolve_in_memtables<'a>(
         }
         undecided.clear();
         let strategy = (core.opts.batch_lookup).resolve(read_strategy, stage_keys.len());
-        let result = mem.multi_get(&stage_keys, seq, strategy, &mut |j, entry| {
+        // Hints of the first (mutable) memtable, where the writes go.
+        let want_hints = !sc.hints.is_empty() && std::ptr::eq(mem, &sv.mem);
+        let hints = &mut sc.hints;
+        let mut hint = |j: usize, h: InsertHint| {
+            if let Some(slot) = hints.get_mut(pending[j] as usize) {
+                *slot = Some(h);
+            }
+        };
+        let mut found = |j: usize, entry| {
             let u = pending[j];
             let slot = &mut slots[u as usize];
             let Slot::Pending(l) = slot else {
@@ -485,7 +541,12 @@ fn resolve_in_memtables<'a>(
                     }
                 }
             };
-        });
+        };
+        let result = if want_hints {
+            mem.multi_get_hinted(&stage_keys, seq, strategy, &mut found, &mut hint)
+        } else {
+            mem.multi_get(&stage_keys, seq, strategy, &mut found)
+        };
         if let Err(e) = result {
             for &u in pending.iter() {
                 if slots[u as usize].is_pending() {

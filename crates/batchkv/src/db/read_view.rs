@@ -69,7 +69,8 @@ impl ReadView<'_> {
         let Some(seq) = core.begin_multi_get(keys.len(), at, &mut on_result) else {
             return;
         };
-        self.db.multi_get_at(&self.sv, opts, seq, keys, on_result)
+        self.db
+            .multi_get_at(&self.sv, opts, seq, keys, on_result, None)
     }
 }
 

@@ -392,11 +392,13 @@ impl DbCore {
             let entries: Vec<NewEntry<'_>> = batches
                 .iter()
                 .flat_map(|b| {
-                    (b.sequence()..).zip(b.iter()).map(|(seq, e)| NewEntry {
+                    let entries = (b.sequence()..).zip(b.iter()).zip(b.hints());
+                    entries.map(|((seq, e), hint)| NewEntry {
                         seq,
                         t: e.value_type,
                         user_key: e.key,
                         value: e.value,
+                        hint,
                     })
                 })
                 .collect();

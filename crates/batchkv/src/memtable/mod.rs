@@ -180,6 +180,28 @@ pub struct NewEntry<'a> {
     pub t: ValueType,
     pub user_key: &'a [u8],
     pub value: &'a [u8],
+    /// Where a read of `user_key` found its place ([`InsertHint`]).
+    pub hint: Option<InsertHint>,
+}
+
+/// Where a newer version of a key that was just read goes in the memtable
+/// that answered the read ([`crate::Db::multi_get_hinted`]): that
+/// memtable's identity (unique in the process, never reused) and its entry
+/// just before the key. A write hands it back
+/// ([`crate::WriteBatch::put_hinted`]) so that the memtable links the new
+/// entry from there instead of searching from its top.
+///
+/// Only a hint: one of another memtable (the read's memtable was switched
+/// since), or one whose entry no longer sorts before the new one (a newer
+/// version of the key was written since the read), is ignored, and the
+/// entry is inserted as without it. A hint therefore never changes what is
+/// stored, only how fast.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InsertHint {
+    /// The identity of the memtable that made it.
+    pub(crate) table: u64,
+    /// That memtable's entry (its address), meaningful only to it.
+    pub(crate) entry: usize,
 }
 
 /// The memtable interface the engine programs against.
@@ -236,6 +258,23 @@ pub trait MemTable: Send + Sync + 'static {
         strategy: BatchLookup,
         found: &mut dyn FnMut(usize, EntryRef<'a>),
     ) -> Result<()>;
+
+    /// [`MemTable::multi_get`] that also calls `hint(index_in_keys, h)`
+    /// with where a newer version of a key would be inserted, for the keys
+    /// it can say that of (none by default; the skip list's batched
+    /// searches for every key). A write of those keys that follows passes
+    /// the hints back ([`NewEntry::hint`]).
+    fn multi_get_hinted<'a>(
+        &'a self,
+        keys: &[&[u8]],
+        seq: SequenceNumber,
+        strategy: BatchLookup,
+        found: &mut dyn FnMut(usize, EntryRef<'a>),
+        hint: &mut dyn FnMut(usize, InsertHint),
+    ) -> Result<()> {
+        let _ = hint;
+        self.multi_get(keys, seq, strategy, found)
+    }
 
     /// An iterator over all entries (every version), in internal-key order.
     /// It keeps the memtable alive.

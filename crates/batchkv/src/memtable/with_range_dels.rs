@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use arc_swap::ArcSwap;
 
-use super::{BatchLookup, EntryRef, MemTable, NewEntry};
+use super::{BatchLookup, EntryRef, InsertHint, MemTable, NewEntry};
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{SequenceNumber, ValueType};
@@ -190,6 +190,19 @@ impl<M: MemTable> MemTable for WithRangeDels<M> {
         found: &mut dyn FnMut(usize, EntryRef<'a>),
     ) -> Result<()> {
         self.inner.multi_get(keys, seq, strategy, found)
+    }
+
+    #[inline]
+    fn multi_get_hinted<'a>(
+        &'a self,
+        keys: &[&[u8]],
+        seq: SequenceNumber,
+        strategy: BatchLookup,
+        found: &mut dyn FnMut(usize, EntryRef<'a>),
+        hint: &mut dyn FnMut(usize, InsertHint),
+    ) -> Result<()> {
+        self.inner
+            .multi_get_hinted(keys, seq, strategy, found, hint)
     }
 
     fn iter(self: Arc<Self>) -> Box<dyn InternalIterator> {

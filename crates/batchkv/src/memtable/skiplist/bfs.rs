@@ -100,13 +100,14 @@ impl Items {
 }
 
 /// Looks up `keys` (sorted, distinct user keys) at `trailer`; calls
-/// `emit(i, candidate)` with each key's first node ≥ its lookup key (maybe
-/// null, maybe another user key). Keys are reported out of order.
+/// `emit(i, candidate, pred)` with each key's first node ≥ its lookup key
+/// (maybe null, maybe another user key) and the node before it at level 0
+/// (the head or a linked node). Keys are reported out of order.
 pub(super) fn multi_get<const P: bool>(
     list: &SkipList,
     keys: &[&[u8]],
     trailer: u64,
-    emit: &mut impl FnMut(usize, *mut Node) -> Result<()>,
+    emit: &mut impl FnMut(usize, *mut Node, *mut Node) -> Result<()>,
 ) -> Result<()> {
     let mut base = 0;
     for chunk in keys.chunks(CHUNK) {
@@ -127,7 +128,7 @@ fn descend_paranoid(
     keys: &[&[u8]],
     base: usize,
     trailer: u64,
-    emit: &mut impl FnMut(usize, *mut Node) -> Result<()>,
+    emit: &mut impl FnMut(usize, *mut Node, *mut Node) -> Result<()>,
 ) -> Result<()> {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("sse4.2") {
@@ -148,7 +149,7 @@ unsafe fn descend_paranoid_sse42(
     keys: &[&[u8]],
     base: usize,
     trailer: u64,
-    emit: &mut impl FnMut(usize, *mut Node) -> Result<()>,
+    emit: &mut impl FnMut(usize, *mut Node, *mut Node) -> Result<()>,
 ) -> Result<()> {
     descend::<true, true>(list, keys, base, trailer, emit)
 }
@@ -198,7 +199,7 @@ fn descend<const P: bool, const SSE42: bool>(
     keys: &[&[u8]],
     base: usize,
     trailer: u64,
-    emit: &mut impl FnMut(usize, *mut Node) -> Result<()>,
+    emit: &mut impl FnMut(usize, *mut Node, *mut Node) -> Result<()>,
 ) -> Result<()> {
     debug_assert!(!keys.is_empty() && keys.len() <= CHUNK);
     let mut buf_a = Items::new();
@@ -263,7 +264,7 @@ fn descend<const P: bool, const SSE42: bool>(
                         // SAFETY: `it.x` is the head or a linked node.
                         unsafe { list.check_key_with(it.x, key_protection::<SSE42>)? };
                     }
-                    finish(base, it.lo, m, z, emit)?;
+                    finish(base, it.lo, m, it.x, z, emit)?;
                 } else {
                     nxt.push(Item {
                         x: it.x,
@@ -303,7 +304,7 @@ fn advance<const P: bool>(
     list: &SkipList,
     cur: &mut Items,
     base: usize,
-    emit: &mut impl FnMut(usize, *mut Node) -> Result<()>,
+    emit: &mut impl FnMut(usize, *mut Node, *mut Node) -> Result<()>,
 ) -> Result<()> {
     let mut live = 0;
     for i in 0..cur.len {
@@ -323,7 +324,7 @@ fn advance<const P: bool>(
                         // SAFETY: as above.
                         unsafe { list.check_key(z)? };
                     }
-                    finish(base, it.lo, it.hi, z, emit)?;
+                    finish(base, it.lo, it.hi, it.x, z, emit)?;
                     break;
                 }
                 it.level -= 1;
@@ -356,7 +357,7 @@ fn advance_paranoid(
     list: &SkipList,
     cur: &mut Items,
     base: usize,
-    emit: &mut impl FnMut(usize, *mut Node) -> Result<()>,
+    emit: &mut impl FnMut(usize, *mut Node, *mut Node) -> Result<()>,
 ) -> Result<()> {
     advance::<true>(list, cur, base, emit)
 }
@@ -399,17 +400,19 @@ fn split(keys: &[&[u8]], lo: u32, hi: u32, kz: &[u8], trailer: u64) -> (u32, Div
     (a, d_b)
 }
 
-/// Keys `lo..hi` all have `z` as their candidate.
+/// Keys `lo..hi` all have `z` as their candidate and `x` (the head or a
+/// linked node) as their predecessor at level 0.
 #[inline(always)]
 fn finish(
     base: usize,
     lo: u32,
     hi: u32,
+    x: *mut Node,
     z: *mut Node,
-    emit: &mut impl FnMut(usize, *mut Node) -> Result<()>,
+    emit: &mut impl FnMut(usize, *mut Node, *mut Node) -> Result<()>,
 ) -> Result<()> {
     for k in lo..hi {
-        emit(base + k as usize, z)?;
+        emit(base + k as usize, z, x)?;
     }
     Ok(())
 }

@@ -26,13 +26,14 @@ struct Finger {
 }
 
 /// Looks up `keys` (sorted, distinct user keys) at `trailer`; calls
-/// `emit(i, candidate)` with each key's first node ≥ its lookup key (maybe
-/// null, maybe another user key).
+/// `emit(i, candidate, pred)` with each key's first node ≥ its lookup key
+/// (maybe null, maybe another user key) and the node before it at level 0
+/// (the head or a linked node).
 pub(super) fn multi_get<const P: bool>(
     list: &SkipList,
     keys: &[&[u8]],
     trailer: u64,
-    emit: &mut impl FnMut(usize, *mut Node) -> Result<()>,
+    emit: &mut impl FnMut(usize, *mut Node, *mut Node) -> Result<()>,
 ) -> Result<()> {
     let mut f = Finger {
         prev: [list.head; MAX_HEIGHT],
@@ -95,7 +96,7 @@ pub(super) fn multi_get<const P: bool>(
             // SAFETY: finger entries are the head or linked nodes.
             unsafe { list.check_key(f.prev[0])? };
         }
-        emit(i, f.next[0])?;
+        emit(i, f.next[0], f.prev[0])?;
     }
     Ok(())
 }

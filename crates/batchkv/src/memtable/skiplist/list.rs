@@ -19,12 +19,13 @@
 #![allow(unsafe_code)]
 
 use std::cmp::Ordering as CmpOrdering;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use super::node::{self, Node, MAX_HEIGHT};
 use crate::error::{Error, Result};
 use crate::key::{compare_internal_key_parts, compare_internal_keys, TRAILER_LEN};
 use crate::memtable::arena::Arena;
+use crate::memtable::InsertHint;
 use crate::prefetch::prefetch_read;
 
 /// The skip list core (see the module docs).
@@ -36,7 +37,14 @@ pub(super) struct SkipList {
     max_height: AtomicUsize,
     /// "memtable#<id>", the file name in errors.
     pub(super) name: String,
+    /// Names this list in the insert hints its searches give
+    /// ([`InsertHint`]): unique in the process, never reused (a hint of a
+    /// dropped list must never match a newer list's).
+    pub(super) identity: u64,
 }
+
+/// The next list's [`SkipList::identity`].
+static NEXT_IDENTITY: AtomicU64 = AtomicU64::new(1);
 
 // SAFETY: the raw pointers point into the list's own arena, which lives as
 // long as the list; cross-thread access follows invariant 5 (release CAS to
@@ -279,6 +287,7 @@ impl SkipList {
             head,
             max_height: AtomicUsize::new(1),
             name,
+            identity: NEXT_IDENTITY.fetch_add(1, Ordering::Relaxed),
         }
     }
 
@@ -291,9 +300,60 @@ impl SkipList {
         self.max_height.load(Ordering::Relaxed)
     }
 
+    /// The hint of a search that found `pred` (the head or a linked node)
+    /// just before its key at level 0.
+    pub(super) fn hint(&self, pred: *mut Node) -> InsertHint {
+        InsertHint {
+            table: self.identity,
+            entry: pred as usize,
+        }
+    }
+
+    /// Where the search for `(user, trailer)` may start at level 0: the
+    /// hint's node, if the hint is this list's and its node still sorts
+    /// before the key (a newer version of the key written since the read
+    /// sorts after it); `None`: search from the top.
+    #[inline]
+    pub(super) fn hinted_pred(
+        &self,
+        hint: Option<InsertHint>,
+        user: &[u8],
+        trailer: u64,
+    ) -> Option<*mut Node> {
+        let h = hint.filter(|h| h.table == self.identity)?;
+        let pred = h.entry as *mut Node;
+        // SAFETY: a hint of this list (`identity` is never reused) holds
+        // the head or a node its search reached at level 0, so a linked
+        // node; nodes are never freed while the list lives (invariant 1).
+        (pred == self.head || unsafe { node_lt(pred, user, trailer) }).then_some(pred)
+    }
+
     /// Inserts `(user ‖ trailer) → value`. The internal key must be new.
     pub(super) fn insert(&self, user: &[u8], trailer: u64, value: &[u8]) {
+        self.insert_hinted(user, trailer, value, None);
+    }
+
+    /// [`SkipList::insert`], a node of height 1 linked from the hint's
+    /// node when [`SkipList::hinted_pred`] accepts it.
+    pub(super) fn insert_hinted(
+        &self,
+        user: &[u8],
+        trailer: u64,
+        value: &[u8],
+        hint: Option<InsertHint>,
+    ) {
         let (n, height) = self.new_node(user, trailer, value);
+        if height == 1 {
+            if let Some(pred) = self.hinted_pred(hint, user, trailer) {
+                // SAFETY: `pred` is the head or a linked node < the key.
+                let (p, q) = unsafe { self.find_splice_for_level(user, trailer, pred, 0) };
+                let (mut prev, mut next) = ([p], [q]);
+                // SAFETY: `n` is a fresh node of height 1, not yet linked;
+                // `prev[0]` is the head or a linked node < the key.
+                unsafe { self.link(n, 1, user, trailer, &mut prev, &mut next) };
+                return;
+            }
+        }
         let top = self.raise_max_height(height);
         // Find the splice: per level, prev < key ≤ next.
         let mut prev = [self.head; MAX_HEIGHT];

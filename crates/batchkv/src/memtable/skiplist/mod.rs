@@ -46,7 +46,7 @@ use std::sync::Arc;
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{lookup_trailer, pack_trailer, SequenceNumber, ValueType, TRAILER_LEN};
-use crate::memtable::{BatchLookup, EntryRef, MemTable, NewEntry};
+use crate::memtable::{BatchLookup, EntryRef, InsertHint, MemTable, NewEntry};
 use list::SkipList;
 use node::Node;
 
@@ -193,11 +193,24 @@ impl SkipListMemTable {
         trailer: u64,
         strategy: BatchLookup,
         found: &mut dyn FnMut(usize, EntryRef<'a>),
+        hint: Option<&mut dyn FnMut(usize, InsertHint)>,
     ) -> Result<()> {
         if P {
             return self.multi_get_paranoid(keys, trailer, strategy, found);
         }
-        let mut emit = |i: usize, z: *mut Node| -> Result<()> {
+        let Some(hint) = hint else {
+            let mut emit = |i: usize, z: *mut Node, _| -> Result<()> {
+                if let Some(e) = self.resolve_as::<false>(z, keys[i])? {
+                    found(i, e);
+                }
+                Ok(())
+            };
+            return self.search::<false>(keys, trailer, strategy, &mut emit);
+        };
+        let mut emit = |i: usize, z: *mut Node, pred: *mut Node| -> Result<()> {
+            if !pred.is_null() {
+                hint(i, self.list.hint(pred));
+            }
             if let Some(e) = self.resolve_as::<false>(z, keys[i])? {
                 found(i, e);
             }
@@ -206,20 +219,22 @@ impl SkipListMemTable {
         self.search::<false>(keys, trailer, strategy, &mut emit)
     }
 
-    /// Runs `strategy`'s search of `keys`, calling `emit(i, candidate)`.
+    /// Runs `strategy`'s search of `keys`, calling `emit(i, candidate,
+    /// pred)` (`pred`: the node before the candidate at level 0, null where
+    /// the strategy does not know it).
     fn search<const P: bool>(
         &self,
         keys: &[&[u8]],
         trailer: u64,
         strategy: BatchLookup,
-        emit: &mut impl FnMut(usize, *mut Node) -> Result<()>,
+        emit: &mut impl FnMut(usize, *mut Node, *mut Node) -> Result<()>,
     ) -> Result<()> {
         // `strategy` is resolved (`multi_get_checks`): never `Auto`.
         match strategy {
             BatchLookup::PerKey | BatchLookup::Auto => {
                 for (i, k) in keys.iter().enumerate() {
                     let z = self.list.find_ge::<P>(k, trailer)?;
-                    emit(i, z)?;
+                    emit(i, z, std::ptr::null_mut())?;
                 }
                 Ok(())
             }
@@ -246,7 +261,7 @@ impl SkipListMemTable {
             // The candidates that hold their key (the others answer None).
             let mut hits = [(0u32, std::ptr::null_mut::<Node>()); bfs::CHUNK];
             let mut n = 0;
-            self.search::<true>(chunk, trailer, strategy, &mut |i, z| {
+            self.search::<true>(chunk, trailer, strategy, &mut |i, z, _| {
                 if prefetch_value(z, chunk[i]) {
                     hits[n] = (i as u32, z);
                     n += 1;
@@ -282,7 +297,7 @@ impl SkipListMemTable {
         strategy: BatchLookup,
         found: &mut dyn FnMut(usize, EntryRef<'a>),
     ) -> Result<()> {
-        self.multi_get_checks(checks, keys, seq, strategy, found)
+        self.multi_get_checks(checks, keys, seq, strategy, found, None)
     }
 
     /// A batch lookup, checked when `checks` ([`MemTable::multi_get`]
@@ -294,6 +309,7 @@ impl SkipListMemTable {
         seq: SequenceNumber,
         strategy: BatchLookup,
         found: &mut dyn FnMut(usize, EntryRef<'a>),
+        hint: Option<&mut dyn FnMut(usize, InsertHint)>,
     ) -> Result<()> {
         debug_assert!(
             keys.windows(2).all(|w| w[0] < w[1]),
@@ -302,9 +318,10 @@ impl SkipListMemTable {
         let strategy = strategy.resolve(None, keys.len());
         let trailer = lookup_trailer(seq);
         if checks {
-            self.multi_get_with::<true>(keys, trailer, strategy, found)
+            // Paranoid lookups give no hints (their searches are apart).
+            self.multi_get_with::<true>(keys, trailer, strategy, found, None)
         } else {
-            self.multi_get_with::<false>(keys, trailer, strategy, found)
+            self.multi_get_with::<false>(keys, trailer, strategy, found, hint)
         }
     }
 
@@ -399,7 +416,11 @@ impl MemTable for SkipListMemTable {
     fn insert_many(&self, entries: &[NewEntry<'_>]) -> Result<()> {
         if let [e] = entries {
             // One entry (a single put): nothing to overlap, no copy.
-            return self.insert(e.seq, e.t, e.user_key, e.value);
+            let trailer = pack_trailer(e.seq, e.t);
+            (self.list).insert_hinted(e.user_key, trailer, e.value, e.hint);
+            // Relaxed: as in `insert`.
+            self.entries.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
         }
         self.list.insert_batch(entries);
         // Relaxed: as in `insert`.
@@ -437,7 +458,19 @@ impl MemTable for SkipListMemTable {
         strategy: BatchLookup,
         found: &mut dyn FnMut(usize, EntryRef<'a>),
     ) -> Result<()> {
-        self.multi_get_checks(self.paranoid, keys, seq, strategy, found)
+        self.multi_get_checks(self.paranoid, keys, seq, strategy, found, None)
+    }
+
+    fn multi_get_hinted<'a>(
+        &'a self,
+        keys: &[&[u8]],
+        seq: SequenceNumber,
+        strategy: BatchLookup,
+        found: &mut dyn FnMut(usize, EntryRef<'a>),
+        hint: &mut dyn FnMut(usize, InsertHint),
+    ) -> Result<()> {
+        let checks = self.paranoid;
+        self.multi_get_checks(checks, keys, seq, strategy, found, Some(hint))
     }
 
     fn iter(self: Arc<Self>) -> Box<dyn InternalIterator> {

@@ -755,6 +755,7 @@ fn batched_inserts_match_the_model() {
                     },
                     user_key: k,
                     value: v.as_deref().unwrap_or(&[]),
+                    hint: None,
                 })
                 .collect();
             mt.insert_many(&batch).unwrap();
@@ -782,11 +783,21 @@ fn batched_inserts_match_the_model() {
 /// keys share splices with each other and with the other threads').
 #[test]
 fn concurrent_batched_inserts_are_read_after_write() {
-    concurrent_batched_inserts(400, 12);
-    concurrent_batched_inserts(60, 100);
+    concurrent_batched_inserts(400, 12, false);
+    concurrent_batched_inserts(60, 100, false);
 }
 
-fn concurrent_batched_inserts(batches: u32, per_batch: u32) {
+/// As above, each batch first read with hints ([`InsertHint`]) that the
+/// other threads' inserts make stale before the batch is inserted; single
+/// inserts (batches of 1) take the hinted single-insert path.
+#[test]
+fn concurrent_hinted_inserts_are_read_after_write() {
+    concurrent_batched_inserts(300, 1, true);
+    concurrent_batched_inserts(400, 12, true);
+    concurrent_batched_inserts(60, 100, true);
+}
+
+fn concurrent_batched_inserts(batches: u32, per_batch: u32, hinted: bool) {
     const THREADS: u32 = 4;
     let mt = Arc::new(SkipListMemTable::new(SkipListOptions {
         arena_block_size: 64 << 10,
@@ -808,14 +819,22 @@ fn concurrent_batched_inserts(batches: u32, per_batch: u32) {
                     ks.shuffle(&mut rng);
                     let owned: Vec<(Vec<u8>, Vec<u8>)> =
                         ks.iter().map(|&k| (key_of(k), value_of(k))).collect();
+                    let hints = if hinted {
+                        let strategy = [BatchLookup::Bfs, BatchLookup::Finger][b as usize % 2];
+                        read_hints(mt, owned.iter().map(|(k, _)| k.as_slice()), strategy)
+                    } else {
+                        vec![None; owned.len()]
+                    };
                     let batch: Vec<NewEntry<'_>> = ks
                         .iter()
                         .zip(&owned)
-                        .map(|(&k, (key, v))| NewEntry {
+                        .zip(hints)
+                        .map(|((&k, (key, v)), hint)| NewEntry {
                             seq: u64::from(k) + 1,
                             t: ValueType::Value,
                             user_key: key,
                             value: v,
+                            hint,
                         })
                         .collect();
                     mt.insert_many(&batch).unwrap();
@@ -895,4 +914,187 @@ fn seek_for_prev_stays_at_or_below_its_target_despite_inserts_during_it() {
     assert_eq!(it.key(), &ik(b"b", 5)[..]);
     // An entry lands after the end while the seek finds nothing.
     race(true, &[], (3, b"c"));
+}
+
+/// The insert hints a hinted batch read gives `keys` (any order, distinct),
+/// in their order; every key gets one from the batched strategies.
+fn read_hints<'k>(
+    mt: &SkipListMemTable,
+    keys: impl Iterator<Item = &'k [u8]>,
+    strategy: BatchLookup,
+) -> Vec<Option<InsertHint>> {
+    let keys: Vec<&[u8]> = keys.collect();
+    let mut order: Vec<usize> = (0..keys.len()).collect();
+    order.sort_by_key(|&i| keys[i]);
+    let sorted: Vec<&[u8]> = order.iter().map(|&i| keys[i]).collect();
+    let mut hints = vec![None; keys.len()];
+    mt.multi_get_hinted(
+        &sorted,
+        MAX_SEQUENCE,
+        strategy,
+        &mut |_, _| {},
+        &mut |j, h| {
+            assert!(hints[order[j]].replace(h).is_none(), "key {j} hinted twice");
+        },
+    )
+    .unwrap();
+    if strategy != BatchLookup::PerKey && keys.len() > 1 {
+        assert!(
+            hints.iter().all(Option::is_some),
+            "{strategy:?} hints every key"
+        );
+    }
+    hints
+}
+
+/// Inserts written with the hints of a read before them store exactly what
+/// plain inserts store, whatever happened between the read and the write:
+/// other keys inserted next to them (stale hints), newer versions of the
+/// read keys than the read's snapshot saw (the hint's node then sorts after
+/// the new entry: refused), hints of another memtable (ignored). Fresh
+/// hints of this list are accepted, so the hinted path is the one taken.
+#[test]
+fn hinted_inserts_match_the_model() {
+    let mut rng = StdRng::seed_from_u64(12);
+    let other = SkipListMemTable::new(small_opts(false));
+    other
+        .insert(1, ValueType::Value, &key_of(250), b"x")
+        .unwrap();
+    for paranoid in [false, true] {
+        let mt = SkipListMemTable::new(small_opts(paranoid));
+        let mut model = Model::default();
+        let mut seq = 1;
+        let mut accepted = 0;
+        for round in 0..300 {
+            let n = rng.random_range(1..80);
+            let mut keys: Vec<Vec<u8>> = (0..n).map(|_| key_of(rng.random_range(0..500))).collect();
+            keys.sort();
+            keys.dedup();
+            let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+            let strategy = [BatchLookup::Bfs, BatchLookup::Finger, BatchLookup::Auto][round % 3];
+            // Reads at an older snapshot now and then: their hints may sit
+            // on versions newer than the snapshot.
+            let snap = if round % 5 == 4 {
+                seq / 2
+            } else {
+                MAX_SEQUENCE
+            };
+            let mut hints = vec![None; keys.len()];
+            let source = if round % 7 == 6 { &other } else { &mt };
+            source
+                .multi_get_hinted(&refs, snap, strategy, &mut |_, _| {}, &mut |i, h| {
+                    hints[i] = Some(h);
+                })
+                .unwrap();
+            if paranoid && std::ptr::eq(source, &mt) {
+                assert!(
+                    hints.iter().all(Option::is_none),
+                    "paranoid reads give no hints"
+                );
+            }
+            // Between the read and the write: other keys next to them, and
+            // newer versions of some of the read keys.
+            for _ in 0..rng.random_range(0..20) {
+                let k = if rng.random_bool(0.5) {
+                    keys[rng.random_range(0..keys.len())].clone()
+                } else {
+                    key_of(rng.random_range(0..500))
+                };
+                seq += 1;
+                model.insert(&mt, &k, seq, Some(format!("between{seq}").as_bytes()));
+            }
+            let first = seq + 1;
+            let values: Vec<Option<Vec<u8>>> = keys
+                .iter()
+                .map(|_| {
+                    rng.random_bool(0.8)
+                        .then(|| format!("w{round}").into_bytes())
+                })
+                .collect();
+            let batch: Vec<NewEntry<'_>> = (keys.iter().zip(&values).zip(&hints))
+                .enumerate()
+                .map(|(i, ((k, v), &hint))| NewEntry {
+                    seq: first + i as u64,
+                    t: if v.is_some() {
+                        ValueType::Value
+                    } else {
+                        ValueType::Deletion
+                    },
+                    user_key: k,
+                    value: v.as_deref().unwrap_or(&[]),
+                    hint,
+                })
+                .collect();
+            accepted += batch
+                .iter()
+                .filter(|e| {
+                    let trailer = pack_trailer(e.seq, e.t);
+                    mt.list.hinted_pred(e.hint, e.user_key, trailer).is_some()
+                })
+                .count();
+            mt.insert_many(&batch).unwrap();
+            seq = first + keys.len() as u64;
+            for (k, (v, e)) in keys.iter().zip(values.iter().zip(&batch)) {
+                let f = v.clone().map_or(Found::Deleted, Found::Value);
+                model.map.insert((k.clone(), Reverse(e.seq)), f);
+            }
+        }
+        if !paranoid {
+            assert!(accepted > 1000, "hints were taken: {accepted}");
+        }
+        assert_eq!(mt.num_entries() as usize, model.map.len());
+        let mut it = SkipListMemTable::iter(Arc::new(mt));
+        it.seek_to_first();
+        let mut walked = Vec::new();
+        while it.valid() {
+            walked.push((it.key().to_vec(), it.value().to_vec()));
+            it.next();
+        }
+        assert_eq!(walked, model.entries(), "paranoid: {paranoid}");
+    }
+}
+
+/// A hint is refused where the new entry would not follow its node: a
+/// newer version of the key than the read saw, or another list's hint.
+#[test]
+fn hints_that_no_longer_fit_are_refused() {
+    let mt = SkipListMemTable::new(small_opts(false));
+    for (i, seq) in [(1, 1), (2, 2), (3, 3)] {
+        mt.insert(seq, ValueType::Value, &key_of(i), b"v").unwrap();
+    }
+    let (k2, k3) = (key_of(2), key_of(3));
+    let read = |snap| {
+        let mut hint = None;
+        let keys = [k2.as_slice(), k3.as_slice()];
+        (mt.multi_get_hinted(
+            &keys,
+            snap,
+            BatchLookup::Bfs,
+            &mut |_, _| {},
+            &mut |i, h| {
+                if i == 0 {
+                    hint = Some(h);
+                }
+            },
+        ))
+        .unwrap();
+        hint
+    };
+    let fresh = read(MAX_SEQUENCE);
+    let new = pack_trailer(10, ValueType::Value);
+    assert!(mt.list.hinted_pred(fresh, &k2, new).is_some());
+    // A read at snapshot 1 passes key2@5 and key2@2 (both newer than it):
+    // its hint is key2@2, which sorts after key2@10.
+    mt.insert(5, ValueType::Value, &k2, b"v5").unwrap();
+    let old = read(1);
+    assert!(
+        mt.list.hinted_pred(old, &k2, new).is_none(),
+        "key2@5 sorts after key2@10"
+    );
+    let other = SkipListMemTable::new(small_opts(false));
+    assert!(
+        other.list.hinted_pred(fresh, &k2, new).is_none(),
+        "another list's hint"
+    );
+    assert!(mt.list.hinted_pred(None, &k2, new).is_none());
 }

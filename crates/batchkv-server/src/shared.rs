@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
-use batchkv::{Db, ReadOptions, Snapshot, WriteBatch, WriteOptions};
+use batchkv::{Db, InsertHint, ReadOptions, Snapshot, WriteBatch, WriteOptions};
 use tokio::sync::watch;
 
 use crate::batcher::Batcher;
@@ -766,20 +766,31 @@ impl Shared {
         let mut sorted: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
         sorted.sort_unstable();
         sorted.dedup();
-        let mut out = tx::Prefetched::with_capacity_and_hasher(sorted.len(), Default::default());
+        let mut values: Vec<Option<Vec<u8>>> = Vec::with_capacity(sorted.len());
+        let mut hints: Vec<Option<InsertHint>> = vec![None; sorted.len()];
         let mut err = None;
-        self.db
-            .multi_get_with(&ReadOptions::default(), &sorted, |i, r| match r {
-                Ok(v) => {
-                    // The latest state under the caller's locks: what the
-                    // key counts of its one write need too.
-                    crate::keycount::remember(sorted[i], v);
-                    out.insert(sorted[i].to_vec(), v.map(<[u8]>::to_vec));
-                }
-                Err(e) => {
-                    err.get_or_insert(e);
-                }
-            });
+        let on_result = |i: usize, r: batchkv::Result<Option<&[u8]>>| match r {
+            Ok(v) => {
+                // The latest state under the caller's locks: what the
+                // key counts of its one write need too.
+                crate::keycount::remember(sorted[i], v);
+                values.push(v.map(<[u8]>::to_vec));
+            }
+            Err(e) => {
+                err.get_or_insert(e);
+                values.push(None);
+            }
+        };
+        let mut on_hint = |i: usize, h: InsertHint| {
+            if let Some(slot) = hints.get_mut(i) {
+                *slot = Some(h);
+            }
+        };
+        (self.db).multi_get_hinted(&ReadOptions::default(), &sorted, on_result, &mut on_hint);
+        let mut out = tx::Prefetched::with_capacity_and_hasher(sorted.len(), Default::default());
+        for ((key, value), hint) in sorted.iter().zip(values).zip(hints) {
+            out.insert(key.to_vec(), tx::Fetched { value, hint });
+        }
         match err {
             Some(e) => Err(crate::commands::engine_error(e)),
             None => Ok(out),
@@ -830,7 +841,22 @@ impl Shared {
         &self,
         opts: &ReadOptions,
         keys: &[&[u8]],
+        f: impl FnMut(usize, Option<&[u8]>),
+    ) -> Result<(), Reply> {
+        self.get_many_hinted(opts, keys, f, None)
+    }
+
+    /// [`Shared::get_many_with`] for keys about to be rewritten: also calls
+    /// `on_hint(i, hint)` with the memtable's insert hint of key `i`
+    /// (`Db::multi_get_hinted`), to be handed to the write
+    /// (`WriteBatch::put_hinted`). Reads one by one (`--batch off`, inside
+    /// EXEC) give none.
+    pub fn get_many_hinted(
+        &self,
+        opts: &ReadOptions,
+        keys: &[&[u8]],
         mut f: impl FnMut(usize, Option<&[u8]>),
+        on_hint: Option<&mut dyn FnMut(usize, InsertHint)>,
     ) -> Result<(), Reply> {
         let opts = &*at_read_snapshot(opts);
         // Inside EXEC every key first goes through the overlay (`tx.rs`).
@@ -857,7 +883,7 @@ impl Shared {
             return Ok(());
         }
         let mut err = None;
-        self.db.multi_get_with(opts, keys, |i, r| match r {
+        let on_result = |i: usize, r: batchkv::Result<Option<&[u8]>>| match r {
             Ok(v) => {
                 if latest {
                     crate::keycount::remember(keys[i], v);
@@ -867,7 +893,11 @@ impl Shared {
             Err(e) => {
                 err.get_or_insert(e);
             }
-        });
+        };
+        match on_hint {
+            Some(on_hint) => self.db.multi_get_hinted(opts, keys, on_result, on_hint),
+            None => self.db.multi_get_with(opts, keys, on_result),
+        }
         match err {
             Some(e) => Err(crate::commands::engine_error(e)),
             None => Ok(()),

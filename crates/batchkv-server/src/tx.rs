@@ -76,16 +76,25 @@ use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use batchkv::{BatchOp, WriteBatch};
+use batchkv::{BatchOp, InsertHint, WriteBatch};
 use bytes::Bytes;
 
 use crate::keyspace::NUM_DBS;
 use crate::meta::{ELEMENTS, SCORES};
 use crate::shared::STRIPES;
 
-/// Engine values read ahead for EXEC and write groups, by engine key
-/// (`None`: absent), as [`crate::shared::Shared::prefetch`] reads them.
-pub type Prefetched = HashMap<Vec<u8>, Option<Vec<u8>>, foldhash::fast::RandomState>;
+/// Engine values read ahead for EXEC and write groups, by engine key, as
+/// [`crate::shared::Shared::prefetch`] reads them.
+pub type Prefetched = HashMap<Vec<u8>, Fetched, foldhash::fast::RandomState>;
+
+/// A key read ahead: its engine value (`None`: absent), and where a new
+/// version of it goes in the memtable, which the transaction's write of
+/// the key passes on (`WriteBatch::put_hinted`).
+#[derive(Debug, Clone, Default)]
+pub struct Fetched {
+    pub value: Option<Vec<u8>>,
+    pub hint: Option<InsertHint>,
+}
 
 /// Counters of the modification table.
 pub const SLOTS: usize = 1 << 16;
@@ -299,7 +308,8 @@ impl Overlay {
             match op {
                 BatchOp::Put { key, value } => {
                     self.points.insert(key.to_vec(), Some(value.to_vec()));
-                    self.batch.put(key, value);
+                    let hint = self.prefetched.get(key).and_then(|f| f.hint);
+                    self.batch.put_hinted(key, value, hint);
                 }
                 BatchOp::Delete { key } => {
                     self.points.insert(key.to_vec(), None);
@@ -398,7 +408,7 @@ pub fn pending<R>(f: impl FnOnce(&WriteBatch) -> R) -> Option<R> {
 /// (`Some(None)`: absent), if it did; the caller asks only for a key the
 /// overlay's view ([`lookup`]) does not hold.
 pub fn prefetched(key: &[u8]) -> Option<Option<Vec<u8>>> {
-    with(|o| o.prefetched.get(key).cloned()).flatten()
+    with(|o| o.prefetched.get(key).map(|f| f.value.clone())).flatten()
 }
 
 /// The installed overlay's view of `key`: `Some(Some(v))` written,

@@ -29,7 +29,7 @@
 //!   replaces it: the elements of an expired collection are dropped
 //!   (`Shared::clear_old`) in the same batch.
 
-use batchkv::{ReadOptions, WriteBatch};
+use batchkv::{InsertHint, ReadOptions, WriteBatch};
 use bytes::Bytes;
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -108,6 +108,9 @@ struct Key<'a> {
     /// Bytes the run's APPENDs to it add at most: the read copy of its
     /// value is allocated with room for them (no reallocation).
     appended: usize,
+    /// Where the read found its place in the memtable: its write starts
+    /// there (`WriteBatch::put_hinted`).
+    hint: Option<InsertHint>,
 }
 
 /// Bytes a key's batch entry takes besides its key and value (entry
@@ -148,6 +151,7 @@ pub fn run(shared: &Shared, runs: &[Run<'_>]) -> Vec<Reply> {
             changed: false,
             expired: false,
             appended: 0,
+            hint: None,
         })
         .collect();
     // Each command's key in `distinct` (which holds every key of the run,
@@ -163,14 +167,25 @@ pub fn run(shared: &Shared, runs: &[Run<'_>]) -> Vec<Reply> {
     }
     // Under the locks: the latest values, which the key counts of the
     // write below recall (`keycount::remember`).
-    let read = shared.get_many_with(&ReadOptions::default(), &distinct, |i, v| {
+    let mut hints: Vec<Option<InsertHint>> = vec![None; distinct.len()];
+    let on_value = |i: usize, v: Option<&[u8]>| {
         if let (Some(k), Some(v)) = (keys.get_mut(i), v) {
             k.expired = matches!(keyspace::live_entry(v, now), Ok(None));
             let mut copy = Vec::with_capacity(v.len().saturating_add(k.appended));
             copy.extend_from_slice(v);
             k.value = Some(copy);
         }
-    });
+    };
+    let mut on_hint = |i: usize, h: InsertHint| {
+        if let Some(slot) = hints.get_mut(i) {
+            *slot = Some(h);
+        }
+    };
+    let opts = ReadOptions::default();
+    let read = shared.get_many_hinted(&opts, &distinct, on_value, Some(&mut on_hint));
+    for (k, h) in keys.iter_mut().zip(hints) {
+        k.hint = h;
+    }
     if let Err(e) = read {
         return vec![e; n];
     }
@@ -191,7 +206,7 @@ pub fn run(shared: &Shared, runs: &[Run<'_>]) -> Vec<Reply> {
         .collect();
     for k in keys.iter().filter(|k| k.changed) {
         if let Some(v) = &k.value {
-            b.put(k.key, v);
+            b.put_hinted(k.key, v, k.hint);
             let expires = keyspace::decode_value(v).and_then(|d| d.expire_at);
             if let Some(t) = expires {
                 b.put(keyspace::expiry_index_key(t, k.key), []);

@@ -391,7 +391,7 @@ fn prefetch_with_elements(
             continue;
         };
         let key = db_key(db, &args[1]);
-        let Some(Some(stored)) = prefetched.get(&key) else {
+        let Some(stored) = prefetched.get(&key).and_then(|f| f.value.as_ref()) else {
             continue;
         };
         if let Ok(Some(Entry::Coll(m))) = keyspace::live_entry(stored, now) {

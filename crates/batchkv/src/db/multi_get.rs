@@ -125,8 +125,9 @@ impl Db {
 
     /// [`Db::multi_get_with`] for a read-modify-write: also calls
     /// `on_hint(i, hint)` with where a newer version of input key `i` goes
-    /// in the memtable the read searched (for the keys the memtable can
-    /// tell: the skip list's batched searches). Writing the new versions
+    /// in the memtable the read searched (the mutable one: the skip list
+    /// tells it for every key, unless its paranoid checks are on; the other
+    /// memtables for none). Writing the new versions
     /// with [`WriteBatch::put_hinted`](crate::WriteBatch::put_hinted) spares
     /// their inserts the search from the top. Results are those of
     /// [`Db::multi_get_with`]; the hints only speed up the write.

@@ -261,8 +261,8 @@ pub trait MemTable: Send + Sync + 'static {
 
     /// [`MemTable::multi_get`] that also calls `hint(index_in_keys, h)`
     /// with where a newer version of a key would be inserted, for the keys
-    /// it can say that of (none by default; the skip list's batched
-    /// searches for every key). A write of those keys that follows passes
+    /// it can say that of (none by default; the skip list for every key,
+    /// unless its paranoid checks are on). A write of those keys that follows passes
     /// the hints back ([`NewEntry::hint`]).
     fn multi_get_hinted<'a>(
         &'a self,

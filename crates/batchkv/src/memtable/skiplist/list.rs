@@ -475,7 +475,18 @@ impl SkipList {
 
     /// The first node whose key is ≥ `(user, trailer)`, or null. With `P`,
     /// checks every node compared (protection) and every pair walked (order).
+    #[inline(always)]
     pub(super) fn find_ge<const P: bool>(&self, user: &[u8], trailer: u64) -> Result<*mut Node> {
+        self.find_ge_pred::<P>(user, trailer).map(|(_, z)| z)
+    }
+
+    /// [`SkipList::find_ge`] and the node before it at level 0 (the head
+    /// or a linked node): `(pred, z)`.
+    pub(super) fn find_ge_pred<const P: bool>(
+        &self,
+        user: &[u8],
+        trailer: u64,
+    ) -> Result<(*mut Node, *mut Node)> {
         let mut x = self.head;
         let mut level = self.max_height() - 1;
         // The node already known to be ≥ the key (skip re-comparing it).
@@ -511,7 +522,7 @@ impl SkipList {
                         unsafe { self.check_key(z)? };
                     }
                 }
-                return Ok(z);
+                return Ok((x, z));
             }
             bound = z;
             level -= 1;

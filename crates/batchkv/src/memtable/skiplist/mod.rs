@@ -208,9 +208,7 @@ impl SkipListMemTable {
             return self.search::<false>(keys, trailer, strategy, &mut emit);
         };
         let mut emit = |i: usize, z: *mut Node, pred: *mut Node| -> Result<()> {
-            if !pred.is_null() {
-                hint(i, self.list.hint(pred));
-            }
+            hint(i, self.list.hint(pred));
             if let Some(e) = self.resolve_as::<false>(z, keys[i])? {
                 found(i, e);
             }
@@ -220,8 +218,7 @@ impl SkipListMemTable {
     }
 
     /// Runs `strategy`'s search of `keys`, calling `emit(i, candidate,
-    /// pred)` (`pred`: the node before the candidate at level 0, null where
-    /// the strategy does not know it).
+    /// pred)` (`pred`: the node before the candidate at level 0).
     fn search<const P: bool>(
         &self,
         keys: &[&[u8]],
@@ -233,8 +230,8 @@ impl SkipListMemTable {
         match strategy {
             BatchLookup::PerKey | BatchLookup::Auto => {
                 for (i, k) in keys.iter().enumerate() {
-                    let z = self.list.find_ge::<P>(k, trailer)?;
-                    emit(i, z, std::ptr::null_mut())?;
+                    let (pred, z) = self.list.find_ge_pred::<P>(k, trailer)?;
+                    emit(i, z, pred)?;
                 }
                 Ok(())
             }

@@ -820,7 +820,7 @@ fn concurrent_batched_inserts(batches: u32, per_batch: u32, hinted: bool) {
                     let owned: Vec<(Vec<u8>, Vec<u8>)> =
                         ks.iter().map(|&k| (key_of(k), value_of(k))).collect();
                     let hints = if hinted {
-                        let strategy = [BatchLookup::Bfs, BatchLookup::Finger][b as usize % 2];
+                        let strategy = STRATEGIES[b as usize % STRATEGIES.len()];
                         read_hints(mt, owned.iter().map(|(k, _)| k.as_slice()), strategy)
                     } else {
                         vec![None; owned.len()]
@@ -917,7 +917,7 @@ fn seek_for_prev_stays_at_or_below_its_target_despite_inserts_during_it() {
 }
 
 /// The insert hints a hinted batch read gives `keys` (any order, distinct),
-/// in their order; every key gets one from the batched strategies.
+/// in their order; every key gets one.
 fn read_hints<'k>(
     mt: &SkipListMemTable,
     keys: impl Iterator<Item = &'k [u8]>,
@@ -938,12 +938,10 @@ fn read_hints<'k>(
         },
     )
     .unwrap();
-    if strategy != BatchLookup::PerKey && keys.len() > 1 {
-        assert!(
-            hints.iter().all(Option::is_some),
-            "{strategy:?} hints every key"
-        );
-    }
+    assert!(
+        hints.iter().all(Option::is_some),
+        "{strategy:?} hints every key"
+    );
     hints
 }
 
@@ -971,7 +969,7 @@ fn hinted_inserts_match_the_model() {
             keys.sort();
             keys.dedup();
             let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-            let strategy = [BatchLookup::Bfs, BatchLookup::Finger, BatchLookup::Auto][round % 3];
+            let strategy = STRATEGIES[round % STRATEGIES.len()];
             // Reads at an older snapshot now and then: their hints may sit
             // on versions newer than the snapshot.
             let snap = if round % 5 == 4 {

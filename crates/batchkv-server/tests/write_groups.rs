@@ -354,3 +354,64 @@ fn runs_of_string_updates_are_counted_per_command_and_break_watches() {
     let r: redis::Value = redis::cmd("EXEC").query(&mut watcher).unwrap();
     assert_eq!(r, redis::Value::Nil);
 }
+
+/// The `field:value` of INFO batchkv's `field`.
+fn info_batchkv(c: &mut redis::Connection, field: &str) -> u64 {
+    let info: String = q(c, &["INFO", "batchkv"]);
+    let line = info
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or_else(|| panic!("no {field} in {info}"));
+    line.trim().parse().unwrap()
+}
+
+/// Read-modify-writes (a pipeline's INCR run, its HSET and SADD group,
+/// EXEC) write each new value with its read's insert hint
+/// (`WriteBatch::put_hinted`): the skip list takes most of them (those of
+/// nodes one level tall). With `--batch off`, reads go one by one and
+/// give none, but for EXEC's read-ahead.
+#[test]
+fn read_modify_writes_insert_from_their_reads_hints() {
+    for batch in [true, false] {
+        let h = Harness::start_with(|c| c.batch = batch);
+        let mut c = h.conn();
+        let mut taken = vec![info_batchkv(&mut c, "hinted_inserts")];
+        let incrs: Vec<Vec<String>> = (0..100)
+            .map(|i| vec!["INCR".into(), format!("n{i}")])
+            .collect();
+        pipeline(&mut c, &incrs);
+        taken.push(info_batchkv(&mut c, "hinted_inserts"));
+        let group: Vec<Vec<String>> = (0..50)
+            .flat_map(|i| {
+                [
+                    vec!["HSET".into(), format!("h{i}"), "f".into(), "v".into()],
+                    vec!["SADD".into(), format!("s{i}"), "m".into()],
+                ]
+            })
+            .collect();
+        pipeline(&mut c, &group);
+        taken.push(info_batchkv(&mut c, "hinted_inserts"));
+        let mut tx = vec![vec!["MULTI".to_string()]];
+        tx.extend((0..50).map(|i| vec!["HINCRBY".into(), format!("h{i}"), "n".into(), "1".into()]));
+        tx.push(vec!["EXEC".into()]);
+        pipeline(&mut c, &tx);
+        taken.push(info_batchkv(&mut c, "hinted_inserts"));
+        let n: String = q(&mut c, &["GET", "n99"]);
+        assert_eq!(n, "1");
+        let added: Vec<u64> = taken.windows(2).map(|w| w[1] - w[0]).collect();
+        if batch {
+            // 100 keys written, 200 (meta and element) and 100: about 3 in
+            // 4 of each are one level tall.
+            assert!(added[0] > 30 && added[0] <= 100, "INCR run: {added:?}");
+            assert!(
+                added[1] > 60 && added[1] <= 200,
+                "HSET/SADD group: {added:?}"
+            );
+            assert!(added[2] > 30 && added[2] <= 100, "EXEC: {added:?}");
+        } else {
+            // EXEC still reads its keys ahead in one batch (`prefetch`).
+            assert_eq!(added[..2], [0, 0], "--batch off");
+            assert!(added[2] > 30 && added[2] <= 100, "EXEC: {added:?}");
+        }
+    }
+}

@@ -78,9 +78,16 @@ fn hinted_writes_store_what_plain_writes_store() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path());
     let keys: Vec<Vec<u8>> = (0..300).map(|i| k(i * 7 % 1000)).collect();
+    let hinted = |db: &Db| db.statistics().hinted_inserts;
     for _ in 0..5 {
         increment(&db, &keys);
     }
+    // About 3 in 4 new nodes are one level tall and start at their hint.
+    let taken = hinted(&db);
+    assert!(
+        taken > 500 && taken <= 1500,
+        "{taken} of 1500 hinted inserts"
+    );
     // A memtable switch between the read and the write: the hints are of
     // the memtable now flushed, and must be ignored.
     let (values, hints) = read_hinted(&db, &keys);
@@ -91,6 +98,11 @@ fn hinted_writes_store_what_plain_writes_store() {
         b.put_hinted(key, "6", hint);
     }
     db.write(&WriteOptions::default(), b).unwrap();
+    assert_eq!(
+        hinted(&db),
+        taken,
+        "hints of a flushed memtable are not taken"
+    );
     // Hinted entries after a save point are rolled back with it.
     let (_, hints) = read_hinted(&db, &keys[..2]);
     let mut b = WriteBatch::new();

@@ -434,6 +434,7 @@ fn batchkv(shared: &Shared) -> String {
             "avg_commands_per_write_batch",
             per_batch(write_commands, write_batches),
         ),
+        ("hinted_inserts", engine.hinted_inserts.to_string()),
         ("memtable", s.memtable_kind.into()),
         ("memtable_entries", s.memtable_entries.to_string()),
         ("memtable_bytes", s.memtable_bytes.to_string()),

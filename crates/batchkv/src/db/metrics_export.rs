@@ -25,7 +25,7 @@ impl Db {
     /// nothing. Costs one [`Db::statistics`] call.
     pub fn export_metrics(&self) {
         let s = self.statistics();
-        let counters: [(&'static str, u64); 15] = [
+        let counters: [(&'static str, u64); 16] = [
             ("batchkv.keys_written", s.keys_written),
             ("batchkv.bytes_written", s.bytes_written),
             ("batchkv.wal_bytes", s.wal_bytes),
@@ -33,6 +33,7 @@ impl Db {
             ("batchkv.gets", s.gets),
             ("batchkv.multi_gets", s.multi_gets),
             ("batchkv.multi_get_keys", s.multi_get_keys),
+            ("batchkv.hinted_inserts", s.hinted_inserts),
             ("batchkv.flushes", s.flushes),
             ("batchkv.flush_bytes", s.flush_bytes),
             ("batchkv.compactions", s.compactions),

@@ -18,6 +18,7 @@ pub(crate) struct Counters {
     pub gets: AtomicU64,
     pub multi_gets: AtomicU64,
     pub multi_get_keys: AtomicU64,
+    pub hinted_inserts: AtomicU64,
     pub flush_bytes: AtomicU64,
     pub compaction_bytes_read: AtomicU64,
     pub compaction_bytes_written: AtomicU64,
@@ -56,6 +57,11 @@ pub struct Statistics {
     pub multi_gets: u64,
     /// Keys asked for by `multi_get` calls.
     pub multi_get_keys: u64,
+    /// Memtable inserts that started their search at the insert hint
+    /// their write carried (`WriteBatch::put_hinted`); hints of another
+    /// memtable, of a node a newer version overtook, or of a taller node
+    /// than one level are not counted.
+    pub hinted_inserts: u64,
     /// Flushes completed, and the bytes of the tables they wrote.
     pub flushes: u64,
     /// Bytes of tables written by flushes.
@@ -118,6 +124,7 @@ impl Db {
             gets: get(&c.gets),
             multi_gets: get(&c.multi_gets),
             multi_get_keys: get(&c.multi_get_keys),
+            hinted_inserts: get(&c.hinted_inserts),
             flushes: stats.flushes,
             flush_bytes: get(&c.flush_bytes),
             compactions: stats.compactions,

@@ -402,10 +402,13 @@ impl DbCore {
                     })
                 })
                 .collect();
-            if let Err(e) = mem.insert_many(&entries) {
-                // The WAL has the group but the memtable does not.
-                self.set_bg_error(e.clone());
-                return Err(e);
+            match mem.insert_many(&entries) {
+                Ok(hinted) => Counters::add(&self.counters.hinted_inserts, hinted as u64),
+                Err(e) => {
+                    // The WAL has the group but the memtable does not.
+                    self.set_bg_error(e.clone());
+                    return Err(e);
+                }
             }
         } else {
             // The families' memtables, looked up once per group. A family

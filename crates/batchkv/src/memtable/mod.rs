@@ -226,12 +226,13 @@ pub trait MemTable: Send + Sync + 'static {
     /// each (new and distinct; none is read before the caller publishes
     /// their sequence numbers, so the order they are linked in is free). A
     /// memtable may overlap their searches (the skip list does); the
-    /// default inserts them one by one. Stops at the first error.
-    fn insert_many(&self, entries: &[NewEntry<'_>]) -> Result<()> {
+    /// default inserts them one by one. Stops at the first error. Returns
+    /// how many entries' [`NewEntry::hint`]s it used (the default: none).
+    fn insert_many(&self, entries: &[NewEntry<'_>]) -> Result<usize> {
         for e in entries {
             self.insert(e.seq, e.t, e.user_key, e.value)?;
         }
-        Ok(())
+        Ok(0)
     }
 
     /// The newest version of `user_key` with sequence ≤ `seq`, if any.

@@ -157,12 +157,12 @@ impl<M: MemTable> MemTable for WithRangeDels<M> {
         self.inner.insert(seq, t, user_key, value)
     }
 
-    fn insert_many(&self, entries: &[NewEntry<'_>]) -> Result<()> {
+    fn insert_many(&self, entries: &[NewEntry<'_>]) -> Result<usize> {
         if entries.iter().any(|e| e.t == ValueType::RangeDeletion) {
             for e in entries {
                 self.insert(e.seq, e.t, e.user_key, e.value)?;
             }
-            return Ok(());
+            return Ok(0);
         }
         self.inner.insert_many(entries)
     }

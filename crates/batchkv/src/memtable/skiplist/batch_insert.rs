@@ -111,24 +111,30 @@ unsafe fn node_before(z: *mut Node, user: &[u8], trailer: u64) -> bool {
 impl SkipList {
     /// Inserts every entry (internal keys new and distinct, in any order).
     /// The result is that of [`SkipList::insert`] of each, in any order;
-    /// their searches overlap (module docs).
-    pub(super) fn insert_batch(&self, entries: &[NewEntry<'_>]) {
+    /// their searches overlap (module docs). Returns how many started from
+    /// their hints.
+    pub(super) fn insert_batch(&self, entries: &[NewEntry<'_>]) -> usize {
         if entries.is_empty() {
-            return;
+            return 0;
         }
         // Near-equal chunks: 65 entries are chunks of 33 and 32, not 64 and 1.
         let chunks = entries.len().div_ceil(INSERT_CHUNK);
+        let mut hinted = 0;
         for chunk in entries.chunks(entries.len().div_ceil(chunks)) {
-            match chunk {
-                [e] => self.insert_hinted(e.user_key, pack_trailer(e.seq, e.t), e.value, e.hint),
+            hinted += match chunk {
+                [e] => {
+                    let trailer = pack_trailer(e.seq, e.t);
+                    usize::from(self.insert_hinted(e.user_key, trailer, e.value, e.hint))
+                }
                 _ if chunk.len() <= SMALL_CHUNK => self.insert_chunk::<SMALL_CHUNK>(chunk),
                 _ => self.insert_chunk::<INSERT_CHUNK>(chunk),
-            }
+            };
         }
+        hinted
     }
 
     /// [`SkipList::insert_batch`] of 2 to `N` entries.
-    fn insert_chunk<const N: usize>(&self, entries: &[NewEntry<'_>]) {
+    fn insert_chunk<const N: usize>(&self, entries: &[NewEntry<'_>]) -> usize {
         let n = entries.len();
         debug_assert!((2..=N).contains(&n));
         // Per entry: its trailer, node height and the offset of its splice
@@ -176,7 +182,7 @@ impl SkipList {
             (heap_prev.as_mut_slice(), heap_next.as_mut_slice())
         };
         let top = self.raise_max_height(tallest);
-        self.search_splices::<N>(entries, &trailer, &height, &offset, top, prev, next);
+        let hinted = self.search_splices::<N>(entries, &trailer, &height, &offset, top, prev, next);
         for (i, e) in entries.iter().enumerate() {
             let (h, at) = (usize::from(height[i]), usize::from(offset[i]));
             // SAFETY: `nodes[i]` is a fresh node of height `h`, not yet
@@ -194,13 +200,14 @@ impl SkipList {
                 );
             }
         }
+        hinted
     }
 
     /// Runs the searches of `entries` (module docs) from level `top - 1`
     /// down, or from level 0 at its hint's node for a hinted entry of
     /// height 1: entry `i`'s splice at level `l < height[i]` goes to
     /// `prev[offset[i] + l]` / `next[offset[i] + l]`, with `prev < key ≤
-    /// next` (null = +∞) as searched.
+    /// next` (null = +∞) as searched. Returns how many started at a hint.
     #[allow(
         clippy::too_many_arguments,
         reason = "the chunk's per-entry arrays, apart"
@@ -214,7 +221,7 @@ impl SkipList {
         top: usize,
         prev: &mut [*mut Node],
         next: &mut [*mut Node],
-    ) {
+    ) -> usize {
         // Per search: `x` < key at `level`; `z` = next(x, level), loaded
         // and prefetched in the search's previous turn.
         let mut x = [self.head; N];
@@ -225,6 +232,7 @@ impl SkipList {
         // SAFETY: the head has MAX_HEIGHT ≥ top levels.
         let first = unsafe { node::next(self.head, top - 1) };
         prefetch_node(first, top - 1);
+        let mut hinted_searches = 0;
         for (i, (e, r)) in entries.iter().zip(&mut round).enumerate() {
             *r = i as u8;
             // A node of height 1 needs only its level-0 splice: from a hint
@@ -235,6 +243,7 @@ impl SkipList {
                 None
             };
             if let Some(pred) = hinted {
+                hinted_searches += 1;
                 x[i] = pred;
                 level[i] = 0;
                 // SAFETY: `pred` is the head or a linked node.
@@ -289,5 +298,6 @@ impl SkipList {
                 k += 1;
             }
         }
+        hinted_searches
     }
 }

@@ -334,14 +334,14 @@ impl SkipList {
     }
 
     /// [`SkipList::insert`], a node of height 1 linked from the hint's
-    /// node when [`SkipList::hinted_pred`] accepts it.
+    /// node when [`SkipList::hinted_pred`] accepts it; whether it was.
     pub(super) fn insert_hinted(
         &self,
         user: &[u8],
         trailer: u64,
         value: &[u8],
         hint: Option<InsertHint>,
-    ) {
+    ) -> bool {
         let (n, height) = self.new_node(user, trailer, value);
         if height == 1 {
             if let Some(pred) = self.hinted_pred(hint, user, trailer) {
@@ -351,7 +351,7 @@ impl SkipList {
                 // SAFETY: `n` is a fresh node of height 1, not yet linked;
                 // `prev[0]` is the head or a linked node < the key.
                 unsafe { self.link(n, 1, user, trailer, &mut prev, &mut next) };
-                return;
+                return true;
             }
         }
         let top = self.raise_max_height(height);
@@ -369,6 +369,7 @@ impl SkipList {
         // SAFETY: `n` is a fresh node of height `height`, not yet linked;
         // every `prev[l]` is the head or a linked node < the key.
         unsafe { self.link(n, height, user, trailer, &mut prev, &mut next) };
+        false
     }
 
     /// A new node for `(user ‖ trailer) → value` of random height, not yet

@@ -410,20 +410,20 @@ impl MemTable for SkipListMemTable {
         Ok(())
     }
 
-    fn insert_many(&self, entries: &[NewEntry<'_>]) -> Result<()> {
+    fn insert_many(&self, entries: &[NewEntry<'_>]) -> Result<usize> {
         if let [e] = entries {
             // One entry (a single put): nothing to overlap, no copy.
             let trailer = pack_trailer(e.seq, e.t);
-            (self.list).insert_hinted(e.user_key, trailer, e.value, e.hint);
+            let hinted = (self.list).insert_hinted(e.user_key, trailer, e.value, e.hint);
             // Relaxed: as in `insert`.
             self.entries.fetch_add(1, Ordering::Relaxed);
-            return Ok(());
+            return Ok(usize::from(hinted));
         }
-        self.list.insert_batch(entries);
+        let hinted = self.list.insert_batch(entries);
         // Relaxed: as in `insert`.
         self.entries
             .fetch_add(entries.len() as u64, Ordering::Relaxed);
-        Ok(())
+        Ok(hinted)
     }
 
     fn get(&self, user_key: &[u8], seq: SequenceNumber) -> Result<Option<EntryRef<'_>>> {

@@ -109,18 +109,9 @@ impl Db {
         &self,
         opts: &ReadOptions,
         keys: &L,
-        mut on_result: impl FnMut(usize, Result<Option<&[u8]>>),
+        on_result: impl FnMut(usize, Result<Option<&[u8]>>),
     ) {
-        let keys = keys.as_key_slice();
-        let core = self.core();
-        let _timer =
-            (core.counters.latency).timer(super::latency::Timed::MultiGet(keys.len() as u64));
-        let Some(seq) =
-            core.begin_multi_get(keys.len(), || core.read_sequence(opts), &mut on_result)
-        else {
-            return;
-        };
-        self.multi_get_in(&core.default_cf, opts, seq, keys, on_result, None)
+        self.multi_get_default(opts, keys.as_key_slice(), on_result, None)
     }
 
     /// [`Db::multi_get_with`] for a read-modify-write: also calls
@@ -135,10 +126,21 @@ impl Db {
         &self,
         opts: &ReadOptions,
         keys: &L,
-        mut on_result: impl FnMut(usize, Result<Option<&[u8]>>),
+        on_result: impl FnMut(usize, Result<Option<&[u8]>>),
         on_hint: &mut dyn FnMut(usize, InsertHint),
     ) {
-        let keys = keys.as_key_slice();
+        self.multi_get_default(opts, keys.as_key_slice(), on_result, Some(on_hint))
+    }
+
+    /// A timed batch read of the default family at the read's sequence
+    /// ([`Db::multi_get_with`], with hints [`Db::multi_get_hinted`]).
+    fn multi_get_default<K: AsRef<[u8]>>(
+        &self,
+        opts: &ReadOptions,
+        keys: &[K],
+        mut on_result: impl FnMut(usize, Result<Option<&[u8]>>),
+        on_hint: Option<&mut dyn FnMut(usize, InsertHint)>,
+    ) {
         let core = self.core();
         let _timer =
             (core.counters.latency).timer(super::latency::Timed::MultiGet(keys.len() as u64));
@@ -147,7 +149,7 @@ impl Db {
         else {
             return;
         };
-        self.multi_get_in(&core.default_cf, opts, seq, keys, on_result, Some(on_hint))
+        self.multi_get_in(&core.default_cf, opts, seq, keys, on_result, on_hint)
     }
 
     /// Looks up keys of several column families at one consistent sequence

@@ -764,16 +764,22 @@ fn batched_inserts_match_the_model() {
                 model.map.insert((k.clone(), Reverse(*s)), f);
             }
         }
-        assert_eq!(mt.num_entries() as usize, model.map.len());
-        let mut it = SkipListMemTable::iter(Arc::new(mt));
-        it.seek_to_first();
-        let mut walked = Vec::new();
-        while it.valid() {
-            walked.push((it.key().to_vec(), it.value().to_vec()));
-            it.next();
-        }
-        assert_eq!(walked, model.entries(), "paranoid: {paranoid}");
+        assert_holds_the_model(mt, &model, paranoid);
     }
+}
+
+/// The list holds exactly the model's entries, in order (its count and a
+/// walk of every entry).
+fn assert_holds_the_model(mt: SkipListMemTable, model: &Model, paranoid: bool) {
+    assert_eq!(mt.num_entries() as usize, model.map.len());
+    let mut it = SkipListMemTable::iter(Arc::new(mt));
+    it.seek_to_first();
+    let mut walked = Vec::new();
+    while it.valid() {
+        walked.push((it.key().to_vec(), it.value().to_vec()));
+        it.next();
+    }
+    assert_eq!(walked, model.entries(), "paranoid: {paranoid}");
 }
 
 /// Batched inserts from several threads at once, racing for the same
@@ -1040,15 +1046,7 @@ fn hinted_inserts_match_the_model() {
         if !paranoid {
             assert!(accepted > 1000, "hints were taken: {accepted}");
         }
-        assert_eq!(mt.num_entries() as usize, model.map.len());
-        let mut it = SkipListMemTable::iter(Arc::new(mt));
-        it.seek_to_first();
-        let mut walked = Vec::new();
-        while it.valid() {
-            walked.push((it.key().to_vec(), it.value().to_vec()));
-            it.next();
-        }
-        assert_eq!(walked, model.entries(), "paranoid: {paranoid}");
+        assert_holds_the_model(mt, &model, paranoid);
     }
 }
 

@@ -746,17 +746,7 @@ fn batched_inserts_match_the_model() {
             entries.shuffle(&mut rng);
             let batch: Vec<NewEntry<'_>> = entries
                 .iter()
-                .map(|(k, s, v)| NewEntry {
-                    seq: *s,
-                    t: if v.is_some() {
-                        ValueType::Value
-                    } else {
-                        ValueType::Deletion
-                    },
-                    user_key: k,
-                    value: v.as_deref().unwrap_or(&[]),
-                    hint: None,
-                })
+                .map(|(k, s, v)| entry(*s, k, v, None))
                 .collect();
             mt.insert_many(&batch).unwrap();
             for (k, s, v) in &entries {
@@ -765,6 +755,26 @@ fn batched_inserts_match_the_model() {
             }
         }
         assert_holds_the_model(mt, &model, paranoid);
+    }
+}
+
+/// A batch entry: `key → v`, or its deletion when `v` is `None`.
+fn entry<'a>(
+    seq: u64,
+    key: &'a [u8],
+    v: &'a Option<Vec<u8>>,
+    hint: Option<InsertHint>,
+) -> NewEntry<'a> {
+    NewEntry {
+        seq,
+        t: if v.is_some() {
+            ValueType::Value
+        } else {
+            ValueType::Deletion
+        },
+        user_key: key,
+        value: v.as_deref().unwrap_or(&[]),
+        hint,
     }
 }
 
@@ -1017,17 +1027,7 @@ fn hinted_inserts_match_the_model() {
                 .collect();
             let batch: Vec<NewEntry<'_>> = (keys.iter().zip(&values).zip(&hints))
                 .enumerate()
-                .map(|(i, ((k, v), &hint))| NewEntry {
-                    seq: first + i as u64,
-                    t: if v.is_some() {
-                        ValueType::Value
-                    } else {
-                        ValueType::Deletion
-                    },
-                    user_key: k,
-                    value: v.as_deref().unwrap_or(&[]),
-                    hint,
-                })
+                .map(|(i, ((k, v), &hint))| entry(first + i as u64, k, v, hint))
                 .collect();
             accepted += batch
                 .iter()

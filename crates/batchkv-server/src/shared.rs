@@ -325,7 +325,12 @@ enum Scope {
 impl Drop for KeyGuard<'_> {
     fn drop(&mut self) {
         let (mods, scope) = (self.mods, &self.scope);
-        tx::end_guard(self.noted_at, |noted| match scope {
+        tx::end_guard(self.noted_at, |noted, skipped| match scope {
+            // A write went un-noted (no client watched then) and a client
+            // watches now: it may have watched after that write, so bump
+            // all the guard holds (`tx.rs`, the modification table).
+            Scope::Keys(slots) if skipped && mods.watched_now() => mods.touch(slots),
+            Scope::All if skipped && mods.watched_now() => mods.touch_all(),
             Scope::Keys(slots) => {
                 for &s in slots {
                     if noted.binary_search(&s).is_ok() {
@@ -426,7 +431,7 @@ impl Shared {
             tx::record(&batch);
             return Ok(());
         }
-        tx::note_written(&batch, |k| self.is_live_stored(k));
+        tx::note_written(&self.mods, &batch, |k| self.is_live_stored(k));
         let opts = WriteOptions {
             sync: self.settings.appendfsync() == AppendFsync::Always,
             ..Default::default()
@@ -927,5 +932,67 @@ impl Shared {
     pub(crate) fn sync_wal(&self) -> batchkv::Result<()> {
         self.stats.wal_syncs.fetch_add(1, Ordering::Relaxed);
         self.db.sync_wal()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use batchkv::{Db, WriteBatch, WriteOptions};
+
+    use super::*;
+    use crate::config::Config;
+
+    /// The race `tx.rs` closes: a write noted while no client watched, a
+    /// WATCH of its key before its engine write, the write, then its
+    /// guard's end. The guard must bump the key's slot (so EXEC aborts);
+    /// with no WATCH it bumps nothing, and a write noted while a client
+    /// watches bumps exactly its keys.
+    #[test]
+    fn a_watch_that_races_an_unnoted_write_still_sees_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = Config::new(dir.path());
+        let db = Db::open(dir.path(), cfg.options.clone()).unwrap();
+        let (tx, _rx) = tokio::sync::watch::channel(false);
+        let shared = new_shared(db, cfg, 0, tx);
+        let (key, other) = (keyspace::db_key(0, b"k"), keyspace::db_key(0, b"other"));
+        let (slot, other_slot) = (tx::slot_of(&key), tx::slot_of(&other));
+        let put = || {
+            let mut b = WriteBatch::new();
+            b.put(&key, b"v");
+            b
+        };
+        let opts = WriteOptions::default();
+
+        // Nobody watches: nothing noted, nothing bumped.
+        let g = shared.lock_keys(&[&key, &other]);
+        shared.write(put()).unwrap();
+        drop(g);
+        assert_eq!(
+            (shared.mods.slot(slot), shared.mods.slot(other_slot)),
+            (0, 0)
+        );
+
+        // WATCH lands between the write's note and its engine write.
+        let g = shared.lock_keys(&[&key, &other]);
+        let batch = put();
+        tx::note_written(&shared.mods, &batch, |_| true);
+        let watching = shared.mods.watch();
+        let stamp = shared.mods.slot(slot);
+        shared.apply(&opts, batch).unwrap();
+        drop(g);
+        assert_ne!(
+            shared.mods.slot(slot),
+            stamp,
+            "the write after WATCH was missed"
+        );
+
+        // Noted while watched: only the written key's slot moves.
+        let (before, other_before) = (shared.mods.slot(slot), shared.mods.slot(other_slot));
+        let g = shared.lock_keys(&[&key, &other]);
+        shared.write(put()).unwrap();
+        drop(g);
+        assert_eq!(shared.mods.slot(slot), before + 1);
+        assert_eq!(shared.mods.slot(other_slot), other_before);
+        drop(watching);
     }
 }

@@ -395,6 +395,62 @@ fn watch_makes_concurrent_check_and_set_lose_no_update() {
     eprintln!("{aborted} aborted attempts");
 }
 
+/// Writers that never WATCH note nothing while no client watches
+/// (`tx.rs`): a check-and-set client that WATCHes between their writes
+/// must still see every write made after its WATCH, or its SET would undo
+/// an INCR. Single and pipelined INCRs (the latter in combined runs). The
+/// narrow race of a WATCH between a write's note and its engine write is
+/// forced in `shared.rs`'s unit test.
+#[test]
+fn watch_sees_writes_of_clients_that_never_watch() {
+    let h = Harness::start();
+    let mut c = h.conn();
+    q::<()>(&mut c, &["SET", "counter", "0"]);
+    let (cas, incrs): (i64, i64) = (150, 300);
+    let aborted = h.on_clients(3, |i, w| {
+        if i > 0 {
+            for n in 0..incrs / 10 {
+                if (n as usize + i).is_multiple_of(2) {
+                    let mut p = redis::pipe();
+                    for _ in 0..10 {
+                        p.cmd("INCR").arg("counter").ignore();
+                    }
+                    p.query::<()>(w).unwrap();
+                } else {
+                    for _ in 0..10 {
+                        q::<i64>(w, &["INCR", "counter"]);
+                    }
+                }
+            }
+            return 0;
+        }
+        let mut aborted = 0;
+        for _ in 0..cas {
+            loop {
+                q::<()>(w, &["WATCH", "counter"]);
+                let v: i64 = q(w, &["GET", "counter"]);
+                q::<()>(w, &["MULTI"]);
+                q::<String>(w, &["SET", "counter", &(v + 1).to_string()]);
+                match exec(w) {
+                    Value::Nil => aborted += 1,
+                    Value::Array(r) => {
+                        assert_eq!(r, [Value::Okay]);
+                        break;
+                    }
+                    other => panic!("EXEC answered {other:?}"),
+                }
+            }
+        }
+        aborted
+    });
+    assert_eq!(
+        q::<i64>(&mut c, &["GET", "counter"]),
+        cas + 2 * incrs,
+        "an update was lost"
+    );
+    eprintln!("{} aborted attempts", aborted[0]);
+}
+
 /// WATCHes `key` on `c`, lets `change` run, then runs a transaction that
 /// sets `key` to "tx". Returns whether EXEC ran it.
 fn watched_exec_runs(

@@ -37,7 +37,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     spec("discard", 1, TX_FLAGS, NO_KEYS, |_, c, _| discard(c)),
     spec("watch", -2, TX_FLAGS, super::ALL_KEYS, watch),
     spec("unwatch", 1, TX_FLAGS, NO_KEYS, |_, c, _| {
-        c.tx.watched.clear();
+        c.tx.watched = Watches::default();
         Reply::ok()
     }),
     spec("reset", 1, super::NO_AUTH, NO_KEYS, |s, c, _| reset(s, c)),
@@ -49,7 +49,16 @@ pub struct TxState {
     /// Between MULTI and EXEC/DISCARD: the queued commands.
     queue: Option<Queue>,
     /// WATCHed stored keys.
-    watched: BTreeMap<Vec<u8>, Watched>,
+    watched: Watches,
+}
+
+/// A connection's WATCHed keys, and while it has any, its count among the
+/// watchers (`tx::Mods::watch`: writes note their keys only while some
+/// client watches).
+#[derive(Default)]
+struct Watches {
+    keys: BTreeMap<Vec<u8>, Watched>,
+    _counted: Option<tx::WatchToken>,
 }
 
 impl TxState {
@@ -65,13 +74,13 @@ impl TxState {
 
     /// Keys WATCHed.
     pub fn watched_count(&self) -> usize {
-        self.watched.len()
+        self.watched.keys.len()
     }
 
     /// Ends the transaction, if any, and forgets the watched keys.
     fn discard(&mut self) {
         self.queue = None;
-        self.watched.clear();
+        self.watched = Watches::default();
     }
 }
 
@@ -160,9 +169,12 @@ fn watch(shared: &Shared, conn: &mut ConnState, a: &[Bytes]) -> Reply {
     if conn.tx.in_multi() {
         return Reply::err("ERR WATCH inside MULTI is not allowed");
     }
+    let watches = &mut conn.tx.watched;
+    // Counted before anything is read (`tx.rs`).
+    watches._counted.get_or_insert_with(|| shared.mods.watch());
     for k in a {
         let key = db_key(conn.db, k);
-        if conn.tx.watched.contains_key(&key) {
+        if watches.keys.contains_key(&key) {
             continue;
         }
         let slot = tx::slot_of(&key);
@@ -173,7 +185,7 @@ fn watch(shared: &Shared, conn: &mut ConnState, a: &[Bytes]) -> Reply {
             stamp: shared.mods.slot(slot),
             live: is_live(shared, &key),
         };
-        conn.tx.watched.insert(key, w);
+        watches.keys.insert(key, w);
     }
     Reply::ok()
 }
@@ -257,7 +269,8 @@ fn exec(shared: &Shared, conn: &mut ConnState, _: &[Bytes]) -> Reply {
         .iter()
         .map(|(spec, a)| (*spec, a.as_slice()))
         .collect();
-    let result = run_isolated(shared, &mut [GroupRun { conn, cmds: &cmds }], &watched);
+    // `watched` (and its count among the watchers) lives until EXEC is done.
+    let result = run_isolated(shared, &mut [GroupRun { conn, cmds: &cmds }], &watched.keys);
     match result {
         Ok(mut replies) => Reply::Array(in_their_protocols(replies.remove(0), conn.proto)),
         Err(reply) => reply,

@@ -575,7 +575,10 @@ mod tests {
     /// entries before) and a rollback (dropped with theirs).
     #[test]
     fn hints_follow_their_entries() {
-        let h = |n| InsertHint { table: n, entry: 0 };
+        let h = |n| InsertHint {
+            table: n,
+            path: [0; crate::memtable::HINT_LEVELS],
+        };
         let mut a = WriteBatch::new();
         a.put("a0", "v");
         a.put_hinted("a1", "v", Some(h(1)));

@@ -186,8 +186,9 @@ pub struct NewEntry<'a> {
 
 /// Where a newer version of a key that was just read goes in the memtable
 /// that answered the read ([`crate::Db::multi_get_hinted`]): that
-/// memtable's identity (unique in the process, never reused) and its entry
-/// just before the key. A write hands it back
+/// memtable's identity (unique in the process, never reused) and its
+/// entries just before the key (for the skip list: at each of its lowest
+/// [`HINT_LEVELS`] levels). A write hands it back
 /// ([`crate::WriteBatch::put_hinted`]) so that the memtable links the new
 /// entry from there instead of searching from its top.
 ///
@@ -200,9 +201,14 @@ pub struct NewEntry<'a> {
 pub struct InsertHint {
     /// The identity of the memtable that made it.
     pub(crate) table: u64,
-    /// That memtable's entry (its address), meaningful only to it.
-    pub(crate) entry: usize,
+    /// That memtable's entries (their addresses), meaningful only to it.
+    pub(crate) path: [usize; HINT_LEVELS],
 }
+
+/// Levels of the skip list an [`InsertHint`] holds the key's predecessor
+/// at: a new node of at most this height (all but 1 in 256 at p = 1/4) is
+/// linked from them without a search from the top.
+pub(crate) const HINT_LEVELS: usize = 4;
 
 /// The memtable interface the engine programs against.
 ///

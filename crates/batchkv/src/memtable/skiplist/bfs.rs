@@ -25,9 +25,10 @@
 
 use std::mem::MaybeUninit;
 
-use super::list::{key_lt_div, Divergence, SkipList};
+use super::list::{key_lt_div, Divergence, Path, SkipList};
 use super::node::{self, Node};
 use crate::error::Result;
+use crate::memtable::HINT_LEVELS;
 use crate::prefetch::prefetch_read;
 
 /// Keys per breadth-first chunk (≈ the misses a core can keep in flight,
@@ -99,22 +100,72 @@ impl Items {
     }
 }
 
+/// What a descent keeps of each key's [`Path`] above level 0 (the item
+/// that reaches level 0 holds the level-0 node): all of it for reads that
+/// give insert hints, nothing for the others.
+trait Paths {
+    /// Node `x` is the predecessor of keys `lo..hi` at `level` (> 0).
+    fn note(&mut self, x: *mut Node, level: u32, lo: u32, hi: u32);
+    /// Key `k`'s path, `x` its predecessor at level 0.
+    fn path(&self, k: u32, x: *mut Node) -> Path;
+}
+
+/// Paths not kept: a key's path is its level-0 node at every level (only
+/// `path[0]` is meaningful).
+struct NoPaths;
+
+impl Paths for NoPaths {
+    #[inline(always)]
+    fn note(&mut self, _: *mut Node, _: u32, _: u32, _: u32) {}
+
+    #[inline(always)]
+    fn path(&self, _: u32, x: *mut Node) -> Path {
+        [x; HINT_LEVELS]
+    }
+}
+
+/// Per key of a chunk, its predecessors at levels `1..HINT_LEVELS`; the
+/// head until a level is reached (levels above the list's height).
+struct KeyPaths([[*mut Node; HINT_LEVELS - 1]; CHUNK]);
+
+impl Paths for KeyPaths {
+    #[inline(always)]
+    fn note(&mut self, x: *mut Node, level: u32, lo: u32, hi: u32) {
+        let l = level as usize;
+        if (1..HINT_LEVELS).contains(&l) {
+            for k in lo..hi {
+                self.0[slot(k)][l - 1] = x;
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn path(&self, k: u32, x: *mut Node) -> Path {
+        let upper = &self.0[slot(k)];
+        std::array::from_fn(|l| if l == 0 { x } else { upper[l - 1] })
+    }
+}
+
 /// Looks up `keys` (sorted, distinct user keys) at `trailer`; calls
-/// `emit(i, candidate, pred)` with each key's first node ≥ its lookup key
-/// (maybe null, maybe another user key) and the node before it at level 0
-/// (the head or a linked node). Keys are reported out of order.
-pub(super) fn multi_get<const P: bool>(
+/// `emit(i, candidate, path)` with each key's first node ≥ its lookup key
+/// (maybe null, maybe another user key) and the search's [`Path`] (with
+/// `PATHS`; otherwise only `path[0]`, the node before the candidate at
+/// level 0, is meaningful). Keys are reported out of order.
+pub(super) fn multi_get<const P: bool, const PATHS: bool>(
     list: &SkipList,
     keys: &[&[u8]],
     trailer: u64,
-    emit: &mut impl FnMut(usize, *mut Node, *mut Node) -> Result<()>,
+    emit: &mut impl FnMut(usize, *mut Node, &Path) -> Result<()>,
 ) -> Result<()> {
     let mut base = 0;
     for chunk in keys.chunks(CHUNK) {
         if P {
             descend_paranoid(list, chunk, base, trailer, emit)?;
+        } else if PATHS {
+            let mut paths = KeyPaths([[list.head; HINT_LEVELS - 1]; CHUNK]);
+            descend::<false, false>(list, chunk, base, trailer, &mut paths, emit)?;
         } else {
-            descend::<false, false>(list, chunk, base, trailer, emit)?;
+            descend::<false, false>(list, chunk, base, trailer, &mut NoPaths, emit)?;
         }
         base += chunk.len();
     }
@@ -128,14 +179,14 @@ fn descend_paranoid(
     keys: &[&[u8]],
     base: usize,
     trailer: u64,
-    emit: &mut impl FnMut(usize, *mut Node, *mut Node) -> Result<()>,
+    emit: &mut impl FnMut(usize, *mut Node, &Path) -> Result<()>,
 ) -> Result<()> {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("sse4.2") {
         // SAFETY: the CPU supports SSE4.2 (checked just above).
         return unsafe { descend_paranoid_sse42(list, keys, base, trailer, emit) };
     }
-    descend::<true, false>(list, keys, base, trailer, emit)
+    descend::<true, false>(list, keys, base, trailer, &mut NoPaths, emit)
 }
 
 /// [`descend`] with checks, compiled with SSE4.2.
@@ -149,9 +200,9 @@ unsafe fn descend_paranoid_sse42(
     keys: &[&[u8]],
     base: usize,
     trailer: u64,
-    emit: &mut impl FnMut(usize, *mut Node, *mut Node) -> Result<()>,
+    emit: &mut impl FnMut(usize, *mut Node, &Path) -> Result<()>,
 ) -> Result<()> {
-    descend::<true, true>(list, keys, base, trailer, emit)
+    descend::<true, true>(list, keys, base, trailer, &mut NoPaths, emit)
 }
 
 /// [`node::key_protection`] in [`descend`]: with `SSE42` (only in the
@@ -199,7 +250,8 @@ fn descend<const P: bool, const SSE42: bool>(
     keys: &[&[u8]],
     base: usize,
     trailer: u64,
-    emit: &mut impl FnMut(usize, *mut Node, *mut Node) -> Result<()>,
+    paths: &mut impl Paths,
+    emit: &mut impl FnMut(usize, *mut Node, &Path) -> Result<()>,
 ) -> Result<()> {
     debug_assert!(!keys.is_empty() && keys.len() <= CHUNK);
     let mut buf_a = Items::new();
@@ -226,7 +278,7 @@ fn descend<const P: bool, const SSE42: bool>(
         if P {
             advance_paranoid(list, cur, base, emit)?;
         } else {
-            advance::<false>(list, cur, base, emit)?;
+            advance::<false>(list, cur, base, paths, emit)?;
         }
         // Pass 2: compare and split.
         let live = cur.len;
@@ -264,8 +316,9 @@ fn descend<const P: bool, const SSE42: bool>(
                         // SAFETY: `it.x` is the head or a linked node.
                         unsafe { list.check_key_with(it.x, key_protection::<SSE42>)? };
                     }
-                    finish(base, it.lo, m, it.x, z, emit)?;
+                    finish(base, it.lo, m, it.x, z, paths, emit)?;
                 } else {
+                    paths.note(it.x, it.level, it.lo, m);
                     nxt.push(Item {
                         x: it.x,
                         bound: z,
@@ -304,7 +357,8 @@ fn advance<const P: bool>(
     list: &SkipList,
     cur: &mut Items,
     base: usize,
-    emit: &mut impl FnMut(usize, *mut Node, *mut Node) -> Result<()>,
+    paths: &mut impl Paths,
+    emit: &mut impl FnMut(usize, *mut Node, &Path) -> Result<()>,
 ) -> Result<()> {
     let mut live = 0;
     for i in 0..cur.len {
@@ -324,9 +378,10 @@ fn advance<const P: bool>(
                         // SAFETY: as above.
                         unsafe { list.check_key(z)? };
                     }
-                    finish(base, it.lo, it.hi, it.x, z, emit)?;
+                    finish(base, it.lo, it.hi, it.x, z, paths, emit)?;
                     break;
                 }
+                paths.note(it.x, it.level, it.lo, it.hi);
                 it.level -= 1;
                 continue;
             }
@@ -357,9 +412,9 @@ fn advance_paranoid(
     list: &SkipList,
     cur: &mut Items,
     base: usize,
-    emit: &mut impl FnMut(usize, *mut Node, *mut Node) -> Result<()>,
+    emit: &mut impl FnMut(usize, *mut Node, &Path) -> Result<()>,
 ) -> Result<()> {
-    advance::<true>(list, cur, base, emit)
+    advance::<true>(list, cur, base, &mut NoPaths, emit)
 }
 
 /// The first index `m` in `lo..hi` whose target is after `kz = key(z)` (the keys
@@ -409,10 +464,11 @@ fn finish(
     hi: u32,
     x: *mut Node,
     z: *mut Node,
-    emit: &mut impl FnMut(usize, *mut Node, *mut Node) -> Result<()>,
+    paths: &impl Paths,
+    emit: &mut impl FnMut(usize, *mut Node, &Path) -> Result<()>,
 ) -> Result<()> {
     for k in lo..hi {
-        emit(base + k as usize, z, x)?;
+        emit(base + k as usize, z, &paths.path(k, x))?;
     }
     Ok(())
 }

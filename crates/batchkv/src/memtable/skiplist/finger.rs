@@ -12,9 +12,12 @@
 //! walk absorbs.
 #![allow(unsafe_code)]
 
-use super::list::{node_lt, SkipList};
+use super::list::{node_lt, Path, SkipList};
 use super::node::{self, Node, MAX_HEIGHT};
 use crate::error::Result;
+use crate::memtable::HINT_LEVELS;
+
+const _: () = assert!(HINT_LEVELS <= MAX_HEIGHT);
 
 /// The search path of the last key: per level, `prev[l] < target ≤ next[l]`
 /// (null = +∞) at the time it was searched.
@@ -26,14 +29,14 @@ struct Finger {
 }
 
 /// Looks up `keys` (sorted, distinct user keys) at `trailer`; calls
-/// `emit(i, candidate, pred)` with each key's first node ≥ its lookup key
-/// (maybe null, maybe another user key) and the node before it at level 0
-/// (the head or a linked node).
+/// `emit(i, candidate, path)` with each key's first node ≥ its lookup key
+/// (maybe null, maybe another user key) and the search's [`Path`] (the
+/// finger's lowest levels).
 pub(super) fn multi_get<const P: bool>(
     list: &SkipList,
     keys: &[&[u8]],
     trailer: u64,
-    emit: &mut impl FnMut(usize, *mut Node, *mut Node) -> Result<()>,
+    emit: &mut impl FnMut(usize, *mut Node, &Path) -> Result<()>,
 ) -> Result<()> {
     let mut f = Finger {
         prev: [list.head; MAX_HEIGHT],
@@ -96,7 +99,9 @@ pub(super) fn multi_get<const P: bool>(
             // SAFETY: finger entries are the head or linked nodes.
             unsafe { list.check_key(f.prev[0])? };
         }
-        emit(i, f.next[0], f.prev[0])?;
+        // Levels the list does not reach hold the head (`f`'s start).
+        let path: Path = std::array::from_fn(|l| f.prev[l]);
+        emit(i, f.next[0], &path)?;
     }
     Ok(())
 }

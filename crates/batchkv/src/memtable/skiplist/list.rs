@@ -25,8 +25,15 @@ use super::node::{self, Node, MAX_HEIGHT};
 use crate::error::{Error, Result};
 use crate::key::{compare_internal_key_parts, compare_internal_keys, TRAILER_LEN};
 use crate::memtable::arena::Arena;
-use crate::memtable::InsertHint;
+use crate::memtable::{InsertHint, HINT_LEVELS};
 use crate::prefetch::prefetch_read;
+
+/// A search's predecessors of its key at levels `0..HINT_LEVELS`: at each
+/// level the last node before the key (the head where the list was lower
+/// than that level). Level `l`'s node is never after level `l - 1`'s (a
+/// search moves only right as it goes down), so if the level-0 node sorts
+/// before a key, all of them do. An [`InsertHint`] carries it.
+pub(super) type Path = [*mut Node; HINT_LEVELS];
 
 /// The skip list core (see the module docs).
 pub(super) struct SkipList {
@@ -300,32 +307,34 @@ impl SkipList {
         self.max_height.load(Ordering::Relaxed)
     }
 
-    /// The hint of a search that found `pred` (the head or a linked node)
-    /// just before its key at level 0.
-    pub(super) fn hint(&self, pred: *mut Node) -> InsertHint {
+    /// The hint of a search whose [`Path`] was `path`.
+    pub(super) fn hint(&self, path: &Path) -> InsertHint {
         InsertHint {
             table: self.identity,
-            entry: pred as usize,
+            path: path.map(|p| p as usize),
         }
     }
 
-    /// Where the search for `(user, trailer)` may start at level 0: the
-    /// hint's node, if the hint is this list's and its node still sorts
-    /// before the key (a newer version of the key written since the read
-    /// sorts after it); `None`: search from the top.
+    /// Where the search for `(user, trailer)` may start at each of levels
+    /// `0..HINT_LEVELS`: the hint's path, if the hint is this list's and
+    /// its level-0 node still sorts before the key (a newer version of the
+    /// key written since the read sorts after it); `None`: search from the
+    /// top. The path's other nodes then sort before the key too: a search
+    /// reaches a level's predecessor before the lower levels' (invariant
+    /// of [`Path`]).
     #[inline]
-    pub(super) fn hinted_pred(
+    pub(super) fn hinted_path(
         &self,
         hint: Option<InsertHint>,
         user: &[u8],
         trailer: u64,
-    ) -> Option<*mut Node> {
+    ) -> Option<Path> {
         let h = hint.filter(|h| h.table == self.identity)?;
-        let pred = h.entry as *mut Node;
+        let path = h.path.map(|p| p as *mut Node);
         // SAFETY: a hint of this list (`identity` is never reused) holds
-        // the head or a node its search reached at level 0, so a linked
-        // node; nodes are never freed while the list lives (invariant 1).
-        (pred == self.head || unsafe { node_lt(pred, user, trailer) }).then_some(pred)
+        // the head or nodes its search reached, so linked nodes; nodes are
+        // never freed while the list lives (invariant 1).
+        (path[0] == self.head || unsafe { node_lt(path[0], user, trailer) }).then_some(path)
     }
 
     /// Inserts `(user ‖ trailer) → value`. The internal key must be new.
@@ -333,8 +342,9 @@ impl SkipList {
         self.insert_hinted(user, trailer, value, None);
     }
 
-    /// [`SkipList::insert`], a node of height 1 linked from the hint's
-    /// node when [`SkipList::hinted_pred`] accepts it; whether it was.
+    /// [`SkipList::insert`], a node of at most [`HINT_LEVELS`] levels
+    /// linked from the hint's path when [`SkipList::hinted_path`] accepts
+    /// it; whether it was.
     pub(super) fn insert_hinted(
         &self,
         user: &[u8],
@@ -343,18 +353,26 @@ impl SkipList {
         hint: Option<InsertHint>,
     ) -> bool {
         let (n, height) = self.new_node(user, trailer, value);
-        if height == 1 {
-            if let Some(pred) = self.hinted_pred(hint, user, trailer) {
-                // SAFETY: `pred` is the head or a linked node < the key.
-                let (p, q) = unsafe { self.find_splice_for_level(user, trailer, pred, 0) };
-                let (mut prev, mut next) = ([p], [q]);
-                // SAFETY: `n` is a fresh node of height 1, not yet linked;
-                // `prev[0]` is the head or a linked node < the key.
-                unsafe { self.link(n, 1, user, trailer, &mut prev, &mut next) };
-                return true;
-            }
-        }
         let top = self.raise_max_height(height);
+        let hinted = match height <= HINT_LEVELS {
+            true => self.hinted_path(hint, user, trailer),
+            false => None,
+        };
+        if let Some(path) = hinted {
+            let mut prev = [self.head; HINT_LEVELS];
+            let mut next = [std::ptr::null_mut(); HINT_LEVELS];
+            for l in 0..height {
+                // SAFETY: `path[l]` is the head or a linked node of height
+                // > l, < the key (`hinted_path`).
+                (prev[l], next[l]) =
+                    unsafe { self.find_splice_for_level(user, trailer, path[l], l) };
+            }
+            // SAFETY: `n` is a fresh node of height `height`, not yet
+            // linked; every `prev[l]` is the head or a linked node < the
+            // key.
+            unsafe { self.link(n, height, user, trailer, &mut prev, &mut next) };
+            return true;
+        }
         // Find the splice: per level, prev < key ≤ next.
         let mut prev = [self.head; MAX_HEIGHT];
         let mut next = [std::ptr::null_mut(); MAX_HEIGHT];
@@ -478,16 +496,16 @@ impl SkipList {
     /// checks every node compared (protection) and every pair walked (order).
     #[inline(always)]
     pub(super) fn find_ge<const P: bool>(&self, user: &[u8], trailer: u64) -> Result<*mut Node> {
-        self.find_ge_pred::<P>(user, trailer).map(|(_, z)| z)
+        self.find_ge_path::<P>(user, trailer).map(|(_, z)| z)
     }
 
-    /// [`SkipList::find_ge`] and the node before it at level 0 (the head
-    /// or a linked node): `(pred, z)`.
-    pub(super) fn find_ge_pred<const P: bool>(
+    /// [`SkipList::find_ge`] and the search's [`Path`]: `(path, z)`.
+    pub(super) fn find_ge_path<const P: bool>(
         &self,
         user: &[u8],
         trailer: u64,
-    ) -> Result<(*mut Node, *mut Node)> {
+    ) -> Result<(Path, *mut Node)> {
+        let mut path = [self.head; HINT_LEVELS];
         let mut x = self.head;
         let mut level = self.max_height() - 1;
         // The node already known to be ≥ the key (skip re-comparing it).
@@ -523,7 +541,11 @@ impl SkipList {
                         unsafe { self.check_key(z)? };
                     }
                 }
-                return Ok((x, z));
+                path[0] = x;
+                return Ok((path, z));
+            }
+            if level < HINT_LEVELS {
+                path[level] = x;
             }
             bound = z;
             level -= 1;

@@ -47,7 +47,7 @@ use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{lookup_trailer, pack_trailer, SequenceNumber, ValueType, TRAILER_LEN};
 use crate::memtable::{BatchLookup, EntryRef, InsertHint, MemTable, NewEntry};
-use list::SkipList;
+use list::{Path, SkipList};
 use node::Node;
 
 /// Batches of at most this many keys use per-key descents under `Auto`.
@@ -199,44 +199,45 @@ impl SkipListMemTable {
             return self.multi_get_paranoid(keys, trailer, strategy, found);
         }
         let Some(hint) = hint else {
-            let mut emit = |i: usize, z: *mut Node, _| -> Result<()> {
+            let mut emit = |i: usize, z: *mut Node, _: &Path| -> Result<()> {
                 if let Some(e) = self.resolve_as::<false>(z, keys[i])? {
                     found(i, e);
                 }
                 Ok(())
             };
-            return self.search::<false>(keys, trailer, strategy, &mut emit);
+            return self.search::<false, false>(keys, trailer, strategy, &mut emit);
         };
-        let mut emit = |i: usize, z: *mut Node, pred: *mut Node| -> Result<()> {
-            hint(i, self.list.hint(pred));
+        let mut emit = |i: usize, z: *mut Node, path: &Path| -> Result<()> {
+            hint(i, self.list.hint(path));
             if let Some(e) = self.resolve_as::<false>(z, keys[i])? {
                 found(i, e);
             }
             Ok(())
         };
-        self.search::<false>(keys, trailer, strategy, &mut emit)
+        self.search::<false, true>(keys, trailer, strategy, &mut emit)
     }
 
     /// Runs `strategy`'s search of `keys`, calling `emit(i, candidate,
-    /// pred)` (`pred`: the node before the candidate at level 0).
-    fn search<const P: bool>(
+    /// path)` (`path`: the search's predecessors of the key, [`Path`]; the
+    /// batched descent keeps them above level 0 only with `PATHS`).
+    fn search<const P: bool, const PATHS: bool>(
         &self,
         keys: &[&[u8]],
         trailer: u64,
         strategy: BatchLookup,
-        emit: &mut impl FnMut(usize, *mut Node, *mut Node) -> Result<()>,
+        emit: &mut impl FnMut(usize, *mut Node, &Path) -> Result<()>,
     ) -> Result<()> {
         // `strategy` is resolved (`multi_get_checks`): never `Auto`.
         match strategy {
             BatchLookup::PerKey | BatchLookup::Auto => {
                 for (i, k) in keys.iter().enumerate() {
-                    let (pred, z) = self.list.find_ge_pred::<P>(k, trailer)?;
-                    emit(i, z, pred)?;
+                    let (path, z) = self.list.find_ge_path::<P>(k, trailer)?;
+                    emit(i, z, &path)?;
                 }
                 Ok(())
             }
             BatchLookup::Finger => finger::multi_get::<P>(&self.list, keys, trailer, emit),
-            BatchLookup::Bfs => bfs::multi_get::<P>(&self.list, keys, trailer, emit),
+            BatchLookup::Bfs => bfs::multi_get::<P, PATHS>(&self.list, keys, trailer, emit),
         }
     }
 
@@ -258,7 +259,7 @@ impl SkipListMemTable {
             // The candidates that hold their key (the others answer None).
             let mut hits = [(0u32, std::ptr::null_mut::<Node>()); bfs::CHUNK];
             let mut n = 0;
-            self.search::<true>(chunk, trailer, strategy, &mut |i, z, _| {
+            self.search::<true, false>(chunk, trailer, strategy, &mut |i, z, _| {
                 if prefetch_value(z, chunk[i]) {
                     hits[n] = (i as u32, z);
                     n += 1;

@@ -1033,7 +1033,7 @@ fn hinted_inserts_match_the_model() {
                 .iter()
                 .filter(|e| {
                     let trailer = pack_trailer(e.seq, e.t);
-                    mt.list.hinted_pred(e.hint, e.user_key, trailer).is_some()
+                    mt.list.hinted_path(e.hint, e.user_key, trailer).is_some()
                 })
                 .count();
             mt.insert_many(&batch).unwrap();
@@ -1047,6 +1047,59 @@ fn hinted_inserts_match_the_model() {
             assert!(accepted > 1000, "hints were taken: {accepted}");
         }
         assert_holds_the_model(mt, &model, paranoid);
+    }
+}
+
+/// Every strategy's hint holds the search's exact [`list::Path`]: at each
+/// of the lowest `HINT_LEVELS` levels, the last node before the lookup key
+/// there (found by walking that level from the head), the head at levels
+/// the list does not reach. Lists from 1 to 3,000 keys (heights from 1),
+/// batches of 1 to 200 keys present and absent, reads at old snapshots.
+#[test]
+fn hints_hold_the_search_path_at_every_level() {
+    use crate::memtable::HINT_LEVELS;
+    let mut rng = StdRng::seed_from_u64(41);
+    for n_keys in [1, 3, 20, 300, 3000] {
+        let (mt, _, max_seq) = build(&mut rng, small_opts(false), n_keys);
+        let list = &mt.list;
+        for _ in 0..20 {
+            let mut ids: Vec<u32> = (0..rng.random_range(1..200))
+                .map(|_| rng.random_range(0..n_keys * 2 + 2))
+                .collect();
+            ids.sort_unstable();
+            ids.dedup();
+            let keys: Vec<Vec<u8>> = ids.iter().map(|&i| key_of(i)).collect();
+            let refs: Vec<&[u8]> = keys.iter().map(|k| k.as_slice()).collect();
+            let snap = rng.random_range(1..=max_seq);
+            let trailer = lookup_trailer(snap);
+            // The last node before `key` at `level`, walking from the head
+            // (which has every level): only nodes of height > level are
+            // on that level's chain.
+            let expected = |key: &[u8], level: usize| -> usize {
+                let mut x = list.head;
+                loop {
+                    // SAFETY: `x` is the head or a node reached at `level`.
+                    let z = unsafe { node::next(x, level) };
+                    // SAFETY: `z` is a linked non-head node.
+                    if z.is_null() || !unsafe { list::node_lt(z, key, trailer) } {
+                        return x as usize;
+                    }
+                    x = z;
+                }
+            };
+            for strategy in [BatchLookup::PerKey, BatchLookup::Finger, BatchLookup::Bfs] {
+                let mut hints = vec![None; keys.len()];
+                mt.multi_get_hinted(&refs, snap, strategy, &mut |_, _| {}, &mut |i, h| {
+                    assert!(hints[i].replace(h).is_none(), "key {i} hinted twice");
+                })
+                .unwrap();
+                for (k, h) in keys.iter().zip(&hints) {
+                    let h = h.expect("every key is hinted");
+                    let want: [usize; HINT_LEVELS] = std::array::from_fn(|l| expected(k, l));
+                    assert_eq!(h.path, want, "{strategy:?}, {n_keys} keys");
+                }
+            }
+        }
     }
 }
 
@@ -1078,19 +1131,19 @@ fn hints_that_no_longer_fit_are_refused() {
     };
     let fresh = read(MAX_SEQUENCE);
     let new = pack_trailer(10, ValueType::Value);
-    assert!(mt.list.hinted_pred(fresh, &k2, new).is_some());
+    assert!(mt.list.hinted_path(fresh, &k2, new).is_some());
     // A read at snapshot 1 passes key2@5 and key2@2 (both newer than it):
     // its hint is key2@2, which sorts after key2@10.
     mt.insert(5, ValueType::Value, &k2, b"v5").unwrap();
     let old = read(1);
     assert!(
-        mt.list.hinted_pred(old, &k2, new).is_none(),
+        mt.list.hinted_path(old, &k2, new).is_none(),
         "key2@5 sorts after key2@10"
     );
     let other = SkipListMemTable::new(small_opts(false));
     assert!(
-        other.list.hinted_pred(fresh, &k2, new).is_none(),
+        other.list.hinted_path(fresh, &k2, new).is_none(),
         "another list's hint"
     );
-    assert!(mt.list.hinted_pred(None, &k2, new).is_none());
+    assert!(mt.list.hinted_path(None, &k2, new).is_none());
 }

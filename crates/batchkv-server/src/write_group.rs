@@ -112,6 +112,8 @@ pub enum Group {
 
 /// The group at the start of `reqs`, if any.
 pub fn find(st: &ConnState, reqs: &[Vec<Bytes>]) -> Option<Group> {
+    // Sized at the first command that groups, for the pipeline's rest (up
+    // to 64: a pipeline's run is mostly all of it, and a longer one grows).
     let (mut indexes, mut bytes) = (Vec::new(), 0);
     let (mut blind, mut updates) = (true, true);
     // A pipeline mostly repeats one command: a name equal to the previous
@@ -135,6 +137,9 @@ pub fn find(st: &ConnState, reqs: &[Vec<Bytes>]) -> Option<Group> {
         };
         updates &= update;
         last = Some((&args[0], index, update));
+        if indexes.is_empty() {
+            indexes.reserve(reqs.len().min(64));
+        }
         indexes.push(index);
     }
     match indexes.len() {

@@ -92,7 +92,7 @@ SWITCHES=$OUT/switches-raw.csv
 : >"$SWITCHES"
 TICK_US=$((1000000 / $(getconf CLK_TCK)))
 PID=
-# stop_server, wait_ready, load_collection, repeat_arg
+# stop_server, wait_ready, load_keys, load_collection, repeat_arg
 source scripts/redis-common.sh
 trap stop_server EXIT
 
@@ -126,15 +126,6 @@ start_server() {
     esac
     PID=$!
     wait_ready
-}
-
-load_keys() {
-    local val
-    val=$(head -c "$VALUE" </dev/zero | tr '\0' 'x')
-    awk -v n="$KEYS" -v val="$val" -v vl="$VALUE" 'BEGIN {
-        for (i = 0; i < n; i++)
-            printf "*3\r\n$3\r\nSET\r\n$16\r\nkey:%012d\r\n$%d\r\n%s\r\n", i, vl, val
-    }' | redis-cli -p "$PORT" --pipe >/dev/null
 }
 
 # load_for TEST: loads the data TEST reads, once per server start.

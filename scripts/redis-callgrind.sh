@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Instructions per request of `batchkv serve`'s collection reads, counted
-# by callgrind (noise-free, unlike throughput on a shared machine).
+# Instructions per request of `batchkv serve`'s collection reads and
+# string read-modify-writes, counted by callgrind (noise-free, unlike
+# throughput on a shared machine).
 #
-# For each data type the tests read: start a server under
+# For each data type the tests use: start a server under
 # `valgrind --tool=callgrind --instr-atstart=no`, load COLL collections of
-# COLL elements into its memtable (as scripts/redis-bench.sh does; not
-# counted), switch instrumentation on, and run each test at -c CONNS for
-# every -P in PIPES, dumping the counts after each run
-# (callgrind_control --dump).
+# COLL elements (or, for INCR and APPEND, KEYS string keys) into its
+# memtable (as scripts/redis-bench.sh does; not counted), switch
+# instrumentation on, and run each test at -c CONNS for every -P in
+# PIPES, dumping the counts after each run (callgrind_control --dump).
+# INCR increments counters beside the loaded keys, APPEND appends 8 bytes
+# to them (-r KEYS), as in scripts/redis-bench.sh.
 # Prints "test -P instructions/request" per run; the dumps stay in OUT
 # for callgrind_annotate.
 #
@@ -23,9 +26,10 @@
 #
 # Usage: scripts/redis-callgrind.sh BINARY [LABEL]
 # Environment (defaults in brackets):
-#   TESTS ["HMGET5 HMGET100 SMISMEMBER100 ZMSCORE100"]
-#   COLL [1000]  VALUE [100]  CONNS [50]  PIPES ["1 10"]
+#   TESTS ["HMGET5 HMGET100 SMISMEMBER100 ZMSCORE100"]; also HGET, INCR, APPEND
+#   COLL [1000]  VALUE [100]  CONNS [50]  PIPES ["1 10"]  KEYS [200000]
 #   N_SMALL [20000] requests of HMGET5 (and HGET)   N_BIG [2000] of the 100-element tests
+#   N_WRITES [200000] requests of INCR and APPEND
 #   BATCH [on]   OUT [/tmp/redis-callgrind]  PORT [16479]
 #   FLUSH [0]    1: the data in SST files (above)
 #   OPTIONS      engine options (--options) ["write_buffer_size=1GB";
@@ -41,6 +45,8 @@ CONNS=${CONNS:-50}
 PIPES=${PIPES:-"1 10"}
 N_SMALL=${N_SMALL:-20000}
 N_BIG=${N_BIG:-2000}
+KEYS=${KEYS:-200000}
+N_WRITES=${N_WRITES:-200000}
 BATCH=${BATCH:-on}
 OUT=${OUT:-/tmp/redis-callgrind}
 PORT=${PORT:-16479}
@@ -57,7 +63,7 @@ PID=
 
 # Loading and starting under valgrind take longer than natively.
 READY_TRIES=3000
-# stop_server, wait_ready, load_collection, repeat_arg
+# stop_server, wait_ready, load_keys, load_collection, repeat_arg
 source "$(dirname "$0")/redis-common.sh"
 trap stop_server EXIT
 
@@ -69,6 +75,8 @@ command_of() {
     HMGET100) echo "$N_BIG HMGET h:__rand_int__ $(repeat_arg 100 f:__rand_int__ | tr '\n' ' ')" ;;
     SMISMEMBER100) echo "$N_BIG SMISMEMBER s:__rand_int__ $(repeat_arg 100 m:__rand_int__ | tr '\n' ' ')" ;;
     ZMSCORE100) echo "$N_BIG ZMSCORE z:__rand_int__ $(repeat_arg 100 m:__rand_int__ | tr '\n' ' ')" ;;
+    INCR) echo "$N_WRITES INCR counter:__rand_int__" ;;
+    APPEND) echo "$N_WRITES APPEND key:__rand_int__ 12345678" ;;
     *) echo "unknown test $1" >&2; exit 1 ;;
     esac
 }
@@ -84,14 +92,29 @@ total_ir() {
     awk '/^(summary|totals):/ { print $2; exit }' "$1"
 }
 
-declare -A BY_TYPE=([h]="hashes HSET h" [s]="sets SADD s" [z]="zsets ZADD z")
-for t in h s z; do
+# type_of TEST: the data it uses (h, s, z: collections; k: string keys).
+type_of() {
+    case $1 in
+    INCR | APPEND) echo k ;;
+    *) echo "${1:0:1}" | tr '[:upper:]' '[:lower:]' ;;
+    esac
+}
+
+# load_type: loads the data of type $t.
+load_type() {
+    if [[ $t == k ]]; then load_keys; else load_collection "$cmd" "$prefix"; fi
+}
+
+declare -A BY_TYPE=([h]="hashes HSET h" [s]="sets SADD s" [z]="zsets ZADD z" [k]="strings SET key")
+for t in h s z k; do
     mine=()
     for test in $TESTS; do
-        [[ ${test:0:1} == "${t^^}" ]] && mine+=("$test")
+        [[ $(type_of "$test") == "$t" ]] && mine+=("$test")
     done
     ((${#mine[@]})) || continue
     read -r type cmd prefix <<<"${BY_TYPE[$t]}"
+    range=$COLL
+    if [[ $t == k ]]; then range=$KEYS; fi
     run=$OUT/db-$type
     rm -rf "$run" && mkdir -p "$run"
     base=$OUT/$LABEL-$type
@@ -101,14 +124,14 @@ for t in h s z; do
         "$BIN" "${OPTS[@]}" "${serve[@]}" >"$OUT/$LABEL-$type-load.log" 2>&1 &
         PID=$!
         wait_ready
-        load_collection "$cmd" "$prefix"
+        load_type
         stop_server
     fi
     valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$base.%p" \
         "$BIN" "${OPTS[@]}" "${serve[@]}" >"$OUT/$LABEL-$type.log" 2>&1 &
     PID=$!
     wait_ready
-    [[ $FLUSH == 1 ]] || load_collection "$cmd" "$prefix"
+    [[ $FLUSH == 1 ]] || load_type
     # Every command is slow under valgrind: the slow log would count
     # work that a native run never does.
     redis-cli -p "$PORT" CONFIG SET slowlog-log-slower-than -1 >/dev/null
@@ -118,7 +141,7 @@ for t in h s z; do
             # Four passes of random reads leave few blocks unread
             # (e^-10 of them for HMGET100 with the defaults).
             # shellcheck disable=SC2086
-            redis-benchmark -p "$PORT" -c "$CONNS" -P 10 -r "$COLL" -n "$((4 * n))" -q $args >/dev/null
+            redis-benchmark -p "$PORT" -c "$CONNS" -P 10 -r "$range" -n "$((4 * n))" -q $args >/dev/null
         done
         echo "$LABEL $type after warm-up: $(engine_info)"
     fi
@@ -127,7 +150,7 @@ for t in h s z; do
         read -r n args <<<"$(command_of "$test")"
         for p in $PIPES; do
             # shellcheck disable=SC2086
-            redis-benchmark -p "$PORT" -c "$CONNS" -P "$p" -r "$COLL" -n "$n" -q $args >/dev/null
+            redis-benchmark -p "$PORT" -c "$CONNS" -P "$p" -r "$range" -n "$n" -q $args >/dev/null
             callgrind_control --dump="$test-P$p" "$PID" >/dev/null
             mv "$base.$PID".* "$base.$test-P$p"
             ir=$(total_ir "$base.$test-P$p")

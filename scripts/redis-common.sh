@@ -1,7 +1,8 @@
 # Shell functions shared by scripts/redis-bench.sh and
 # scripts/redis-callgrind.sh (sourced, not run). They use PORT (the
-# server's port), PID (the server's process, empty when none), COLL and
-# VALUE (collections to load, their size and value length), and
+# server's port), PID (the server's process, empty when none), KEYS
+# (string keys to load), COLL and VALUE (collections to load, their size
+# and value length), and
 # READY_TRIES (tenths of a second to wait for a server, default 100).
 
 # stop_server: stops the server in PID gracefully (SIGTERM) and waits.
@@ -21,6 +22,16 @@ wait_ready() {
     done
     echo "server on port $PORT did not start" >&2
     exit 1
+}
+
+# load_keys: KEYS string keys key:N with VALUE-byte values.
+load_keys() {
+    local val
+    val=$(head -c "$VALUE" </dev/zero | tr '\0' 'x')
+    awk -v n="$KEYS" -v val="$val" -v vl="$VALUE" 'BEGIN {
+        for (i = 0; i < n; i++)
+            printf "*3\r\n$3\r\nSET\r\n$16\r\nkey:%012d\r\n$%d\r\n%s\r\n", i, vl, val
+    }' | redis-cli -p "$PORT" --pipe >/dev/null
 }
 
 # load_collection CMD PREFIX: COLL collections PREFIX:N, each with COLL

@@ -370,26 +370,7 @@ fn watch_makes_concurrent_check_and_set_lose_no_update() {
     let h = Harness::start();
     let mut c = h.conn();
     q::<()>(&mut c, &["SET", "counter", "0"]);
-    let aborted = h.on_clients(4, |_, w| {
-        let mut aborted = 0;
-        for _ in 0..100 {
-            loop {
-                q::<()>(w, &["WATCH", "counter"]);
-                let v: i64 = q(w, &["GET", "counter"]);
-                q::<()>(w, &["MULTI"]);
-                q::<String>(w, &["SET", "counter", &(v + 1).to_string()]);
-                match exec(w) {
-                    Value::Nil => aborted += 1,
-                    Value::Array(r) => {
-                        assert_eq!(r, [Value::Okay]);
-                        break;
-                    }
-                    other => panic!("EXEC answered {other:?}"),
-                }
-            }
-        }
-        aborted
-    });
+    let aborted = h.on_clients(4, |_, w| check_and_set_increments(w, 100));
     let aborted: i32 = aborted.into_iter().sum();
     assert_eq!(q::<i64>(&mut c, &["GET", "counter"]), 400);
     eprintln!("{aborted} aborted attempts");
@@ -424,24 +405,7 @@ fn watch_sees_writes_of_clients_that_never_watch() {
             }
             return 0;
         }
-        let mut aborted = 0;
-        for _ in 0..cas {
-            loop {
-                q::<()>(w, &["WATCH", "counter"]);
-                let v: i64 = q(w, &["GET", "counter"]);
-                q::<()>(w, &["MULTI"]);
-                q::<String>(w, &["SET", "counter", &(v + 1).to_string()]);
-                match exec(w) {
-                    Value::Nil => aborted += 1,
-                    Value::Array(r) => {
-                        assert_eq!(r, [Value::Okay]);
-                        break;
-                    }
-                    other => panic!("EXEC answered {other:?}"),
-                }
-            }
-        }
-        aborted
+        check_and_set_increments(w, cas)
     });
     assert_eq!(
         q::<i64>(&mut c, &["GET", "counter"]),
@@ -449,6 +413,29 @@ fn watch_sees_writes_of_clients_that_never_watch() {
         "an update was lost"
     );
     eprintln!("{} aborted attempts", aborted[0]);
+}
+
+/// Increments `counter` `times` times on `w` by check-and-set (WATCH,
+/// GET, MULTI, SET, EXEC, again while EXEC aborts); the aborted attempts.
+fn check_and_set_increments(w: &mut redis::Connection, times: i64) -> i32 {
+    let mut aborted = 0;
+    for _ in 0..times {
+        loop {
+            q::<()>(w, &["WATCH", "counter"]);
+            let v: i64 = q(w, &["GET", "counter"]);
+            q::<()>(w, &["MULTI"]);
+            q::<String>(w, &["SET", "counter", &(v + 1).to_string()]);
+            match exec(w) {
+                Value::Nil => aborted += 1,
+                Value::Array(r) => {
+                    assert_eq!(r, [Value::Okay]);
+                    break;
+                }
+                other => panic!("EXEC answered {other:?}"),
+            }
+        }
+    }
+    aborted
 }
 
 /// WATCHes `key` on `c`, lets `change` run, then runs a transaction that

@@ -188,7 +188,7 @@ pub struct NewEntry<'a> {
 /// that answered the read ([`crate::Db::multi_get_hinted`]): that
 /// memtable's identity (unique in the process, never reused) and its
 /// entries just before the key (for the skip list: at each of its lowest
-/// [`HINT_LEVELS`] levels). A write hands it back
+/// four levels). A write hands it back
 /// ([`crate::WriteBatch::put_hinted`]) so that the memtable links the new
 /// entry from there instead of searching from its top.
 ///

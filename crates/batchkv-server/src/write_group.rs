@@ -434,6 +434,10 @@ impl Execute for StringUpdates {
 fn write(shared: &Shared, runs: &[&Strings]) -> Vec<Result<(), Reply>> {
     let keys: Vec<&[u8]> = runs.iter().flat_map(|r| r.keys.iter()).collect();
     let _g = shared.lock_keys(&keys);
+    // The collections the runs replace, read in one batch (`None`: none
+    // was ever created; or the read failed, and each key is read alone,
+    // so that only the runs whose key cannot be read answer the error).
+    let olds = shared.old_collections(&keys).ok().flatten();
     let mut first = 0;
     // Sized once: the runs' keys and values and an entry header each.
     let mut b = WriteBatch::with_capacity(runs.iter().map(|r| r.weight()).sum());
@@ -444,10 +448,15 @@ fn write(shared: &Shared, runs: &[&Strings]) -> Vec<Result<(), Reply>> {
         b.set_save_point();
         let mut result = Ok(());
         // Each run's keys follow the previous run's in `keys`.
-        let own = &keys[first..first + run.values.len()];
+        let own = first..first + run.values.len();
         first += run.values.len();
-        for (&key, value) in own.iter().zip(&run.values) {
-            let cleared = shared.clear_old(&mut b, key);
+        for (at, value) in own.zip(&run.values) {
+            let key = keys[at];
+            let cleared = match olds.as_ref().map(|o| &o[at]) {
+                Some(Some(old)) => shared.drop_elements(&mut b, key, old),
+                Some(None) => Ok(()),
+                None => shared.clear_old(&mut b, key),
+            };
             #[cfg(test)]
             let cleared = cleared.and_then(|()| tests::injected_failure(key));
             if let Err(e) = cleared {

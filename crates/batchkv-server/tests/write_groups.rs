@@ -153,6 +153,36 @@ fn a_group_replaces_collections_and_keeps_exact_counts() {
     assert_eq!(common::stored_elements(dir.path()), 0);
 }
 
+/// Once a collection exists, a blind write must read what it replaces
+/// (`Shared::clear_old`): a group of SETs reads all its keys in one
+/// batched engine read, not one point read each, and still drops the
+/// replaced collections' elements.
+#[test]
+fn a_group_reads_the_values_it_replaces_in_one_batch() {
+    let h = Harness::start();
+    let mut c = h.conn();
+    for i in 0..5 {
+        let _: i64 = q(&mut c, &["HSET", &format!("h{i}"), "a", "1", "b", "2"]);
+    }
+    let cmds: Vec<Vec<String>> = (0..20)
+        .map(|i| match i % 4 {
+            0 => vec!["SET".into(), format!("h{}", i / 4), "s".into()],
+            _ => vec!["SET".into(), format!("k{i}"), "v".into()],
+        })
+        .collect();
+    let gets = info_batchkv(&mut c, "engine_gets");
+    let multi_gets = info_batchkv(&mut c, "engine_multi_gets");
+    assert_eq!(pipeline(&mut c, &cmds), vec![redis::Value::Okay; 20]);
+    assert_eq!(info_batchkv(&mut c, "engine_gets") - gets, 0, "point reads");
+    assert!(info_batchkv(&mut c, "engine_multi_gets") > multi_gets);
+    let types: Vec<String> = (0..5)
+        .map(|i| q(&mut c, &["TYPE", &format!("h{i}")]))
+        .collect();
+    assert_eq!(types, ["string"; 5]);
+    let dir = h.stop();
+    assert_eq!(common::stored_elements(dir.path()), 0);
+}
+
 #[test]
 fn a_key_over_the_limit_ends_the_group_and_gets_its_error() {
     let h = Harness::start();

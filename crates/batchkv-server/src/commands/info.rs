@@ -435,6 +435,11 @@ fn batchkv(shared: &Shared) -> String {
             per_batch(write_commands, write_batches),
         ),
         ("hinted_inserts", engine.hinted_inserts.to_string()),
+        // The engine's point reads and batched reads (each `multi_get` and
+        // the keys it read), all callers together.
+        ("engine_gets", engine.gets.to_string()),
+        ("engine_multi_gets", engine.multi_gets.to_string()),
+        ("engine_multi_get_keys", engine.multi_get_keys.to_string()),
         ("memtable", s.memtable_kind.into()),
         ("memtable_entries", s.memtable_entries.to_string()),
         ("memtable_bytes", s.memtable_bytes.to_string()),

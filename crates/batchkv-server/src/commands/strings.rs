@@ -308,8 +308,8 @@ pub fn mset(shared: &Shared, conn: &ConnState, a: &[Bytes], nx: bool) -> Reply {
         }
     }
     let mut b = WriteBatch::new();
+    tri!(shared.clear_old_many(&mut b, &keys));
     for (k, p) in keys.iter().zip(a.chunks(2)) {
-        tri!(shared.clear_old(&mut b, k));
         b.put(k, encode_value(&p[1], None));
     }
     tri!(shared.write(b));

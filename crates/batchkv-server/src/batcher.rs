@@ -39,7 +39,7 @@ use std::sync::Arc;
 use batchkv::{Db, ReadOptions, ReadView};
 use bytes::BytesMut;
 
-use crate::combine::{Combiner, Execute, Limits};
+use crate::combine::{Combiner, Execute, Gather, Limits};
 use crate::errors::{self, CORRUPT};
 use crate::keyspace::{self, Entry, NotString};
 use crate::meta::{self, Kind, Meta};
@@ -55,7 +55,10 @@ const GATHER_BELOW_KEYS: usize = 64;
 /// `redis-benchmark -c 50 -P 1` such gathering (one gatherer for all
 /// threads) combined 3.0–3.7 keys per `multi_get` and was slower in all 6
 /// paired runs (6–7 % in medians; a yield, a channel and a copy per key
-/// cost more than the batch saves). It still joins a gathering leader.
+/// cost more than the batch saves). Gathering per thread behind the gate
+/// single writes use ([`Gather::WhileItFinds`]) measured no faster either
+/// (`-c 50 -P 1`, 1M keys: 8.4–8.8 µs of CPU per GET both ways). It still
+/// joins a gathering leader.
 const GATHER_FROM_KEYS: usize = 2;
 /// Keys gathered into one `multi_get` at most.
 const MAX_BATCH_KEYS: usize = 4096;
@@ -294,8 +297,12 @@ impl Execute for Reads {
         req.keys.len()
     }
 
-    fn gathers(req: &Request) -> bool {
-        req.keys.len() >= GATHER_FROM_KEYS
+    fn gathers(req: &Request) -> Gather {
+        if req.keys.len() >= GATHER_FROM_KEYS {
+            Gather::Always
+        } else {
+            Gather::Never
+        }
     }
 
     /// Runs the commands of `own` (encoded into its buffer) and of `jobs`

@@ -55,6 +55,8 @@
 //!    shutdown) moves its jobs to the shared queue and serves it, from a
 //!    drop guard.
 
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::ThreadId;
 
@@ -79,9 +81,11 @@ pub trait Execute: Send + Sync + 'static {
     fn size(req: &Self::Request) -> usize;
 
     /// Whether a leader of `req`, a small request, yields to gather others
-    /// (when other clients are connected): worth it for a pipeline, not
-    /// for a single command, whose yield costs more than the batch saves.
-    fn gathers(req: &Self::Request) -> bool;
+    /// (when other clients are connected): always worth it for a
+    /// pipeline; for a single command only while gathering finds others
+    /// ([`Gather::WhileItFinds`]), as its yield costs more than an empty
+    /// batch saves.
+    fn gathers(req: &Self::Request) -> Gather;
 
     /// Runs `own` (replies encoded into its buffer, after what it holds)
     /// and `jobs` (replies encoded into fresh buffers sent on each job's
@@ -92,6 +96,62 @@ pub trait Execute: Send + Sync + 'static {
         own: Option<(&Self::Request, &mut BytesMut)>,
         jobs: Vec<Job<Self::Request, Self::Answer>>,
     ) -> Option<Self::Answer>;
+}
+
+/// Whether a small request's leader yields to gather other connections'
+/// jobs ([`Execute::gathers`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gather {
+    /// Never: its leader runs it at once.
+    Never,
+    /// Only while the recent gatherers found other jobs
+    /// ([`FoundPerGather`]): a single command. With many clients sending
+    /// one command each (`redis-benchmark -c 50 -P 1`), a gathering leader
+    /// finds one or two others and their engine writes become one; with
+    /// two or four such clients it finds less than one, and its yield (a
+    /// scheduling round trip, often a park and wake of the thread) costs
+    /// more than it saves.
+    WhileItFinds,
+    /// Always: a pipeline, whose batch pays for the yield by itself.
+    Always,
+}
+
+/// How many jobs a gathering leader found during its yield, recently: an
+/// exponentially weighted average in sixteenths, updated (racily: a
+/// statistic) by every gatherer, and read by leaders of
+/// [`Gather::WhileItFinds`] jobs.
+struct FoundPerGather(AtomicU32);
+
+/// The average (in sixteenths of a job) from which single commands gather.
+const GATHER_SINGLES_FROM: u32 = 16;
+/// While single commands do not gather, one single-command leader in this
+/// many on a thread gathers anyway, so that the average follows the load.
+const PROBE_EVERY: u32 = 32;
+
+thread_local! {
+    /// Single-command leaders on this thread since the last probe.
+    static SINCE_PROBE: Cell<u32> = const { Cell::new(0) };
+}
+
+impl FoundPerGather {
+    /// Whether a leader of a [`Gather::WhileItFinds`] job gathers.
+    fn gathers_single(&self) -> bool {
+        if self.0.load(Ordering::Relaxed) >= GATHER_SINGLES_FROM {
+            return true;
+        }
+        SINCE_PROBE.with(|n| {
+            let probe = n.get() + 1 >= PROBE_EVERY;
+            n.set(if probe { 0 } else { n.get() + 1 });
+            probe
+        })
+    }
+
+    /// Counts a gathering that found `found` jobs (weight 1/8).
+    fn record(&self, found: usize) {
+        let old = self.0.load(Ordering::Relaxed);
+        let sample = (found.min(64) as u32) * 16;
+        self.0.store(old - old / 8 + sample / 8, Ordering::Relaxed);
+    }
 }
 
 /// A follower's request, queued for a leader, with the channel its
@@ -180,6 +240,7 @@ pub struct Combiner<E: Execute> {
     max_leaders: usize,
     limits: Limits,
     queue: Mutex<Queue<E::Request, E::Answer>>,
+    found: FoundPerGather,
 }
 
 /// A gathering leader's claim while it yields: dropped armed (the
@@ -214,6 +275,9 @@ impl<E: Execute> Combiner<E> {
                 next_gatherer: 0,
                 jobs: Vec::new(),
             }),
+            // Starts where single commands gather: a server under load
+            // keeps it there, and the first probes of an idle one lower it.
+            found: FoundPerGather(AtomicU32::new(GATHER_SINGLES_FROM)),
         }
     }
 
@@ -250,7 +314,13 @@ impl<E: Execute> Combiner<E> {
     ) -> E::Answer {
         let size = E::size(&req);
         let small = size < self.limits.gather_below;
-        let gather = combine && small && E::gathers(&req);
+        let gather = combine
+            && small
+            && match E::gathers(&req) {
+                Gather::Never => false,
+                Gather::WhileItFinds => self.found.gathers_single(),
+                Gather::Always => true,
+            };
         let thread = std::thread::current().id();
         // Either lead (`Ok`: the request kept, and the id of the gatherer
         // it became, if it did) or follow (`Err`: the request queued and a
@@ -315,6 +385,9 @@ impl<E: Execute> Combiner<E> {
                 Some(id) => q.end_gathering(id),
                 None => Vec::new(),
             };
+            if gatherer.is_some() {
+                self.found.record(gathered.len());
+            }
             let mut others = self.take_jobs(&mut gathered, size);
             q.jobs.extend(gathered);
             let taken = size + others.iter().map(|j| E::size(&j.req)).sum::<usize>();
@@ -369,5 +442,132 @@ impl<E: Execute> Combiner<E> {
             n += 1;
         }
         queue.drain(..n).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    /// Requests are command counts; every call is counted.
+    #[derive(Default)]
+    struct Calls(AtomicUsize);
+
+    impl Execute for Calls {
+        type Request = usize;
+        type Answer = usize;
+
+        fn size(req: &usize) -> usize {
+            *req
+        }
+
+        fn gathers(req: &usize) -> Gather {
+            if *req >= 2 {
+                Gather::Always
+            } else {
+                Gather::WhileItFinds
+            }
+        }
+
+        fn execute(
+            &self,
+            own: Option<(&usize, &mut BytesMut)>,
+            jobs: Vec<Job<usize, usize>>,
+        ) -> Option<usize> {
+            self.0.fetch_add(1, Ordering::Relaxed);
+            let own = own.map(|(n, _)| *n);
+            for job in jobs {
+                let n = job.req;
+                let _ = job.tx.send((BytesMut::new(), n));
+            }
+            own
+        }
+    }
+
+    const LIMITS: Limits = Limits {
+        gather_below: 64,
+        max_batch: 1024,
+    };
+
+    /// Submits one request of `n` commands from each of `conns` tasks on
+    /// one thread (so that they are all ready when the first leads);
+    /// returns the engine calls made.
+    fn submit_from_conns(c: &Arc<Combiner<Calls>>, conns: usize, n: usize) -> usize {
+        let before = c.executor().0.load(Ordering::Relaxed);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let tasks: Vec<_> = (0..conns)
+                .map(|_| {
+                    let c = c.clone();
+                    tokio::spawn(async move { c.submit(n, true, &mut BytesMut::new()).await })
+                })
+                .collect();
+            for t in tasks {
+                assert_eq!(t.await.unwrap(), n, "every request answered");
+            }
+        });
+        let s = c.state();
+        assert_eq!((s.leaders, s.gatherers.len(), s.jobs), (0, 0, 0));
+        c.executor().0.load(Ordering::Relaxed) - before
+    }
+
+    /// Single commands gather while gatherers find others: under load
+    /// they are combined; after gatherings that found nothing (a few
+    /// clients) each runs at once, but for one probe in `PROBE_EVERY`;
+    /// and once a gathering finds others again they are combined again.
+    #[test]
+    fn single_commands_gather_while_gathering_finds_others() {
+        let c = Arc::new(Combiner::with(Calls::default(), 2, LIMITS));
+        // The average starts where singles gather: 8 ready connections'
+        // commands are one call.
+        assert_eq!(submit_from_conns(&c, 8, 1), 1);
+        assert!(c.found.0.load(Ordering::Relaxed) >= GATHER_SINGLES_FROM);
+        // Lone clients: each gathering finds nothing, and the average
+        // falls below the threshold.
+        let mut lone_gathers = 0;
+        while c.found.0.load(Ordering::Relaxed) >= GATHER_SINGLES_FROM {
+            assert_eq!(submit_from_conns(&c, 1, 1), 1);
+            lone_gathers += 1;
+            assert!(lone_gathers < 64, "the average never fell");
+        }
+        // Now ready connections' single commands each run at once, but
+        // for the probe: one in PROBE_EVERY leaders gathers.
+        let conns = PROBE_EVERY as usize - 1;
+        SINCE_PROBE.with(|n| n.set(0));
+        assert_eq!(submit_from_conns(&c, conns, 1), conns);
+        // The next leader probes; it finds the other ready connections'
+        // commands, and that lifts the average back over the threshold.
+        assert_eq!(submit_from_conns(&c, 8, 1), 1);
+        assert!(c.found.0.load(Ordering::Relaxed) >= GATHER_SINGLES_FROM);
+        assert_eq!(submit_from_conns(&c, 8, 1), 1);
+    }
+
+    /// A pipeline's leader always gathers, whatever the average says.
+    #[test]
+    fn pipelines_gather_while_single_commands_do_not() {
+        let c = Arc::new(Combiner::with(Calls::default(), 2, LIMITS));
+        c.found.0.store(0, Ordering::Relaxed);
+        SINCE_PROBE.with(|n| n.set(0));
+        assert_eq!(submit_from_conns(&c, 4, 1), 4);
+        assert_eq!(submit_from_conns(&c, 4, 10), 1);
+    }
+
+    /// The average moves by an eighth of the difference per gathering.
+    #[test]
+    fn found_per_gather_is_a_moving_average() {
+        let f = FoundPerGather(AtomicU32::new(0));
+        for _ in 0..100 {
+            f.record(3);
+        }
+        // Converges to 3 jobs (48 sixteenths) from below, within rounding.
+        let v = f.0.load(Ordering::Relaxed);
+        assert!((40..=48).contains(&v), "{v}");
+        for _ in 0..100 {
+            f.record(0);
+        }
+        assert!(f.0.load(Ordering::Relaxed) < GATHER_SINGLES_FROM);
     }
 }

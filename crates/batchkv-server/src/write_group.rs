@@ -70,7 +70,7 @@ use bytes::{Bytes, BytesMut};
 use batchkv::WriteBatch;
 
 use crate::batcher::{Keys, Shape};
-use crate::combine::{Combiner, Execute, Limits};
+use crate::combine::{Combiner, Execute, Gather, Limits};
 use crate::commands::{self, CommandSpec, ConnState};
 use crate::keyspace::{self, MAX_KEY_LEN, MAX_VALUE_LEN};
 use crate::resp::Reply;
@@ -163,10 +163,18 @@ const MAX_COMBINED_BYTES: usize = MAX_GROUP_BYTES;
 /// A run lighter than this joins a leader gathering on its thread, and
 /// its leader gathers: every run but the largest.
 const GATHER_BELOW_BYTES: usize = 64 << 10;
-/// A run of one command does not gather (its leader does not yield):
-/// as for reads (`batcher.rs`), the yield costs a single command more than
-/// the batch saves. It still joins a gathering leader.
+/// A run of one command gathers only while gathering finds others
+/// ([`Gather::WhileItFinds`]); it always joins a gathering leader.
 const GATHER_FROM_COMMANDS: usize = 2;
+
+/// How a run of `commands` string commands gathers.
+fn gather_from(commands: usize) -> Gather {
+    if commands >= GATHER_FROM_COMMANDS {
+        Gather::Always
+    } else {
+        Gather::WhileItFinds
+    }
+}
 /// Bytes a pair weighs besides its key and value (the batch entry's
 /// header and the key's lock).
 const PAIR_WEIGHT: usize = 32;
@@ -265,8 +273,8 @@ impl Execute for StringWrites {
         req.weight()
     }
 
-    fn gathers(req: &Strings) -> bool {
-        req.commands >= GATHER_FROM_COMMANDS
+    fn gathers(req: &Strings) -> Gather {
+        gather_from(req.commands)
     }
 
     fn execute(&self, own: Option<(&Strings, &mut BytesMut)>, jobs: Vec<Job>) -> Option<Written> {
@@ -380,8 +388,8 @@ impl Execute for StringUpdates {
         req.weight()
     }
 
-    fn gathers(req: &Updates) -> bool {
-        req.reqs.len() >= GATHER_FROM_COMMANDS
+    fn gathers(req: &Updates) -> Gather {
+        gather_from(req.reqs.len())
     }
 
     fn execute(
@@ -549,9 +557,9 @@ impl Execute for CommandRuns {
         req.weight()
     }
 
-    fn gathers(_: &Commands) -> bool {
+    fn gathers(_: &Commands) -> Gather {
         // A group has two commands or more.
-        true
+        Gather::Always
     }
 
     fn execute(

@@ -281,6 +281,18 @@ impl<E: Execute> Combiner<E> {
         }
     }
 
+    /// Whether a single command is worth submitting, for a caller whose
+    /// single commands are cheaper run alone: when a leader gathers on
+    /// this thread (it joins it), or when a leader of it would gather
+    /// ([`Gather::WhileItFinds`]; counts towards the next probe). A
+    /// single command submitted after this must gather
+    /// ([`Gather::Always`]): a probe that no other connection could join
+    /// would never find any.
+    pub fn takes_single(&self) -> bool {
+        let thread = std::thread::current().id();
+        self.lock().gatherers.iter().any(|g| g.thread == thread) || self.found.gathers_single()
+    }
+
     /// The engine call.
     #[cfg(test)]
     pub fn executor(&self) -> &E {
@@ -543,6 +555,30 @@ mod tests {
         assert_eq!(submit_from_conns(&c, 8, 1), 1);
         assert!(c.found.0.load(Ordering::Relaxed) >= GATHER_SINGLES_FROM);
         assert_eq!(submit_from_conns(&c, 8, 1), 1);
+    }
+
+    /// `takes_single`: yes while a leader gathers on this thread (the
+    /// command joins it) or while the average is over the threshold; else
+    /// only for the probe.
+    #[test]
+    fn a_single_command_is_taken_to_join_or_gather() {
+        use std::future::Future;
+        use std::task::{Context, Poll, Waker};
+        let c = Arc::new(Combiner::with(Calls::default(), 2, LIMITS));
+        assert!(c.takes_single(), "the average starts at the threshold");
+        c.found.0.store(0, Ordering::Relaxed);
+        SINCE_PROBE.with(|n| n.set(0));
+        let taken = (0..PROBE_EVERY).filter(|_| c.takes_single()).count();
+        assert_eq!(taken, 1, "only the probe");
+        // A pipeline's leader gathering on this thread: single commands
+        // are taken to join it.
+        let mut out = BytesMut::new();
+        let mut lead = Box::pin(c.submit(2, true, &mut out));
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(matches!(lead.as_mut().poll(&mut cx), Poll::Pending));
+        assert!((0..PROBE_EVERY).all(|_| c.takes_single()));
+        assert!(matches!(lead.as_mut().poll(&mut cx), Poll::Ready(2)));
+        assert!(!c.takes_single(), "the gatherer is gone; not a probe");
     }
 
     /// A pipeline's leader always gathers, whatever the average says.

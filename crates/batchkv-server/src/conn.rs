@@ -517,7 +517,13 @@ impl Conn {
                 // in order with its replies.
                 let combine = self.shared.clients.load(Ordering::Relaxed) > 1
                     && !self.st.pubsub.is_subscribed();
-                if let (Some(runs), true) = (&self.shared.command_runs, combine) {
+                let runs = self.shared.command_runs.as_ref().filter(|_| combine);
+                if cmds.len() == 1 && !runs.is_some_and(|r| r.takes_single()) {
+                    // Not to be combined, one command is cheaper on the
+                    // normal path.
+                    return Some(None);
+                }
+                if let Some(runs) = runs {
                     let run = Commands::new(&self.st, &cmds);
                     let answered = runs.submit(run, combine, &mut self.out).await;
                     if answered != cmds.len() {

@@ -106,7 +106,8 @@ pub enum Group {
     Strings(Vec<usize>),
     /// String read-modify-writes.
     StringUpdates(Vec<usize>),
-    /// These write commands (two or more), one per request.
+    /// These write commands, one per request (a single one is worth a
+    /// group only to combine it with other connections').
     Commands(Vec<&'static CommandSpec>),
 }
 
@@ -146,7 +147,6 @@ pub fn find(st: &ConnState, reqs: &[Vec<Bytes>]) -> Option<Group> {
         0 => None,
         _ if blind => Some(Group::Strings(indexes)),
         _ if updates => Some(Group::StringUpdates(indexes)),
-        1 => None,
         _ => Some(Group::Commands(
             indexes.into_iter().map(commands::spec_at).collect(),
         )),
@@ -558,7 +558,9 @@ impl Execute for CommandRuns {
     }
 
     fn gathers(_: &Commands) -> Gather {
-        // A group has two commands or more.
+        // A single command is submitted only where it joins a gatherer or
+        // gathers (`Combiner::takes_single`, in `conn.rs`); otherwise it
+        // takes the cheaper normal path.
         Gather::Always
     }
 

@@ -163,17 +163,14 @@ const MAX_COMBINED_BYTES: usize = MAX_GROUP_BYTES;
 /// A run lighter than this joins a leader gathering on its thread, and
 /// its leader gathers: every run but the largest.
 const GATHER_BELOW_BYTES: usize = 64 << 10;
-/// A run of one command gathers only while gathering finds others
-/// ([`Gather::WhileItFinds`]); it always joins a gathering leader.
-const GATHER_FROM_COMMANDS: usize = 2;
 
-/// How a run of `commands` string commands gathers.
-fn gather_from(commands: usize) -> Gather {
-    if commands >= GATHER_FROM_COMMANDS {
-        Gather::Always
-    } else {
-        Gather::WhileItFinds
-    }
+/// How a run of string writes gathers: only while gatherers find other
+/// runs ([`Gather::WhileItFinds`]), a pipeline too: with two clients
+/// sending pipelines of 10 SETs, yields that found nobody cost 2–15 % of
+/// the CPU per SET; under load (50 clients) the average stays over the
+/// threshold and every leader gathers. Any run joins a gathering leader.
+fn gather_runs() -> Gather {
+    Gather::WhileItFinds
 }
 /// Bytes a pair weighs besides its key and value (the batch entry's
 /// header and the key's lock).
@@ -273,8 +270,8 @@ impl Execute for StringWrites {
         req.weight()
     }
 
-    fn gathers(req: &Strings) -> Gather {
-        gather_from(req.commands)
+    fn gathers(_: &Strings) -> Gather {
+        gather_runs()
     }
 
     fn execute(&self, own: Option<(&Strings, &mut BytesMut)>, jobs: Vec<Job>) -> Option<Written> {
@@ -388,8 +385,8 @@ impl Execute for StringUpdates {
         req.weight()
     }
 
-    fn gathers(req: &Updates) -> Gather {
-        gather_from(req.reqs.len())
+    fn gathers(_: &Updates) -> Gather {
+        gather_runs()
     }
 
     fn execute(
@@ -560,7 +557,9 @@ impl Execute for CommandRuns {
     fn gathers(_: &Commands) -> Gather {
         // A single command is submitted only where it joins a gatherer or
         // gathers (`Combiner::takes_single`, in `conn.rs`); otherwise it
-        // takes the cheaper normal path.
+        // takes the cheaper normal path. A pipeline's run always gathers:
+        // behind the moving average, HSET pipelines of two clients (`-c 2
+        // -P 10`) measured 4–9 % slower.
         Gather::Always
     }
 

@@ -13,7 +13,8 @@
 //!    leaders at work becomes a leader, and the rest queue their jobs in
 //!    the shared queue. Followers wait for their answers on a channel.
 //! 2. A new leader with a small job that [`Execute::gathers`] gathers
-//!    when other clients are connected: it yields to the
+//!    when other clients are connected (for most jobs, only while recent
+//!    gatherers found others: [`Gather::WhileItFinds`]): it yields to the
 //!    runtime once ([`tokio::task::yield_now`]) before it takes its jobs.
 //!    The engine call is synchronous and holds its worker thread, so
 //!    without the yield no other connection task could run on that thread
@@ -81,10 +82,7 @@ pub trait Execute: Send + Sync + 'static {
     fn size(req: &Self::Request) -> usize;
 
     /// Whether a leader of `req`, a small request, yields to gather others
-    /// (when other clients are connected): always worth it for a
-    /// pipeline; for a single command only while gathering finds others
-    /// ([`Gather::WhileItFinds`]), as its yield costs more than an empty
-    /// batch saves.
+    /// (when other clients are connected).
     fn gathers(req: &Self::Request) -> Gather;
 
     /// Runs `own` (replies encoded into its buffer, after what it holds)
@@ -105,14 +103,14 @@ pub enum Gather {
     /// Never: its leader runs it at once.
     Never,
     /// Only while the recent gatherers found other jobs
-    /// ([`FoundPerGather`]): a single command. With many clients sending
-    /// one command each (`redis-benchmark -c 50 -P 1`), a gathering leader
-    /// finds one or two others and their engine writes become one; with
-    /// two or four such clients it finds less than one, and its yield (a
-    /// scheduling round trip, often a park and wake of the thread) costs
-    /// more than it saves.
+    /// ([`FoundPerGather`]). With many clients sending one command each
+    /// (`redis-benchmark -c 50 -P 1`), a gathering leader finds one or two
+    /// others and their engine calls become one; with two or four clients
+    /// it mostly finds none, and its yield (a scheduling round trip, often
+    /// a park and wake of the thread) costs more than it saves.
     WhileItFinds,
-    /// Always: a pipeline, whose batch pays for the yield by itself.
+    /// Always: where the batch pays for the yield by itself, or the
+    /// caller decided to gather ([`Combiner::takes_single`]).
     Always,
 }
 
@@ -122,21 +120,23 @@ pub enum Gather {
 /// [`Gather::WhileItFinds`] jobs.
 struct FoundPerGather(AtomicU32);
 
-/// The average (in sixteenths of a job) from which single commands gather.
-const GATHER_SINGLES_FROM: u32 = 16;
-/// While single commands do not gather, one single-command leader in this
-/// many on a thread gathers anyway, so that the average follows the load.
+/// The average (in sixteenths of a job) from which
+/// [`Gather::WhileItFinds`] leaders gather.
+const GATHER_FROM: u32 = 16;
+/// While the average is below [`GATHER_FROM`], one such leader in this
+/// many on a thread gathers anyway (a probe), so that the average follows
+/// the load.
 const PROBE_EVERY: u32 = 32;
 
 thread_local! {
-    /// Single-command leaders on this thread since the last probe.
+    /// [`Gather::WhileItFinds`] leaders on this thread since the last probe.
     static SINCE_PROBE: Cell<u32> = const { Cell::new(0) };
 }
 
 impl FoundPerGather {
-    /// Whether a leader of a [`Gather::WhileItFinds`] job gathers.
-    fn gathers_single(&self) -> bool {
-        if self.0.load(Ordering::Relaxed) >= GATHER_SINGLES_FROM {
+    /// Whether a leader of a [`Gather::WhileItFinds`] job gathers now.
+    fn gathers_now(&self) -> bool {
+        if self.0.load(Ordering::Relaxed) >= GATHER_FROM {
             return true;
         }
         SINCE_PROBE.with(|n| {
@@ -277,7 +277,7 @@ impl<E: Execute> Combiner<E> {
             }),
             // Starts where single commands gather: a server under load
             // keeps it there, and the first probes of an idle one lower it.
-            found: FoundPerGather(AtomicU32::new(GATHER_SINGLES_FROM)),
+            found: FoundPerGather(AtomicU32::new(GATHER_FROM)),
         }
     }
 
@@ -290,7 +290,7 @@ impl<E: Execute> Combiner<E> {
     /// would never find any.
     pub fn takes_single(&self) -> bool {
         let thread = std::thread::current().id();
-        self.lock().gatherers.iter().any(|g| g.thread == thread) || self.found.gathers_single()
+        self.lock().gatherers.iter().any(|g| g.thread == thread) || self.found.gathers_now()
     }
 
     /// The engine call.
@@ -326,13 +326,11 @@ impl<E: Execute> Combiner<E> {
     ) -> E::Answer {
         let size = E::size(&req);
         let small = size < self.limits.gather_below;
-        let gather = combine
-            && small
-            && match E::gathers(&req) {
-                Gather::Never => false,
-                Gather::WhileItFinds => self.found.gathers_single(),
-                Gather::Always => true,
-            };
+        let policy = if combine && small {
+            E::gathers(&req)
+        } else {
+            Gather::Never
+        };
         let thread = std::thread::current().id();
         // Either lead (`Ok`: the request kept, and the id of the gatherer
         // it became, if it did) or follow (`Err`: the request queued and a
@@ -358,6 +356,12 @@ impl<E: Execute> Combiner<E> {
             } else {
                 q.leaders += 1;
                 debug_assert!(q.leaders <= self.max_leaders);
+                // Asked of leaders only: the probes count leaders.
+                let gather = match policy {
+                    Gather::Never => false,
+                    Gather::WhileItFinds => self.found.gathers_now(),
+                    Gather::Always => true,
+                };
                 let id = gather.then(|| {
                     let id = q.next_gatherer;
                     q.next_gatherer += 1;
@@ -536,11 +540,11 @@ mod tests {
         // The average starts where singles gather: 8 ready connections'
         // commands are one call.
         assert_eq!(submit_from_conns(&c, 8, 1), 1);
-        assert!(c.found.0.load(Ordering::Relaxed) >= GATHER_SINGLES_FROM);
+        assert!(c.found.0.load(Ordering::Relaxed) >= GATHER_FROM);
         // Lone clients: each gathering finds nothing, and the average
         // falls below the threshold.
         let mut lone_gathers = 0;
-        while c.found.0.load(Ordering::Relaxed) >= GATHER_SINGLES_FROM {
+        while c.found.0.load(Ordering::Relaxed) >= GATHER_FROM {
             assert_eq!(submit_from_conns(&c, 1, 1), 1);
             lone_gathers += 1;
             assert!(lone_gathers < 64, "the average never fell");
@@ -553,7 +557,7 @@ mod tests {
         // The next leader probes; it finds the other ready connections'
         // commands, and that lifts the average back over the threshold.
         assert_eq!(submit_from_conns(&c, 8, 1), 1);
-        assert!(c.found.0.load(Ordering::Relaxed) >= GATHER_SINGLES_FROM);
+        assert!(c.found.0.load(Ordering::Relaxed) >= GATHER_FROM);
         assert_eq!(submit_from_conns(&c, 8, 1), 1);
     }
 
@@ -604,6 +608,6 @@ mod tests {
         for _ in 0..100 {
             f.record(0);
         }
-        assert!(f.0.load(Ordering::Relaxed) < GATHER_SINGLES_FROM);
+        assert!(f.0.load(Ordering::Relaxed) < GATHER_FROM);
     }
 }

@@ -124,8 +124,9 @@ proptest! {
 
 /// The SST stage of `multi_get` asks each table once for all the keys in its
 /// range: keys spread over several non-overlapping files per level, under
-/// overlapping L0 files holding newer versions and tombstones, read at
-/// snapshots taken between the rounds, give the same answers as `get`.
+/// overlapping L0 files (some spanning every key, some a narrow range)
+/// holding newer versions and tombstones, read at snapshots taken between
+/// the rounds, give the same answers as `get`.
 #[test]
 fn sst_stage_matches_get_across_files_levels_and_snapshots() {
     let dir = tempfile::tempdir().unwrap();
@@ -163,9 +164,22 @@ fn sst_stage_matches_get_across_files_levels_and_snapshots() {
         db.flush().unwrap();
         snaps.push(Some(db.snapshot()));
     }
+    // Rounds 4-5: narrow L0 files (newest, a sub-range each), so that one
+    // batch has keys below, inside and above a table's range.
+    for (round, range) in [(4u16, 1000..1400u16), (5, 2500..2600)] {
+        for k in range {
+            if k % 5 == 0 {
+                db.delete(key(k)).unwrap();
+            } else {
+                db.put(key(k), value(k, round)).unwrap();
+            }
+        }
+        db.flush().unwrap();
+        snaps.push(Some(db.snapshot()));
+    }
     snaps.push(None);
     let files = db.stats().files_per_level;
-    assert!(files[0] >= 3, "L0 files: {files:?}");
+    assert!(files[0] >= 5, "L0 files: {files:?}");
     assert!(
         files[1..].iter().sum::<usize>() >= 4,
         "deeper files: {files:?}"

@@ -22,6 +22,7 @@ use crate::key::{user_key, SequenceNumber};
 use crate::key_list::KeyList;
 use crate::memtable::{BatchLookup, EntryRef, InsertHint};
 use crate::options::ReadOptions;
+use crate::sst::filter::filter_hash;
 use crate::sst::table::recycle;
 use crate::sst::{Block, BlockReadOptions};
 
@@ -347,6 +348,14 @@ struct Scratch {
     hints: Vec<Option<InsertHint>>,
     /// Table stage: the pending keys inside the table's range.
     group: Vec<u32>,
+    /// Table stages: [`filter_hash`] per distinct key, computed at the
+    /// first table asked (each key once, however many tables it meets);
+    /// empty before. Entries of keys no longer pending are stale.
+    ///
+    /// [`filter_hash`]: crate::sst::filter::filter_hash
+    filter_hashes: Vec<u64>,
+    /// The hashes of `group`'s keys, in its order.
+    group_hashes: Vec<u64>,
     /// Table stage: keys whose newest version there is a merge operand.
     operands_at: Vec<u32>,
 }
@@ -608,6 +617,8 @@ fn resolve_in_tables(
         return;
     }
     let group = &mut sc.group;
+    let (filter_hashes, group_hashes) = (&mut sc.filter_hashes, &mut sc.group_hashes);
+    filter_hashes.clear();
     let mut group_keys: Vec<&[u8]> = recycle(std::mem::take(&mut sc.stage_keys));
     // Keys whose newest version in a table is a merge operand.
     let operands_at = &mut sc.operands_at;
@@ -620,22 +631,23 @@ fn resolve_in_tables(
             if pending.is_empty() {
                 break 'levels;
             }
+            // The keys in the file's range: `rest` ascends, so two binary
+            // searches find them (a few compares per table, not two per key:
+            // L0 files' ranges overlap, and every key meets each of them).
             let (lo, hi) = (user_key(&file.smallest), user_key(&file.largest));
-            if level > 0 {
-                // Sorted, disjoint files: keys below this file's range
-                // belong to no file of the level.
-                let skip = rest.partition_point(|&u| distinct[u as usize] < lo);
-                rest = &rest[skip..];
-            }
+            let from = rest.partition_point(|&u| distinct[u as usize] < lo);
+            let to = from + rest[from..].partition_point(|&u| distinct[u as usize] <= hi);
             group.clear();
             group.extend(
-                rest.iter()
+                rest[from..to]
+                    .iter()
                     .copied()
-                    .take_while(|&u| distinct[u as usize] <= hi)
-                    .filter(|&u| distinct[u as usize] >= lo && slots[u as usize].is_pending()),
+                    .filter(|&u| slots[u as usize].is_pending()),
             );
             if level > 0 {
-                rest = &rest[rest.partition_point(|&u| distinct[u as usize] <= hi)..];
+                // Sorted, disjoint files: keys up to this file's end belong
+                // to no later file of the level.
+                rest = &rest[to..];
             }
             if group.is_empty() {
                 continue;
@@ -657,12 +669,24 @@ fn resolve_in_tables(
                     }
                 }
             }
+            if filter_hashes.is_empty() {
+                // Every key still pending may meet a table from here on.
+                filter_hashes.resize(distinct.len(), 0);
+                for &u in pending.iter() {
+                    filter_hashes[u as usize] = filter_hash(distinct[u as usize]);
+                }
+            }
             group_keys.clear();
             group_keys.extend(group.iter().map(|&u| distinct[u as usize]));
+            group_hashes.clear();
+            group_hashes.extend(group.iter().map(|&u| filter_hashes[u as usize]));
             operands_at.clear();
-            stage
-                .table
-                .multi_get_blocks(&group_keys, seq, ro, &mut |j, r, block| {
+            stage.table.multi_get_blocks(
+                &group_keys,
+                Some(group_hashes),
+                seq,
+                ro,
+                &mut |j, r, block| {
                     let u = group[j];
                     let slot = &mut slots[u as usize];
                     let Slot::Pending(l) = slot else {
@@ -687,7 +711,8 @@ fn resolve_in_tables(
                             }
                         },
                     };
-                });
+                },
+            );
             for &u in operands_at.iter() {
                 if let Slot::Pending(l) = &mut slots[u as usize] {
                     let key = distinct[u as usize];

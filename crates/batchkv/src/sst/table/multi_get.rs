@@ -66,7 +66,7 @@ impl Table {
         ro: BlockReadOptions,
         on_result: &mut dyn FnMut(usize, Result<Found<'_>>),
     ) {
-        self.multi_get_blocks(keys, seq, ro, &mut |j, r, _| {
+        self.multi_get_blocks(keys, None, seq, ro, &mut |j, r, _| {
             on_result(j, r.map(|(_, t, v)| (t, v)))
         });
     }
@@ -74,9 +74,14 @@ impl Table {
     /// [`Table::multi_get_with`] that also hands over the block holding
     /// each value found (`None` on the rare single-key fallback), so a
     /// caller can keep the value by keeping the block instead of copying.
+    ///
+    /// `filter_hashes`, when given, holds [`filter_hash`] of each key (as
+    /// many as `keys`): a batch that asks several tables hashes its keys
+    /// once, not once per table (every table's filter uses that hash).
     pub(crate) fn multi_get_blocks(
         &self,
         keys: &[&[u8]],
+        filter_hashes: Option<&[u64]>,
         seq: SequenceNumber,
         ro: BlockReadOptions,
         on_result: &mut OnFoundInBlock<'_>,
@@ -84,11 +89,14 @@ impl Table {
         debug_assert!(keys.windows(2).all(|w| w[0] < w[1]), "keys must ascend");
         SCRATCH.with(|cell| match cell.try_borrow_mut() {
             Ok(mut scratch) => {
-                self.multi_get_in(&mut scratch, keys, seq, ro, on_result);
+                self.multi_get_in(&mut scratch, keys, filter_hashes, seq, ro, on_result);
                 scratch.reset();
             }
             // Called again from inside `on_result`: buffers of its own.
-            Err(_) => self.multi_get_in(&mut MultiGetScratch::default(), keys, seq, ro, on_result),
+            Err(_) => {
+                let sc = &mut MultiGetScratch::default();
+                self.multi_get_in(sc, keys, filter_hashes, seq, ro, on_result)
+            }
         });
     }
 
@@ -97,6 +105,7 @@ impl Table {
         &self,
         sc: &mut MultiGetScratch,
         keys: &[&[u8]],
+        filter_hashes: Option<&[u64]>,
         seq: SequenceNumber,
         ro: BlockReadOptions,
         on_result: &mut OnFoundInBlock<'_>,
@@ -105,12 +114,20 @@ impl Table {
         sc.candidates.clear();
         match &self.filter {
             Some(f) => {
-                sc.hashes.clear();
-                sc.hashes.extend(keys.iter().map(|k| filter_hash(k)));
-                for &h in &sc.hashes {
+                let hashes = match filter_hashes {
+                    Some(h) => {
+                        debug_assert_eq!(h.len(), keys.len());
+                        h
+                    }
+                    None => {
+                        sc.hashes.clear();
+                        sc.hashes.extend(keys.iter().map(|k| filter_hash(k)));
+                        &sc.hashes
+                    }
+                };
+                for &h in hashes {
                     f.prefetch_hash(h);
                 }
-                let hashes = &sc.hashes;
                 sc.candidates
                     .extend((0..keys.len()).filter(|&j| f.may_contain_hash(hashes[j])));
             }

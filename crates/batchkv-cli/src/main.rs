@@ -15,6 +15,14 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// mimalloc, not the system allocator: `serve`'s per-command buffers are
+/// small and short-lived, and with glibc's malloc and free an HSET of 50
+/// clients cost 17-26 % more server CPU (docs/perf/history/2026-11-30-allocator.md).
+/// This binary's peer engines in `bench` are C++ and keep their own
+/// allocator (glibc's); batchkv's and fjall's allocations go through this one.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "batchkv",

@@ -15,13 +15,15 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-/// mimalloc, not the system allocator: `serve`'s per-command buffers are
-/// small and short-lived, and with glibc's malloc and free an HSET of 50
-/// clients cost 17-26 % more server CPU (docs/perf/history/2026-11-30-allocator.md).
-/// This binary's peer engines in `bench` are C++ and keep their own
-/// allocator (glibc's); batchkv's and fjall's allocations go through this one.
+/// jemalloc, not the system allocator: `serve`'s per-command buffers are
+/// small and short-lived and often freed on another thread than the one
+/// that allocated them; with glibc's malloc an HSET of 50 clients took
+/// 8-15 % more server CPU, and mimalloc lost 5-10 % on MSET
+/// (docs/perf/history/2026-11-30-allocator.md). In `bench`, batchkv's and
+/// fjall's allocations go through it; RocksDB and Speedb allocate in C++
+/// through the C library's malloc.
 #[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 #[derive(Parser)]
 #[command(

@@ -3,7 +3,8 @@
 # APPEND, HSET, LPUSH), counted by callgrind (noise-free, unlike throughput on a
 # shared machine). The read-side twin is scripts/redis-callgrind.sh.
 #
-# A server per test under `valgrind --tool=callgrind --instr-atstart=no`; with
+# A server per test and -P under `valgrind --tool=callgrind --instr-atstart=no` (only
+# the first dump after a server starts is exact); with
 # KEYS > 0 it first loads KEYS string keys key:N of VALUE bytes (not
 # counted, as scripts/redis-bench.sh does, so APPEND extends values that
 # are in SST files with the server's default write buffer). Then for each
@@ -91,27 +92,28 @@ opts=()
 base=$OUT/$LABEL
 rm -f "$base".*
 for test in $TESTS; do
-    # A fresh server per test: the first dump after start is exact
-    # (later ones in one server came out short).
-    run=$OUT/db-$LABEL
-    rm -rf "$run" && mkdir -p "$run"
-    valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$base.%p" \
-        "$BIN" "${opts[@]}" serve --dir "$run" --port "$PORT" --memtable skiplist "${serve_args[@]}" \
-        >"$base.$test.log" 2>&1 &
-    PID=$!
-    wait_ready
-    if ((KEYS > 0)); then
-        val=$(head -c "$VALUE" </dev/zero | tr '\0' 'x')
-        awk -v n="$KEYS" -v val="$val" -v vl="$VALUE" 'BEGIN {
-            for (i = 0; i < n; i++)
-                printf "*3\r\n$3\r\nSET\r\n$16\r\nkey:%012d\r\n$%d\r\n%s\r\n", i, vl, val
-        }' | redis-cli -p "$PORT" --pipe >/dev/null
-    fi
-    # Every command is slow under valgrind: the slow log would count work
-    # that a native run never does.
-    redis-cli -p "$PORT" CONFIG SET slowlog-log-slower-than -1 >/dev/null
     read -r range args <<<"$(args_of "$test")"
     for p in $PIPES; do
+        # A fresh server per test and -P: only the first dump after a
+        # server starts is exact (a later one in the same server gave
+        # short, even negative, totals).
+        run=$OUT/db-$LABEL
+        rm -rf "$run" && mkdir -p "$run"
+        valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$base.%p" \
+            "$BIN" "${opts[@]}" serve --dir "$run" --port "$PORT" --memtable skiplist "${serve_args[@]}" \
+            >"$base.$test-P$p.log" 2>&1 &
+        PID=$!
+        wait_ready
+        if ((KEYS > 0)); then
+            val=$(head -c "$VALUE" </dev/zero | tr '\0' 'x')
+            awk -v n="$KEYS" -v val="$val" -v vl="$VALUE" 'BEGIN {
+                for (i = 0; i < n; i++)
+                    printf "*3\r\n$3\r\nSET\r\n$16\r\nkey:%012d\r\n$%d\r\n%s\r\n", i, vl, val
+            }' | redis-cli -p "$PORT" --pipe >/dev/null
+        fi
+        # Every command is slow under valgrind: the slow log would count
+        # work that a native run never does.
+        redis-cli -p "$PORT" CONFIG SET slowlog-log-slower-than -1 >/dev/null
         before=$(counters)
         callgrind_control -i on "$PID" >/dev/null
         # shellcheck disable=SC2086
@@ -122,7 +124,7 @@ for test in $TESTS; do
         ir=$(total_ir "$base.$test-P$p")
         printf '%s %s -c %s -P %s: %s instructions/request (%s requests); before: %s after: %s\n' \
             "$LABEL" "$test" "$CONNS" "$p" "$((ir / N))" "$N" "$before" "$(counters)"
+        stop_server
+        rm -f "$base.$PID"
     done
-    stop_server
-    rm -f "$base.$PID"
 done

@@ -16,6 +16,17 @@ use crate::meta::{self, Kind, Meta};
 use crate::resp::Reply;
 use crate::shared::{Shared, Value};
 
+/// Bytes a writer's batch holds before it grows: one element (key of a
+/// few dozen bytes, a value of ~100) and the metadata record, so that a
+/// single-element write (HSET f v, SADD m, LPUSH v) allocates its batch
+/// once instead of growing it from empty (two or three reallocations).
+const WRITER_BATCH_BYTES: usize = 256;
+
+/// An empty batch for a [`Writer`].
+fn writer_batch() -> WriteBatch {
+    WriteBatch::with_capacity(WRITER_BATCH_BYTES)
+}
+
 /// Elements as `(sub, value)` pairs, in `sub` order.
 pub type Elements = Vec<(Vec<u8>, Vec<u8>)>;
 
@@ -37,7 +48,7 @@ pub fn open(shared: &Shared, key: Vec<u8>, kind: Kind) -> Result<Writer, Reply> 
     if let Some(w) = open_existing(shared, key.clone(), kind)? {
         return Ok(w);
     }
-    let mut batch = WriteBatch::new();
+    let mut batch = writer_batch();
     // An expired collection's elements go with the new one's first write.
     shared.clear_old(&mut batch, &key)?;
     Ok(Writer {
@@ -54,7 +65,7 @@ pub fn open_existing(shared: &Shared, key: Vec<u8>, kind: Kind) -> Result<Option
     Ok(shared.read_meta(&key, kind)?.map(|meta| Writer {
         key,
         meta,
-        batch: WriteBatch::new(),
+        batch: writer_batch(),
         existed: true,
     }))
 }
@@ -84,7 +95,7 @@ pub fn pop_source(
         Some(Value::Coll(meta)) if meta.kind == kind => Ok(Some(Writer {
             key,
             meta,
-            batch: WriteBatch::new(),
+            batch: writer_batch(),
             existed: true,
         })),
         Some(_) if others == Others::Fail => Err(wrong_type()),

@@ -349,7 +349,8 @@ struct Scratch {
     /// Table stage: the pending keys inside the table's range.
     group: Vec<u32>,
     /// Table stages: [`filter_hash`] per distinct key, computed at the
-    /// first table asked (each key once, however many tables it meets);
+    /// first table asked that has a filter (each key once, however many
+    /// tables it meets);
     /// empty before. Entries of keys no longer pending are stale.
     ///
     /// [`filter_hash`]: crate::sst::filter::filter_hash
@@ -669,24 +670,26 @@ fn resolve_in_tables(
                     }
                 }
             }
-            if filter_hashes.is_empty() {
-                // Every key still pending may meet a table from here on.
-                filter_hashes.resize(distinct.len(), 0);
-                for &u in pending.iter() {
-                    filter_hashes[u as usize] = filter_hash(distinct[u as usize]);
+            let hashes = if stage.table.has_filter() {
+                if filter_hashes.is_empty() {
+                    // Every key still pending may meet a table from here on.
+                    filter_hashes.resize(distinct.len(), 0);
+                    for &u in pending.iter() {
+                        filter_hashes[u as usize] = filter_hash(distinct[u as usize]);
+                    }
                 }
-            }
+                group_hashes.clear();
+                group_hashes.extend(group.iter().map(|&u| filter_hashes[u as usize]));
+                Some(&group_hashes[..])
+            } else {
+                None
+            };
             group_keys.clear();
             group_keys.extend(group.iter().map(|&u| distinct[u as usize]));
-            group_hashes.clear();
-            group_hashes.extend(group.iter().map(|&u| filter_hashes[u as usize]));
             operands_at.clear();
-            stage.table.multi_get_blocks(
-                &group_keys,
-                Some(group_hashes),
-                seq,
-                ro,
-                &mut |j, r, block| {
+            stage
+                .table
+                .multi_get_blocks(&group_keys, hashes, seq, ro, &mut |j, r, block| {
                     let u = group[j];
                     let slot = &mut slots[u as usize];
                     let Slot::Pending(l) = slot else {
@@ -711,8 +714,7 @@ fn resolve_in_tables(
                             }
                         },
                     };
-                },
-            );
+                });
             for &u in operands_at.iter() {
                 if let Slot::Pending(l) = &mut slots[u as usize] {
                     let key = distinct[u as usize];

@@ -224,6 +224,12 @@ impl Table {
         &self.properties
     }
 
+    /// Whether the table has a filter (a batch hashes its keys for the
+    /// filters only when one is asked).
+    pub(crate) fn has_filter(&self) -> bool {
+        self.filter.is_some()
+    }
+
     /// False only if the table certainly holds no version of `user_key`.
     pub(crate) fn may_contain(&self, user_key: &[u8]) -> bool {
         self.filter.as_ref().is_none_or(|f| f.may_contain(user_key))

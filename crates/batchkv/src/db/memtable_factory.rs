@@ -8,6 +8,10 @@
 //! then prepares the next one. If no standby is ready (two switches in quick
 //! succession) `create` builds one inline and counts a miss.
 //!
+//! Every memtable it creates allocates from one [`BlockPool`], which keeps
+//! up to a write buffer of a dropped memtable's arena blocks for the next
+//! memtable (see "Recycling" in `memtable/arena.rs`).
+//!
 //! # Thread safety
 //! `create` may be called from any thread. The builder thread is stopped
 //! and joined when the factory is dropped.
@@ -16,6 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
+use crate::memtable::arena::BlockPool;
 use crate::memtable::skiplist::{SkipListMemTable, SkipListOptions};
 use crate::memtable::sorted_hash::{SortedHashMemTable, SortedHashOptions};
 use crate::memtable::vector::{VectorMemTable, VectorOptions};
@@ -37,6 +42,8 @@ pub(crate) struct MemTableFactory {
     huge_pages: bool,
     arena_block_size: usize,
     window: usize,
+    /// The arena blocks of dropped memtables, for the next ones.
+    pool: Arc<BlockPool>,
     standby: Option<Arc<StandbySlot>>,
     builder: Option<JoinHandle<()>>,
     /// Switches that took the pre-built standby.
@@ -53,12 +60,19 @@ impl MemTableFactory {
         // Arena blocks are an eighth of the write buffer (as in RocksDB),
         // capped at 8 MiB; huge pages need 2 MiB blocks.
         let arena_block_size = (opts.write_buffer_size / 8).clamp(4096, 8 << 20);
+        let huge_pages = opts.memtable_huge_pages && arena_block_size >= 2 << 20;
         let mut f = MemTableFactory {
             kind: opts.memtable,
             paranoid: opts.paranoid_memory_checks,
-            huge_pages: opts.memtable_huge_pages && arena_block_size >= 2 << 20,
+            huge_pages,
             arena_block_size,
             window: opts.hash_pipeline_window,
+            // One write buffer: what the memtable being replaced held.
+            pool: Arc::new(BlockPool::new(
+                arena_block_size,
+                huge_pages,
+                opts.write_buffer_size,
+            )),
             standby: None,
             builder: None,
             standby_hits: AtomicU64::new(0),
@@ -72,9 +86,10 @@ impl MemTableFactory {
             });
             let worker = Arc::clone(&slot);
             let opts = f.sorted_hash_options(0);
+            let pool = Arc::clone(&f.pool);
             if let Ok(h) = std::thread::Builder::new()
                 .name("batchkv-standby".into())
-                .spawn(move || build_standbys(&worker, &opts))
+                .spawn(move || build_standbys(&worker, &opts, &pool))
             {
                 f.standby = Some(slot);
                 f.builder = Some(h);
@@ -108,21 +123,23 @@ impl MemTableFactory {
     /// tombstones.
     pub(crate) fn create(&self, id: u64) -> Arc<dyn MemTable> {
         match self.kind {
-            MemTableKind::SkipList => {
-                Arc::new(WithRangeDels::new(SkipListMemTable::new(SkipListOptions {
+            MemTableKind::SkipList => Arc::new(WithRangeDels::new(SkipListMemTable::with_pool(
+                SkipListOptions {
                     id,
                     paranoid_checks: self.paranoid,
                     huge_pages: self.huge_pages,
                     arena_block_size: self.arena_block_size,
-                })))
-            }
-            MemTableKind::Vector => {
-                Arc::new(WithRangeDels::new(VectorMemTable::new(VectorOptions {
+                },
+                Some(Arc::clone(&self.pool)),
+            ))),
+            MemTableKind::Vector => Arc::new(WithRangeDels::new(VectorMemTable::with_pool(
+                VectorOptions {
                     id,
                     arena_block_size: self.arena_block_size,
                     huge_pages: self.huge_pages,
-                })))
-            }
+                },
+                Some(Arc::clone(&self.pool)),
+            ))),
             MemTableKind::SortedHash { .. } => {
                 if let Some(m) = self.take_standby() {
                     m.set_id(id);
@@ -131,8 +148,9 @@ impl MemTableFactory {
                     return Arc::new(WithRangeDels::new(m));
                 }
                 self.standby_misses.fetch_add(1, Ordering::Relaxed);
-                Arc::new(WithRangeDels::new(SortedHashMemTable::new(
+                Arc::new(WithRangeDels::new(SortedHashMemTable::with_pool(
                     self.sorted_hash_options(id),
+                    Some(Arc::clone(&self.pool)),
                 )))
             }
         }
@@ -172,7 +190,7 @@ impl MemTableFactory {
 }
 
 /// The builder thread: keep one standby ready until stopped.
-fn build_standbys(slot: &StandbySlot, opts: &SortedHashOptions) {
+fn build_standbys(slot: &StandbySlot, opts: &SortedHashOptions, pool: &Arc<BlockPool>) {
     loop {
         {
             let mut g = slot.ready.lock().unwrap_or_else(PoisonError::into_inner);
@@ -184,7 +202,7 @@ fn build_standbys(slot: &StandbySlot, opts: &SortedHashOptions) {
                 return;
             }
         }
-        let m = SortedHashMemTable::new(opts.clone());
+        let m = SortedHashMemTable::with_pool(opts.clone(), Some(Arc::clone(pool)));
         *slot.ready.lock().unwrap_or_else(PoisonError::into_inner) = Some(m);
         slot.cv.notify_all();
     }
@@ -207,6 +225,7 @@ impl Drop for MemTableFactory {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::key::ValueType;
 
     fn opts(kind: &str) -> Options {
         format!("memtable={kind};write_buffer_size=1MB")
@@ -229,6 +248,56 @@ mod tests {
             assert_eq!(
                 m.get(b"k", 1).unwrap(),
                 Some(crate::memtable::EntryRef::Value(b"v"))
+            );
+        }
+    }
+
+    /// A memtable of each kind fills blocks a dropped one left in the pool,
+    /// and reads back what it holds, not what the blocks held before.
+    #[test]
+    fn a_memtable_reuses_the_blocks_of_a_dropped_one() {
+        for spec in ["skiplist", "vector", "sorted_hash:1000:10"] {
+            let f = MemTableFactory::new(&opts(spec));
+            let value = [7u8; 200];
+            let first = f.create(1);
+            for i in 0..2000u32 {
+                first
+                    .insert(u64::from(i) + 1, ValueType::Value, &i.to_be_bytes(), &value)
+                    .unwrap();
+            }
+            assert!(first.approximate_memory_usage() > 256 << 10, "{spec}");
+            drop(first);
+            // A sorted-hash memtable's sorter thread lets go of the arena
+            // when it sees the stop.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while f.pool.kept_bytes() == 0 && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            assert!(f.pool.kept_bytes() > 0, "{spec}: nothing kept");
+            let second = f.create(2);
+            for i in 0..2000u32 {
+                let v = (i % 251) as u8;
+                second
+                    .insert(
+                        u64::from(i) + 1,
+                        ValueType::Value,
+                        &i.to_be_bytes(),
+                        &[v; 100],
+                    )
+                    .unwrap();
+            }
+            assert!(f.pool.reused_blocks() > 0, "{spec}: no block reused");
+            for i in 0..2000u32 {
+                let v = (i % 251) as u8;
+                assert_eq!(
+                    second.get(&i.to_be_bytes(), u64::MAX >> 8).unwrap(),
+                    Some(crate::memtable::EntryRef::Value(&[v; 100][..])),
+                    "{spec}: key {i}"
+                );
+            }
+            assert_eq!(
+                second.get(&5000u32.to_be_bytes(), u64::MAX >> 8).unwrap(),
+                None
             );
         }
     }

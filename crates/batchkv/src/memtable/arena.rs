@@ -16,12 +16,27 @@
 //!    advised `MADV_HUGEPAGE` (transparent huge pages are in `madvise` mode
 //!    on the target machines; huge pages make random node reads 1.3–1.6×
 //!    faster, docs/design.md §4.3).
+//! 4. A block comes either from the global allocator or from the arena's
+//!    [`BlockPool`]; on drop, full-size blocks go back to the pool while it
+//!    has room, every other block to the allocator.
+//!
+//! # Recycling
+//! A memtable's blocks are written once, read, and freed when the memtable
+//! has been flushed; the next memtable then asks for as many again. Fresh
+//! blocks cost a page fault per page and the kernel's zeroing of it on the
+//! writer's path (a 2 MiB huge page at a time; 3.4 % of the server's CPU
+//! under APPEND, `docs/perf/history/2026-11-30-arena-recycling.md`), and
+//! jemalloc's decay or glibc's `munmap` of large blocks hand freed blocks
+//! back to the kernel. A [`BlockPool`] keeps up to one memtable's blocks
+//! (as Pebble recycles its last memtable's arena) for the next, already
+//! faulted in. It never holds more than the memtables it replaced held: a
+//! flushed memtable's blocks enter it only after that memtable is dropped.
 #![allow(unsafe_code)]
 
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// Size and alignment of a transparent huge page on x86_64 Linux.
 pub(crate) const HUGE_PAGE: usize = 2 << 20;
@@ -30,10 +45,105 @@ const MIN_BLOCK: usize = 4096;
 /// Alignment of every allocation (atomic pointers live at its start).
 const ALIGN: usize = 8;
 
-/// A block owned by the arena.
+/// A block owned by the arena (or waiting in a [`BlockPool`]).
 struct Block {
     ptr: NonNull<u8>,
     layout: Layout,
+}
+
+// SAFETY: a `Block` owns its allocation exclusively (nothing else points
+// into it once its arena is dropped), so moving it to another thread's
+// pool or arena is moving plain owned memory.
+unsafe impl Send for Block {}
+
+/// Rounds a requested block size as arenas do: up to 4 KiB, and to 2 MiB
+/// when `huge_pages`.
+fn round_block_size(block_size: usize, huge_pages: bool) -> usize {
+    let granule = if huge_pages { HUGE_PAGE } else { MIN_BLOCK };
+    block_size.max(MIN_BLOCK).div_ceil(granule) * granule
+}
+
+/// Full-size arena blocks kept between memtables (see "Recycling" in the
+/// module docs). Shared by the arenas of one memtable factory, whose
+/// memtables all use the same block size; arenas of another block size
+/// neither take from nor give to it.
+pub(crate) struct BlockPool {
+    /// Size of the blocks kept (rounded as arenas round theirs).
+    block_size: usize,
+    huge_pages: bool,
+    /// Blocks kept at most.
+    max_blocks: usize,
+    free: Mutex<Vec<Block>>,
+    /// Blocks handed out again instead of allocated (a statistic).
+    reused: AtomicUsize,
+}
+
+impl BlockPool {
+    /// A pool for arenas of `block_size` (and `huge_pages`) that keeps up
+    /// to `max_bytes` of blocks: a whole number of blocks, at least one.
+    pub(crate) fn new(block_size: usize, huge_pages: bool, max_bytes: usize) -> BlockPool {
+        let block_size = round_block_size(block_size, huge_pages);
+        BlockPool {
+            block_size,
+            huge_pages,
+            max_blocks: max_bytes.div_ceil(block_size).max(1),
+            free: Mutex::new(Vec::new()),
+            reused: AtomicUsize::new(0),
+        }
+    }
+
+    /// A kept block, if any.
+    fn take(&self) -> Option<Block> {
+        let b = self
+            .free
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop()?;
+        // Relaxed: a statistic.
+        self.reused.fetch_add(1, Ordering::Relaxed);
+        Some(b)
+    }
+
+    /// Keeps `b` if it is a full-size block and there is room; otherwise
+    /// hands it back to the caller to free.
+    fn give(&self, b: Block) -> Option<Block> {
+        if b.layout.size() != self.block_size {
+            return Some(b);
+        }
+        let mut free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
+        if free.len() >= self.max_blocks {
+            return Some(b);
+        }
+        free.push(b);
+        None
+    }
+
+    /// Blocks handed out again so far.
+    #[cfg(test)]
+    pub(crate) fn reused_blocks(&self) -> usize {
+        self.reused.load(Ordering::Relaxed)
+    }
+
+    /// Bytes of the blocks kept now.
+    #[cfg(test)]
+    pub(crate) fn kept_bytes(&self) -> usize {
+        self.free
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+            * self.block_size
+    }
+}
+
+impl Drop for BlockPool {
+    fn drop(&mut self) {
+        let free = self.free.get_mut().unwrap_or_else(PoisonError::into_inner);
+        for b in free.drain(..) {
+            // SAFETY: each kept block was allocated with exactly this layout
+            // by an arena, which gave up its ownership when it kept it here.
+            unsafe { dealloc(b.ptr.as_ptr(), b.layout) };
+        }
+    }
 }
 
 /// The mutable part, under the mutex.
@@ -50,6 +160,8 @@ struct State {
 pub(crate) struct Arena {
     block_size: usize,
     huge_pages: bool,
+    /// Where full-size blocks come from first and go back to.
+    pool: Option<Arc<BlockPool>>,
     state: Mutex<State>,
     /// Bytes of all blocks; written under the mutex, read without it.
     memory: AtomicUsize,
@@ -67,12 +179,26 @@ unsafe impl Sync for Arena {}
 impl Arena {
     /// An arena of `block_size`-byte blocks (rounded up to 4 KiB, and to
     /// 2 MiB when `huge_pages`).
+    #[cfg(test)]
     pub(crate) fn new(block_size: usize, huge_pages: bool) -> Arena {
-        let granule = if huge_pages { HUGE_PAGE } else { MIN_BLOCK };
-        let block_size = block_size.max(MIN_BLOCK).div_ceil(granule) * granule;
+        Arena::with_pool(block_size, huge_pages, None)
+    }
+
+    /// An arena of `block_size`-byte blocks (rounded as [`Arena::new`]
+    /// rounds) whose full-size blocks come from `pool` while it has some,
+    /// and go back to it when the arena is dropped. A pool made for another
+    /// block size (or huge-page setting) is not used.
+    pub(crate) fn with_pool(
+        block_size: usize,
+        huge_pages: bool,
+        pool: Option<Arc<BlockPool>>,
+    ) -> Arena {
+        let block_size = round_block_size(block_size, huge_pages);
+        let pool = pool.filter(|p| p.block_size == block_size && p.huge_pages == huge_pages);
         Arena {
             block_size,
             huge_pages,
+            pool,
             state: Mutex::new(State {
                 cur: std::ptr::null_mut(),
                 remaining: 0,
@@ -132,6 +258,15 @@ impl Arena {
     }
 
     fn new_block(&self, st: &mut State, size: usize) -> *mut u8 {
+        if size == self.block_size {
+            if let Some(b) = self.pool.as_ref().and_then(|p| p.take()) {
+                let raw = b.ptr.as_ptr();
+                // Relaxed: a statistic, as below.
+                self.memory.fetch_add(size, Ordering::Relaxed);
+                st.blocks.push(b);
+                return raw;
+            }
+        }
         let align = if self.huge_pages && size >= HUGE_PAGE {
             HUGE_PAGE
         } else {
@@ -197,8 +332,17 @@ impl Drop for Arena {
     fn drop(&mut self) {
         let st = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
         for b in st.blocks.drain(..) {
+            // `&mut self` proves no node reference into `b` outlives the
+            // arena: the pool may hand it to the next one.
+            let b = match &self.pool {
+                Some(pool) => match pool.give(b) {
+                    Some(b) => b,
+                    None => continue,
+                },
+                None => b,
+            };
             // SAFETY: each block was allocated with exactly this layout and is
-            // freed once; `&mut self` proves no node reference outlives it.
+            // freed once (a kept block is freed by its pool instead).
             unsafe { dealloc(b.ptr.as_ptr(), b.layout) };
         }
     }
@@ -271,5 +415,109 @@ mod tests {
         let p = a.allocate(64);
         assert_eq!(p as usize % HUGE_PAGE, 0);
         assert_eq!(a.memory_usage(), HUGE_PAGE);
+    }
+
+    /// The start of every block `a` holds now, in allocation order.
+    fn block_starts(a: &Arena) -> Vec<usize> {
+        let st = a.state.lock().unwrap();
+        st.blocks.iter().map(|b| b.ptr.as_ptr() as usize).collect()
+    }
+
+    /// Fills `n` allocations of `size` bytes with `tag`.
+    fn fill(a: &Arena, n: usize, size: usize, tag: u8) -> Vec<*mut u8> {
+        (0..n)
+            .map(|_| {
+                let p = a.allocate(size);
+                // SAFETY: `p` points at `size` bytes owned by `a`.
+                unsafe { std::ptr::write_bytes(p, tag, size) };
+                p
+            })
+            .collect()
+    }
+
+    fn holds(ptrs: &[*mut u8], size: usize, tag: u8) -> bool {
+        ptrs.iter().all(|&p| {
+            // SAFETY: each `p` points at `size` bytes of a live arena.
+            let s = unsafe { std::slice::from_raw_parts(p, size) };
+            s.iter().all(|&b| b == tag)
+        })
+    }
+
+    /// A dropped arena's full-size blocks serve the next arena of the pool,
+    /// up to the pool's size; its oversized blocks are freed.
+    #[test]
+    fn a_pool_hands_a_dropped_arenas_blocks_to_the_next() {
+        let pool = Arc::new(BlockPool::new(4096, false, 3 * 4096));
+        let a = Arena::with_pool(4096, false, Some(Arc::clone(&pool)));
+        // 4 allocations of 1000 bytes per 4 KiB block: 5 blocks, plus one
+        // block of its own for an entry over a quarter block.
+        fill(&a, 20, 1000, 1);
+        fill(&a, 1, 3000, 1);
+        let first = block_starts(&a);
+        assert_eq!(first.len(), 6);
+        drop(a);
+        assert_eq!(pool.kept_bytes(), 3 * 4096, "kept up to the pool's size");
+        let mut kept: Vec<usize> = {
+            let free = pool.free.lock().unwrap();
+            free.iter().map(|b| b.ptr.as_ptr() as usize).collect()
+        };
+        assert!(kept.iter().all(|p| first.contains(p)), "kept a's blocks");
+
+        let b = Arena::with_pool(4096, false, Some(Arc::clone(&pool)));
+        let mine = fill(&b, 20, 1000, 2);
+        let second = block_starts(&b);
+        assert_eq!(pool.reused_blocks(), 3);
+        assert_eq!(pool.kept_bytes(), 0);
+        // b's first three blocks are the kept ones (the allocator may hand
+        // out a's freed blocks again for the other two).
+        let mut taken = second[..3].to_vec();
+        taken.sort_unstable();
+        kept.sort_unstable();
+        assert_eq!(taken, kept, "b took the kept blocks first");
+        assert_eq!(second.len(), 5);
+        assert!(holds(&mine, 1000, 2));
+        assert_eq!(b.memory_usage(), 5 * 4096);
+        assert_eq!(b.bytes_in_use(), 20 * 1000);
+    }
+
+    /// An arena of another block size neither takes from nor gives to the
+    /// pool.
+    #[test]
+    fn a_pool_of_another_block_size_is_not_used() {
+        let pool = Arc::new(BlockPool::new(8192, false, 4 * 8192));
+        let a = Arena::with_pool(8192, false, Some(Arc::clone(&pool)));
+        fill(&a, 10, 1000, 1);
+        drop(a);
+        let kept = pool.kept_bytes();
+        assert!(kept > 0);
+        let b = Arena::with_pool(4096, false, Some(Arc::clone(&pool)));
+        fill(&b, 10, 1000, 2);
+        drop(b);
+        assert_eq!(pool.reused_blocks(), 0);
+        assert_eq!(pool.kept_bytes(), kept);
+    }
+
+    /// Arenas of one pool created, filled and dropped on several threads at
+    /// once: no block is ever in two live arenas (each thread's bytes stay
+    /// its own until it drops its arena), and blocks do get reused.
+    #[test]
+    fn arenas_of_one_pool_on_many_threads_never_share_a_block() {
+        let pool = Arc::new(BlockPool::new(4096, false, 8 * 4096));
+        std::thread::scope(|s| {
+            for t in 0..4u8 {
+                let pool = Arc::clone(&pool);
+                s.spawn(move || {
+                    for round in 0..200usize {
+                        let a = Arena::with_pool(4096, false, Some(Arc::clone(&pool)));
+                        let n = 4 + round % 9;
+                        let ptrs = fill(&a, n, 1000, t + 1);
+                        std::thread::yield_now();
+                        assert!(holds(&ptrs, 1000, t + 1), "thread {t} round {round}");
+                    }
+                });
+            }
+        });
+        assert!(pool.reused_blocks() > 0);
+        assert!(pool.kept_bytes() <= 8 * 4096);
     }
 }

@@ -34,6 +34,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use super::arena::BlockPool;
 use super::sorted_hash::arena::{Arena, NodeRef};
 use super::sorted_hash::runs::{self, find_in_runs, Runs};
 use super::{BatchLookup, EntryRef, MemTable};
@@ -62,9 +63,16 @@ pub struct VectorMemTable {
 
 impl VectorMemTable {
     /// An empty memtable.
+    #[cfg(test)]
     pub fn new(opts: VectorOptions) -> VectorMemTable {
+        VectorMemTable::with_pool(opts, None)
+    }
+
+    /// An empty memtable whose arena takes its blocks from `pool` first
+    /// (and gives them back when dropped).
+    pub(crate) fn with_pool(opts: VectorOptions, pool: Option<Arc<BlockPool>>) -> VectorMemTable {
         VectorMemTable {
-            arena: Arena::new(opts.arena_block_size, opts.huge_pages),
+            arena: Arena::with_pool(opts.arena_block_size, opts.huge_pages, pool),
             runs: Runs::new(),
             entries: AtomicU64::new(0),
             id: opts.id,

@@ -284,8 +284,7 @@ pub(super) fn internal_key_lt_from(a: &[u8], b: &[u8], from: usize) -> bool {
 }
 
 impl SkipList {
-    pub(super) fn new(name: String, block_size: usize, huge_pages: bool) -> SkipList {
-        let arena = Arena::new(block_size, huge_pages);
+    pub(super) fn new(name: String, arena: Arena) -> SkipList {
         let mem = arena.allocate(node::node_size(MAX_HEIGHT, TRAILER_LEN, 0));
         // SAFETY: fresh, 8-aligned memory of the right size, not yet shared.
         let head = unsafe { node::init_node(mem, MAX_HEIGHT, &[], 0, &[]) };

@@ -43,6 +43,8 @@ mod tests;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use crate::memtable::arena::{Arena, BlockPool};
+
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{lookup_trailer, pack_trailer, SequenceNumber, ValueType, TRAILER_LEN};
@@ -96,12 +98,21 @@ pub struct SkipListMemTable {
 
 impl SkipListMemTable {
     /// An empty memtable.
+    #[cfg(any(test, feature = "bench-internals"))]
     pub fn new(opts: SkipListOptions) -> SkipListMemTable {
+        SkipListMemTable::with_pool(opts, None)
+    }
+
+    /// An empty memtable whose arena takes its blocks from `pool` first
+    /// (and gives them back when dropped).
+    pub(crate) fn with_pool(
+        opts: SkipListOptions,
+        pool: Option<Arc<BlockPool>>,
+    ) -> SkipListMemTable {
         SkipListMemTable {
             list: SkipList::new(
                 format!("memtable#{}", opts.id),
-                opts.arena_block_size,
-                opts.huge_pages,
+                Arena::with_pool(opts.arena_block_size, opts.huge_pages, pool),
             ),
             paranoid: opts.paranoid_checks,
             entries: AtomicU64::new(0),

@@ -29,10 +29,11 @@
 
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::key::{ValueType, TRAILER_LEN};
-use crate::memtable::arena::Arena as BlockArena;
+use crate::memtable::arena::{Arena as BlockArena, BlockPool};
 use crate::memtable::EntryRef;
 
 /// Node alignment (the header holds atomics).
@@ -146,9 +147,21 @@ pub(crate) struct Arena {
 impl Arena {
     /// An arena of `block_size`-byte blocks (rounded up to 4 KiB, or to
     /// 2 MiB when `huge_pages`).
+    #[cfg(test)]
     pub(crate) fn new(block_size: usize, huge_pages: bool) -> Arena {
+        Arena::with_pool(block_size, huge_pages, None)
+    }
+
+    /// An arena of `block_size`-byte blocks (rounded up to 4 KiB, or to
+    /// 2 MiB when `huge_pages`) taking them from `pool` first
+    /// ([`BlockArena::with_pool`]).
+    pub(crate) fn with_pool(
+        block_size: usize,
+        huge_pages: bool,
+        pool: Option<Arc<BlockPool>>,
+    ) -> Arena {
         Arena {
-            blocks: BlockArena::new(block_size, huge_pages),
+            blocks: BlockArena::with_pool(block_size, huge_pages, pool),
         }
     }
 

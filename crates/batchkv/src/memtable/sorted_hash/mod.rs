@@ -54,6 +54,7 @@ use std::time::{Duration, Instant};
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{lookup_trailer, pack_trailer, SequenceNumber, ValueType};
+use crate::memtable::arena::BlockPool;
 use crate::memtable::{BatchLookup, EntryRef, MemTable};
 use arena::{Arena, NodeRef};
 use buckets::{Buckets, PipelinedLookup};
@@ -122,9 +123,21 @@ impl SortedHashMemTable {
     /// An empty memtable with its sorter thread started. Allocating the
     /// bucket array is the slow part (see the standby in the memtable
     /// factory).
+    #[cfg(test)]
     pub fn new(opts: SortedHashOptions) -> SortedHashMemTable {
+        SortedHashMemTable::with_pool(opts, None)
+    }
+
+    /// An empty memtable with its sorter thread started, whose arena takes
+    /// its blocks from `pool` first (and gives them back when dropped).
+    /// Allocating the bucket array is the slow part (see the standby in the
+    /// memtable factory).
+    pub(crate) fn with_pool(
+        opts: SortedHashOptions,
+        pool: Option<Arc<BlockPool>>,
+    ) -> SortedHashMemTable {
         let shared = Arc::new(Shared {
-            arena: Arena::new(opts.arena_block_size, opts.huge_pages),
+            arena: Arena::with_pool(opts.arena_block_size, opts.huge_pages, pool),
             buckets: Buckets::new(opts.buckets),
             runs: Runs::new(),
             entries: AtomicU64::new(0),

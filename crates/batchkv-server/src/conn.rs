@@ -116,6 +116,7 @@ pub async fn serve_conn(shared: Arc<Shared>, mut sock: TcpStream, stop: watch::R
         out: BytesMut::with_capacity(BUF_INITIAL),
         over_soft_since: None,
         bytes_per_key: FIRST_BYTES_PER_KEY,
+        batched_slots: Vec::new(),
     };
     conn.serve().await;
     // Unregistered and uncounted before the socket closes: a client that
@@ -219,6 +220,9 @@ struct Conn {
     /// Reply bytes per key of the last batched run: how many keys the
     /// next run may take to stay near [`OUTPUT_CHUNK`].
     bytes_per_key: usize,
+    /// The statistics slots of the batched run being answered (kept
+    /// allocated between runs).
+    batched_slots: Vec<usize>,
     pending_query: PendingQuery,
 }
 
@@ -315,15 +319,15 @@ impl Conn {
                     Ok(0) | Err(_) => return,
                     Ok(_) => false,
                 },
-                _ = self.stop.changed() => return,
                 ok = self.st.pubsub.recv_into(self.st.proto, &mut self.out) => {
                     if !ok {
                         return;
                     }
                     true
                 }
-                // CLIENT KILL, or idle past `timeout` (`clients.rs`).
-                _ = self.st.client.killed() => return,
+                // CLIENT KILL, idle past `timeout` (`clients.rs`), or the
+                // server stopping.
+                _ = self.st.client.interrupted(&self.stop) => return,
             };
             if pushed && !self.flush().await {
                 return;
@@ -415,9 +419,11 @@ impl Conn {
         let budget = (OUTPUT_CHUNK / self.bytes_per_key).max(1);
         let mut keys = Keys::default();
         let mut shapes = Vec::new();
+        let mut slots = std::mem::take(&mut self.batched_slots);
+        slots.clear();
         let mut n = 0;
         for args in reqs {
-            let Some(shape) = batchable(&self.st, args) else {
+            let Some((slot, shape)) = batchable(&self.st, args) else {
                 break;
             };
             if !shapes.is_empty() && n + shape.keys() > budget {
@@ -426,6 +432,7 @@ impl Conn {
             keys.push_args(self.st.db, shape, &args[1..]);
             n += shape.keys();
             shapes.push(shape);
+            slots.push(slot);
         }
         if shapes.is_empty() {
             return Some(None);
@@ -445,7 +452,10 @@ impl Conn {
             return None;
         }
         let done = answered.commands;
-        commands::record_batched(&self.shared, &self.st, &reqs[..done], began, None);
+        commands::record_grouped(&self.shared, &self.st, &reqs[..done], &slots, began, |_| {
+            None
+        });
+        self.batched_slots = slots;
         self.bytes_per_key = ((self.out.len() - start) / answered.keys).max(MIN_BYTES_PER_KEY);
         if !self.output_ok(self.out.len()) {
             return None;
@@ -663,14 +673,14 @@ impl Conn {
     }
 }
 
-/// The shape of `args` if it is a read that can join a batched run (GET,
-/// MGET and the collection point reads: the command table's
-/// [`batch`](commands::CommandSpec::batch) entries) with the arity Redis
-/// requires; never inside MULTI (there it is queued), never in RESP2 with
-/// subscriptions (there it is refused).
-fn batchable(st: &ConnState, args: &[Bytes]) -> Option<Shape> {
+/// The statistics slot and shape of `args` if it is a read that can join
+/// a batched run (GET, MGET and the collection point reads: the command
+/// table's [`batch`](commands::CommandSpec::batch) entries) with the arity
+/// Redis requires; never inside MULTI (there it is queued), never in RESP2
+/// with subscriptions (there it is refused).
+fn batchable(st: &ConnState, args: &[Bytes]) -> Option<(usize, Shape)> {
     if !st.authenticated || st.tx.in_multi() || (st.proto == 2 && st.pubsub.is_subscribed()) {
         return None;
     }
-    commands::batch_shape(args).map(|(_, shape)| shape)
+    commands::batch_shape(args)
 }

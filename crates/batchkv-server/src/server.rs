@@ -306,7 +306,9 @@ async fn serve(
     }
     drop(listener);
     // Connections see the shutdown flag and finish the pipeline they are
-    // in; give them a moment, then stop the rest.
+    // in (those waiting for input are woken to see it); give them a
+    // moment, then stop the rest.
+    shared.clients_reg.wake_all();
     let deadline = tokio::time::sleep(Duration::from_secs(5));
     tokio::pin!(deadline);
     loop {

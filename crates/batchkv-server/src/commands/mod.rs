@@ -665,30 +665,12 @@ fn log_slow(shared: &Shared, conn: &ConnState, args: &[Bytes], took: Duration) {
         .push(args, micros, &conn.client.addr, name, max_len);
 }
 
-/// Records a run of batched reads `reqs` (GET, MGET, collection point
-/// reads) that the batcher answered, started at `began` (`conn.rs`):
-/// counted as [`execute`] counts commands, each taking an equal share of
-/// the run's time; each failed if `error` (the error all of them
-/// answered).
-pub fn record_batched(
-    shared: &Shared,
-    conn: &ConnState,
-    reqs: &[Vec<Bytes>],
-    began: Instant,
-    error: Option<&str>,
-) {
-    // A batched read's slot is found without a lookup.
-    let slot_of = |i: usize| match batch_shape(&reqs[i]) {
-        Some((index, _)) => index,
-        None => lookup_index(&reqs[i][0]).unwrap_or(0),
-    };
-    record_run(shared, conn, reqs, slot_of, began, |_| error);
-}
-
-/// Records a run of grouped writes `reqs` (SET, MSET, INCR, …:
-/// `write_group.rs`) as [`record_batched`] records reads; `slots[i]` is
-/// what [`groupable`] gave for `reqs[i]`, `error_of(i)` its error if it
-/// failed.
+/// Records a run of commands `reqs` answered together: batched reads (GET,
+/// MGET, collection point reads: `conn.rs`) or grouped writes (SET, MSET,
+/// INCR, …: `write_group.rs`), counted as [`execute`] counts commands,
+/// each taking an equal share of the run's time. `slots[i]` is the
+/// statistics slot [`batch_shape`] or [`groupable`] gave for `reqs[i]`,
+/// `error_of(i)` its error if it failed.
 pub fn record_grouped<'e>(
     shared: &Shared,
     conn: &ConnState,

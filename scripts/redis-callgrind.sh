@@ -26,9 +26,9 @@
 #
 # Usage: scripts/redis-callgrind.sh BINARY [LABEL]
 # Environment (defaults in brackets):
-#   TESTS ["HMGET5 HMGET100 SMISMEMBER100 ZMSCORE100"]; also HGET, INCR, APPEND
+#   TESTS ["HMGET5 HMGET100 SMISMEMBER100 ZMSCORE100"]; also HGET, GET, INCR, APPEND
 #   COLL [1000]  VALUE [100]  CONNS [50]  PIPES ["1 10"]  KEYS [200000]
-#   N_SMALL [20000] requests of HMGET5 (and HGET)   N_BIG [2000] of the 100-element tests
+#   N_SMALL [20000] requests of HMGET5 (and HGET, GET)   N_BIG [2000] of the 100-element tests
 #   N_WRITES [200000] requests of INCR and APPEND
 #   BATCH [on]   OUT [/tmp/redis-callgrind]  PORT [16479]
 #   FLUSH [0]    1: the data in SST files (above)
@@ -75,6 +75,7 @@ command_of() {
     HMGET100) echo "$N_BIG HMGET h:__rand_int__ $(repeat_arg 100 f:__rand_int__ | tr '\n' ' ')" ;;
     SMISMEMBER100) echo "$N_BIG SMISMEMBER s:__rand_int__ $(repeat_arg 100 m:__rand_int__ | tr '\n' ' ')" ;;
     ZMSCORE100) echo "$N_BIG ZMSCORE z:__rand_int__ $(repeat_arg 100 m:__rand_int__ | tr '\n' ' ')" ;;
+    GET) echo "$N_SMALL GET key:__rand_int__" ;;
     INCR) echo "$N_WRITES INCR counter:__rand_int__" ;;
     APPEND) echo "$N_WRITES APPEND key:__rand_int__ 12345678" ;;
     *) echo "unknown test $1" >&2; exit 1 ;;
@@ -95,7 +96,7 @@ total_ir() {
 # type_of TEST: the data it uses (h, s, z: collections; k: string keys).
 type_of() {
     case $1 in
-    INCR | APPEND) echo k ;;
+    GET | INCR | APPEND) echo k ;;
     *) echo "${1:0:1}" | tr '[:upper:]' '[:lower:]' ;;
     esac
 }

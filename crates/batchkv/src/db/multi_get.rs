@@ -71,8 +71,7 @@ impl DbCore {
     {
         match self.check_open().and_then(|()| seq()) {
             Ok(seq) => {
-                super::statistics::Counters::add(&self.counters.multi_gets, 1);
-                super::statistics::Counters::add(&self.counters.multi_get_keys, n as u64);
+                self.counters.reads.multi_get(n as u64);
                 Some(seq)
             }
             Err(e) => {
@@ -169,8 +168,7 @@ impl Db {
             Ok(seq) => seq,
             Err(e) => return out.into_iter().map(|_| Err(e.clone())).collect(),
         };
-        super::statistics::Counters::add(&core.counters.multi_gets, 1);
-        super::statistics::Counters::add(&core.counters.multi_get_keys, keys.len() as u64);
+        core.counters.reads.multi_get(keys.len() as u64);
         // Group the input positions by family, in first-seen order.
         let mut groups: Vec<(u32, Vec<usize>)> = Vec::new();
         for (i, (cf, _)) in keys.iter().enumerate() {
@@ -210,7 +208,8 @@ impl Db {
         on_result: impl FnMut(usize, Result<Option<&[u8]>>),
         on_hint: Option<&mut dyn FnMut(usize, InsertHint)>,
     ) {
-        let sv: Arc<SuperVersion> = cf.sv.load_full();
+        // A guard (see `Db::get_in_with`): no write to the shared count.
+        let sv = cf.sv.load();
         self.multi_get_at(&sv, opts, seq, keys, on_result, on_hint)
     }
 

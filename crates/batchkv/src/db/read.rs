@@ -78,8 +78,11 @@ impl Db {
         let _timer = core.counters.latency.timer(super::latency::Timed::Get);
         core.check_open()?;
         let seq = core.read_sequence(opts)?;
-        super::statistics::Counters::add(&core.counters.gets, 1);
-        let sv = cf.sv.load_full();
+        core.counters.reads.get();
+        // A guard, not a new reference: `load_full` incremented the super
+        // version's shared count (a cache line every reading thread
+        // writes) and decremented it again.
+        let sv = cf.sv.load();
         let answer = core.lookup(&sv, key, seq, block_read_options(opts))?;
         Ok(f(answer.as_deref()))
     }

@@ -3,6 +3,8 @@
 
 use std::sync::Arc;
 
+use arc_swap::Guard;
+
 use super::{Db, SuperVersion};
 use crate::error::{Error, Result};
 use crate::key::SequenceNumber;
@@ -27,7 +29,10 @@ pub struct ReadView<'d> {
     /// Loaded before `sv`, so `sv` holds every entry it can see
     /// (invariant 1 in `db/mod.rs`).
     seq: SequenceNumber,
-    sv: Arc<SuperVersion>,
+    /// A guard rather than a new reference: taking one (`load_full`) wrote
+    /// the super version's shared count, a cache line every thread making
+    /// views writes. Views are short-lived, as guards should be.
+    sv: Guard<Arc<SuperVersion>>,
 }
 
 impl Db {
@@ -36,7 +41,7 @@ impl Db {
     pub fn read_view(&self) -> ReadView<'_> {
         let core = self.core();
         let seq = core.last_visible();
-        let sv = core.default_cf.sv.load_full();
+        let sv = core.default_cf.sv.load();
         ReadView { db: self, seq, sv }
     }
 }

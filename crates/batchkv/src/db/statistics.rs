@@ -1,9 +1,11 @@
 //! Cumulative counters since open ([`Db::statistics`]): what the engine
 //! did, for monitoring and for write amplification. Each counter is a
-//! relaxed atomic bumped once per call (not per key), so the hot paths pay
-//! one uncontended add.
+//! relaxed atomic bumped once per call (not per key). The write path's
+//! counters are bumped by one thread at a time (the group's leader); the
+//! read path's ([`ReadCounters`]) by every reading thread, so they are
+//! sharded: each thread adds to a cache line of its own.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use super::latency::LatencyStats;
 use super::Db;
@@ -15,9 +17,8 @@ pub(crate) struct Counters {
     pub bytes_written: AtomicU64,
     pub wal_bytes: AtomicU64,
     pub wal_syncs: AtomicU64,
-    pub gets: AtomicU64,
-    pub multi_gets: AtomicU64,
-    pub multi_get_keys: AtomicU64,
+    /// `get` and `multi_get` calls (sharded per thread).
+    pub reads: ReadCounters,
     pub hinted_inserts: AtomicU64,
     pub flush_bytes: AtomicU64,
     pub compaction_bytes_read: AtomicU64,
@@ -36,6 +37,79 @@ impl Counters {
     /// Relaxed: statistics only; no ordering with the data they count.
     pub fn add(c: &AtomicU64, n: u64) {
         c.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+/// The read path's counters, one shard per thread (threads beyond the
+/// shard count share). A counter all readers bump is a cache line every
+/// `get` of every thread writes: with two threads reading, it moved
+/// between their cores on each call.
+pub(crate) struct ReadCounters {
+    /// A power of two: the CPUs available at open, at least 1, at most
+    /// [`MAX_READ_SHARDS`].
+    shards: Box<[ReadShard]>,
+}
+
+/// Shards at most (a thread index is masked into them).
+const MAX_READ_SHARDS: usize = 64;
+
+/// One thread's read counters, alone on their cache lines (128 bytes:
+/// the adjacent-line prefetcher pairs lines).
+#[derive(Default)]
+#[repr(align(128))]
+struct ReadShard {
+    gets: AtomicU64,
+    multi_gets: AtomicU64,
+    multi_get_keys: AtomicU64,
+}
+
+/// The next thread's shard index (threads number themselves on first use).
+static NEXT_THREAD: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// This thread's index, masked by each [`ReadCounters`] into its shards.
+    static THREAD_INDEX: usize = NEXT_THREAD.fetch_add(1, Ordering::Relaxed);
+}
+
+impl Default for ReadCounters {
+    fn default() -> Self {
+        let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+        let n = cpus.next_power_of_two().min(MAX_READ_SHARDS);
+        ReadCounters {
+            shards: (0..n).map(|_| ReadShard::default()).collect(),
+        }
+    }
+}
+
+impl ReadCounters {
+    fn mine(&self) -> &ReadShard {
+        let i = THREAD_INDEX.with(|i| *i);
+        // `len` is a power of two: the mask keeps the index in bounds.
+        &self.shards[i & (self.shards.len() - 1)]
+    }
+
+    /// Counts a `get`.
+    pub fn get(&self) {
+        Counters::add(&self.mine().gets, 1);
+    }
+
+    /// Counts a `multi_get` of `keys` keys.
+    pub fn multi_get(&self, keys: u64) {
+        let s = self.mine();
+        Counters::add(&s.multi_gets, 1);
+        Counters::add(&s.multi_get_keys, keys);
+    }
+
+    /// (gets, multi_gets, multi_get_keys) summed over the shards.
+    fn totals(&self) -> (u64, u64, u64) {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        self.shards.iter().fold((0, 0, 0), |(g, m, k), s| {
+            (
+                g + get(&s.gets),
+                m + get(&s.multi_gets),
+                k + get(&s.multi_get_keys),
+            )
+        })
     }
 }
 
@@ -116,14 +190,15 @@ impl Db {
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let stats = self.stats();
         let cache = core.tables.cache_stats();
+        let (gets, multi_gets, multi_get_keys) = c.reads.totals();
         Statistics {
             keys_written: get(&c.keys_written),
             bytes_written: get(&c.bytes_written),
             wal_bytes: get(&c.wal_bytes),
             wal_syncs: get(&c.wal_syncs),
-            gets: get(&c.gets),
-            multi_gets: get(&c.multi_gets),
-            multi_get_keys: get(&c.multi_get_keys),
+            gets,
+            multi_gets,
+            multi_get_keys,
             hinted_inserts: get(&c.hinted_inserts),
             flushes: stats.flushes,
             flush_bytes: get(&c.flush_bytes),
@@ -140,5 +215,30 @@ impl Db {
             ingested_files: get(&c.ingested_files),
             ingested_bytes: get(&c.ingested_bytes),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reads counted on many threads (more than there are shards, so some
+    /// share one) add up to every call and key.
+    #[test]
+    fn read_counters_sum_every_threads_shard() {
+        let c = ReadCounters::default();
+        let threads = c.shards.len() * 2 + 1;
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| {
+                    for _ in 0..1000 {
+                        c.get();
+                        c.multi_get(3);
+                    }
+                });
+            }
+        });
+        let n = threads as u64 * 1000;
+        assert_eq!(c.totals(), (n, n, 3 * n));
     }
 }

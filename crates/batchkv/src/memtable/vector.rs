@@ -35,7 +35,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::arena::BlockPool;
-use super::sorted_hash::arena::{Arena, NodeRef};
+use super::sorted_hash::arena::{Arena, BlockArena, NodeRef};
 use super::sorted_hash::runs::{self, find_in_runs, Runs};
 use super::{BatchLookup, EntryRef, MemTable};
 use crate::error::Result;
@@ -72,7 +72,11 @@ impl VectorMemTable {
     /// (and gives them back when dropped).
     pub(crate) fn with_pool(opts: VectorOptions, pool: Option<Arc<BlockPool>>) -> VectorMemTable {
         VectorMemTable {
-            arena: Arena::with_pool(opts.arena_block_size, opts.huge_pages, pool),
+            arena: Arena::over(BlockArena::with_pool(
+                opts.arena_block_size,
+                opts.huge_pages,
+                pool,
+            )),
             runs: Runs::new(),
             entries: AtomicU64::new(0),
             id: opts.id,

@@ -29,11 +29,10 @@
 
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicPtr, Ordering};
-use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::key::{ValueType, TRAILER_LEN};
-use crate::memtable::arena::{Arena as BlockArena, BlockPool};
+pub(crate) use crate::memtable::arena::Arena as BlockArena;
 use crate::memtable::EntryRef;
 
 /// Node alignment (the header holds atomics).
@@ -149,20 +148,13 @@ impl Arena {
     /// 2 MiB when `huge_pages`).
     #[cfg(test)]
     pub(crate) fn new(block_size: usize, huge_pages: bool) -> Arena {
-        Arena::with_pool(block_size, huge_pages, None)
+        Arena::over(BlockArena::with_pool(block_size, huge_pages, None))
     }
 
-    /// An arena of `block_size`-byte blocks (rounded up to 4 KiB, or to
-    /// 2 MiB when `huge_pages`) taking them from `pool` first
-    /// ([`BlockArena::with_pool`]).
-    pub(crate) fn with_pool(
-        block_size: usize,
-        huge_pages: bool,
-        pool: Option<Arc<BlockPool>>,
-    ) -> Arena {
-        Arena {
-            blocks: BlockArena::with_pool(block_size, huge_pages, pool),
-        }
+    /// The node allocator over `blocks` (which may take its blocks from a
+    /// pool: [`BlockArena::with_pool`]).
+    pub(crate) fn over(blocks: BlockArena) -> Arena {
+        Arena { blocks }
     }
 
     /// Bytes of all blocks allocated so far.

@@ -137,7 +137,11 @@ impl SortedHashMemTable {
         pool: Option<Arc<BlockPool>>,
     ) -> SortedHashMemTable {
         let shared = Arc::new(Shared {
-            arena: Arena::with_pool(opts.arena_block_size, opts.huge_pages, pool),
+            arena: Arena::over(arena::BlockArena::with_pool(
+                opts.arena_block_size,
+                opts.huge_pages,
+                pool,
+            )),
             buckets: Buckets::new(opts.buckets),
             runs: Runs::new(),
             entries: AtomicU64::new(0),

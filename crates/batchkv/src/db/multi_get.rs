@@ -216,7 +216,8 @@ impl Db {
     /// The batch pipeline over the super version `sv` at `seq` (loaded
     /// before `sv`), with this thread's buffers ([`Scratch`]); with
     /// `on_hint`, the mutable memtable's insert hints too
-    /// ([`Db::multi_get_hinted`]).
+    /// ([`Db::multi_get_hinted`]). A single key without `on_hint` takes
+    /// the point lookup instead (`DbCore::lookup`, as `get` does).
     pub(super) fn multi_get_at<K: AsRef<[u8]>>(
         &self,
         sv: &SuperVersion,

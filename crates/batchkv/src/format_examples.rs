@@ -97,6 +97,7 @@ fn manifest_worked_example_bytes_match_the_format_doc() {
                 largest: ik(b"z", 7, ValueType::Deletion),
                 num_entries: 3,
                 global_seqno: 0,
+                pinned: Default::default(),
             },
         )],
         ..VersionEdit::default()

@@ -62,6 +62,8 @@ pub struct EngineConfig {
     pub block_size: usize,
     pub block_restart_interval: usize,
     pub max_background_jobs: usize,
+    /// `usize::MAX`: no limit (`--open_files=-1`).
+    pub max_open_files: usize,
     pub level0_file_num_compaction_trigger: usize,
     pub max_bytes_for_level_base: u64,
     pub max_bytes_for_level_multiplier: f64,
@@ -94,6 +96,7 @@ impl BatchKv {
             block_size: cfg.block_size,
             block_restart_interval: cfg.block_restart_interval,
             max_background_jobs: cfg.max_background_jobs,
+            max_open_files: cfg.max_open_files,
             level0_file_num_compaction_trigger: cfg.level0_file_num_compaction_trigger,
             max_bytes_for_level_base: cfg.max_bytes_for_level_base,
             max_bytes_for_level_multiplier: cfg.max_bytes_for_level_multiplier,

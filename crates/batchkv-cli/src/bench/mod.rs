@@ -36,6 +36,16 @@ fn parse_bool(s: &str) -> Result<bool, String> {
     }
 }
 
+/// `--open_files`: -1 (no limit) or a positive count.
+fn parse_open_files(s: &str) -> Result<i64, String> {
+    match s.parse::<i64>() {
+        Ok(n) if n == -1 || n >= 1 => Ok(n),
+        _ => Err(format!(
+            "expected -1 (no limit) or a count of at least 1, got {s:?}"
+        )),
+    }
+}
+
 /// The benchmark's flags (db_bench names).
 #[derive(clap::Args, Debug, Clone)]
 #[command(rename_all = "snake_case")]
@@ -102,6 +112,10 @@ pub struct BenchArgs {
     /// Background threads: one flush thread, the rest compact.
     #[arg(long, default_value_t = 2)]
     pub max_background_jobs: usize,
+    /// Most SST files kept open (`max_open_files`); -1, db_bench's default
+    /// (RocksDB's), keeps every table open and its reader pinned.
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true, value_parser = parse_open_files)]
+    pub open_files: i64,
     /// L0 files that trigger compaction.
     #[arg(long, default_value_t = 4)]
     pub level0_file_num_compaction_trigger: usize,
@@ -209,6 +223,7 @@ impl BenchArgs {
             block_size: self.block_size,
             block_restart_interval: self.block_restart_interval,
             max_background_jobs: self.max_background_jobs,
+            max_open_files: usize::try_from(self.open_files).unwrap_or(usize::MAX),
             level0_file_num_compaction_trigger: self.level0_file_num_compaction_trigger,
             max_bytes_for_level_base: self.max_bytes_for_level_base,
             max_bytes_for_level_multiplier: self.max_bytes_for_level_multiplier,

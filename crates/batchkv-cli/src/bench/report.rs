@@ -170,6 +170,7 @@ impl Report {
             "compression_type": args.compression_type, "compression_level": args.compression_level,
             "separate_key_value_in_data_block": args.separate_key_value_in_data_block,
             "cache_size": args.cache_size, "max_background_jobs": args.max_background_jobs,
+            "open_files": args.open_files,
             "level0_file_num_compaction_trigger": args.level0_file_num_compaction_trigger,
             "max_bytes_for_level_base": args.max_bytes_for_level_base,
             "max_bytes_for_level_multiplier": args.max_bytes_for_level_multiplier,

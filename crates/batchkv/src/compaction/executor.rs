@@ -254,6 +254,7 @@ fn finish_output(number: u64, builder: TableBuilder) -> Result<FileMetaData> {
         largest: summary.largest,
         num_entries: summary.num_entries,
         global_seqno: 0,
+        pinned: Default::default(),
     })
 }
 

@@ -65,6 +65,7 @@ pub(super) fn write_level0_table(
         largest: summary.largest,
         num_entries: summary.num_entries,
         global_seqno: 0,
+        pinned: Default::default(),
     }))
 }
 

@@ -520,6 +520,7 @@ impl DbCore {
                     largest,
                     num_entries: f.num_entries,
                     global_seqno: seqno,
+                    pinned: Default::default(),
                 },
             ));
         }
@@ -744,6 +745,7 @@ mod tests {
             largest,
             num_entries: 1,
             global_seqno: 0,
+            pinned: Default::default(),
         })
     }
 

@@ -32,13 +32,13 @@
 
 use std::sync::Arc;
 
+use super::table_cache::TableRef;
 use super::{DbCore, SuperVersion};
 use crate::error::{Error, Result};
 use crate::key::{SequenceNumber, ValueType};
 use crate::memtable::{EntryRef, MemTable};
 use crate::merge::full_merge_newest_first;
 use crate::range_del::{FragmentedTombstones, TableRangeDels};
-use crate::sst::Table;
 use crate::version::FileMetaData;
 
 /// One key's lookup, carried from stage to stage (module docs).
@@ -232,28 +232,28 @@ impl SuperVersion {
 }
 
 /// A table stage: an SST file as a read at one sequence number sees it
-/// (rule 1).
-pub(super) struct TableStage {
-    pub table: Arc<Table>,
+/// (rule 1), its reader borrowed from the file's metadata when pinned.
+pub(super) struct TableStage<'f> {
+    pub table: TableRef<'f>,
     /// The file number, for errors.
     pub number: u64,
     /// Nonzero for an ingested file: the sequence number its entries count at.
     global_seqno: SequenceNumber,
 }
 
-impl TableStage {
+impl<'f> TableStage<'f> {
     /// `file` for a read at `seq`, opened through the table cache; `None`
     /// if it holds nothing the read sees (an ingested file newer than it).
     #[inline]
     pub(super) fn open(
         core: &DbCore,
-        file: &FileMetaData,
+        file: &'f FileMetaData,
         seq: SequenceNumber,
-    ) -> Option<Result<TableStage>> {
+    ) -> Option<Result<TableStage<'f>>> {
         if !file.visible_at(seq) {
             return None;
         }
-        Some(core.tables.get(file.number).map(|table| TableStage {
+        Some(core.tables.reader(file).map(|table| TableStage {
             table,
             number: file.number,
             global_seqno: file.global_seqno,

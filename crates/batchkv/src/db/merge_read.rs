@@ -77,7 +77,7 @@ pub(super) fn walk_table(
     seq: SequenceNumber,
     ro: BlockReadOptions,
 ) -> Result<Option<Answer<'static>>> {
-    let mut it = Arc::clone(&stage.table).iter_with(ro);
+    let mut it = Arc::clone(&*stage.table).iter_with(ro);
     it.seek(&lookup_key(key, seq));
     walk_iter(
         sv,

@@ -17,8 +17,14 @@
 //!    share a key) and is kept per file number until the file is deleted
 //!    ([`TableCache::evict`]), so a table reopened after eviction finds its
 //!    blocks still cached; file numbers are never reused within a database.
+//! 3. With `max_open_files` unlimited the cache never closes a table, and
+//!    [`TableCache::reader`] pins each reader in the file's metadata
+//!    ([`PinnedTable`](crate::version::edit::PinnedTable)), where reads find it without a lock. It is the
+//!    `Arc<Table>` the cache holds, so a file has one reader (two only if
+//!    two threads opened it at once; both stay valid, as above).
 
 use std::collections::HashMap;
+use std::ops::Deref;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -28,6 +34,7 @@ use crate::error::Result;
 use crate::filename::{self, FileKind};
 use crate::fs::FileSystem;
 use crate::sst::{Table, TableOptions};
+use crate::version::FileMetaData;
 
 pub(crate) struct TableCache {
     dir: PathBuf,
@@ -39,6 +46,27 @@ pub(crate) struct TableCache {
     block_cache: Option<Arc<BlockCache>>,
     /// Block-cache id of each live table file opened so far (invariant 2).
     cache_ids: Mutex<HashMap<u64, u64>>,
+    /// `max_open_files` is unlimited: readers are pinned (invariant 3).
+    pin_readers: bool,
+}
+
+/// A table reader as [`TableCache::reader`] hands it out: borrowed from the
+/// file's metadata when pinned there, else a counted reference.
+pub(crate) enum TableRef<'f> {
+    Pinned(&'f Arc<Table>),
+    Counted(Arc<Table>),
+}
+
+impl Deref for TableRef<'_> {
+    type Target = Arc<Table>;
+
+    #[inline]
+    fn deref(&self) -> &Arc<Table> {
+        match self {
+            TableRef::Pinned(t) => t,
+            TableRef::Counted(t) => t,
+        }
+    }
 }
 
 impl TableCache {
@@ -60,10 +88,27 @@ impl TableCache {
             dir,
             fs,
             open: Mutex::new(LruCache::new(opts.max_open_files.max(1))),
+            pin_readers: opts.max_open_files == usize::MAX,
             opts,
             block_cache,
             cache_ids: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The reader of live table `file`: the one pinned in its metadata,
+    /// else [`get`](TableCache::get)'s, which is pinned there when
+    /// `max_open_files` is unlimited (invariant 3).
+    #[inline]
+    pub fn reader<'f>(&self, file: &'f FileMetaData) -> Result<TableRef<'f>> {
+        if let Some(t) = file.pinned.get() {
+            return Ok(TableRef::Pinned(t));
+        }
+        let table = self.get(file.number)?;
+        Ok(if self.pin_readers {
+            TableRef::Pinned(file.pinned.pin(table))
+        } else {
+            TableRef::Counted(table)
+        })
     }
 
     /// The reader for table `number`, opening (and verifying) it if it is
@@ -151,6 +196,7 @@ mod tests {
     use crate::iter::InternalIterator;
     use crate::key::{append_internal_key, ValueType};
     use crate::sst::{BlockReadOptions, TableBuilder};
+    use crate::version::edit::PinnedTable;
 
     fn write_table(dir: &std::path::Path, number: u64, n: usize, opts: &TableOptions) {
         let path = filename::path(dir, FileKind::Table, number);
@@ -214,6 +260,62 @@ mod tests {
         assert_eq!(after.misses, before.misses);
         cache.evict(1);
         assert_eq!(cache.open_count(), 2);
+    }
+
+    fn meta(number: u64) -> FileMetaData {
+        FileMetaData {
+            number,
+            file_size: 0,
+            smallest: Vec::new(),
+            largest: Vec::new(),
+            num_entries: 0,
+            global_seqno: 0,
+            pinned: PinnedTable::default(),
+        }
+    }
+
+    #[test]
+    fn unlimited_open_files_pin_the_cached_reader_in_the_metadata() {
+        let dir = tempfile::tempdir().unwrap();
+        let o = opts(usize::MAX, 1 << 20);
+        write_table(dir.path(), 4, 50, &o);
+        let cache = TableCache::new(dir.path().to_path_buf(), Arc::new(PosixFs), o, None);
+        let file = meta(4);
+        assert!(file.pinned.get().is_none());
+        let first = cache.reader(&file).unwrap();
+        assert!(matches!(first, TableRef::Pinned(_)));
+        // The pinned reader is the cache's, and later reads borrow it.
+        assert!(Arc::ptr_eq(&first, &cache.get(4).unwrap()));
+        assert!(Arc::ptr_eq(&first, file.pinned.get().unwrap()));
+        let again = cache.reader(&file).unwrap();
+        assert!(Arc::ptr_eq(&first, &again));
+        let ro = BlockReadOptions::default();
+        assert!(again.get_with(b"t4-k00007", 5, ro).unwrap().is_some());
+        // A copy of the metadata (a version built from an edit) keeps it;
+        // the pin is not part of what metadata compare by.
+        assert!(Arc::ptr_eq(&first, file.clone().pinned.get().unwrap()));
+        assert_eq!(file, meta(4));
+    }
+
+    #[test]
+    fn bounded_open_files_read_through_the_cache_and_pin_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let o = opts(1, 1 << 20);
+        write_table(dir.path(), 5, 50, &o);
+        write_table(dir.path(), 6, 50, &o);
+        let cache = TableCache::new(dir.path().to_path_buf(), Arc::new(PosixFs), o, None);
+        let (five, six) = (meta(5), meta(6));
+        let r5 = cache.reader(&five).unwrap();
+        assert!(matches!(r5, TableRef::Counted(_)));
+        let r6 = cache.reader(&six).unwrap();
+        assert!(matches!(r6, TableRef::Counted(_)));
+        assert!(five.pinned.get().is_none() && six.pinned.get().is_none());
+        // The bound holds: opening 6 closed 5 in the cache (5's reader
+        // stays usable while held).
+        assert_eq!(cache.open_count(), 1);
+        let ro = BlockReadOptions::default();
+        assert!(r5.get_with(b"t5-k00007", 5, ro).unwrap().is_some());
+        assert!(r6.get_with(b"t6-k00007", 5, ro).unwrap().is_some());
     }
 
     #[test]

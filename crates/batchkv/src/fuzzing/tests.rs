@@ -345,6 +345,7 @@ fn sample_edits() -> Vec<VersionEdit> {
         largest: ik(b, 1, ValueType::Deletion),
         num_entries: number * 10,
         global_seqno: 0,
+        pinned: Default::default(),
     };
     vec![
         VersionEdit {

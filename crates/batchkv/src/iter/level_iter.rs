@@ -210,6 +210,7 @@ mod tests {
                 largest: entries[9].0.clone(),
                 num_entries: 10,
                 global_seqno: 0,
+                pinned: Default::default(),
             }));
             contents.push(entries);
         }

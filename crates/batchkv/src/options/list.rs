@@ -85,7 +85,10 @@ define_options! {
         /// [`block_cache`](Options::block_cache) gives a shared cache.
         db block_cache_size | "cache_size": usize = 32 << 20, Size => table.block_cache_size;
         /// Most SST files kept open at once (default 1000; `-1` in an option
-        /// string means no limit).
+        /// string means no limit). With no limit, as with RocksDB's
+        /// `max_open_files=-1`, each table's reader is pinned with the
+        /// table's metadata on first use, and reads find it without the
+        /// table cache's lock.
         db max_open_files: usize = 1000, SizeOrUnlimited => table.max_open_files;
         /// Verify SST data block checksums on reads (default true). Index,
         /// filter and meta blocks are always verified when a table is opened.

@@ -189,6 +189,7 @@ mod tests {
                     largest: ikey(b"z", 7),
                     num_entries: 12,
                     global_seqno: 0,
+                    pinned: Default::default(),
                 },
             )],
             ..VersionEdit::default()

@@ -28,12 +28,15 @@
 //! reference and previous log number) are reserved: never reuse them.
 //! A scalar field that appears twice takes its last value (as in LevelDB).
 
+use std::sync::{Arc, OnceLock};
+
 use crate::coding::{
     get_length_prefixed, get_varint32, get_varint64, put_length_prefixed, put_varint32,
     put_varint64,
 };
 use crate::error::{Error, Result};
 use crate::key::{parse_internal_key, MAX_SEQUENCE};
+use crate::sst::Table;
 
 /// Field tags. On disk — never renumber.
 mod tag {
@@ -79,6 +82,52 @@ pub(crate) struct FileMetaData {
     /// this sequence number (`docs/format/sst.md` §9); `smallest` and
     /// `largest` already carry it.
     pub global_seqno: u64,
+    /// The file's open reader, once a read has pinned it here (never
+    /// encoded; see [`PinnedTable`]).
+    pub pinned: PinnedTable,
+}
+
+/// The open reader of a live table, kept in the table's metadata when
+/// `max_open_files` is unlimited (as RocksDB keeps table readers in the
+/// file metadata at `max_open_files=-1`): reads of the versions that share
+/// the metadata's `Arc` find the reader without the table cache's lock, its
+/// LRU update or a reference count. `TableCache::reader` fills it; it is
+/// the same `Arc<Table>` the table cache holds (one reader per file).
+///
+/// Not part of what the MANIFEST records: every `PinnedTable` equals every
+/// other, so metadata compare as their recorded fields do.
+#[derive(Clone, Default)]
+pub(crate) struct PinnedTable(OnceLock<Arc<Table>>);
+
+impl PinnedTable {
+    /// The pinned reader, if a read has pinned one.
+    #[inline]
+    pub fn get(&self) -> Option<&Arc<Table>> {
+        self.0.get()
+    }
+
+    /// Pins `table` unless a reader is pinned already; the pinned one.
+    pub fn pin(&self, table: Arc<Table>) -> &Arc<Table> {
+        self.0.get_or_init(|| table)
+    }
+}
+
+impl PartialEq for PinnedTable {
+    fn eq(&self, _: &PinnedTable) -> bool {
+        true
+    }
+}
+
+impl Eq for PinnedTable {}
+
+impl std::fmt::Debug for PinnedTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.get().is_some() {
+            "pinned"
+        } else {
+            "not pinned"
+        })
+    }
 }
 
 impl FileMetaData {
@@ -257,6 +306,7 @@ impl VersionEdit {
                             largest,
                             num_entries,
                             global_seqno,
+                            pinned: PinnedTable::default(),
                         },
                     ));
                 }
@@ -350,6 +400,7 @@ mod tests {
                     largest: ik(b"zebra", 2),
                     num_entries: 12345,
                     global_seqno: 0,
+                    pinned: PinnedTable::default(),
                 },
             )],
             ..VersionEdit::default()
@@ -524,6 +575,7 @@ mod tests {
                             largest: ik(&b, seq),
                             num_entries,
                             global_seqno,
+                            pinned: PinnedTable::default(),
                         },
                     )
                 },

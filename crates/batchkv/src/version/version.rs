@@ -124,6 +124,7 @@ mod tests {
             largest,
             num_entries: 1,
             global_seqno: 0,
+            pinned: Default::default(),
         })
     }
 

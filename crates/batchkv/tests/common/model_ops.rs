@@ -353,7 +353,11 @@ pub fn random_options(rng: &mut StdRng) -> String {
             "block_cache_size={}",
             pick(rng, &[0, 16 << 10, 1 << 20, 32 << 20])
         ),
-        format!("max_open_files={}", pick(rng, &[2, 5, 1000])),
+        // -1: no limit, every table's reader pinned in its file metadata.
+        match pick(rng, &[2, 5, 1000, 0]) {
+            0 => "max_open_files=-1".to_string(),
+            n => format!("max_open_files={n}"),
+        },
         "memtable_huge_pages=false".to_string(),
     ];
     if rng.random_bool(0.1) {

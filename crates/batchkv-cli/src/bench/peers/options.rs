@@ -120,6 +120,13 @@ pub fn map(args: &BenchArgs, cfg: &EngineConfig, flavor: Flavor) -> RocksFamily 
         "max_background_jobs",
         cfg.max_background_jobs,
     );
+    let open_files = i64::try_from(cfg.max_open_files).unwrap_or(-1);
+    o.set(
+        Db,
+        &format!("--open_files={open_files}"),
+        "max_open_files",
+        open_files,
+    );
     let wbs = format!("--write_buffer_size={}", cfg.write_buffer_size);
     o.set(Cf, &wbs, "write_buffer_size", cfg.write_buffer_size);
     let mwbn = format!("--max_write_buffer_number={}", cfg.max_write_buffer_number);

@@ -33,7 +33,9 @@
 #                        binary in $BIN_LABEL instead of this tree's build,
 #                        for A/B runs: BIN_base=/tmp/batchkv-old
 #                        SERVERS="bkv-skiplist@base bkv-skiplist"
-#   BATCHKV_OPTIONS [""] extra engine options for batchkv serve (--options)
+#   BATCHKV_OPTIONS [""] extra engine options for batchkv serve (--options);
+#                        BATCHKV_OPTIONS_LABEL, if set, replaces them for the
+#                        servers named @LABEL
 #   TESTS ["GET MGET100 SET"]  tests to run (a subset for quick re-measurements)
 #   COLL [1000]          collections per type, and elements per collection
 #   CONNS ["1 50"]       redis-benchmark -c values
@@ -107,10 +109,12 @@ start_server() {
             >"$OUT/$name.log" 2>&1 &
         ;;
     bkv-*)
-        local rest=${name#bkv-} batch=on bin=$BIN
+        local rest=${name#bkv-} batch=on bin=$BIN options=$BATCHKV_OPTIONS
         if [[ $rest == *@* ]]; then
-            local var=BIN_${rest##*@}
+            local label=${rest##*@}
+            local var=BIN_$label ovar=BATCHKV_OPTIONS_$label
             bin=${!var:?"$name needs \$$var"}
+            options=${!ovar-$options}
             rest=${rest%@*}
         fi
         if [[ $rest == *-nobatch ]]; then
@@ -118,7 +122,7 @@ start_server() {
             rest=${rest%-nobatch}
         fi
         local opts=()
-        [[ -n $BATCHKV_OPTIONS ]] && opts=(--options "$BATCHKV_OPTIONS")
+        [[ -n $options ]] && opts=(--options "$options")
         "$bin" "${opts[@]}" serve --dir "$OUT/db-$name" --port "$PORT" \
             --memtable "$rest" --batch "$batch" --appendfsync "$APPENDFSYNC" \
             >"$OUT/$name.log" 2>&1 &

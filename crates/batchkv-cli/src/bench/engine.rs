@@ -75,6 +75,7 @@ pub struct EngineConfig {
     pub statistics: bool,
     pub cache_size: usize,
     pub memtable: MemTableKind,
+    pub memtable_point_index: bool,
 }
 
 pub struct BatchKv {
@@ -108,6 +109,7 @@ impl BatchKv {
             statistics: cfg.statistics,
             block_cache_size: cfg.cache_size,
             memtable: cfg.memtable,
+            memtable_point_index: cfg.memtable_point_index,
             ..Options::default()
         };
         Ok(BatchKv {

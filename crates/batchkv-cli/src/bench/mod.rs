@@ -150,6 +150,10 @@ pub struct BenchArgs {
     /// Memtable: skiplist, vector or sorted_hash[:BUCKETS[:VECTOR_LIMIT]].
     #[arg(long, default_value = "skiplist")]
     pub memtablerep: String,
+    /// batchkv's skip-list point index (`memtable_point_index`); the peers
+    /// have no equivalent.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool, default_value = "false")]
+    pub memtable_point_index: bool,
     /// bulkpersist: rounds of (one batch of --num new keys, then flush).
     #[arg(long, default_value_t = 5)]
     pub persist_rounds: u64,
@@ -235,6 +239,7 @@ impl BenchArgs {
             statistics: self.statistics,
             cache_size: self.cache_size,
             memtable: self.memtablerep.parse::<MemTableKind>()?,
+            memtable_point_index: self.memtable_point_index,
         })
     }
 }

@@ -177,6 +177,7 @@ impl Report {
             "target_file_size_base": args.target_file_size_base,
             "disable_auto_compactions": args.disable_auto_compactions,
             "memtablerep": args.memtablerep, "histogram": args.histogram,
+            "memtable_point_index": args.memtable_point_index,
             "persist_rounds": args.persist_rounds,
         });
         let benchmarks: Vec<_> = self

@@ -36,6 +36,8 @@ const KNOBS: &[(&str, &[&str])] = &[
     // -1 pins every table's reader in its file metadata; 4 closes tables
     // that reads still hold.
     ("max_open_files", &["-1", "4", "1000"]),
+    // The skip list's point index (ignored by the other memtables).
+    ("memtable_point_index", &["true", "false"]),
 ];
 
 /// The option string for a run with `seed`.

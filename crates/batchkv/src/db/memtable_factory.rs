@@ -41,6 +41,8 @@ pub(crate) struct MemTableFactory {
     paranoid: bool,
     huge_pages: bool,
     arena_block_size: usize,
+    /// Skip-list point index buckets (0: none; `memtable_point_index`).
+    point_index_buckets: usize,
     window: usize,
     /// The arena blocks of dropped memtables, for the next ones.
     pool: Arc<BlockPool>,
@@ -66,6 +68,11 @@ impl MemTableFactory {
             paranoid: opts.paranoid_memory_checks,
             huge_pages,
             arena_block_size,
+            // 64-byte buckets: an eighth of the write buffer.
+            point_index_buckets: match opts.memtable_point_index {
+                true => opts.write_buffer_size / 512,
+                false => 0,
+            },
             window: opts.hash_pipeline_window,
             // One write buffer: what the memtable being replaced held.
             pool: Arc::new(BlockPool::new(
@@ -129,6 +136,7 @@ impl MemTableFactory {
                     paranoid_checks: self.paranoid,
                     huge_pages: self.huge_pages,
                     arena_block_size: self.arena_block_size,
+                    point_index_buckets: self.point_index_buckets,
                 },
                 Some(Arc::clone(&self.pool)),
             ))),

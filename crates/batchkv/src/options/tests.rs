@@ -150,7 +150,7 @@ fn the_default_option_string_is_pinned() {
         "create_if_missing=true;error_if_exists=false;write_buffer_size=67108864;\
          max_write_buffer_number=2;wal_recovery_mode=tolerate_corrupted_tail_records;\
          paranoid_memory_checks=false;memtable_huge_pages=true;batch_lookup=auto;\
-         memtable=skiplist;hash_pipeline_window=24;block_size=4096;\
+         memtable=skiplist;memtable_point_index=false;hash_pipeline_window=24;block_size=4096;\
          block_restart_interval=16;bloom_bits_per_key=10;max_background_jobs=2;\
          level0_file_num_compaction_trigger=4;level0_slowdown_writes_trigger=20;\
          level0_stop_writes_trigger=36;max_bytes_for_level_base=268435456;\
@@ -166,7 +166,7 @@ fn all_changed() -> Options {
     "create_if_missing=false;error_if_exists=true;write_buffer_size=8MB;\
      max_write_buffer_number=5;wal_recovery_mode=point-in-time;\
      paranoid_memory_checks=true;memtable_huge_pages=false;batch_lookup=per_key;\
-     memtable=sorted_hash:1000:50;hash_pipeline_window=8;block_size=1k;\
+     memtable=sorted_hash:1000:50;memtable_point_index=true;hash_pipeline_window=8;block_size=1k;\
      block_restart_interval=4;bloom_bits=7;max_background_jobs=3;\
      level0_file_num_compaction_trigger=2;level0_slowdown_writes_trigger=30;\
      level0_stop_writes_trigger=40;max_bytes_for_level_base=1G;\

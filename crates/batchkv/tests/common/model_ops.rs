@@ -358,6 +358,7 @@ pub fn random_options(rng: &mut StdRng) -> String {
             0 => "max_open_files=-1".to_string(),
             n => format!("max_open_files={n}"),
         },
+        format!("memtable_point_index={}", rng.random_bool(0.5)),
         "memtable_huge_pages=false".to_string(),
     ];
     if rng.random_bool(0.1) {

@@ -183,6 +183,12 @@ impl SkipList {
             heap_next = vec![std::ptr::null_mut(); slots];
             (heap_prev.as_mut_slice(), heap_next.as_mut_slice())
         };
+        if let Some(index) = &self.index {
+            // Their buckets load while the searches run.
+            for e in entries {
+                index.prefetch(e.user_key);
+            }
+        }
         let top = self.raise_max_height(tallest);
         let hinted = self.search_splices::<N>(entries, &trailer, &height, &offset, top, prev, next);
         for (i, e) in entries.iter().enumerate() {

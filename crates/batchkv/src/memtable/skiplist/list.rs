@@ -22,6 +22,7 @@ use std::cmp::Ordering as CmpOrdering;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use super::node::{self, Node, MAX_HEIGHT};
+use super::point_index::PointIndex;
 use crate::error::{Error, Result};
 use crate::key::{compare_internal_key_parts, compare_internal_keys, TRAILER_LEN};
 use crate::memtable::arena::Arena;
@@ -48,6 +49,9 @@ pub(super) struct SkipList {
     /// ([`InsertHint`]): unique in the process, never reused (a hint of a
     /// dropped list must never match a newer list's).
     pub(super) identity: u64,
+    /// Each key's newest node, for point lookups (`memtable_point_index`;
+    /// `point_index.rs`); every linked node is recorded there.
+    pub(super) index: Option<PointIndex>,
 }
 
 /// The next list's [`SkipList::identity`].
@@ -302,7 +306,7 @@ pub(super) fn internal_key_lt_from(a: &[u8], b: &[u8], from: usize) -> bool {
 }
 
 impl SkipList {
-    pub(super) fn new(name: String, arena: Arena) -> SkipList {
+    pub(super) fn new(name: String, arena: Arena, index: Option<PointIndex>) -> SkipList {
         let mem = arena.allocate(node::node_size(MAX_HEIGHT, TRAILER_LEN, 0));
         // SAFETY: fresh, 8-aligned memory of the right size, not yet shared.
         let head = unsafe { node::init_node(mem, MAX_HEIGHT, &[], 0, &[]) };
@@ -312,6 +316,7 @@ impl SkipList {
             max_height: AtomicUsize::new(1),
             name,
             identity: NEXT_IDENTITY.fetch_add(1, Ordering::Relaxed),
+            index,
         }
     }
 
@@ -369,6 +374,10 @@ impl SkipList {
         value: &[u8],
         hint: Option<InsertHint>,
     ) -> bool {
+        if let Some(index) = &self.index {
+            // The bucket loads while the search runs.
+            index.prefetch(user);
+        }
         let (n, height) = self.new_node(user, trailer, value);
         let top = self.raise_max_height(height);
         let hinted = match height <= HINT_LEVELS {
@@ -480,6 +489,10 @@ impl SkipList {
                 prev[l] = p;
                 next[l] = q;
             }
+        }
+        if let Some(index) = &self.index {
+            // SAFETY: `n` is now linked (on every level) in this list.
+            unsafe { index.record(n, user, trailer) };
         }
     }
 

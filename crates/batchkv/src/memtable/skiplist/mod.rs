@@ -36,6 +36,7 @@ mod finger;
 mod iter;
 mod list;
 mod node;
+mod point_index;
 
 #[cfg(test)]
 mod tests;
@@ -51,6 +52,7 @@ use crate::key::{lookup_trailer, pack_trailer, SequenceNumber, ValueType, TRAILE
 use crate::memtable::{BatchLookup, EntryRef, InsertHint, MemTable, NewEntry};
 use list::{Path, SkipList};
 use node::Node;
+use point_index::{PointIndex, Probe};
 
 /// Batches of at most this many keys use per-key descents under `Auto`.
 pub const AUTO_PER_KEY_MAX: usize = 1;
@@ -66,6 +68,9 @@ pub struct SkipListOptions {
     pub huge_pages: bool,
     /// Arena block size in bytes (rounded up to 2 MiB with huge pages).
     pub arena_block_size: usize,
+    /// Buckets of the point index (`point_index.rs`; 7 keys each); 0: no
+    /// index.
+    pub point_index_buckets: usize,
 }
 
 impl Default for SkipListOptions {
@@ -75,6 +80,7 @@ impl Default for SkipListOptions {
             paranoid_checks: false,
             huge_pages: true,
             arena_block_size: crate::memtable::arena::HUGE_PAGE,
+            point_index_buckets: 0,
         }
     }
 }
@@ -113,6 +119,10 @@ impl SkipListMemTable {
             list: SkipList::new(
                 format!("memtable#{}", opts.id),
                 Arena::with_pool(opts.arena_block_size, opts.huge_pages, pool),
+                // Without the mapping, lookups search the list as usual.
+                (opts.point_index_buckets > 0)
+                    .then(|| PointIndex::new(opts.point_index_buckets, opts.huge_pages))
+                    .flatten(),
             ),
             paranoid: opts.paranoid_checks,
             entries: AtomicU64::new(0),
@@ -163,8 +173,27 @@ impl SkipListMemTable {
         user_key: &[u8],
         seq: SequenceNumber,
     ) -> Result<Option<(SequenceNumber, EntryRef<'_>)>> {
-        let z = self.list.find_ge::<P>(user_key, lookup_trailer(seq))?;
+        let z = self.find_for_get::<P>(user_key, lookup_trailer(seq))?;
         self.resolve_versioned_as::<P>(z, user_key)
+    }
+
+    /// The first node ≥ `(user, trailer)` if it holds `user`, else that
+    /// node or null (what [`Self::resolve`] needs): through the point index
+    /// when there is one and it knows the key, else by a search.
+    #[inline(always)]
+    fn find_for_get<const P: bool>(&self, user: &[u8], trailer: u64) -> Result<*mut Node> {
+        if !P {
+            if let Some(index) = &self.list.index {
+                match index.probe(user) {
+                    Probe::Absent => return Ok(std::ptr::null_mut()),
+                    // SAFETY: `n` is a linked node of this list holding
+                    // `user` (the index's invariant 1).
+                    Probe::Newest(n) => return Ok(unsafe { skip_newer(n, user, trailer) }),
+                    Probe::Unknown => {}
+                }
+            }
+        }
+        self.list.find_ge::<P>(user, trailer)
     }
 
     /// The answer the entry `key → value` of node `z` (a search's
@@ -378,6 +407,23 @@ impl SkipListMemTable {
     }
 }
 
+/// From `n`, the newest node of `user`, the first node ≥ `(user,
+/// trailer)`: versions of a key are adjacent on level 0, newest first.
+///
+/// # Safety
+/// `n` is a linked node of the list holding `user`.
+#[inline]
+unsafe fn skip_newer(mut n: *mut Node, user: &[u8], trailer: u64) -> *mut Node {
+    // SAFETY: `n` and its level-0 successors are linked nodes of the list
+    // (or null), whose bytes live as long as the list.
+    unsafe {
+        while !n.is_null() && list::node_lt(n, user, trailer) {
+            n = node::next(n, 0);
+        }
+    }
+    n
+}
+
 /// Lines of a value prefetched at most (longer values stream in anyway).
 const PREFETCH_VALUE_LINES: usize = 8;
 
@@ -443,7 +489,7 @@ impl MemTable for SkipListMemTable {
         let z = if self.paranoid {
             self.list.find_ge::<true>(user_key, trailer)?
         } else {
-            self.list.find_ge::<false>(user_key, trailer)?
+            self.find_for_get::<false>(user_key, trailer)?
         };
         self.resolve(z, user_key)
     }
@@ -487,7 +533,7 @@ impl MemTable for SkipListMemTable {
     }
 
     fn approximate_memory_usage(&self) -> usize {
-        self.list.arena.memory_usage()
+        self.list.arena.memory_usage() + self.list.index.as_ref().map_or(0, PointIndex::bytes)
     }
 
     fn bytes_in_use(&self) -> usize {

@@ -86,6 +86,16 @@ fn small_opts(paranoid: bool) -> SkipListOptions {
         paranoid_checks: paranoid,
         huge_pages: false,
         arena_block_size: 4096,
+        point_index_buckets: 0,
+    }
+}
+
+/// [`small_opts`] with a point index of `buckets` buckets (64: the
+/// smallest; a few hundred keys overflow some of them).
+fn indexed_opts(buckets: usize) -> SkipListOptions {
+    SkipListOptions {
+        point_index_buckets: buckets,
+        ..small_opts(false)
     }
 }
 
@@ -143,6 +153,13 @@ fn lookups_match_the_model_across_snapshots() {
         small_opts(false),
         small_opts(true),
         SkipListOptions::default(),
+        indexed_opts(64),
+        indexed_opts(4096),
+        // Huge pages: the buckets start 2 MiB-aligned inside the mapping.
+        SkipListOptions {
+            point_index_buckets: 4096,
+            ..SkipListOptions::default()
+        },
     ] {
         let (mt, model, max_seq) = build(&mut rng, opts, 300);
         assert_eq!(mt.num_entries() as usize, model.map.len());
@@ -1146,4 +1163,101 @@ fn hints_that_no_longer_fit_are_refused() {
         "another list's hint"
     );
     assert!(mt.list.hinted_path(None, &k2, new).is_none());
+}
+
+/// The point index under racing writers of the same keys: a get never
+/// returns a version older than one whose insert had returned before it
+/// (the index's invariant 2), whether the key's bucket holds it, holds it
+/// twice or overflowed (64 buckets: some overflow; 4096: none).
+#[test]
+fn point_index_gets_see_every_finished_insert_under_racing_writers() {
+    use std::sync::atomic::AtomicU64;
+    const KEYS: usize = 600;
+    const WRITERS: usize = 3;
+    const PER_WRITER: usize = 8_000;
+    for buckets in [64, 4096] {
+        let mt = Arc::new(SkipListMemTable::new(SkipListOptions {
+            arena_block_size: 64 << 10,
+            huge_pages: false,
+            point_index_buckets: buckets,
+            ..SkipListOptions::default()
+        }));
+        let next_seq = Arc::new(AtomicU64::new(1));
+        // Per key: the newest sequence whose insert returned.
+        let finished: Arc<Vec<AtomicU64>> =
+            Arc::new((0..KEYS).map(|_| AtomicU64::new(0)).collect());
+        let done = Arc::new(AtomicUsize::new(0));
+        let mut handles = Vec::new();
+        for t in 0..WRITERS {
+            let (mt, next_seq, finished, done) =
+                (mt.clone(), next_seq.clone(), finished.clone(), done.clone());
+            handles.push(std::thread::spawn(move || {
+                let mut rng = StdRng::seed_from_u64(40 + t as u64);
+                for _ in 0..PER_WRITER {
+                    let k = rng.random_range(0..KEYS);
+                    let seq = next_seq.fetch_add(1, Ordering::Relaxed);
+                    let value = seq.to_le_bytes();
+                    if rng.random_bool(0.1) {
+                        mt.insert(seq, ValueType::Deletion, &key_of(k as u32), &[])
+                            .unwrap();
+                    } else {
+                        mt.insert(seq, ValueType::Value, &key_of(k as u32), &value)
+                            .unwrap();
+                    }
+                    finished[k].fetch_max(seq, Ordering::Release);
+                }
+                done.fetch_add(1, Ordering::Release);
+            }));
+        }
+        let reader = {
+            let (mt, finished, done) = (mt.clone(), finished.clone(), done.clone());
+            std::thread::spawn(move || {
+                let mut rng = StdRng::seed_from_u64(99);
+                let mut checked = 0u64;
+                while done.load(Ordering::Acquire) < WRITERS || checked < 10_000 {
+                    let k = rng.random_range(0..KEYS);
+                    let floor = finished[k].load(Ordering::Acquire);
+                    let got = mt.get_versioned(&key_of(k as u32), MAX_SEQUENCE).unwrap();
+                    let seq = got.map_or(0, |(s, _)| s);
+                    assert!(
+                        seq >= floor,
+                        "{buckets} buckets: key {k} read at sequence {seq}, \
+                         but the insert of {floor} had returned"
+                    );
+                    if let Some((s, EntryRef::Value(v))) = got {
+                        assert_eq!(v, s.to_le_bytes(), "key {k}: the value of another version");
+                    }
+                    checked += 1;
+                }
+            })
+        };
+        for h in handles {
+            h.join().unwrap();
+        }
+        reader.join().unwrap();
+        // Afterwards every key's get is its newest version, at every
+        // snapshot a sample takes.
+        let plain = SkipListMemTable::new(small_opts(false));
+        let mut it = mt.clone().iter();
+        it.seek_to_first();
+        while it.valid() {
+            let k = it.key();
+            let user = &k[..k.len() - TRAILER_LEN];
+            let tr = crate::key::trailer(k);
+            let t = ValueType::from_u8(tr as u8).unwrap();
+            plain.insert(tr >> 8, t, user, it.value()).unwrap();
+            it.next();
+        }
+        let last = next_seq.load(Ordering::Relaxed);
+        for k in 0..KEYS {
+            for snap in [1, last / 4, last / 2, last - 1, MAX_SEQUENCE] {
+                let key = key_of(k as u32);
+                assert_eq!(
+                    mt.get(&key, snap).unwrap().map(Found::from),
+                    plain.get(&key, snap).unwrap().map(Found::from),
+                    "{buckets} buckets: key {k} at {snap}"
+                );
+            }
+        }
+    }
 }

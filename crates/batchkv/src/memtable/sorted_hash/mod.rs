@@ -46,6 +46,10 @@ pub(crate) mod runs;
 #[cfg(test)]
 mod tests;
 
+/// The user-key hash of the buckets, shared with the skip list's point
+/// index.
+pub(crate) use buckets::hash as key_hash;
+
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::Thread;

@@ -46,8 +46,9 @@ define_options! {
         /// The memtable implementation (default `skiplist`).
         family memtable: MemTableKind = MemTableKind::SkipList, Named;
         /// Give the `skiplist` memtable a hash index from each key to its
-        /// newest entry, so point lookups take about two cache misses
-        /// instead of a descent's dozen or more (default false). It maps an
+        /// newest entry, so point lookups (`get`, and `multi_get` without
+        /// insert hints) take about two cache misses instead of a
+        /// descent's dozen or more (default false). It maps an
         /// eighth of `write_buffer_size` (7 keys per 64-byte bucket, counted
         /// in the memtable's memory) and costs each insert a bucket update;
         /// keys of a bucket that overflowed are searched as without it.

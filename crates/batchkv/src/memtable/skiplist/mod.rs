@@ -33,6 +33,7 @@
 mod batch_insert;
 mod bfs;
 mod finger;
+mod indexed_get;
 mod iter;
 mod list;
 mod node;
@@ -239,6 +240,9 @@ impl SkipListMemTable {
             return self.multi_get_paranoid(keys, trailer, strategy, found);
         }
         let Some(hint) = hint else {
+            if let Some(index) = &self.list.index {
+                return self.multi_get_indexed(index, keys, trailer, strategy, found);
+            }
             let mut emit = |i: usize, z: *mut Node, _: &Path| -> Result<()> {
                 if let Some(e) = self.resolve_as::<false>(z, keys[i])? {
                     found(i, e);

@@ -55,6 +55,27 @@ pub(super) enum Probe {
     Unknown,
 }
 
+/// What a key's bucket says before any node is read: the batched probe
+/// ([`PointIndex::probe_tags`]) reads the nodes only after prefetching them.
+pub(super) enum Tagged {
+    /// The bucket overflowed: search the list.
+    Unknown,
+    /// No way carries the key's tag: the key is not in the memtable.
+    Absent,
+    /// One way carries the tag: its node is the key's newest, if it holds
+    /// the key at all (else the key is absent).
+    One(*mut Node),
+    /// Several ways carry the tag: [`PointIndex::probe`] decides.
+    Several,
+}
+
+/// A key's bucket and tag ([`PointIndex::place_and_prefetch`]).
+#[derive(Clone, Copy)]
+pub(super) struct Place<'a> {
+    bucket: &'a [AtomicU64],
+    tag: u64,
+}
+
 /// The index (see the module docs).
 pub(super) struct PointIndex {
     /// The first bucket (2 MiB-aligned when huge pages were asked for).
@@ -139,6 +160,15 @@ impl PointIndex {
         (bucket, (h >> ADDRESS_BITS) | 1)
     }
 
+    /// Key `user`'s bucket, its load started: for a batch, which probes
+    /// the bucket ([`PointIndex::probe_tags`]) once all are on their way.
+    #[inline]
+    pub(super) fn place_and_prefetch(&self, user: &[u8]) -> Place<'_> {
+        let (bucket, tag) = self.place(user);
+        crate::prefetch::prefetch_read(bucket.as_ptr().cast::<u8>());
+        Place { bucket, tag }
+    }
+
     /// Starts loading `user`'s bucket, which [`PointIndex::record`] will
     /// update once the node is linked (the search for its place runs
     /// meanwhile).
@@ -201,6 +231,27 @@ impl PointIndex {
             }
             // Another insert claimed it (maybe for `user`): look again.
         }
+    }
+
+    /// The ways of a key's bucket that carry its tag, without reading a
+    /// node ([`Tagged`]; invariant 3 as for [`PointIndex::probe`]).
+    #[inline]
+    pub(super) fn probe_tags(place: &Place<'_>) -> Tagged {
+        let (bucket, tag) = (place.bucket, place.tag);
+        if bucket[WAYS].load(Ordering::Acquire) != 0 {
+            return Tagged::Unknown;
+        }
+        let mut found = Tagged::Absent;
+        for way in &bucket[..WAYS] {
+            let w = way.load(Ordering::Acquire);
+            if w != 0 && w >> ADDRESS_BITS == tag {
+                found = match found {
+                    Tagged::Absent => Tagged::One((w & ADDRESS_MASK) as *mut Node),
+                    _ => return Tagged::Several,
+                };
+            }
+        }
+        found
     }
 
     /// What the index knows of `user` (invariant 3).

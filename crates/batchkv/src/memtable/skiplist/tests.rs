@@ -1227,6 +1227,27 @@ fn point_index_gets_see_every_finished_insert_under_racing_writers() {
                     if let Some((s, EntryRef::Value(v))) = got {
                         assert_eq!(v, s.to_le_bytes(), "key {k}: the value of another version");
                     }
+                    // A batch (through the index's batched probe): each
+                    // value's version is at least what had been written.
+                    let mut batch: Vec<usize> = (0..8).map(|_| rng.random_range(0..KEYS)).collect();
+                    batch.sort_unstable();
+                    batch.dedup();
+                    let floors: Vec<u64> = batch
+                        .iter()
+                        .map(|&b| finished[b].load(Ordering::Acquire))
+                        .collect();
+                    let keys: Vec<Vec<u8>> = batch.iter().map(|&b| key_of(b as u32)).collect();
+                    let got = multi(&mt, &keys, MAX_SEQUENCE, BatchLookup::Bfs).unwrap();
+                    for ((b, floor), g) in batch.iter().zip(&floors).zip(got) {
+                        match g {
+                            None => assert_eq!(*floor, 0, "{buckets} buckets: key {b} not found"),
+                            Some(Found::Value(v)) => {
+                                let s = u64::from_le_bytes(v.try_into().unwrap());
+                                assert!(s >= *floor, "{buckets} buckets: key {b} at {s} < {floor}");
+                            }
+                            Some(Found::Deleted) => {}
+                        }
+                    }
                     checked += 1;
                 }
             })

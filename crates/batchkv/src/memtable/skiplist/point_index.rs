@@ -174,8 +174,7 @@ impl PointIndex {
     /// meanwhile).
     #[inline]
     pub(super) fn prefetch(&self, user: &[u8]) {
-        let (bucket, _) = self.place(user);
-        crate::prefetch::prefetch_read(bucket.as_ptr().cast::<u8>());
+        self.place_and_prefetch(user);
     }
 
     /// Records node `n`, holding `user` with `trailer`, just linked on

@@ -110,13 +110,14 @@ pub struct ServeArgs {
     /// Threads that run connections (default: the number of CPUs).
     #[arg(long)]
     pub threads: Option<usize>,
-    /// How connections are scheduled over those threads: stealing
-    /// (tokio's work-stealing runtime) or pinned (each stays on one
-    /// thread, as a Redis thread serves its clients: less CPU per read
-    /// when the data is in memory, but connections never move to a less
-    /// busy thread, so one whose connections wait for the disk keeps
-    /// them).
-    #[arg(long, value_enum, default_value_t = Schedule::Stealing)]
+    /// How connections are scheduled over those threads: adaptive (each
+    /// thread runs its own connections; they gather on one thread while it
+    /// keeps up and spread over the others when it saturates: at light
+    /// load a request wakes one thread, as in Redis), stealing (tokio's
+    /// work-stealing runtime: an idle thread is woken to take a share of
+    /// any queued work) or pinned (each connection stays on the thread it
+    /// was given in turn).
+    #[arg(long, value_enum, default_value_t = Schedule::Adaptive)]
     pub runtime: Schedule,
     /// Protected mode (yes/no): without a password, refuse clients that
     /// are not on the loopback interface (Redis's DENIED error).
@@ -228,6 +229,10 @@ pub struct Config {
     pub threads: usize,
     /// How connections are scheduled over them (`workers.rs`).
     pub schedule: Schedule,
+    /// Tests only: under the adaptive schedule, every connection moves to
+    /// the next thread at every request boundary where it can.
+    #[doc(hidden)]
+    pub churn: bool,
     /// Stop on SIGTERM/SIGINT (the CLI); tests leave it off.
     pub handle_signals: bool,
     /// Redis's `protected-mode`: with no password set, clients from other
@@ -255,7 +260,8 @@ impl Config {
             max_pending_query_bytes: DEFAULT_MAX_PENDING_QUERY_BYTES,
             timeout: 0,
             threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
-            schedule: Schedule::Stealing,
+            schedule: Schedule::Adaptive,
+            churn: false,
             handle_signals: false,
             protected_mode: true,
             enable_debug_command: DebugCommand::No,

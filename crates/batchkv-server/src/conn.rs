@@ -48,6 +48,7 @@ use crate::batcher::{Keys, ReplyLimits, Shape};
 use crate::commands::{self, After, ConnState};
 use crate::resp::{self, ProtocolError, Reply};
 use crate::shared::{Shared, Stats};
+use crate::workers::Placement;
 
 /// Pending reply bytes past which replies are written before the next
 /// command runs (Redis writes its replies in 16 KiB chunks; a larger chunk
@@ -70,7 +71,12 @@ const MIN_BYTES_PER_KEY: usize = 5;
 
 /// Serves one connection until it closes, QUIT, a protocol error, a
 /// limit, or server shutdown.
-pub async fn serve_conn(shared: Arc<Shared>, mut sock: TcpStream, stop: watch::Receiver<bool>) {
+pub async fn serve_conn(
+    shared: Arc<Shared>,
+    mut sock: TcpStream,
+    stop: watch::Receiver<bool>,
+    placement: Option<Placement>,
+) {
     let n = shared.clients.fetch_add(1, Ordering::Relaxed) + 1;
     let count = ClientCount(&shared);
     if n > shared.settings.maxclients() {
@@ -117,13 +123,68 @@ pub async fn serve_conn(shared: Arc<Shared>, mut sock: TcpStream, stop: watch::R
         over_soft_since: None,
         bytes_per_key: FIRST_BYTES_PER_KEY,
         batched_slots: Vec::new(),
+        placement,
     };
-    conn.serve().await;
+    let conn = if conn.placement.is_some() {
+        serve_on_its_thread(conn).await
+    } else {
+        conn.serve().await;
+        Some(conn)
+    };
     // Unregistered and uncounted before the socket closes: a client that
     // sees the close finds the server no longer counting it.
     drop(registered);
     drop(count);
     drop(conn);
+}
+
+/// Serves `conn` as a task of its placement's thread (the pinned and
+/// adaptive schedules, `workers.rs`) while this task, on the accept
+/// loop's runtime, waits for it: to move it to the thread it asks for
+/// (its socket leaves one runtime's reactor for the other's), or to get it
+/// back when it is done (`None` if its socket could not move or its task
+/// ended without it: it is closed already). Aborting this task aborts the
+/// connection's.
+async fn serve_on_its_thread(mut conn: Conn) -> Option<Conn> {
+    /// Aborts the connection's task if this one is aborted (shutdown).
+    struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+    impl<T> Drop for AbortOnDrop<T> {
+        fn drop(&mut self) {
+            self.0.abort();
+        }
+    }
+    loop {
+        let (sock, bare) = conn.swap_sock(());
+        let sock = sock.into_std().ok()?;
+        let (_, moving) = bare.swap_sock(sock);
+        let handle = moving.placement.as_ref().map(|p| p.handle().clone())?;
+        let mut task = AbortOnDrop(handle.spawn(async move {
+            let (sock, bare) = moving.swap_sock(());
+            let sock = TcpStream::from_std(sock).ok()?;
+            let (_, mut conn) = bare.swap_sock(sock);
+            let served = conn.serve().await;
+            Some((conn, served))
+        }));
+        match (&mut task.0).await {
+            Ok(Some((c, Served::Moved(to)))) => {
+                conn = c;
+                (conn.shared.stats.connection_moves).fetch_add(1, Ordering::Relaxed);
+                if let Some(p) = conn.placement.as_mut() {
+                    p.moved_to(to);
+                }
+            }
+            Ok(Some((c, Served::Closed))) => return Some(c),
+            Ok(None) | Err(_) => return None,
+        }
+    }
+}
+
+/// How [`Conn::serve`] ended.
+enum Served {
+    /// The connection is done: close it.
+    Closed,
+    /// Between requests, it should move to this thread (adaptive schedule).
+    Moved(usize),
 }
 
 /// Writes the Pub/Sub messages `recv_into` put in `out`; false if the
@@ -203,10 +264,11 @@ async fn until(deadline: Option<Instant>) {
     }
 }
 
-/// A connection being served.
-struct Conn {
+/// A connection being served (`S`: its socket; another type while it
+/// moves between threads, [`Conn::swap_sock`]).
+struct Conn<S = TcpStream> {
     shared: Arc<Shared>,
-    sock: TcpStream,
+    sock: S,
     stop: watch::Receiver<bool>,
     st: ConnState,
     /// Received bytes not yet parsed into requests: at most an unfinished
@@ -224,11 +286,48 @@ struct Conn {
     /// allocated between runs).
     batched_slots: Vec<usize>,
     pending_query: PendingQuery,
+    /// Its thread under the pinned and adaptive schedules (`None`: it
+    /// runs where the accept loop spawned it).
+    placement: Option<Placement>,
+}
+
+impl<S> Conn<S> {
+    /// This connection with socket `sock` in place of its own, which is
+    /// returned.
+    fn swap_sock<T>(self, sock: T) -> (S, Conn<T>) {
+        let Conn {
+            shared,
+            sock: old,
+            stop,
+            st,
+            rbuf,
+            out,
+            over_soft_since,
+            bytes_per_key,
+            batched_slots,
+            pending_query,
+            placement,
+        } = self;
+        let conn = Conn {
+            shared,
+            sock,
+            stop,
+            st,
+            rbuf,
+            out,
+            over_soft_since,
+            bytes_per_key,
+            batched_slots,
+            pending_query,
+            placement,
+        };
+        (old, conn)
+    }
 }
 
 impl Conn {
     /// The request loop: parse, execute, write, read.
-    async fn serve(&mut self) {
+    async fn serve(&mut self) -> Served {
         let mut parser = resp::RequestParser::default();
         // The pipeline being run; its allocation is kept between reads.
         let mut reqs: Vec<Vec<Bytes>> = Vec::new();
@@ -255,14 +354,14 @@ impl Conn {
                 proto_err = self.check_query_limits();
             }
             let Some(mut after) = self.run_pipeline(&mut reqs).await else {
-                return;
+                return Served::Closed;
             };
             let blocked = after == After::Block;
             while after == After::Block {
                 // `reqs[0]` is the blocked command, the rest of the
                 // pipeline follows it; the replies before it go out first.
                 if !self.flush().await {
-                    return;
+                    return Served::Closed;
                 }
                 let client = self.st.client.clone();
                 let waited = crate::blocking::wait(
@@ -278,13 +377,13 @@ impl Conn {
                     _ = client.killed() => None,
                 };
                 let Some(reply) = reply else {
-                    return;
+                    return Served::Closed;
                 };
                 reply.encode(self.st.proto, &mut self.out);
                 reqs.remove(0);
                 after = match self.run_pipeline(&mut reqs).await {
                     Some(a) => a,
-                    None => return,
+                    None => return Served::Closed,
                 };
             }
             // The requests' bytes are no longer referenced.
@@ -296,41 +395,45 @@ impl Conn {
                 Reply::Error(format!("ERR {}", e.0)).encode(self.st.proto, &mut self.out);
             }
             if !self.flush().await {
-                return;
+                return Served::Closed;
             }
             self.release_read_buffer(consumed);
             match after {
                 After::Continue if proto_err.is_none() => {}
                 After::Shutdown => {
                     self.shared.request_shutdown();
-                    return;
+                    return Served::Closed;
                 }
-                _ => return,
+                _ => return Served::Closed,
             }
             if *self.stop.borrow() {
-                return;
+                return Served::Closed;
             }
             if blocked {
                 // Requests may have arrived while blocked: parse them first.
                 continue;
             }
+            // Between requests, nothing pending: the connection can move.
+            if let Some(to) = self.placement.as_mut().and_then(Placement::check) {
+                return Served::Moved(to);
+            }
             let pushed = tokio::select! {
                 r = self.sock.read_buf(&mut self.rbuf) => match r {
-                    Ok(0) | Err(_) => return,
+                    Ok(0) | Err(_) => return Served::Closed,
                     Ok(_) => false,
                 },
                 ok = self.st.pubsub.recv_into(self.st.proto, &mut self.out) => {
                     if !ok {
-                        return;
+                        return Served::Closed;
                     }
                     true
                 }
                 // CLIENT KILL, idle past `timeout` (`clients.rs`), or the
                 // server stopping.
-                _ = self.st.client.interrupted(&self.stop) => return,
+                _ = self.st.client.interrupted(&self.stop) => return Served::Closed,
             };
             if pushed && !self.flush().await {
-                return;
+                return Served::Closed;
             }
         }
     }

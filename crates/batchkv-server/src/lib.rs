@@ -25,6 +25,7 @@
 //! `commands/` (the command table — names, arities, flags, key
 //! positions, handlers, which reads are batched — and the commands).
 
+mod balance;
 mod batcher;
 mod blocking;
 mod clients;

@@ -36,7 +36,7 @@ impl Server {
             crate::limits::reserved_fds(cfg.options.max_open_files),
         )?;
         warn_if_exposed(&cfg);
-        let (runtime, workers) = Workers::start(cfg.threads, cfg.schedule)?;
+        let (runtime, workers) = Workers::start(cfg.threads, cfg.schedule, cfg.churn)?;
         let db =
             Db::open_with_fs(&cfg.dir, cfg.options.clone(), fs).map_err(std::io::Error::other)?;
         crate::marker::claim(&db, &cfg.dir)?;
@@ -274,23 +274,11 @@ async fn serve(
                 let _ = sock.set_nodelay(true);
                 let s = shared.clone();
                 let rx = shutdown_rx.clone();
-                if !workers.is_spread() {
-                    conns.spawn(crate::conn::serve_conn(s, sock, rx));
-                    continue;
-                }
-                // The socket moves to the reactor of its thread's runtime.
-                let sock = match sock.into_std() {
-                    Ok(sock) => sock,
-                    Err(e) => {
-                        log::warn!("batchkv serve: cannot hand a connection to its thread: {e}");
-                        continue;
-                    }
-                };
-                conns.spawn_on(async move {
-                    if let Ok(sock) = tokio::net::TcpStream::from_std(sock) {
-                        crate::conn::serve_conn(s, sock, rx).await;
-                    }
-                }, workers.next());
+                // Spread over threads, the connection runs on its own
+                // thread's runtime, from a task of this one
+                // (`conn::serve_on_its_thread`).
+                let placement = workers.is_spread().then(|| workers.place());
+                conns.spawn(crate::conn::serve_conn(s, sock, rx, placement));
             }
             _ = shutdown_rx.changed() => break,
             Some(done) = conns.join_next(), if !conns.is_empty() => {

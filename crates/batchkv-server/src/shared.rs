@@ -140,6 +140,9 @@ pub struct Stats {
     pub write_batches: AtomicU64,
     pub write_batched_commands: AtomicU64,
     pub wal_syncs: AtomicU64,
+    /// Connections moved from one thread to another (`--runtime
+    /// adaptive`, `balance.rs`).
+    pub connection_moves: AtomicU64,
     /// Keys deleted by active expiry (`expiry.rs`).
     pub expired_keys: AtomicU64,
     /// Every value with an expiry is in the expiry index (INFO stats

@@ -22,6 +22,13 @@
 //!   keeps them (~6–10 % fewer SST-resident HMGETs at `-P 10`).
 //!   Measurements: docs/perf/history/2026-11-29-pinned-runtime.md and
 //!   docs/perf/history/2026-11-29-pinned-one-worker.md.
+//! - [`Schedule::Adaptive`]: the pinned threads, but a connection runs
+//!   where the threads' loads say (`balance.rs`): all on one thread while
+//!   it keeps up, spread over the others when it saturates, gathered
+//!   again when the load falls. It moves between requests (its socket
+//!   goes to the other runtime's reactor, [`Placement`]). Light load costs
+//!   what one thread costs (no worker woken to steal a request or two),
+//!   heavy load gets every thread.
 //!
 //! Both keep the combining of `combine.rs` working: a job is gathered on
 //! the thread it was submitted on, and a job queued for a leader on
@@ -30,25 +37,45 @@
 
 use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use tokio::runtime::{Builder, Handle, Runtime};
+
+use crate::balance::Balance;
 
 /// How connections are scheduled over the server's threads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Schedule {
     /// Connections are tasks of one work-stealing runtime.
-    #[default]
     Stealing,
     /// Each connection stays on one thread with its own runtime.
     Pinned,
+    /// Each thread has its own runtime; connections gather on as few
+    /// threads as keep up with the load and move between them.
+    #[default]
+    Adaptive,
+}
+
+impl Schedule {
+    /// The `--runtime` value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Schedule::Stealing => "stealing",
+            Schedule::Pinned => "pinned",
+            Schedule::Adaptive => "adaptive",
+        }
+    }
 }
 
 /// The runtimes connections are spawned on. The first one's runtime is
 /// returned by [`Workers::start`] for the caller to run the accept loop on;
 /// the others run on threads of their own until [`Workers::stop`].
 pub struct Workers {
-    /// Where connections go, in turn.
-    handles: Vec<Handle>,
+    /// Where connections go.
+    handles: Arc<[Handle]>,
+    /// The threads' loads ([`Schedule::Adaptive`] only).
+    balance: Option<Arc<Balance>>,
+    /// The next thread in turn ([`Schedule::Pinned`]).
     next: AtomicUsize,
     /// The pinned runtimes beyond the first (dropping one ends its
     /// thread and the connections still on it).
@@ -57,38 +84,61 @@ pub struct Workers {
 
 impl Workers {
     /// Starts `threads` threads (at least one) scheduled as `schedule`;
-    /// returns the runtime for the caller's thread, the first.
-    pub fn start(threads: usize, schedule: Schedule) -> io::Result<(Runtime, Workers)> {
+    /// returns the runtime for the caller's thread, the first. `churn`
+    /// (tests) moves every adaptive connection at every chance.
+    pub fn start(
+        threads: usize,
+        schedule: Schedule,
+        churn: bool,
+    ) -> io::Result<(Runtime, Workers)> {
         let threads = threads.max(1);
-        let mut workers = Workers {
-            handles: Vec::new(),
-            next: AtomicUsize::new(0),
-            runtimes: Vec::new(),
-        };
+        let balance =
+            (schedule == Schedule::Adaptive).then(|| Arc::new(Balance::new(threads, churn)));
+        let mut runtimes = Vec::new();
         let first = match schedule {
             Schedule::Stealing => Builder::new_multi_thread()
                 .worker_threads(threads)
                 .thread_name("batchkv-serve")
                 .enable_all()
                 .build()?,
-            Schedule::Pinned => {
+            Schedule::Pinned | Schedule::Adaptive => {
                 for i in 1..threads {
-                    workers.runtimes.push(one_worker(i)?);
+                    runtimes.push(one_worker(i, balance.as_ref())?);
                 }
-                one_worker(0)?
+                one_worker(0, balance.as_ref())?
             }
         };
-        workers.handles.push(first.handle().clone());
-        workers
-            .handles
-            .extend(workers.runtimes.iter().map(|rt| rt.handle().clone()));
+        let handles = std::iter::once(first.handle().clone())
+            .chain(runtimes.iter().map(|rt| rt.handle().clone()))
+            .collect();
+        let workers = Workers {
+            handles,
+            balance,
+            next: AtomicUsize::new(0),
+            runtimes,
+        };
         Ok((first, workers))
     }
 
-    /// The runtime the next connection runs on (round robin).
-    pub fn next(&self) -> &Handle {
-        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.handles.len();
-        &self.handles[i]
+    /// Where the next connection runs: the next thread in turn (pinned),
+    /// or the one its load says (adaptive).
+    pub fn place(&self) -> Placement {
+        let thread = match &self.balance {
+            Some(b) => b.place(),
+            None => self.next.fetch_add(1, Ordering::Relaxed) % self.handles.len(),
+        };
+        Placement {
+            handles: self.handles.clone(),
+            balance: self.balance.clone(),
+            thread,
+            until_check: CHECK_EVERY,
+        }
+    }
+
+    /// The runtime of the next connection (see [`Workers::place`]).
+    #[cfg(test)]
+    pub fn next(&self) -> Handle {
+        self.place().handle().clone()
     }
 
     /// Whether connections may run on other runtimes than the accept
@@ -104,18 +154,67 @@ impl Workers {
     }
 }
 
+/// Request boundaries between a connection's looks at the loads
+/// ([`Placement::check`]).
+const CHECK_EVERY: u32 = 16;
+
+/// Where one connection runs: its thread, and (adaptive) whether it should
+/// move.
+pub struct Placement {
+    handles: Arc<[Handle]>,
+    balance: Option<Arc<Balance>>,
+    thread: usize,
+    until_check: u32,
+}
+
+impl Placement {
+    /// The runtime of the connection's thread.
+    pub fn handle(&self) -> &Handle {
+        &self.handles[self.thread]
+    }
+
+    /// The connection's thread.
+    #[cfg(test)]
+    pub fn thread(&self) -> usize {
+        self.thread
+    }
+
+    /// Called at a request boundary where the connection could move: the
+    /// thread it should move to, if any (adaptive only; the loads are
+    /// looked at every [`CHECK_EVERY`] calls).
+    pub fn check(&mut self) -> Option<usize> {
+        let balance = self.balance.as_ref()?;
+        self.until_check -= 1;
+        if self.until_check > 0 {
+            return None;
+        }
+        self.until_check = CHECK_EVERY;
+        balance.rebalance(self.thread)
+    }
+
+    /// The connection now runs on `thread`.
+    pub fn moved_to(&mut self, thread: usize) {
+        self.thread = thread;
+    }
+}
+
 /// A pinned runtime: one worker thread, `batchkv-serve-{i}`, so a task
 /// woken there runs there and wakes no other thread. It is a
 /// multi-threaded runtime of one worker rather than a current-thread one
 /// because of [`crate::shared::block_in_place`]: a command that blocks
 /// (an `fsync`) hands the worker to a spare thread, which runs the
 /// thread's other connections meanwhile.
-fn one_worker(i: usize) -> io::Result<Runtime> {
-    Builder::new_multi_thread()
-        .worker_threads(1)
+fn one_worker(i: usize, balance: Option<&Arc<Balance>>) -> io::Result<Runtime> {
+    let mut b = Builder::new_multi_thread();
+    b.worker_threads(1)
         .thread_name(format!("batchkv-serve-{i}"))
-        .enable_all()
-        .build()
+        .enable_all();
+    if let Some(balance) = balance {
+        let (p, u) = (balance.clone(), balance.clone());
+        b.on_thread_park(move || p.parked(i))
+            .on_thread_unpark(move || u.unparked(i));
+    }
+    b.build()
 }
 
 impl Drop for Workers {
@@ -130,7 +229,7 @@ mod tests {
 
     #[test]
     fn pinned_connections_go_to_every_thread_in_turn() {
-        let (rt, workers) = Workers::start(3, Schedule::Pinned).unwrap();
+        let (rt, workers) = Workers::start(3, Schedule::Pinned, false).unwrap();
         let threads: Vec<String> = rt.block_on(async {
             let mut names = Vec::new();
             for _ in 0..6 {
@@ -161,7 +260,7 @@ mod tests {
     fn a_pinned_thread_that_blocks_hands_its_other_connections_on() {
         // One pinned thread: without the hand-off, the task blocked in
         // `block_in_place` would keep the other from ever running.
-        let (rt, workers) = Workers::start(1, Schedule::Pinned).unwrap();
+        let (rt, workers) = Workers::start(1, Schedule::Pinned, false).unwrap();
         let (tx, rx) = std::sync::mpsc::channel::<()>();
         let got = rt.block_on(async {
             let blocked = workers.next().spawn(async move {
@@ -183,8 +282,36 @@ mod tests {
     }
 
     #[test]
+    fn adaptive_connections_gather_on_the_first_thread_while_all_are_idle() {
+        let (_rt, workers) = Workers::start(3, Schedule::Adaptive, false).unwrap();
+        assert!(workers.is_spread());
+        for _ in 0..4 {
+            assert_eq!(workers.place().thread(), 0);
+        }
+        // A connection placed on another thread (as after a spread) moves
+        // back while the threads stay idle: once per period and thread.
+        let mut p = workers.place();
+        p.moved_to(2);
+        let moves: Vec<Option<usize>> = (0..2 * CHECK_EVERY).map(|_| p.check()).collect();
+        assert_eq!(moves.iter().flatten().collect::<Vec<_>>(), [&0]);
+        assert_eq!(
+            moves[CHECK_EVERY as usize - 1],
+            Some(0),
+            "checked every {CHECK_EVERY}"
+        );
+    }
+
+    #[test]
+    fn pinned_connections_never_move() {
+        let (_rt, workers) = Workers::start(2, Schedule::Pinned, false).unwrap();
+        let mut p = workers.place();
+        p.moved_to(1);
+        assert!((0..4 * CHECK_EVERY).all(|_| p.check().is_none()));
+    }
+
+    #[test]
     fn stealing_has_one_runtime() {
-        let (rt, workers) = Workers::start(2, Schedule::Stealing).unwrap();
+        let (rt, workers) = Workers::start(2, Schedule::Stealing, false).unwrap();
         assert!(!workers.is_spread());
         let on_worker = rt.block_on(async {
             workers
@@ -205,7 +332,7 @@ mod tests {
                 let _ = self.0.send(());
             }
         }
-        let (_rt, mut workers) = Workers::start(2, Schedule::Pinned).unwrap();
+        let (_rt, mut workers) = Workers::start(2, Schedule::Pinned, false).unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
         workers.next();
         let guard = Dropped(tx);

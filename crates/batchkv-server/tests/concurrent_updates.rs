@@ -134,11 +134,14 @@ fn four_thread_servers() -> impl Iterator<Item = (batchkv_server::Schedule, Harn
     let schedules = [
         batchkv_server::Schedule::Stealing,
         batchkv_server::Schedule::Pinned,
+        batchkv_server::Schedule::Adaptive,
     ];
     schedules.into_iter().map(|schedule| {
         let h = Harness::start_with(|cfg| {
             cfg.threads = 4;
             cfg.schedule = schedule;
+            // Adaptive: connections move between threads all along.
+            cfg.churn = true;
         });
         (schedule, h)
     })

@@ -1,6 +1,8 @@
-//! Both schedules of `--runtime` (`workers.rs`), with one and several
+//! The schedules of `--runtime` (`workers.rs`), with one and several
 //! threads: connections on different threads wake each other (a blocked
-//! pop, WATCH), their writes combine, and shutdown waits for all of them.
+//! pop, WATCH), their writes combine, and shutdown waits for all of them;
+//! under the adaptive schedule also while connections move between
+//! threads at every chance (`churn`).
 
 #![allow(
     clippy::unwrap_used,
@@ -13,11 +15,17 @@ mod common;
 use batchkv_server::{Config, Schedule};
 use common::{q, wait_blocked, Harness};
 
-fn exercise(schedule: Schedule, threads: usize) {
-    let configure = move |c: &mut Config| {
+fn exercise(schedule: Schedule, threads: usize) -> Harness {
+    exercise_with(move |c: &mut Config| {
         c.schedule = schedule;
         c.threads = threads;
-    };
+    })
+}
+
+/// Runs the checks on a server configured by `configure`; returns it
+/// restarted (with connections left open on every thread before the
+/// restart).
+fn exercise_with(configure: impl Fn(&mut Config) + Copy) -> Harness {
     let h = Harness::start_with(configure);
     // Connections are handed to the threads in turn: with several
     // threads, consecutive ones live on different threads.
@@ -75,20 +83,58 @@ fn exercise(schedule: Schedule, threads: usize) {
     assert_eq!(q::<i64>(&mut c, &["GET", "n3"]), 500);
     drop(a);
     drop(b);
-    h.stop();
+    h
 }
 
 #[test]
 fn pinned_one_thread() {
-    exercise(Schedule::Pinned, 1);
+    exercise(Schedule::Pinned, 1).stop();
 }
 
 #[test]
 fn pinned_three_threads() {
-    exercise(Schedule::Pinned, 3);
+    exercise(Schedule::Pinned, 3).stop();
 }
 
 #[test]
 fn stealing_two_threads() {
-    exercise(Schedule::Stealing, 2);
+    exercise(Schedule::Stealing, 2).stop();
+}
+
+#[test]
+fn adaptive_two_threads() {
+    exercise(Schedule::Adaptive, 2).stop();
+}
+
+/// The moves themselves: every connection moves to the next thread every
+/// few requests while blocked pops, WATCH, pipelines and a shutdown with
+/// open connections run (the checks of `exercise`), and a long pipeline
+/// of one client keeps its order across moves.
+#[test]
+fn adaptive_connections_moving_at_every_chance() {
+    let h = exercise_with(|c: &mut Config| {
+        c.schedule = Schedule::Adaptive;
+        c.threads = 3;
+        c.churn = true;
+    });
+    let mut c = h.conn();
+    for round in 0..200 {
+        let _: () = q(&mut c, &["RPUSH", "order", &round.to_string()]);
+        let got: i64 = q(&mut c, &["INCR", "seen"]);
+        assert_eq!(got, round + 1);
+    }
+    let order: Vec<i64> = q(&mut c, &["LRANGE", "order", "0", "-1"]);
+    assert_eq!(order, (0..200).collect::<Vec<i64>>());
+    let info: String = q(&mut c, &["INFO", "batchkv"]);
+    let moves: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("connection_moves:"))
+        .expect("INFO batchkv connection_moves")
+        .trim()
+        .parse()
+        .unwrap();
+    // 400 requests of this client alone, a move every 16.
+    assert!(moves >= 20, "{moves} moves");
+    assert!(info.contains("runtime:adaptive"), "{info}");
+    h.stop();
 }

@@ -435,6 +435,11 @@ fn batchkv(shared: &Shared) -> String {
             per_batch(write_commands, write_batches),
         ),
         ("hinted_inserts", engine.hinted_inserts.to_string()),
+        ("runtime", shared.cfg.schedule.name().into()),
+        (
+            "connection_moves",
+            st.connection_moves.load(Relaxed).to_string(),
+        ),
         // The engine's point reads and batched reads (each `multi_get` and
         // the keys it read), all callers together.
         ("engine_gets", engine.gets.to_string()),

@@ -1,0 +1,316 @@
+//! How busy each connection thread is, and where a connection should run
+//! under `--runtime adaptive` (`workers.rs`).
+//!
+//! Each thread's runtime reports when its worker parks (nothing to do) and
+//! unparks ([`Balance::parked`], [`Balance::unparked`]); a thread's *load*
+//! is the share of wall time its worker did not park, in thousandths,
+//! sampled every [`PERIOD`] and smoothed over two periods. Connections ask
+//! [`Balance::rebalance`] at request boundaries where they can move:
+//!
+//! - **Gather**: a thread under [`LIGHT`] hands a connection to the
+//!   busiest other thread that, with this thread's whole load added, stays
+//!   under [`GATHER_MAX`]. At light load every connection ends up on one
+//!   thread: a request wakes only that thread, and no second worker is
+//!   woken to take a share of its work (a park and wake of a thread for a
+//!   few requests, which cost GET `-c 50 -P 1` ~12 % more CPU per request
+//!   over two threads than over one).
+//! - **Spread**: a thread at [`FULL`] or over (saturated) hands a
+//!   connection to the least busy thread if that one is under
+//!   [`SPREAD_ROOM`].
+//!
+//! The gap between the thresholds is the hysteresis that keeps a
+//! connection from moving back and forth: two threads whose loads add up
+//! to more than `GATHER_MAX` never gather, and a thread gathers onto
+//! another only while it stays under `FULL` with the load added.
+//! A thread gives away at most one connection per period
+//! ([`Balance::claim_move`]), so loads are re-measured between moves.
+//!
+//! The loads are a heuristic: a thread that hands its worker on in
+//! [`crate::shared::block_in_place`] reports through the thread that takes
+//! it over, and preemption by other processes counts as busy. Nothing
+//! depends on them being exact; they decide only where connections run.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// How often loads are sampled.
+pub const PERIOD: Duration = Duration::from_millis(20);
+/// Load (thousandths) at which a thread is saturated and spreads.
+pub const FULL: u32 = 900;
+/// Load under which a thread takes connections a saturated one spreads.
+pub const SPREAD_ROOM: u32 = 600;
+/// Load under which a thread gathers its connections onto another.
+pub const LIGHT: u32 = 400;
+/// The most a thread's load plus the gathering thread's may be.
+pub const GATHER_MAX: u32 = 750;
+
+/// One thread's park accounting.
+#[derive(Default)]
+struct ThreadLoad {
+    /// Nanoseconds (since [`Balance::epoch`]) of the busy time finished
+    /// at the last park.
+    busy_ns: AtomicU64,
+    /// When the worker last unparked (nanoseconds since the epoch, at
+    /// least 1); 0 while it is parked.
+    running_since: AtomicU64,
+    /// The smoothed load, in thousandths.
+    load: AtomicU32,
+    /// The sample period in which this thread last gave a connection
+    /// away (see [`Balance::claim_move`]).
+    moved_in: AtomicU64,
+}
+
+/// The last sample: when, and each thread's busy total then.
+struct Sample {
+    at_ns: u64,
+    busy_ns: Vec<u64>,
+}
+
+/// The loads of a fixed set of threads (see the module comment).
+pub struct Balance {
+    epoch: Instant,
+    threads: Box<[ThreadLoad]>,
+    sample: Mutex<Sample>,
+    /// Sample periods elapsed (the number of the current one).
+    period: AtomicU64,
+    /// Tests: every connection moves to the next thread at every check.
+    churn: bool,
+}
+
+impl Balance {
+    /// Loads of `threads` threads, all idle.
+    pub fn new(threads: usize, churn: bool) -> Balance {
+        let threads = threads.max(1);
+        Balance {
+            epoch: Instant::now(),
+            threads: (0..threads).map(|_| ThreadLoad::default()).collect(),
+            sample: Mutex::new(Sample {
+                at_ns: 0,
+                busy_ns: vec![0; threads],
+            }),
+            period: AtomicU64::new(0),
+            churn,
+        }
+    }
+
+    pub fn threads(&self) -> usize {
+        self.threads.len()
+    }
+
+    fn now_ns(&self) -> u64 {
+        // At least 1: 0 means "parked" in `running_since`.
+        u64::try_from(self.epoch.elapsed().as_nanos())
+            .unwrap_or(u64::MAX)
+            .max(1)
+    }
+
+    /// Thread `i`'s worker is about to wait for work.
+    pub fn parked(&self, i: usize) {
+        let t = &self.threads[i];
+        let since = t.running_since.swap(0, Ordering::Relaxed);
+        if since != 0 {
+            let busy = self.now_ns().saturating_sub(since);
+            t.busy_ns.fetch_add(busy, Ordering::Relaxed);
+        }
+    }
+
+    /// Thread `i`'s worker woke up with work.
+    pub fn unparked(&self, i: usize) {
+        self.threads[i]
+            .running_since
+            .store(self.now_ns(), Ordering::Relaxed);
+    }
+
+    /// Thread `i`'s smoothed load, in thousandths.
+    pub fn load(&self, i: usize) -> u32 {
+        self.threads[i].load.load(Ordering::Relaxed)
+    }
+
+    /// Samples the loads if a period has passed since the last sample (and
+    /// no other caller is sampling).
+    fn sample(&self) {
+        let now = self.now_ns();
+        let Ok(mut s) = self.sample.try_lock() else {
+            return;
+        };
+        let span = now.saturating_sub(s.at_ns);
+        if u128::from(span) < PERIOD.as_nanos() {
+            return;
+        }
+        for (t, last) in self.threads.iter().zip(s.busy_ns.iter_mut()) {
+            let since = t.running_since.load(Ordering::Relaxed);
+            let running = if since == 0 {
+                0
+            } else {
+                now.saturating_sub(since)
+            };
+            let busy = t.busy_ns.load(Ordering::Relaxed) + running;
+            // The busy total can step back by the running part when a
+            // park lands between the two loads above: count that as 0.
+            let busy_in_span = busy.saturating_sub(*last);
+            *last = busy.max(*last);
+            let now_load =
+                u32::try_from((busy_in_span.min(span) * 1000) / span.max(1)).unwrap_or(1000);
+            let old = t.load.load(Ordering::Relaxed);
+            t.load.store((old + now_load) / 2, Ordering::Relaxed);
+        }
+        s.at_ns = now;
+        self.period.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The thread a new connection goes to: the busiest one that is not
+    /// saturated (the lowest-numbered among equals), else the least busy.
+    pub fn place(&self) -> usize {
+        self.sample();
+        let loads: Vec<u32> = (0..self.threads()).map(|i| self.load(i)).collect();
+        let open = (0..loads.len())
+            .filter(|&i| loads[i] < FULL)
+            .max_by_key(|&i| (loads[i], std::cmp::Reverse(i)));
+        open.unwrap_or_else(|| least_busy(&loads, usize::MAX))
+    }
+
+    /// Where a connection on thread `i`, at a point where it can move,
+    /// should go instead (`None`: stay).
+    pub fn rebalance(&self, i: usize) -> Option<usize> {
+        let n = self.threads();
+        if n < 2 {
+            return None;
+        }
+        if self.churn {
+            return Some((i + 1) % n);
+        }
+        self.sample();
+        let loads: Vec<u32> = (0..n).map(|j| self.load(j)).collect();
+        let to = decide(&loads, i)?;
+        self.claim_move(i).then_some(to)
+    }
+
+    /// Whether thread `i` may give a connection away in this period (at
+    /// most one per period and thread).
+    fn claim_move(&self, i: usize) -> bool {
+        let period = self.period.load(Ordering::Relaxed) + 1;
+        self.threads[i].moved_in.swap(period, Ordering::Relaxed) != period
+    }
+}
+
+/// The policy of [`Balance::rebalance`] over the threads' `loads`, for a
+/// connection on thread `i`.
+fn decide(loads: &[u32], i: usize) -> Option<usize> {
+    let mine = loads[i];
+    if mine >= FULL {
+        let j = least_busy(loads, i);
+        return (loads[j] < SPREAD_ROOM).then_some(j);
+    }
+    if mine < LIGHT {
+        // Onto the busiest thread that keeps room for this one's load;
+        // between two equally light threads, onto the lower-numbered one
+        // (so they do not swap connections).
+        return (0..loads.len())
+            .filter(|&j| j != i && loads[j] + mine < GATHER_MAX)
+            .filter(|&j| loads[j] > mine || (loads[j] == mine && j < i))
+            .max_by_key(|&j| (loads[j], std::cmp::Reverse(j)));
+    }
+    None
+}
+
+/// The least busy thread other than `except` (the lowest-numbered among
+/// equals).
+fn least_busy(loads: &[u32], except: usize) -> usize {
+    (0..loads.len())
+        .filter(|&j| j != except)
+        .min_by_key(|&j| (loads[j], j))
+        .unwrap_or(0)
+}
+
+impl std::fmt::Debug for Balance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let loads: Vec<u32> = (0..self.threads()).map(|i| self.load(i)).collect();
+        f.debug_struct("Balance").field("loads", &loads).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_saturated_thread_spreads_to_one_with_room() {
+        assert_eq!(decide(&[950, 100], 0), Some(1));
+        assert_eq!(decide(&[950, 700, 300], 0), Some(2));
+        // No thread with room: stay.
+        assert_eq!(decide(&[950, 650], 0), None);
+    }
+
+    #[test]
+    fn light_threads_gather_onto_the_busiest_that_has_room() {
+        assert_eq!(decide(&[500, 100], 1), Some(0));
+        assert_eq!(
+            decide(&[300, 100, 700], 1),
+            Some(0),
+            "700 + 100 is over the gather limit"
+        );
+        // Equally light: onto the lower-numbered, never the other way.
+        assert_eq!(decide(&[0, 0], 1), Some(0));
+        assert_eq!(decide(&[0, 0], 0), None);
+        // The busier of two light threads stays.
+        assert_eq!(decide(&[300, 100], 0), None);
+    }
+
+    #[test]
+    fn moderately_loaded_threads_stay() {
+        // Neither light nor saturated.
+        assert_eq!(decide(&[800, 0], 0), None);
+        // Light, but the sum is over the gather limit.
+        assert_eq!(decide(&[700, 300], 1), None);
+        // Two threads at half load each: no gathering, no spreading.
+        assert_eq!(decide(&[500, 500], 0), None);
+        assert_eq!(decide(&[500, 500], 1), None);
+    }
+
+    #[test]
+    fn a_gathered_thread_does_not_spread_back_below_full() {
+        // After gathering 350 + 350 onto thread 0 it runs at ~700: under
+        // FULL, so it keeps its connections.
+        assert_eq!(decide(&[700, 0], 0), None);
+    }
+
+    #[test]
+    fn loads_follow_the_parks_and_placement_prefers_the_busy_open_thread() {
+        let b = Balance::new(2, false);
+        assert_eq!(b.place(), 0, "all idle: the first thread");
+        // Thread 1 runs without parking for a period; thread 0 stays
+        // parked.
+        b.unparked(1);
+        std::thread::sleep(PERIOD * 2);
+        b.sample();
+        assert!(b.load(1) >= 400, "{b:?}");
+        assert_eq!(b.load(0), 0, "{b:?}");
+        assert_eq!(b.place(), 1, "the busier thread that is not saturated");
+        b.parked(1);
+        // Parked since: the load decays.
+        for _ in 0..6 {
+            std::thread::sleep(PERIOD);
+            b.sample();
+        }
+        assert!(b.load(1) < 100, "{b:?}");
+    }
+
+    #[test]
+    fn a_thread_gives_away_one_connection_per_period() {
+        let b = Balance::new(2, false);
+        // Thread 1 idle, thread 0 idle: a connection on 1 gathers onto 0
+        // once per period.
+        assert_eq!(b.rebalance(1), Some(0));
+        assert_eq!(b.rebalance(1), None, "the same period");
+        assert_eq!(b.rebalance(0), None, "thread 0 is where others gather");
+    }
+
+    #[test]
+    fn churn_moves_every_connection_to_the_next_thread() {
+        let b = Balance::new(3, true);
+        assert_eq!(b.rebalance(0), Some(1));
+        assert_eq!(b.rebalance(2), Some(0));
+        assert_eq!(Balance::new(1, true).rebalance(0), None);
+    }
+}

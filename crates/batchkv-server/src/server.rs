@@ -218,6 +218,9 @@ async fn serve(
 ) -> std::io::Result<()> {
     let port = listener.local_addr()?.port();
     let shared = new_shared(db.clone(), cfg, port, shutdown_tx);
+    if let Some(b) = workers.balance() {
+        let _ = shared.stats.balance.set(b.clone());
+    }
     {
         // `appendfsync` can change at runtime (CONFIG SET): the task runs
         // always and syncs only under `everysec`.

@@ -143,6 +143,9 @@ pub struct Stats {
     /// Connections moved from one thread to another (`--runtime
     /// adaptive`, `balance.rs`).
     pub connection_moves: AtomicU64,
+    /// The threads' loads under `--runtime adaptive` (INFO batchkv
+    /// `thread_loads`), set once the threads start.
+    pub balance: std::sync::OnceLock<Arc<crate::balance::Balance>>,
     /// Keys deleted by active expiry (`expiry.rs`).
     pub expired_keys: AtomicU64,
     /// Every value with an expiry is in the expiry index (INFO stats

@@ -141,6 +141,11 @@ impl Workers {
         self.place().handle().clone()
     }
 
+    /// The threads' loads (adaptive schedule only).
+    pub fn balance(&self) -> Option<&Arc<Balance>> {
+        self.balance.as_ref()
+    }
+
     /// Whether connections may run on other runtimes than the accept
     /// loop's (a socket must then be moved to its runtime's reactor).
     pub fn is_spread(&self) -> bool {

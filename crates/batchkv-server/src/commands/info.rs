@@ -440,6 +440,12 @@ fn batchkv(shared: &Shared) -> String {
             "connection_moves",
             st.connection_moves.load(Relaxed).to_string(),
         ),
+        (
+            "thread_loads",
+            st.balance
+                .get()
+                .map_or_else(String::new, |b| b.loads_percent()),
+        ),
         // The engine's point reads and batched reads (each `multi_get` and
         // the keys it read), all callers together.
         ("engine_gets", engine.gets.to_string()),

@@ -19,8 +19,11 @@
 //!   add up to less than one thread's worth gather into one that is less
 //!   busy than their sum.
 //! - **Spread**: a thread at [`FULL`] or over (saturated) hands a
-//!   connection to the least busy thread if that one is under
-//!   [`SPREAD_ROOM`].
+//!   connection to the least busy thread if that one is less busy by more
+//!   than [`SPREAD_MARGIN`]: from one saturated thread to an idle one
+//!   first, then between busy threads until neither is far behind the
+//!   other (a thread that runs out of work cannot take a request from
+//!   another's queue, as a work-stealing worker would).
 //!
 //! A thread gives away at most one connection per period
 //! ([`Balance::claim_move`]), so loads are re-measured between moves. A
@@ -42,8 +45,9 @@ use std::time::{Duration, Instant};
 pub const PERIOD: Duration = Duration::from_millis(20);
 /// Load (thousandths) at which a thread is saturated and spreads.
 pub const FULL: u32 = 900;
-/// Load under which a thread takes connections a saturated one spreads.
-pub const SPREAD_ROOM: u32 = 600;
+/// How much less busy than a saturated thread another must be to take
+/// one of its connections.
+pub const SPREAD_MARGIN: u32 = 150;
 /// Load under which a thread gathers its connections onto another.
 pub const LIGHT: u32 = 600;
 /// What a thread's load plus the gathering thread's must stay under: one
@@ -214,7 +218,7 @@ fn decide(loads: &[u32], i: usize) -> Option<usize> {
     let mine = loads[i];
     if mine >= FULL {
         let j = least_busy(loads, i);
-        return (loads[j] < SPREAD_ROOM).then_some(j);
+        return (loads[j] + SPREAD_MARGIN < mine).then_some(j);
     }
     if mine < LIGHT {
         // Onto the busiest thread at least as busy whose load with this
@@ -253,8 +257,11 @@ mod tests {
     fn a_saturated_thread_spreads_to_one_with_room() {
         assert_eq!(decide(&[950, 100], 0), Some(1));
         assert_eq!(decide(&[950, 700, 300], 0), Some(2));
-        // No thread with room: stay.
-        assert_eq!(decide(&[950, 650], 0), None);
+        // Between saturated threads too, while one is well behind.
+        assert_eq!(decide(&[1000, 800], 0), Some(1));
+        // No thread far enough behind: stay.
+        assert_eq!(decide(&[950, 850], 0), None);
+        assert_eq!(decide(&[1000, 1000], 1), None);
     }
 
     #[test]
@@ -278,6 +285,8 @@ mod tests {
     fn busy_threads_stay() {
         // Neither light nor saturated.
         assert_eq!(decide(&[800, 0], 0), None);
+        // Saturated but about even.
+        assert_eq!(decide(&[920, 900], 0), None);
         // A saturated load split over two threads: more than one thread's
         // worth, no gathering, and neither is saturated.
         assert_eq!(decide(&[850, 300], 1), None);

@@ -34,6 +34,7 @@
 //! 8 MiB value hold one value's reply at a time, not 800 MiB.
 
 use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use batchkv::{Db, ReadOptions, ReadView};
@@ -251,12 +252,18 @@ pub type Batcher = Combiner<Reads>;
 impl Batcher {
     /// A batcher running at most `max_leaders` `multi_get`s at once and
     /// counting its batches in `stats`.
-    pub fn new(db: Db, max_leaders: usize, stats: Arc<Stats>) -> Batcher {
+    pub fn new(db: Db, max_leaders: usize, stats: Arc<Stats>, hand_off: bool) -> Batcher {
         let limits = Limits {
             gather_below: GATHER_BELOW_KEYS,
             max_batch: MAX_BATCH_KEYS,
         };
-        Combiner::with(Reads { db, stats }, max_leaders, limits)
+        let reads = Reads {
+            db,
+            stats,
+            hand_off,
+            ns_per_key: AtomicU64::new(0),
+        };
+        Combiner::with(reads, max_leaders, limits)
     }
 
     /// Runs a job and appends its encoded replies to `out`, as much of
@@ -287,7 +294,23 @@ impl Batcher {
 pub struct Reads {
     db: Db,
     stats: Arc<Stats>,
+    /// Whether a long batch hands its thread's other connections to a
+    /// spare thread while it runs ([`LONG_BATCH_NS`]): where connections
+    /// stay on one thread (`--runtime adaptive|pinned`), nothing else
+    /// would run them meanwhile.
+    hand_off: bool,
+    /// Recent nanoseconds per key of batches of at least
+    /// [`TIMED_BATCH_KEYS`] keys (a moving average; 0 before any).
+    ns_per_key: AtomicU64,
 }
+
+/// Batches expected to take longer (keys times the recent time per key)
+/// run in [`crate::shared::block_in_place`] under `hand_off`: the hand-off
+/// costs a thread wake-up (~10–20 µs), worth it for batches that read
+/// SST blocks, not for memtable-resident ones (~0.2 µs per key).
+const LONG_BATCH_NS: u64 = 200_000;
+/// Batches this large are timed for [`Reads::ns_per_key`].
+const TIMED_BATCH_KEYS: usize = 16;
 
 impl Execute for Reads {
     type Request = Request;
@@ -347,12 +370,38 @@ impl Execute for Reads {
         }
         let now = keyspace::now_ms();
         let mut count = Count::default();
+        let keys: usize = parts.iter().map(|(r, ..)| r.keys.len()).sum();
         // The panic boundary (`panics.rs`): a panic must neither leave the
         // leader count taken nor a job without its reply (invariant 4).
-        let done = crate::panics::catch(
-            || "a batched read".into(),
-            || self.read_and_encode(&mut parts, now, &mut count),
-        );
+        let mut run = || {
+            crate::panics::catch(
+                || "a batched read".into(),
+                || self.read_and_encode(&mut parts, now, &mut count),
+            )
+        };
+        let done = if keys >= TIMED_BATCH_KEYS {
+            let recent = self.ns_per_key.load(Ordering::Relaxed);
+            let long = self.hand_off && recent.saturating_mul(keys as u64) > LONG_BATCH_NS;
+            let began = std::time::Instant::now();
+            let done = if long {
+                crate::shared::block_in_place(run)
+            } else {
+                run()
+            };
+            let per_key =
+                u64::try_from(began.elapsed().as_nanos() / keys as u128).unwrap_or(u64::MAX);
+            // Racy read-modify-write of a statistic: a lost update only
+            // delays the average.
+            let avg = if recent == 0 {
+                per_key
+            } else {
+                (recent * 7 + per_key) / 8
+            };
+            self.ns_per_key.store(avg, Ordering::Relaxed);
+            done
+        } else {
+            run()
+        };
         if done.is_none() {
             // Every command of every request answers the error instead of
             // what it had encoded so far.
@@ -906,7 +955,7 @@ mod tests {
             keyspace::encode_value(b"1", None),
         )
         .unwrap();
-        let batcher = Arc::new(Batcher::new(db, 1, Arc::new(Stats::default())));
+        let batcher = Arc::new(Batcher::new(db, 1, Arc::new(Stats::default()), false));
         let own = Request {
             keys: keys(0, &["a", "a", "b"]),
             shapes: vec![Shape::Get, Shape::Mget(2)],
@@ -985,7 +1034,7 @@ mod tests {
         )
         .unwrap();
         let stats = Arc::new(Stats::default());
-        let batcher = Batcher::new(db, 1, stats.clone());
+        let batcher = Batcher::new(db, 1, stats.clone(), false);
         let own = Request {
             keys: keys(0, &["c", "a", "zz", "b"]),
             shapes: vec![Shape::Get, Shape::Mget(2), Shape::Get],
@@ -1068,7 +1117,7 @@ mod tests {
         )
         .unwrap();
         let stats = Arc::new(Stats::default());
-        let batcher = Batcher::new(db, 1, stats.clone());
+        let batcher = Batcher::new(db, 1, stats.clone(), false);
         let request = |cmds: &[(Shape, &[&str])], proto: u8| {
             let mut keys = Keys::default();
             for (shape, args) in cmds {
@@ -1146,7 +1195,7 @@ mod tests {
             keyspace::encode_value(b"1", None),
         )
         .unwrap();
-        let batcher = Batcher::new(db, 1, Arc::new(Stats::default()));
+        let batcher = Batcher::new(db, 1, Arc::new(Stats::default()), false);
         let bulk = format!("$1000\r\n{}\r\n", "x".repeat(1000));
         let run = |names: &[&str], shapes: Vec<Shape>, limits: ReplyLimits| {
             let req = Request {
@@ -1223,7 +1272,7 @@ mod tests {
             keyspace::encode_value(b"S", None),
         )
         .unwrap();
-        let batcher = Batcher::new(db, 1, Arc::new(Stats::default()));
+        let batcher = Batcher::new(db, 1, Arc::new(Stats::default()), false);
         let bulk = format!("$1000\r\n{}\r\n", "x".repeat(1000));
         let run = |cmds: &[(Shape, &[&str])], limits: ReplyLimits| {
             let mut keys = Keys::default();
@@ -1317,7 +1366,7 @@ mod tests {
         };
         let dir = tempfile::tempdir().unwrap();
         let db = Db::open(dir.path(), Options::default()).unwrap();
-        let b = Batcher::new(db, 1, Arc::new(Stats::default()));
+        let b = Batcher::new(db, 1, Arc::new(Stats::default()), false);
         let mut q = vec![job(1000), job(1000), job(3000)];
         // A leader with 2,500 keys of its own takes one 1,000-key job.
         assert_eq!(b.take_jobs(&mut q, 2500).len(), 1);
@@ -1388,7 +1437,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = db_with_conn_keys(dir.path(), conns, 10);
         let stats = Arc::new(Stats::default());
-        let batcher = Arc::new(Batcher::new(db, 2, stats.clone()));
+        let batcher = Arc::new(Batcher::new(db, 2, stats.clone(), false));
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
@@ -1421,6 +1470,46 @@ mod tests {
         )
     }
 
+    /// With `hand_off`, a batch expected to be long runs in
+    /// `block_in_place` (forced here by a huge recent time per key) on a
+    /// one-worker runtime, as under `--runtime adaptive`: every job still
+    /// gets exactly its replies, and the average is re-measured.
+    #[test]
+    fn long_batches_handed_off_answer_every_job() {
+        let dir = tempfile::tempdir().unwrap();
+        let conns = 6;
+        let db = db_with_conn_keys(dir.path(), conns, 10);
+        let batcher = Arc::new(Batcher::new(db, 1, Arc::new(Stats::default()), true));
+        let per_key = &batcher.exec().ns_per_key;
+        per_key.store(u64::MAX / 4, Ordering::Relaxed);
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let tasks: Vec<_> = (0..conns)
+                .map(|c| {
+                    let b = batcher.clone();
+                    tokio::spawn(async move {
+                        let (keys, shapes, want) = big_job(c, 10);
+                        let mut out = BytesMut::new();
+                        b.submit_reads(keys, shapes, 2, true, ReplyLimits::NONE, &mut out)
+                            .await;
+                        assert_eq!(&out[..], &want[..], "connection {c}");
+                    })
+                })
+                .collect();
+            for t in tasks {
+                t.await.unwrap();
+            }
+        });
+        assert_eq!(batcher.state(), idle());
+        assert!(
+            per_key.load(Ordering::Relaxed) < u64::MAX / 4,
+            "re-measured"
+        );
+    }
+
     /// The leader's yield lets the other ready connections queue their
     /// jobs: eight connections' jobs are served by one `multi_get`, each
     /// getting exactly its own replies. Without the yield (a lone client),
@@ -1451,7 +1540,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = db_with_conn_keys(dir.path(), CONNS, 10);
         let stats = Arc::new(Stats::default());
-        let batcher = Arc::new(Batcher::new(db, 2, stats.clone()));
+        let batcher = Arc::new(Batcher::new(db, 2, stats.clone(), false));
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .build()
@@ -1497,7 +1586,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = db_with_conn_keys(dir.path(), 2, 10);
         let stats = Arc::new(Stats::default());
-        let batcher = Arc::new(Batcher::new(db, 2, stats.clone()));
+        let batcher = Arc::new(Batcher::new(db, 2, stats.clone(), false));
         let mut own = BytesMut::new();
         let (keys, shapes, _) = conn_job(0, 0, 10);
         let mut lead =

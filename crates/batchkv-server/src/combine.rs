@@ -262,6 +262,14 @@ impl<E: Execute> Drop for Gathering<'_, E> {
     }
 }
 
+#[cfg(test)]
+impl<E: Execute> Combiner<E> {
+    /// The engine call, for tests that set its state.
+    pub fn exec(&self) -> &E {
+        &self.exec
+    }
+}
+
 impl<E: Execute> Combiner<E> {
     /// A combiner making at most `max_leaders` calls of `exec` at once.
     pub fn with(exec: E, max_leaders: usize, limits: Limits) -> Combiner<E> {

@@ -241,9 +241,17 @@ pub(crate) fn new_shared(
     shutdown: watch::Sender<bool>,
 ) -> Arc<Shared> {
     let stats = Arc::new(Stats::default());
-    let batcher = cfg
-        .batch
-        .then(|| Arc::new(Batcher::new(db.clone(), cfg.threads, stats.clone())));
+    let batcher = cfg.batch.then(|| {
+        // Connections that stay on one thread wait for its long
+        // batches unless they are handed to a spare thread.
+        let hand_off = cfg.schedule != crate::workers::Schedule::Stealing && cfg.threads > 1;
+        Arc::new(Batcher::new(
+            db.clone(),
+            cfg.threads,
+            stats.clone(),
+            hand_off,
+        ))
+    });
     Arc::new_cyclic(|me| Shared {
         stats,
         batcher,

@@ -27,10 +27,16 @@
 //!   it keeps up, spread over the others when it saturates, gathered
 //!   again when the load falls. It moves between requests (its socket
 //!   goes to the other runtime's reactor, [`Placement`]). Light load costs
-//!   what one thread costs (no worker woken to steal a request or two),
-//!   heavy load gets every thread.
+//!   what one thread costs (no worker woken to steal a request or two:
+//!   GET and HGET at `-c 50 -P 1` at redis-server's CPU per request), and
+//!   heavy load gets every thread, but as under pinned a thread busy with
+//!   long batches holds up its other connections (a batch expected to take
+//!   over 200 µs hands them to a spare thread first, `batcher.rs`):
+//!   SST-resident HMGETs of 100 fields at `-c 50` run 23–27 % slower than
+//!   under stealing. Measurements:
+//!   docs/perf/history/2026-11-30-adaptive-runtime.md.
 //!
-//! Both keep the combining of `combine.rs` working: a job is gathered on
+//! All three keep the combining of `combine.rs` working: a job is gathered on
 //! the thread it was submitted on, and a job queued for a leader on
 //! another thread is answered through a channel, which wakes its task on
 //! its own thread.
@@ -47,12 +53,12 @@ use crate::balance::Balance;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Schedule {
     /// Connections are tasks of one work-stealing runtime.
+    #[default]
     Stealing,
     /// Each connection stays on one thread with its own runtime.
     Pinned,
     /// Each thread has its own runtime; connections gather on as few
     /// threads as keep up with the load and move between them.
-    #[default]
     Adaptive,
 }
 

@@ -70,7 +70,9 @@ const FIRST_BYTES_PER_KEY: usize = 128;
 const MIN_BYTES_PER_KEY: usize = 5;
 
 /// Serves one connection until it closes, QUIT, a protocol error, a
-/// limit, or server shutdown.
+/// limit, or server shutdown: here, or with a `placement` (connections
+/// spread over threads) on its thread's runtime
+/// ([`serve_on_its_thread`]).
 pub async fn serve_conn(
     shared: Arc<Shared>,
     mut sock: TcpStream,

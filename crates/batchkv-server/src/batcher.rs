@@ -1441,6 +1441,24 @@ mod tests {
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
+        submit_on(&rt, &batcher, conns, combine, big);
+        use std::sync::atomic::Ordering::Relaxed;
+        (
+            stats.batches.load(Relaxed),
+            stats.batched_keys.load(Relaxed),
+        )
+    }
+
+    /// Submits one job per connection (`big`: a [`big_job`], else a
+    /// [`conn_job`]) from concurrent tasks on `rt`; each must get exactly
+    /// its replies, and the batcher ends idle.
+    fn submit_on(
+        rt: &tokio::runtime::Runtime,
+        batcher: &Arc<Batcher>,
+        conns: usize,
+        combine: bool,
+        big: bool,
+    ) {
         rt.block_on(async {
             let tasks: Vec<_> = (0..conns)
                 .map(|c| {
@@ -1463,11 +1481,6 @@ mod tests {
             }
         });
         assert_eq!(batcher.state(), idle());
-        use std::sync::atomic::Ordering::Relaxed;
-        (
-            stats.batches.load(Relaxed),
-            stats.batched_keys.load(Relaxed),
-        )
     }
 
     /// With `hand_off`, a batch expected to be long runs in
@@ -1486,24 +1499,7 @@ mod tests {
             .worker_threads(1)
             .build()
             .unwrap();
-        rt.block_on(async {
-            let tasks: Vec<_> = (0..conns)
-                .map(|c| {
-                    let b = batcher.clone();
-                    tokio::spawn(async move {
-                        let (keys, shapes, want) = big_job(c, 10);
-                        let mut out = BytesMut::new();
-                        b.submit_reads(keys, shapes, 2, true, ReplyLimits::NONE, &mut out)
-                            .await;
-                        assert_eq!(&out[..], &want[..], "connection {c}");
-                    })
-                })
-                .collect();
-            for t in tasks {
-                t.await.unwrap();
-            }
-        });
-        assert_eq!(batcher.state(), idle());
+        submit_on(&rt, &batcher, conns, true, true);
         assert!(
             per_key.load(Ordering::Relaxed) < u64::MAX / 4,
             "re-measured"

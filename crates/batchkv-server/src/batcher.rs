@@ -299,7 +299,7 @@ pub struct Reads {
     /// stay on one thread (`--runtime adaptive|pinned`), nothing else
     /// would run them meanwhile.
     hand_off: bool,
-    /// Recent nanoseconds per key of batches of at least
+    /// Under `hand_off`, recent nanoseconds per key of batches of at least
     /// [`TIMED_BATCH_KEYS`] keys (a moving average; 0 before any).
     ns_per_key: AtomicU64,
 }
@@ -379,9 +379,10 @@ impl Execute for Reads {
                 || self.read_and_encode(&mut parts, now, &mut count),
             )
         };
-        let done = if keys >= TIMED_BATCH_KEYS {
+        // Timed only where the average is used (`hand_off`).
+        let done = if self.hand_off && keys >= TIMED_BATCH_KEYS {
             let recent = self.ns_per_key.load(Ordering::Relaxed);
-            let long = self.hand_off && recent.saturating_mul(keys as u64) > LONG_BATCH_NS;
+            let long = recent.saturating_mul(keys as u64) > LONG_BATCH_NS;
             let began = std::time::Instant::now();
             let done = if long {
                 crate::shared::block_in_place(run)

@@ -25,6 +25,14 @@
 //!   other (a thread that runs out of work cannot take a request from
 //!   another's queue, as a work-stealing worker would).
 //!
+//! - **Help**: a long request (a batched read expected to take over
+//!   [`HELP_FROM_NS`]) of a connection on a busy thread runs on an idle
+//!   thread instead ([`Balance::helper_for`]), while the connection's
+//!   thread serves its other connections. Loads are too slow a signal for
+//!   this (a thread with 25 connections at 70 % still holds ready ones
+//!   behind a 100 µs batch); *busy* is a worker that has run for
+//!   [`BUSY_STREAK`] without parking, *idle* a worker parked right now.
+//!
 //! A thread gives away at most one connection per period
 //! ([`Balance::claim_move`]), so loads are re-measured between moves. A
 //! truly saturated load split over two threads adds up to more than one
@@ -53,6 +61,14 @@ pub const LIGHT: u32 = 600;
 /// What a thread's load plus the gathering thread's must stay under: one
 /// thread's worth.
 pub const GATHER_MAX: u32 = 1000;
+/// How long a thread's worker must have run without parking for the
+/// thread to count as having a queue ([`Balance::helper_for`]): it finished
+/// task after task and always found another ready.
+pub const BUSY_STREAK: Duration = Duration::from_micros(100);
+/// Requests expected to take less than this are never run on a helper
+/// thread: the two wake-ups (the helper's, then the connection's) cost
+/// 10–20 µs.
+pub const HELP_FROM_NS: u64 = 40_000;
 
 /// One thread's park accounting.
 #[derive(Default)]
@@ -83,7 +99,8 @@ pub struct Balance {
     sample: Mutex<Sample>,
     /// Sample periods elapsed (the number of the current one).
     period: AtomicU64,
-    /// Tests: every connection moves to the next thread at every check.
+    /// Tests: every connection moves to the next thread at every check,
+    /// and every batched read runs on the next thread.
     churn: bool,
 }
 
@@ -175,6 +192,39 @@ impl Balance {
         }
         s.at_ns = now;
         self.period.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// For a request on thread `i` expected to take `expected_ns`:
+    /// another thread that could run it meanwhile, if the request is long
+    /// ([`HELP_FROM_NS`]), thread `i` is busy (its worker has run for
+    /// [`BUSY_STREAK`] without parking, so other connections wait behind
+    /// the request) and that thread is idle (its worker is parked right
+    /// now; the least busy of such). This is the work stealing one-worker
+    /// threads lack, for requests long enough to pay for the wake-ups.
+    /// Under `churn` (tests), every request runs on the next thread.
+    pub fn helper_for(&self, i: usize, expected_ns: u64) -> Option<usize> {
+        let n = self.threads();
+        if n < 2 {
+            return None;
+        }
+        if self.churn {
+            return Some((i + 1) % n);
+        }
+        if expected_ns < HELP_FROM_NS {
+            return None;
+        }
+        self.helper_at(i, self.now_ns())
+    }
+
+    /// [`Balance::helper_for`] of a long request at `now_ns`.
+    fn helper_at(&self, i: usize, now_ns: u64) -> Option<usize> {
+        let since = self.threads[i].running_since.load(Ordering::Relaxed);
+        if since == 0 || u128::from(now_ns.saturating_sub(since)) < BUSY_STREAK.as_nanos() {
+            return None;
+        }
+        (0..self.threads())
+            .filter(|&j| j != i && self.threads[j].running_since.load(Ordering::Relaxed) == 0)
+            .min_by_key(|&j| (self.load(j), j))
     }
 
     /// The thread a new connection goes to: the busiest one that is not
@@ -331,10 +381,50 @@ mod tests {
     }
 
     #[test]
+    fn a_busy_thread_gets_help_from_an_idle_one_for_long_requests() {
+        let b = Balance::new(3, false);
+        let streak = BUSY_STREAK.as_nanos() as u64;
+        // Thread 0 runs; 1 runs too; 2 is parked (never unparked).
+        b.unparked(0);
+        b.unparked(1);
+        let since = b.threads[0].running_since.load(Ordering::Relaxed);
+        // Busy for less than the streak: its queue may be empty.
+        assert_eq!(b.helper_at(0, since + streak / 2), None);
+        assert_eq!(b.helper_at(0, since + streak), Some(2));
+        // Only parked threads help.
+        b.unparked(2);
+        assert_eq!(b.helper_at(0, since + streak), None);
+        b.parked(1);
+        assert_eq!(b.helper_at(0, since + streak), Some(1));
+        // A parked thread asks for no help.
+        b.parked(0);
+        assert_eq!(b.helper_at(0, u64::MAX), None);
+        // Short requests stay, whatever the threads do.
+        b.unparked(0);
+        assert_eq!(b.helper_for(0, HELP_FROM_NS - 1), None);
+        // One thread has nobody to ask.
+        assert_eq!(Balance::new(1, false).helper_for(0, u64::MAX), None);
+    }
+
+    #[test]
+    fn a_helper_is_the_least_busy_idle_thread() {
+        let b = Balance::new(3, false);
+        b.threads[1].load.store(500, Ordering::Relaxed);
+        b.threads[2].load.store(200, Ordering::Relaxed);
+        b.unparked(0);
+        let since = b.threads[0].running_since.load(Ordering::Relaxed);
+        let at = since + BUSY_STREAK.as_nanos() as u64;
+        assert_eq!(b.helper_at(0, at), Some(2));
+        b.threads[2].load.store(600, Ordering::Relaxed);
+        assert_eq!(b.helper_at(0, at), Some(1));
+    }
+
+    #[test]
     fn churn_moves_every_connection_to_the_next_thread() {
         let b = Balance::new(3, true);
         assert_eq!(b.rebalance(0), Some(1));
         assert_eq!(b.rebalance(2), Some(0));
+        assert_eq!(b.helper_for(1, 0), Some(2));
         assert_eq!(Balance::new(1, true).rebalance(0), None);
     }
 }

@@ -252,7 +252,7 @@ pub type Batcher = Combiner<Reads>;
 impl Batcher {
     /// A batcher running at most `max_leaders` `multi_get`s at once and
     /// counting its batches in `stats`.
-    pub fn new(db: Db, max_leaders: usize, stats: Arc<Stats>, hand_off: bool) -> Batcher {
+    pub fn new(db: Db, max_leaders: usize, stats: Arc<Stats>, timing: Timing) -> Batcher {
         let limits = Limits {
             gather_below: GATHER_BELOW_KEYS,
             max_batch: MAX_BATCH_KEYS,
@@ -260,7 +260,7 @@ impl Batcher {
         let reads = Reads {
             db,
             stats,
-            hand_off,
+            timing,
             ns_per_key: AtomicU64::new(0),
         };
         Combiner::with(reads, max_leaders, limits)
@@ -288,26 +288,49 @@ impl Batcher {
         };
         self.submit(req, combine, out).await
     }
+
+    /// How long a job of `keys` keys is expected to take, in nanoseconds
+    /// (recent batches' time per key; 0 where batches are not timed, see
+    /// [`Reads::ns_per_key`]).
+    pub fn expected_ns(&self, keys: usize) -> u64 {
+        let per_key = self.exec().ns_per_key.load(Ordering::Relaxed);
+        per_key.saturating_mul(keys as u64)
+    }
 }
 
 /// The batcher's engine call: one `multi_get` for a batch of reads.
 pub struct Reads {
     db: Db,
     stats: Arc<Stats>,
-    /// Whether a long batch hands its thread's other connections to a
-    /// spare thread while it runs ([`LONG_BATCH_NS`]): where connections
-    /// stay on one thread (`--runtime adaptive|pinned`), nothing else
-    /// would run them meanwhile.
-    hand_off: bool,
-    /// Under `hand_off`, recent nanoseconds per key of batches of at least
-    /// [`TIMED_BATCH_KEYS`] keys (a moving average; 0 before any).
+    timing: Timing,
+    /// Unless [`Timing::Off`], recent nanoseconds per key of batches of
+    /// at least [`TIMED_BATCH_KEYS`] keys (a moving average; 0 before any).
     ns_per_key: AtomicU64,
 }
 
+/// Whether batches are timed, and what a long one does about the other
+/// connections of its thread, which cannot run while it does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Timing {
+    /// Neither (`--runtime stealing`: another worker steals them).
+    Off,
+    /// Batches are timed for [`Batcher::expected_ns`] (`--runtime
+    /// adaptive`: a connection whose thread is busy runs a long job on an
+    /// idle thread, `Placement::helper`).
+    Timed,
+    /// Timed, and a batch expected to take over [`LONG_BATCH_NS`] runs in
+    /// [`crate::shared::block_in_place`], which hands the thread's other
+    /// connections to a spare thread (`--runtime pinned`). Not under
+    /// adaptive: the spare thread parks while the batch runs, so the
+    /// thread's load reads as idle, and the helper does better
+    /// (docs/perf/history/2026-11-30-read-helpers.md).
+    HandOff,
+}
+
 /// Batches expected to take longer (keys times the recent time per key)
-/// run in [`crate::shared::block_in_place`] under `hand_off`: the hand-off
-/// costs a thread wake-up (~10–20 µs), worth it for batches that read
-/// SST blocks, not for memtable-resident ones (~0.2 µs per key).
+/// run in [`crate::shared::block_in_place`] under [`Timing::HandOff`]: the
+/// hand-off costs a thread wake-up (~10–20 µs), worth it for batches that
+/// read SST blocks, not for memtable-resident ones (~0.2 µs per key).
 const LONG_BATCH_NS: u64 = 200_000;
 /// Batches this large are timed for [`Reads::ns_per_key`].
 const TIMED_BATCH_KEYS: usize = 16;
@@ -379,10 +402,11 @@ impl Execute for Reads {
                 || self.read_and_encode(&mut parts, now, &mut count),
             )
         };
-        // Timed only where the average is used (`hand_off`).
-        let done = if self.hand_off && keys >= TIMED_BATCH_KEYS {
+        // Timed only where the average is used.
+        let done = if self.timing != Timing::Off && keys >= TIMED_BATCH_KEYS {
             let recent = self.ns_per_key.load(Ordering::Relaxed);
-            let long = recent.saturating_mul(keys as u64) > LONG_BATCH_NS;
+            let long = self.timing == Timing::HandOff
+                && recent.saturating_mul(keys as u64) > LONG_BATCH_NS;
             let began = std::time::Instant::now();
             let done = if long {
                 crate::shared::block_in_place(run)
@@ -956,7 +980,7 @@ mod tests {
             keyspace::encode_value(b"1", None),
         )
         .unwrap();
-        let batcher = Arc::new(Batcher::new(db, 1, Arc::new(Stats::default()), false));
+        let batcher = Arc::new(Batcher::new(db, 1, Arc::new(Stats::default()), Timing::Off));
         let own = Request {
             keys: keys(0, &["a", "a", "b"]),
             shapes: vec![Shape::Get, Shape::Mget(2)],
@@ -975,9 +999,7 @@ mod tests {
         };
         let mut out = BytesMut::from(&b"+OK\r\n"[..]);
         PANIC_NEXT.with(|p| p.set(true));
-        let answered = batcher
-            .executor()
-            .execute(Some((&own, &mut out)), vec![job]);
+        let answered = batcher.exec().execute(Some((&own, &mut out)), vec![job]);
         let err = b"-ERR internal error\r\n";
         assert_eq!(&out[..], [&b"+OK\r\n"[..], err, err].concat());
         let all = |commands, keys| Answered {
@@ -1035,7 +1057,7 @@ mod tests {
         )
         .unwrap();
         let stats = Arc::new(Stats::default());
-        let batcher = Batcher::new(db, 1, stats.clone(), false);
+        let batcher = Batcher::new(db, 1, stats.clone(), Timing::Off);
         let own = Request {
             keys: keys(0, &["c", "a", "zz", "b"]),
             shapes: vec![Shape::Get, Shape::Mget(2), Shape::Get],
@@ -1066,7 +1088,7 @@ mod tests {
             },
         ];
         let mut out = BytesMut::from(&b"+OK\r\n"[..]);
-        let answered = batcher.executor().execute(Some((&own, &mut out)), jobs);
+        let answered = batcher.exec().execute(Some((&own, &mut out)), jobs);
         assert_eq!(
             answered,
             Some(Answered {
@@ -1118,7 +1140,7 @@ mod tests {
         )
         .unwrap();
         let stats = Arc::new(Stats::default());
-        let batcher = Batcher::new(db, 1, stats.clone(), false);
+        let batcher = Batcher::new(db, 1, stats.clone(), Timing::Off);
         let request = |cmds: &[(Shape, &[&str])], proto: u8| {
             let mut keys = Keys::default();
             for (shape, args) in cmds {
@@ -1156,9 +1178,7 @@ mod tests {
             tx,
         };
         let mut out = BytesMut::new();
-        batcher
-            .executor()
-            .execute(Some((&own, &mut out)), vec![theirs]);
+        batcher.exec().execute(Some((&own, &mut out)), vec![theirs]);
         let wrongtype = format!("-{}\r\n", errors::WRONGTYPE);
         assert_eq!(
             String::from_utf8_lossy(&out),
@@ -1196,7 +1216,7 @@ mod tests {
             keyspace::encode_value(b"1", None),
         )
         .unwrap();
-        let batcher = Batcher::new(db, 1, Arc::new(Stats::default()), false);
+        let batcher = Batcher::new(db, 1, Arc::new(Stats::default()), Timing::Off);
         let bulk = format!("$1000\r\n{}\r\n", "x".repeat(1000));
         let run = |names: &[&str], shapes: Vec<Shape>, limits: ReplyLimits| {
             let req = Request {
@@ -1208,7 +1228,7 @@ mod tests {
             // Output already pending does not count against the limits.
             let mut out = BytesMut::from(&b"+OK\r\n"[..]);
             let a = batcher
-                .executor()
+                .exec()
                 .execute(Some((&req, &mut out)), Vec::new())
                 .unwrap();
             (a, String::from_utf8(out[5..].to_vec()).unwrap())
@@ -1273,7 +1293,7 @@ mod tests {
             keyspace::encode_value(b"S", None),
         )
         .unwrap();
-        let batcher = Batcher::new(db, 1, Arc::new(Stats::default()), false);
+        let batcher = Batcher::new(db, 1, Arc::new(Stats::default()), Timing::Off);
         let bulk = format!("$1000\r\n{}\r\n", "x".repeat(1000));
         let run = |cmds: &[(Shape, &[&str])], limits: ReplyLimits| {
             let mut keys = Keys::default();
@@ -1288,7 +1308,7 @@ mod tests {
             };
             let mut out = BytesMut::from(&b"+OK\r\n"[..]);
             let a = batcher
-                .executor()
+                .exec()
                 .execute(Some((&req, &mut out)), Vec::new())
                 .unwrap();
             (a, String::from_utf8(out[5..].to_vec()).unwrap())
@@ -1367,7 +1387,7 @@ mod tests {
         };
         let dir = tempfile::tempdir().unwrap();
         let db = Db::open(dir.path(), Options::default()).unwrap();
-        let b = Batcher::new(db, 1, Arc::new(Stats::default()), false);
+        let b = Batcher::new(db, 1, Arc::new(Stats::default()), Timing::Off);
         let mut q = vec![job(1000), job(1000), job(3000)];
         // A leader with 2,500 keys of its own takes one 1,000-key job.
         assert_eq!(b.take_jobs(&mut q, 2500).len(), 1);
@@ -1438,7 +1458,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = db_with_conn_keys(dir.path(), conns, 10);
         let stats = Arc::new(Stats::default());
-        let batcher = Arc::new(Batcher::new(db, 2, stats.clone(), false));
+        let batcher = Arc::new(Batcher::new(db, 2, stats.clone(), Timing::Off));
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
@@ -1484,16 +1504,22 @@ mod tests {
         assert_eq!(batcher.state(), idle());
     }
 
-    /// With `hand_off`, a batch expected to be long runs in
+    /// With [`Timing::HandOff`], a batch expected to be long runs in
     /// `block_in_place` (forced here by a huge recent time per key) on a
     /// one-worker runtime, as under `--runtime adaptive`: every job still
     /// gets exactly its replies, and the average is re-measured.
+    /// (`--runtime pinned`.)
     #[test]
     fn long_batches_handed_off_answer_every_job() {
         let dir = tempfile::tempdir().unwrap();
         let conns = 6;
         let db = db_with_conn_keys(dir.path(), conns, 10);
-        let batcher = Arc::new(Batcher::new(db, 1, Arc::new(Stats::default()), true));
+        let batcher = Arc::new(Batcher::new(
+            db,
+            1,
+            Arc::new(Stats::default()),
+            Timing::HandOff,
+        ));
         let per_key = &batcher.exec().ns_per_key;
         per_key.store(u64::MAX / 4, Ordering::Relaxed);
         let rt = tokio::runtime::Builder::new_multi_thread()
@@ -1537,7 +1563,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = db_with_conn_keys(dir.path(), CONNS, 10);
         let stats = Arc::new(Stats::default());
-        let batcher = Arc::new(Batcher::new(db, 2, stats.clone(), false));
+        let batcher = Arc::new(Batcher::new(db, 2, stats.clone(), Timing::Off));
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .build()
@@ -1583,7 +1609,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = db_with_conn_keys(dir.path(), 2, 10);
         let stats = Arc::new(Stats::default());
-        let batcher = Arc::new(Batcher::new(db, 2, stats.clone(), false));
+        let batcher = Arc::new(Batcher::new(db, 2, stats.clone(), Timing::Off));
         let mut own = BytesMut::new();
         let (keys, shapes, _) = conn_job(0, 0, 10);
         let mut lead =

@@ -262,14 +262,6 @@ impl<E: Execute> Drop for Gathering<'_, E> {
     }
 }
 
-#[cfg(test)]
-impl<E: Execute> Combiner<E> {
-    /// The engine call, for tests that set its state.
-    pub fn exec(&self) -> &E {
-        &self.exec
-    }
-}
-
 impl<E: Execute> Combiner<E> {
     /// A combiner making at most `max_leaders` calls of `exec` at once.
     pub fn with(exec: E, max_leaders: usize, limits: Limits) -> Combiner<E> {
@@ -301,9 +293,8 @@ impl<E: Execute> Combiner<E> {
         self.lock().gatherers.iter().any(|g| g.thread == thread) || self.found.gathers_now()
     }
 
-    /// The engine call.
-    #[cfg(test)]
-    pub fn executor(&self) -> &E {
+    /// The engine call (and its state).
+    pub fn exec(&self) -> &E {
         &self.exec
     }
 
@@ -518,7 +509,7 @@ mod tests {
     /// one thread (so that they are all ready when the first leads);
     /// returns the engine calls made.
     fn submit_from_conns(c: &Arc<Combiner<Calls>>, conns: usize, n: usize) -> usize {
-        let before = c.executor().0.load(Ordering::Relaxed);
+        let before = c.exec().0.load(Ordering::Relaxed);
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
@@ -535,7 +526,7 @@ mod tests {
         });
         let s = c.state();
         assert_eq!((s.leaders, s.gatherers.len(), s.jobs), (0, 0, 0));
-        c.executor().0.load(Ordering::Relaxed) - before
+        c.exec().0.load(Ordering::Relaxed) - before
     }
 
     /// Single commands gather while gatherers find others: under load

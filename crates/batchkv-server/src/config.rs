@@ -231,7 +231,8 @@ pub struct Config {
     /// How connections are scheduled over them (`workers.rs`).
     pub schedule: Schedule,
     /// Tests only: under the adaptive schedule, every connection moves to
-    /// the next thread at every request boundary where it can.
+    /// the next thread at every request boundary where it can, and every
+    /// batched read runs on the next thread (`balance.rs`).
     #[doc(hidden)]
     pub churn: bool,
     /// Stop on SIGTERM/SIGINT (the CLI); tests leave it off.

@@ -547,9 +547,33 @@ impl Conn {
         let combine = self.shared.clients.load(Ordering::Relaxed) > 1;
         let limits = self.reply_limits();
         let start = self.out.len();
-        let answered = batcher
-            .submit_reads(keys, shapes, self.st.proto, combine, limits, &mut self.out)
-            .await;
+        let helper = (self.placement.as_ref()).and_then(|p| p.helper(batcher.expected_ns(n)));
+        let answered = match helper {
+            Some(handle) => {
+                // An idle thread runs the job while this one serves its
+                // other connections. The output buffer goes along (nothing
+                // else writes to it while the connection waits) and comes
+                // back with the replies appended.
+                (self.shared.stats.helped_reads).fetch_add(1, Ordering::Relaxed);
+                let (batcher, proto) = (batcher.clone(), self.st.proto);
+                let mut out = std::mem::take(&mut self.out);
+                let task = handle.spawn(async move {
+                    let answered = (batcher)
+                        .submit_reads(keys, shapes, proto, combine, limits, &mut out)
+                        .await;
+                    (answered, out)
+                });
+                // Its runtime ended (shutdown): so does the connection.
+                let answered;
+                (answered, self.out) = task.await.ok()?;
+                answered
+            }
+            None => {
+                batcher
+                    .submit_reads(keys, shapes, self.st.proto, combine, limits, &mut self.out)
+                    .await
+            }
+        };
         if answered.aborted || answered.commands == 0 {
             // Over the hard limit mid-reply (or, never expected, nothing
             // answered): what was encoded must not be sent.

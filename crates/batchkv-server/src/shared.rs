@@ -143,6 +143,9 @@ pub struct Stats {
     /// Connections moved from one thread to another (`--runtime
     /// adaptive`, `balance.rs`).
     pub connection_moves: AtomicU64,
+    /// Batched read jobs run on an idle thread rather than their
+    /// connection's busy one (`--runtime adaptive`, `Placement::helper`).
+    pub helped_reads: AtomicU64,
     /// The threads' loads under `--runtime adaptive` (INFO batchkv
     /// `thread_loads`), set once the threads start.
     pub balance: std::sync::OnceLock<Arc<crate::balance::Balance>>,
@@ -243,14 +246,16 @@ pub(crate) fn new_shared(
     let stats = Arc::new(Stats::default());
     let batcher = cfg.batch.then(|| {
         // Connections that stay on one thread wait for its long
-        // batches unless they are handed to a spare thread.
-        let hand_off = cfg.schedule != crate::workers::Schedule::Stealing && cfg.threads > 1;
-        Arc::new(Batcher::new(
-            db.clone(),
-            cfg.threads,
-            stats.clone(),
-            hand_off,
-        ))
+        // batches unless they run elsewhere (`Timing`).
+        use crate::batcher::Timing;
+        use crate::workers::Schedule;
+        let timing = match cfg.schedule {
+            _ if cfg.threads < 2 => Timing::Off,
+            Schedule::Stealing => Timing::Off,
+            Schedule::Adaptive => Timing::Timed,
+            Schedule::Pinned => Timing::HandOff,
+        };
+        Arc::new(Batcher::new(db.clone(), cfg.threads, stats.clone(), timing))
     });
     Arc::new_cyclic(|me| Shared {
         stats,

@@ -29,12 +29,15 @@
 //!   goes to the other runtime's reactor, [`Placement`]). Light load costs
 //!   what one thread costs (no worker woken to steal a request or two:
 //!   GET and HGET at `-c 50 -P 1` at redis-server's CPU per request), and
-//!   heavy load gets every thread, but as under pinned a thread busy with
-//!   long batches holds up its other connections (a batch expected to take
-//!   over 200 µs hands them to a spare thread first, `batcher.rs`):
-//!   SST-resident HMGETs of 100 fields at `-c 50` run 23–27 % slower than
-//!   under stealing. Measurements:
-//!   docs/perf/history/2026-11-30-adaptive-runtime.md.
+//!   heavy load gets every thread. What one-worker threads cannot do by
+//!   themselves is steal: a thread busy with long batches would hold up
+//!   its other connections while another thread idles. So a long batched
+//!   read of a connection whose thread is busy runs on an idle thread
+//!   (a *helper*, [`Placement::helper`]) while its own thread serves its
+//!   other connections: SST-resident HMGETs of 100 fields at `-c 50` run
+//!   within 6 % of stealing's rate (23–27 % slower without helpers).
+//!   Measurements: docs/perf/history/2026-11-30-adaptive-runtime.md,
+//!   docs/perf/history/2026-11-30-read-helpers.md.
 //!
 //! All three keep the combining of `combine.rs` working: a job is gathered on
 //! the thread it was submitted on, and a job queued for a leader on
@@ -201,6 +204,15 @@ impl Placement {
         }
         self.until_check = CHECK_EVERY;
         balance.rebalance(self.thread)
+    }
+
+    /// Where a request expected to take `expected_ns` should run instead of
+    /// the connection's busy thread: an idle thread's runtime
+    /// ([`Balance::helper_for`]; adaptive only).
+    pub fn helper(&self, expected_ns: u64) -> Option<&Handle> {
+        let balance = self.balance.as_ref()?;
+        let j = balance.helper_for(self.thread, expected_ns)?;
+        Some(&self.handles[j])
     }
 
     /// The connection now runs on `thread`.

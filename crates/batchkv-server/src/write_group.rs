@@ -811,10 +811,7 @@ mod tests {
             crate::combine::Job { req: c, tx: tx_c },
         ];
         let mut out = BytesMut::from(&b"+PONG\r\n"[..]);
-        let own = writes
-            .executor()
-            .execute(Some((&a, &mut out)), jobs)
-            .unwrap();
+        let own = writes.exec().execute(Some((&a, &mut out)), jobs).unwrap();
         FAIL_KEY.with(|f| *f.borrow_mut() = None);
         assert_eq!((own.commands, own.error), (2, None));
         assert_eq!(&out[..], b"+PONG\r\n+OK\r\n+OK\r\n");

@@ -109,7 +109,10 @@ fn adaptive_two_threads() {
 /// The moves themselves: every connection moves to the next thread every
 /// few requests while blocked pops, WATCH, pipelines and a shutdown with
 /// open connections run (the checks of `exercise`), and a long pipeline
-/// of one client keeps its order across moves.
+/// of one client keeps its order across moves. Every batched read runs on
+/// another thread than its connection's (a helper): each client gets its
+/// own replies, whole, also when a pipeline's replies are split into
+/// several jobs.
 #[test]
 fn adaptive_connections_moving_at_every_chance() {
     let h = exercise_with(|c: &mut Config| {
@@ -125,16 +128,53 @@ fn adaptive_connections_moving_at_every_chance() {
     }
     let order: Vec<i64> = q(&mut c, &["LRANGE", "order", "0", "-1"]);
     assert_eq!(order, (0..200).collect::<Vec<i64>>());
+    let helped_before = info_field(&mut c, "helped_reads");
+
+    // Batched reads of four clients at once, each through helpers: GETs
+    // and HMGETs, and pipelines of 20 GETs of 16 KiB values (320 KiB of
+    // replies, split into jobs of at most 64 KiB).
+    let big = "v".repeat(16 * 1024);
+    let _: () = q(&mut c, &["HSET", "h", "f1", "1", "f2", "2"]);
+    for i in 0..20 {
+        let _: () = q(&mut c, &["SET", &format!("big{i}"), &format!("{i}{big}")]);
+    }
+    h.on_clients(4, |w, conn| {
+        for round in 0..20 {
+            let key = format!("r{w}:{round}");
+            let _: () = q(conn, &["SET", &key, &round.to_string()]);
+            assert_eq!(q::<i64>(conn, &["GET", &key]), round);
+            let fields: Vec<Option<i64>> = q(conn, &["HMGET", "h", "f2", "nope", "f1"]);
+            assert_eq!(fields, [Some(2), None, Some(1)]);
+        }
+        let mut p = redis::pipe();
+        for i in 0..20 {
+            p.cmd("GET").arg(format!("big{i}"));
+        }
+        let values: Vec<String> = p.query(conn).unwrap();
+        for (i, v) in values.iter().enumerate() {
+            assert_eq!(v, &format!("{i}{big}"));
+        }
+    });
+    let helped = info_field(&mut c, "helped_reads") - helped_before;
+    // 4 clients × (40 reads + a pipeline of at least 5 jobs).
+    assert!(helped >= 4 * 45, "{helped} reads helped");
+
     let info: String = q(&mut c, &["INFO", "batchkv"]);
-    let moves: u64 = info
-        .lines()
-        .find_map(|l| l.strip_prefix("connection_moves:"))
-        .expect("INFO batchkv connection_moves")
-        .trim()
-        .parse()
-        .unwrap();
+    let moves = info_field(&mut c, "connection_moves");
     // 400 requests of this client alone, a move every 16.
     assert!(moves >= 20, "{moves} moves");
     assert!(info.contains("runtime:adaptive"), "{info}");
     h.stop();
+}
+
+/// A counter of INFO batchkv.
+fn info_field(c: &mut redis::Connection, name: &str) -> u64 {
+    let info: String = q(c, &["INFO", "batchkv"]);
+    let prefix = format!("{name}:");
+    info.lines()
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
+        .unwrap_or_else(|| panic!("INFO batchkv {name}"))
+        .trim()
+        .parse()
+        .unwrap()
 }

@@ -440,6 +440,7 @@ fn batchkv(shared: &Shared) -> String {
             "connection_moves",
             st.connection_moves.load(Relaxed).to_string(),
         ),
+        ("helped_reads", st.helped_reads.load(Relaxed).to_string()),
         (
             "thread_loads",
             st.balance

@@ -110,15 +110,14 @@ pub struct ServeArgs {
     /// Threads that run connections (default: the number of CPUs).
     #[arg(long)]
     pub threads: Option<usize>,
-    /// How connections are scheduled over those threads: stealing
-    /// (tokio's work-stealing runtime: an idle thread is woken to take a
-    /// share of queued work), adaptive (each thread runs its own
-    /// connections; they gather on one thread while it keeps up and spread
-    /// when it saturates: at light load a request wakes one thread, as in
-    /// Redis, but a thread busy with long batches holds up its
-    /// connections) or pinned (each connection stays on the thread it was
-    /// given in turn).
-    #[arg(long, value_enum, default_value_t = Schedule::Stealing)]
+    /// How connections are scheduled over those threads: adaptive (each
+    /// thread runs its own connections; they gather on one thread while it
+    /// keeps up and spread when it saturates, and a busy thread's long
+    /// reads run on an idle one: at light load a request wakes one thread,
+    /// as in Redis), stealing (tokio's work-stealing runtime: an idle
+    /// thread is woken to take a share of queued work) or pinned (each
+    /// connection stays on the thread it was given in turn).
+    #[arg(long, value_enum, default_value_t = Schedule::Adaptive)]
     pub runtime: Schedule,
     /// Protected mode (yes/no): without a password, refuse clients that
     /// are not on the loopback interface (Redis's DENIED error).
@@ -262,7 +261,7 @@ impl Config {
             max_pending_query_bytes: DEFAULT_MAX_PENDING_QUERY_BYTES,
             timeout: 0,
             threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
-            schedule: Schedule::Stealing,
+            schedule: Schedule::Adaptive,
             churn: false,
             handle_signals: false,
             protected_mode: true,

@@ -1,8 +1,27 @@
 //! The threads that run connections, and how connections are spread over
 //! them (`--runtime`).
 //!
-//! - [`Schedule::Stealing`] (the default): one multi-threaded tokio
-//!   runtime of that many workers (work stealing). A command that blocks
+//! - [`Schedule::Adaptive`] (the default): the pinned threads below, but
+//!   a connection runs where the threads' loads say (`balance.rs`): all
+//!   on one thread while it keeps up, spread over the others when it
+//!   saturates, gathered again when the load falls. It moves between
+//!   requests (its socket goes to the other runtime's reactor,
+//!   [`Placement`]). Light load costs what one thread costs (no worker
+//!   woken to steal a request or two: GET and HGET at `-c 50 -P 1` at
+//!   about redis-server's CPU per request, 0.02–0.04 context switches per
+//!   request against stealing's 0.12–0.19), and heavy load gets every
+//!   thread. What one-worker threads cannot do by themselves is steal: a
+//!   thread busy with long batches would hold up its other connections
+//!   while another thread idles. So a long batched read of a connection
+//!   whose thread is busy runs on an idle thread (a *helper*,
+//!   [`Placement::helper`]) while its own thread serves its other
+//!   connections: SST-resident HMGETs of 100 fields at `-c 50` run at
+//!   stealing's rate at `-P 1` and 11 % under it at `-P 10` (23–27 %
+//!   under without helpers). Measurements:
+//!   docs/perf/history/2026-11-30-adaptive-runtime.md,
+//!   docs/perf/history/2026-11-30-read-helpers.md.
+//! - [`Schedule::Stealing`]: one multi-threaded tokio runtime of that
+//!   many workers (work stealing). A command that blocks
 //!   its worker (a read from disk, an `fsync`) hands the worker's other
 //!   connections to another thread first ([`crate::shared::block_in_place`]).
 //!   The price: a worker that wakes a connection task while another worker
@@ -22,22 +41,6 @@
 //!   keeps them (~6–10 % fewer SST-resident HMGETs at `-P 10`).
 //!   Measurements: docs/perf/history/2026-11-29-pinned-runtime.md and
 //!   docs/perf/history/2026-11-29-pinned-one-worker.md.
-//! - [`Schedule::Adaptive`]: the pinned threads, but a connection runs
-//!   where the threads' loads say (`balance.rs`): all on one thread while
-//!   it keeps up, spread over the others when it saturates, gathered
-//!   again when the load falls. It moves between requests (its socket
-//!   goes to the other runtime's reactor, [`Placement`]). Light load costs
-//!   what one thread costs (no worker woken to steal a request or two:
-//!   GET and HGET at `-c 50 -P 1` at redis-server's CPU per request), and
-//!   heavy load gets every thread. What one-worker threads cannot do by
-//!   themselves is steal: a thread busy with long batches would hold up
-//!   its other connections while another thread idles. So a long batched
-//!   read of a connection whose thread is busy runs on an idle thread
-//!   (a *helper*, [`Placement::helper`]) while its own thread serves its
-//!   other connections: SST-resident HMGETs of 100 fields at `-c 50` run
-//!   within 6 % of stealing's rate (23–27 % slower without helpers).
-//!   Measurements: docs/perf/history/2026-11-30-adaptive-runtime.md,
-//!   docs/perf/history/2026-11-30-read-helpers.md.
 //!
 //! All three keep the combining of `combine.rs` working: a job is gathered on
 //! the thread it was submitted on, and a job queued for a leader on
@@ -56,12 +59,12 @@ use crate::balance::Balance;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Schedule {
     /// Connections are tasks of one work-stealing runtime.
-    #[default]
     Stealing,
     /// Each connection stays on one thread with its own runtime.
     Pinned,
     /// Each thread has its own runtime; connections gather on as few
     /// threads as keep up with the load and move between them.
+    #[default]
     Adaptive,
 }
 

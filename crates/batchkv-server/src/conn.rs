@@ -547,7 +547,10 @@ impl Conn {
         let combine = self.shared.clients.load(Ordering::Relaxed) > 1;
         let limits = self.reply_limits();
         let start = self.out.len();
-        let helper = (self.placement.as_ref()).and_then(|p| p.helper(batcher.expected_ns(n)));
+        let helper = self
+            .placement
+            .as_ref()
+            .and_then(|p| p.helper(batcher.expected_ns(n)));
         let answered = match helper {
             Some(handle) => {
                 // An idle thread runs the job while this one serves its
@@ -558,7 +561,7 @@ impl Conn {
                 let (batcher, proto) = (batcher.clone(), self.st.proto);
                 let mut out = std::mem::take(&mut self.out);
                 let task = handle.spawn(async move {
-                    let answered = (batcher)
+                    let answered = batcher
                         .submit_reads(keys, shapes, proto, combine, limits, &mut out)
                         .await;
                     (answered, out)

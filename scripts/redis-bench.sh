@@ -16,6 +16,10 @@
 #   SMISMEMBER100, SADD                sets s:N with members m:N
 #   ZMSCORE100, ZADD                   sorted sets z:N with members m:N
 #   LPUSH, LPOP                        lists l:N (LPOP after LPUSH refills)
+# and reads of one element or a few (their collections loaded the same
+# way; lists l:N of elements m:N for the list reads):
+#   HEXISTS, HLEN, SISMEMBER, ZSCORE, ZRANK, LINDEX (index 500),
+#   LRANGE10 (LRANGE 0 9), ZRANGE10 (ZRANGE 0 9)
 # String write tests over the KEYS loaded keys (-r KEYS): MSET10 (MSET of
 # 10 random keys), INCR (counter:N beside them), APPEND (8 bytes to key:N).
 #
@@ -141,6 +145,7 @@ load_for() {
     H*) what=hashes ;;
     S*) what=sets ;;
     Z*) what=zsets ;;
+    LINDEX | LRANGE10) what=lists ;;
     *) what=none ;;
     esac
     [[ " $LOADED " == *" $what "* ]] && return
@@ -151,6 +156,7 @@ load_for() {
     hashes) load_collection HSET h ;;
     sets) load_collection SADD s ;;
     zsets) load_collection ZADD z ;;
+    lists) load_collection RPUSH l ;;
     none) return ;;
     esac
     LOADED="$LOADED $what"
@@ -236,6 +242,14 @@ bench() {
         HGET) cmd=(HGET h:__rand_int__ f:__rand_int__) ;;
         HMGET5) cmd=(HMGET h:__rand_int__ $(repeat_arg 5 f:__rand_int__)) ;;
         HMGET100) cmd=(HMGET h:__rand_int__ $(repeat_arg 100 f:__rand_int__)) many=$MGET_DIV ;;
+        HEXISTS) cmd=(HEXISTS h:__rand_int__ f:__rand_int__) ;;
+        HLEN) cmd=(HLEN h:__rand_int__) ;;
+        SISMEMBER) cmd=(SISMEMBER s:__rand_int__ m:__rand_int__) ;;
+        ZSCORE) cmd=(ZSCORE z:__rand_int__ m:__rand_int__) ;;
+        ZRANK) cmd=(ZRANK z:__rand_int__ m:__rand_int__) ;;
+        ZRANGE10) cmd=(ZRANGE z:__rand_int__ 0 9) ;;
+        LINDEX) cmd=(LINDEX l:__rand_int__ 500) ;;
+        LRANGE10) cmd=(LRANGE l:__rand_int__ 0 9) ;;
         HSET) cmd=(HSET h:__rand_int__ f:__rand_int__ "$(head -c "$VALUE" </dev/zero | tr '\0' y)") ;;
         SMISMEMBER100) cmd=(SMISMEMBER s:__rand_int__ $(repeat_arg 100 m:__rand_int__)) many=$MGET_DIV ;;
         SADD) cmd=(SADD s:__rand_int__ n:__rand_int__) ;;

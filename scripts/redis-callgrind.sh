@@ -26,7 +26,9 @@
 #
 # Usage: scripts/redis-callgrind.sh BINARY [LABEL]
 # Environment (defaults in brackets):
-#   TESTS ["HMGET5 HMGET100 SMISMEMBER100 ZMSCORE100"]; also HGET, GET, INCR, APPEND
+#   TESTS ["HMGET5 HMGET100 SMISMEMBER100 ZMSCORE100"]; also HGET, HEXISTS,
+#         ZRANK, ZRANGE10, LINDEX, LRANGE10 (lists l:N loaded with RPUSH),
+#         GET, INCR, APPEND
 #   COLL [1000]  VALUE [100]  CONNS [50]  PIPES ["1 10"]  KEYS [200000]
 #   N_SMALL [20000] requests of HMGET5 (and HGET, GET)   N_BIG [2000] of the 100-element tests
 #   N_WRITES [200000] requests of INCR and APPEND
@@ -75,6 +77,11 @@ command_of() {
     HMGET100) echo "$N_BIG HMGET h:__rand_int__ $(repeat_arg 100 f:__rand_int__ | tr '\n' ' ')" ;;
     SMISMEMBER100) echo "$N_BIG SMISMEMBER s:__rand_int__ $(repeat_arg 100 m:__rand_int__ | tr '\n' ' ')" ;;
     ZMSCORE100) echo "$N_BIG ZMSCORE z:__rand_int__ $(repeat_arg 100 m:__rand_int__ | tr '\n' ' ')" ;;
+    HEXISTS) echo "$N_SMALL HEXISTS h:__rand_int__ f:__rand_int__" ;;
+    ZRANK) echo "$N_BIG ZRANK z:__rand_int__ m:__rand_int__" ;;
+    ZRANGE10) echo "$N_SMALL ZRANGE z:__rand_int__ 0 9" ;;
+    LINDEX) echo "$N_SMALL LINDEX l:__rand_int__ 500" ;;
+    LRANGE10) echo "$N_SMALL LRANGE l:__rand_int__ 0 9" ;;
     GET) echo "$N_SMALL GET key:__rand_int__" ;;
     INCR) echo "$N_WRITES INCR counter:__rand_int__" ;;
     APPEND) echo "$N_WRITES APPEND key:__rand_int__ 12345678" ;;
@@ -106,8 +113,8 @@ load_type() {
     if [[ $t == k ]]; then load_keys; else load_collection "$cmd" "$prefix"; fi
 }
 
-declare -A BY_TYPE=([h]="hashes HSET h" [s]="sets SADD s" [z]="zsets ZADD z" [k]="strings SET key")
-for t in h s z k; do
+declare -A BY_TYPE=([h]="hashes HSET h" [s]="sets SADD s" [z]="zsets ZADD z" [l]="lists RPUSH l" [k]="strings SET key")
+for t in h s z l k; do
     mine=()
     for test in $TESTS; do
         [[ $(type_of "$test") == "$t" ]] && mine+=("$test")

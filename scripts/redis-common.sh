@@ -35,17 +35,18 @@ load_keys() {
 }
 
 # load_collection CMD PREFIX: COLL collections PREFIX:N, each with COLL
-# elements m:N / f:N (hashes: VALUE-byte values; sorted sets: score N).
+# elements m:N / f:N (hashes: VALUE-byte values; sorted sets: score N;
+# lists (RPUSH): m:0 first).
 load_collection() {
     local cmd=$1 prefix=$2 val
     val=$(head -c "$VALUE" </dev/zero | tr '\0' 'x')
     awk -v n="$COLL" -v cmd="$cmd" -v p="$prefix" -v val="$val" -v vl="$VALUE" 'BEGIN {
-        per = (cmd == "SADD") ? 1 : 2
+        per = (cmd == "SADD" || cmd == "RPUSH") ? 1 : 2
         for (i = 0; i < n; i++) {
             printf "*%d\r\n$%d\r\n%s\r\n$%d\r\n%s:%012d\r\n", 2 + per * n, length(cmd), cmd, length(p) + 13, p, i
             for (j = 0; j < n; j++) {
                 if (cmd == "HSET") printf "$14\r\nf:%012d\r\n$%d\r\n%s\r\n", j, vl, val
-                else if (cmd == "SADD") printf "$14\r\nm:%012d\r\n", j
+                else if (cmd == "SADD" || cmd == "RPUSH") printf "$14\r\nm:%012d\r\n", j
                 else printf "$%d\r\n%d\r\n$14\r\nm:%012d\r\n", length(j ""), j, j
             }
         }

@@ -1,5 +1,8 @@
-//! Batched reads: runs of GET/MGET from all connections executed as one
-//! `multi_get`, with the replies routed back in order.
+//! Batched reads: runs of GET/MGET, collection point reads (HGET, HMGET,
+//! HEXISTS, HSTRLEN, SISMEMBER, SMISMEMBER, ZSCORE, ZMSCORE, LINDEX) and size
+//! reads (HLEN, SCARD, ZCARD, LLEN) from all connections executed as one
+//! `multi_get` (two with collection reads), with the replies routed back
+//! in order.
 //!
 //! A connection submits a *job*: the keys of one run of pipelined GET and
 //! MGET commands plus the shape of their replies. Jobs are combined by the
@@ -41,6 +44,7 @@ use batchkv::{Db, ReadOptions, ReadView};
 use bytes::BytesMut;
 
 use crate::combine::{Combiner, Execute, Gather, Limits};
+use crate::commands::lists;
 use crate::errors::{self, CORRUPT};
 use crate::keyspace::{self, Entry, NotString};
 use crate::meta::{self, Kind, Meta};
@@ -78,6 +82,16 @@ pub enum Shape {
     Mget(usize),
     /// HGET key field: a bulk string (or nil).
     HGet,
+    /// HEXISTS key field: an integer (1 if the field exists).
+    HExists,
+    /// HSTRLEN key field: an integer (the value's length, 0 if absent).
+    HStrLen,
+    /// LINDEX key index: a bulk string (or nil). Phase 1 turns the index
+    /// into the element to read ([`lists::index_sub`]).
+    LIndex,
+    /// HLEN, SCARD, ZCARD, LLEN key: an integer, the size of the
+    /// collection of this kind (0 if absent). Its metadata is all it reads.
+    Card(Kind),
     /// HMGET key and n fields: an array of n bulk strings.
     HMget(usize),
     /// SISMEMBER key member: an integer.
@@ -95,9 +109,14 @@ impl Shape {
     /// keys, a collection read's key and its fields (members).
     pub fn keys(self) -> usize {
         match self {
-            Shape::Get => 1,
+            Shape::Get | Shape::Card(_) => 1,
             Shape::Mget(n) => n,
-            Shape::HGet | Shape::SIsMember | Shape::ZScore => 2,
+            Shape::HGet
+            | Shape::HExists
+            | Shape::HStrLen
+            | Shape::LIndex
+            | Shape::SIsMember
+            | Shape::ZScore => 2,
             Shape::HMget(n) | Shape::SMIsMember(n) | Shape::ZMScore(n) => n + 1,
         }
     }
@@ -106,7 +125,9 @@ impl Shape {
     fn kind(self) -> Option<Kind> {
         match self {
             Shape::Get | Shape::Mget(_) => None,
-            Shape::HGet | Shape::HMget(_) => Some(Kind::Hash),
+            Shape::HGet | Shape::HExists | Shape::HStrLen | Shape::HMget(_) => Some(Kind::Hash),
+            Shape::LIndex => Some(Kind::List),
+            Shape::Card(kind) => Some(kind),
             Shape::SIsMember | Shape::SMIsMember(_) => Some(Kind::Set),
             Shape::ZScore | Shape::ZMScore(_) => Some(Kind::ZSet),
         }
@@ -564,6 +585,32 @@ impl Reads {
         count.batches += 1;
         count.keys += keys.len() as u64;
         buf.keys = recycle(keys);
+        resolve_list_indexes(parts, found);
+    }
+}
+
+/// After phase 1: a LINDEX of a live list whose index is outside it reads
+/// nothing and replies nil (as for an absent list); one whose index is
+/// not an integer replies the error (checked after the type, as in Redis).
+fn resolve_list_indexes(parts: &[Part], found: &mut [Found]) {
+    let mut ci = 0;
+    for (r, ..) in parts {
+        let mut e = 0;
+        for &s in &r.shapes {
+            if s == Shape::LIndex {
+                if let Found::Live(m) = &found[ci] {
+                    match lists::index_sub(m, r.keys.entry(e + 1)) {
+                        Ok(Some(_)) => {}
+                        Ok(None) => found[ci] = Found::Missing,
+                        Err(_) => found[ci] = Found::Failed(errors::NOT_INTEGER.into()),
+                    }
+                }
+            }
+            if s.kind().is_some() {
+                ci += 1;
+            }
+            e += s.keys();
+        }
     }
 }
 
@@ -580,7 +627,7 @@ struct Buffers {
     /// Phase 2's element keys.
     elems: Keys,
     /// [`element_keys`]'s list of live collection reads.
-    live: Vec<(usize, usize, Shape, u64)>,
+    live: Vec<(usize, usize, Shape, u64, [u8; 8])>,
     /// A `multi_get`'s keys; empty between uses ([`recycle`]).
     keys: Vec<&'static [u8]>,
 }
@@ -664,13 +711,14 @@ fn element_keys(
     parts: &[Part],
     found: &[Found],
     elems: &mut Keys,
-    live: &mut Vec<(usize, usize, Shape, u64)>,
+    live: &mut Vec<(usize, usize, Shape, u64, [u8; 8])>,
 ) {
     elems.clear();
     if found.is_empty() {
         return;
     }
-    // Each live collection read: its part, first entry, shape, version.
+    // Each live collection read: its part, first entry, shape, version,
+    // and for LINDEX the element's sub-key.
     live.clear();
     let mut ci = 0;
     for (pi, (r, ..)) in parts.iter().enumerate() {
@@ -678,7 +726,15 @@ fn element_keys(
         for &s in &r.shapes {
             if s.kind().is_some() {
                 if let Found::Live(m) = &found[ci] {
-                    live.push((pi, e, s, m.version));
+                    let sub = match s {
+                        // In range: `resolve_list_indexes` left it live.
+                        Shape::LIndex => lists::index_sub(m, r.keys.entry(e + 1))
+                            .ok()
+                            .flatten()
+                            .unwrap_or_default(),
+                        _ => [0; 8],
+                    };
+                    live.push((pi, e, s, m.version, sub));
                 }
                 ci += 1;
             }
@@ -686,16 +742,23 @@ fn element_keys(
         }
     }
     let (mut bytes, mut count) = (0, 0);
-    for &(pi, e, s, _) in live.iter() {
+    for &(pi, e, s, ..) in live.iter() {
         let r = parts[pi].0;
         let fields = s.keys() - 1;
         let prefix = meta::element_prefix_len(r.keys.entry(e));
-        bytes += fields * prefix + r.keys.ends[e + fields] - r.keys.ends[e];
+        bytes += fields * prefix;
+        bytes += match s {
+            Shape::LIndex => 8, // the element's index, not the argument
+            _ => r.keys.ends[e + fields] - r.keys.ends[e],
+        };
         count += fields;
     }
     elems.bytes.reserve(bytes);
     elems.ends.reserve(count);
-    for &(pi, e, s, version) in live.iter() {
+    for &(pi, e, s, version, sub) in live.iter() {
+        if s.keys() == 1 {
+            continue; // a metadata-only read (Shape::Card)
+        }
         let r = parts[pi].0;
         let start = elems.bytes.len();
         meta::push_element_prefix(&mut elems.bytes, r.keys.entry(e), version);
@@ -704,7 +767,10 @@ fn element_keys(
             if j > 1 {
                 elems.bytes.extend_from_within(prefix.clone());
             }
-            elems.bytes.extend_from_slice(r.keys.entry(e + j));
+            match s {
+                Shape::LIndex => elems.bytes.extend_from_slice(&sub),
+                _ => elems.bytes.extend_from_slice(r.keys.entry(e + j)),
+            }
             elems.ends.push(elems.bytes.len());
         }
     }
@@ -791,6 +857,9 @@ impl Encoder<'_, '_> {
             }
             if !progress.stopped {
                 match found {
+                    Some(Found::Live(m)) if matches!(shape, Shape::Card(_)) => {
+                        resp::encode_int(out, m.size as i64)
+                    }
                     None | Some(Found::Live(_)) => {
                         if let Some(n) = shape.array() {
                             resp::encode_array_header(out, n);
@@ -844,10 +913,13 @@ impl Encoder<'_, '_> {
                 encode_string(req.proto, out, shape, r, self.now, self.count)
             }
             (_, Err(e)) => self.failed = Some(errors::engine_error_text(e)),
-            (Shape::HGet | Shape::HMget(_), Ok(Some(v))) => resp::encode_bulk(out, v),
-            (Shape::SIsMember | Shape::SMIsMember(_), Ok(v)) => {
+            (Shape::HGet | Shape::HMget(_) | Shape::LIndex, Ok(Some(v))) => {
+                resp::encode_bulk(out, v)
+            }
+            (Shape::HExists | Shape::SIsMember | Shape::SMIsMember(_), Ok(v)) => {
                 resp::encode_int(out, i64::from(v.is_some()))
             }
+            (Shape::HStrLen, Ok(v)) => resp::encode_int(out, v.map_or(0, |v| v.len() as i64)),
             (Shape::ZScore | Shape::ZMScore(_), Ok(Some(v))) => match <[u8; 8]>::try_from(v) {
                 Ok(b) => resp::encode_double(req.proto, out, f64::from_le_bytes(b)),
                 Err(_) => self.failed = Some(CORRUPT.into()),
@@ -923,7 +995,9 @@ fn encode_string(
 /// unbatched commands reply.
 fn encode_missing(proto: u8, out: &mut BytesMut, shape: Shape) {
     match shape {
-        Shape::SIsMember => resp::encode_int(out, 0),
+        Shape::SIsMember | Shape::HExists | Shape::HStrLen | Shape::Card(_) => {
+            resp::encode_int(out, 0)
+        }
         Shape::SMIsMember(n) => {
             resp::encode_array_header(out, n);
             for _ in 0..n {
@@ -936,7 +1010,7 @@ fn encode_missing(proto: u8, out: &mut BytesMut, shape: Shape) {
                 resp::encode_nil(proto, out);
             }
         }
-        Shape::Get | Shape::HGet | Shape::ZScore => resp::encode_nil(proto, out),
+        Shape::Get | Shape::HGet | Shape::LIndex | Shape::ZScore => resp::encode_nil(proto, out),
     }
 }
 
@@ -1134,6 +1208,15 @@ mod tests {
         put_coll("s", Kind::Set, 8, None, &[("x", b"")]);
         put_coll("z", Kind::ZSet, 9, None, &[("x", &2.5f64.to_le_bytes())]);
         put_coll("old", Kind::Hash, 10, Some(1), &[("f", b"v")]);
+        let (head, tail) = (meta::LIST_MIDDLE - 1, meta::LIST_MIDDLE + 1);
+        let list_key = keyspace::db_key(0, b"l");
+        let mut list = Meta::new(Kind::List, 11);
+        (list.head, list.tail, list.size) = (head, tail, 2);
+        db.put(&list_key, list.encode()).unwrap();
+        for (i, v) in [(head, "x"), (head + 1, "y")] {
+            db.put(meta::element_key(&list_key, 11, &i.to_be_bytes()), v)
+                .unwrap();
+        }
         db.put(
             keyspace::db_key(0, b"str"),
             keyspace::encode_value(b"S", None),
@@ -1172,6 +1255,20 @@ mod tests {
                     (Shape::ZScore, &["z", "x"]),
                     (Shape::HMget(1), &["missing", "f"]),
                     (Shape::SMIsMember(2), &["h", "x", "y"]),
+                    (Shape::Card(Kind::Hash), &["h"]),
+                    (Shape::HExists, &["h", "f"]),
+                    (Shape::HStrLen, &["h", "g"]),
+                    (Shape::HStrLen, &["h", "nope"]),
+                    (Shape::Card(Kind::List), &["l"]),
+                    (Shape::Card(Kind::Set), &["missing"]),
+                    (Shape::Card(Kind::ZSet), &["s"]),
+                    (Shape::HExists, &["old", "f"]),
+                    (Shape::LIndex, &["l", "-1"]),
+                    (Shape::LIndex, &["l", "0"]),
+                    (Shape::LIndex, &["l", "2"]),
+                    (Shape::LIndex, &["l", "x"]),
+                    (Shape::LIndex, &["missing", "x"]),
+                    (Shape::LIndex, &["h", "0"]),
                 ],
                 3,
             ),
@@ -1189,13 +1286,20 @@ mod tests {
         );
         assert_eq!(
             String::from_utf8_lossy(&rx.try_recv().unwrap().0),
-            format!(",2.5\r\n*1\r\n_\r\n{wrongtype}")
+            format!(
+                ",2.5\r\n*1\r\n_\r\n{wrongtype}:2\r\n:1\r\n:2\r\n:0\r\n\
+                 :2\r\n:0\r\n{wrongtype}:0\r\n\
+                 $1\r\ny\r\n$1\r\nx\r\n_\r\n-{}\r\n_\r\n{wrongtype}",
+                errors::NOT_INTEGER
+            )
         );
         use std::sync::atomic::Ordering::Relaxed;
-        // Metadata of 9 collection reads, then 1 string key and the 7
-        // fields of the 4 live collections of the right kind.
+        // Metadata of 23 collection reads, then 1 string key and the 12
+        // fields of the 9 live collections of the right kind that have
+        // fields to read (the list's size is all its LLEN reads; LINDEX
+        // reads only an index inside the list).
         assert_eq!(stats.batches.load(Relaxed), 2);
-        assert_eq!(stats.batched_keys.load(Relaxed), 9 + 8);
+        assert_eq!(stats.batched_keys.load(Relaxed), 23 + 13);
     }
 
     /// A job stops answering at the command where its reply reached

@@ -123,8 +123,11 @@ pub fn syntax_error() -> Reply {
     Reply::err("ERR syntax error")
 }
 
+/// The reply to an argument that should be a 64-bit integer.
+pub const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
+
 pub fn not_integer() -> Reply {
-    Reply::err("ERR value is not an integer or out of range")
+    Reply::err(NOT_INTEGER)
 }
 
 /// An engine error (I/O, corruption) as an error reply's text.

@@ -1,5 +1,6 @@
-//! Collection point reads (HGET, HMGET, SISMEMBER, SMISMEMBER, ZSCORE,
-//! ZMSCORE) joining the batcher's jobs with GET and MGET (`batcher.rs`):
+//! Collection point reads (HGET, HMGET, HEXISTS, HSTRLEN, SISMEMBER,
+//! SMISMEMBER, ZSCORE, ZMSCORE) and size reads (HLEN, SCARD, ZCARD, LLEN)
+//! joining the batcher's jobs with GET and MGET (`batcher.rs`):
 //! the replies of a server with batching on must be the bytes of one with
 //! `--batch off` (and of redis-server, when installed), in RESP2 and
 //! RESP3, over random pipelines that mix them with writes to the same
@@ -72,7 +73,7 @@ fn setup(prefix: &str) -> Vec<Vec<String>> {
 fn read(rng: &mut Rng, prefix: &str) -> Vec<String> {
     let key = format!("{prefix}{}", rng.pick(KEYS));
     let n = 1 + rng.below(4);
-    let (name, subs) = match rng.below(8) {
+    let (name, subs) = match rng.below(15) {
         0 => ("GET", 0),
         1 => ("MGET", n),
         2 => ("HGET", 1),
@@ -80,7 +81,14 @@ fn read(rng: &mut Rng, prefix: &str) -> Vec<String> {
         4 => ("SISMEMBER", 1),
         5 => ("SMISMEMBER", n),
         6 => ("ZSCORE", 1),
-        _ => ("ZMSCORE", n),
+        7 => ("ZMSCORE", n),
+        8 => ("HEXISTS", 1),
+        9 => ("HSTRLEN", 1),
+        10 => ("HLEN", 0),
+        11 => ("SCARD", 0),
+        12 => ("ZCARD", 0),
+        13 => ("LINDEX", 1),
+        _ => ("LLEN", 0),
     };
     let name = match rng.below(10) {
         0 => name.to_lowercase(),
@@ -94,6 +102,10 @@ fn read(rng: &mut Rng, prefix: &str) -> Vec<String> {
         } else {
             rng.pick(SUBS).to_string()
         });
+        if name.eq_ignore_ascii_case("lindex") {
+            // An index inside, outside or not one.
+            c[2] = rng.pick(&["0", "1", "-1", "-3", "2", "x"]).to_string();
+        }
     }
     match rng.below(20) {
         // Too few arguments (HGET key), or one too many (HGET k f f).
@@ -109,7 +121,7 @@ fn read(rng: &mut Rng, prefix: &str) -> Vec<String> {
 fn write(rng: &mut Rng, prefix: &str) -> Vec<String> {
     let key = format!("{prefix}{}", rng.pick(&KEYS[..6]));
     let sub = rng.pick(SUBS).to_string();
-    let c: Vec<String> = match rng.below(9) {
+    let c: Vec<String> = match rng.below(12) {
         0 => vec!["HSET".into(), key, sub, format!("v{}", rng.below(100))],
         1 => vec!["HDEL".into(), key, sub],
         2 => vec!["SADD".into(), key, sub],
@@ -118,6 +130,9 @@ fn write(rng: &mut Rng, prefix: &str) -> Vec<String> {
         5 => vec!["ZREM".into(), key, sub],
         6 => vec!["SET".into(), key, format!("s{}", rng.below(100))],
         7 => vec!["DEL".into(), key],
+        8 => vec!["RPUSH".into(), key, sub],
+        9 => vec!["LPOP".into(), key],
+        10 => vec!["LPUSH".into(), key, sub],
         _ => {
             let src = format!("{prefix}{}", rng.pick(&KEYS[..3]));
             vec!["COPY".into(), src, key, "REPLACE".into()]

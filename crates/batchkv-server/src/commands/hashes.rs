@@ -36,9 +36,9 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     spec("hvals", 2, RS, KEY1, |s, c, a| {
         hgetall(s, c, a, false, true)
     }),
-    spec("hlen", 2, R, KEY1, |s, c, a| hlen(s, c, a)),
-    spec("hexists", 3, R, KEY1, |s, c, a| hexists(s, c, a)),
-    spec("hstrlen", 3, R, KEY1, |s, c, a| hstrlen(s, c, a)),
+    spec("hlen", 2, R, KEY1, |s, c, a| hlen(s, c, a)).batched(|_| Shape::Card(Kind::Hash)),
+    spec("hexists", 3, R, KEY1, |s, c, a| hexists(s, c, a)).batched(|_| Shape::HExists),
+    spec("hstrlen", 3, R, KEY1, |s, c, a| hstrlen(s, c, a)).batched(|_| Shape::HStrLen),
     spec("hdel", -3, W, KEY1, |s, c, a| hdel(s, c, a)).looks_up(Kind::Hash, coll::all_after_key),
     spec("hincrby", 4, WM, KEY1, |s, c, a| hincrby(s, c, a))
         .looks_up(Kind::Hash, coll::first_after_key),

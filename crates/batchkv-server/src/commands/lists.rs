@@ -34,6 +34,7 @@ use super::{
     not_integer, parse_int, spec, syntax_error, CommandSpec, ConnState, Handler, KEY1, NO_KEYS, R,
     RS, W, WM,
 };
+use crate::batcher::Shape;
 use crate::errors::{cannot_be_negative, NOT_POSITIVE, NO_SUCH_KEY, TIMEOUT_NEGATIVE};
 use crate::keyspace::{db_key, put_meta};
 use crate::meta::{self, Kind, Meta};
@@ -65,8 +66,8 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     }),
     spec("lpop", -2, POP, KEY1, |s, c, a| pop(s, c, a, End::Left)),
     spec("rpop", -2, POP, KEY1, |s, c, a| pop(s, c, a, End::Right)),
-    spec("llen", 2, R, KEY1, |s, c, a| llen(s, c, a)),
-    spec("lindex", 3, RS, KEY1, |s, c, a| lindex(s, c, a)),
+    spec("llen", 2, R, KEY1, |s, c, a| llen(s, c, a)).batched(|_| Shape::Card(Kind::List)),
+    spec("lindex", 3, RS, KEY1, |s, c, a| lindex(s, c, a)).batched(|_| Shape::LIndex),
     spec("lrange", 4, RS, KEY1, |s, c, a| lrange(s, c, a)),
     spec("lset", 4, WM, KEY1, |s, c, a| lset(s, c, a)),
     spec("linsert", 5, WM, KEY1, |s, c, a| linsert(s, c, a)),
@@ -378,14 +379,19 @@ fn llen(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     Reply::Int(tri!(read_list(shared, conn, &a[0])).map_or(0, |(_, m)| m.size as i64))
 }
 
+/// The element LINDEX `index` reads in the list `m`: its sub-key, `None`
+/// if the index is outside the list, `Err` if it is not an integer.
+pub(crate) fn index_sub(m: &Meta, index: &[u8]) -> Result<Option<[u8; 8]>, Reply> {
+    Ok(position(parse_index(index)?, m.size).map(|p| (m.head + p).to_be_bytes()))
+}
+
 fn lindex(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let Some((k, m)) = tri!(read_list(shared, conn, &a[0])) else {
         return Reply::Nil;
     };
-    let Some(p) = position(tri!(parse_index(&a[1])), m.size) else {
+    let Some(sub) = tri!(index_sub(&m, &a[1])) else {
         return Reply::Nil;
     };
-    let sub = (m.head + p).to_be_bytes();
     match tri!(coll::read_elements(shared, &k, &m, &[&sub]))
         .pop()
         .flatten()

@@ -814,6 +814,17 @@ mod tests {
             shape("zmscore z m n o"),
             Some(("zmscore", Shape::ZMScore(3)))
         );
+        assert_eq!(shape("hexists h f"), Some(("hexists", Shape::HExists)));
+        assert_eq!(shape("hstrlen h f"), Some(("hstrlen", Shape::HStrLen)));
+        assert_eq!(shape("lindex l -1"), Some(("lindex", Shape::LIndex)));
+        for (line, name, kind) in [
+            ("hlen h", "hlen", Kind::Hash),
+            ("scard s", "scard", Kind::Set),
+            ("ZCARD z", "zcard", Kind::ZSet),
+            ("llen l", "llen", Kind::List),
+        ] {
+            assert_eq!(shape(line), Some((name, Shape::Card(kind))));
+        }
         // The wrong arity runs alone (and answers the error); so does
         // every other command.
         for line in [

@@ -45,7 +45,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     spec("smismember", -3, R, KEY1, |s, c, a| smismember(s, c, a))
         .batched(|n| Shape::SMIsMember(n - 1)),
     spec("smembers", 2, RS, KEY1, |s, c, a| smembers(s, c, a)),
-    spec("scard", 2, R, KEY1, |s, c, a| scard(s, c, a)),
+    spec("scard", 2, R, KEY1, |s, c, a| scard(s, c, a)).batched(|_| Shape::Card(Kind::Set)),
     spec("spop", -2, WF, KEY1, |s, c, a| spop(s, c, a)),
     spec("srandmember", -2, RS, KEY1, |s, c, a| srandmember(s, c, a)),
     spec("smove", 4, WF, (1, 2, 1), |s, c, a| smove(s, c, a)),

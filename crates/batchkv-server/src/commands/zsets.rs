@@ -58,7 +58,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     spec("zscore", 3, R, KEY1, |s, c, a| zscore(s, c, a)).batched(|_| Shape::ZScore),
     // The key, then n - 1 members.
     spec("zmscore", -3, R, KEY1, |s, c, a| zmscore(s, c, a)).batched(|n| Shape::ZMScore(n - 1)),
-    spec("zcard", 2, R, KEY1, |s, c, a| zcard(s, c, a)),
+    spec("zcard", 2, R, KEY1, |s, c, a| zcard(s, c, a)).batched(|_| Shape::Card(Kind::ZSet)),
     spec("zrem", -3, WF, KEY1, |s, c, a| zrem(s, c, a)).looks_up(Kind::ZSet, coll::all_after_key),
     spec("zrank", 3, R, KEY1, |s, c, a| zrank(s, c, a, false)),
     spec("zrevrank", 3, R, KEY1, |s, c, a| zrank(s, c, a, true)),

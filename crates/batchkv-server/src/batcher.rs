@@ -86,8 +86,8 @@ pub enum Shape {
     HExists,
     /// HSTRLEN key field: an integer (the value's length, 0 if absent).
     HStrLen,
-    /// LINDEX key index: a bulk string (or nil). Phase 1 turns the index
-    /// into the element to read ([`lists::index_sub`]).
+    /// LINDEX key index: a bulk string (or nil). Once phase 1 found the
+    /// list, [`element_keys`] turns the index into the element to read.
     LIndex,
     /// HLEN, SCARD, ZCARD, LLEN key: an integer, the size of the
     /// collection of this kind (0 if absent). Its metadata is all it reads.
@@ -503,7 +503,7 @@ impl Reads {
         if let Some(view) = &view {
             self.read_metas(parts, view, now, count, &mut buf);
         }
-        element_keys(parts, &buf.found, &mut buf.elems, &mut buf.live);
+        element_keys(parts, &mut buf.found, &mut buf.elems, &mut buf.live);
         let mut keys = recycle(std::mem::take(&mut buf.keys));
         read_keys(parts, &buf.found, &buf.elems, &mut keys);
         let read = !keys.is_empty();
@@ -585,32 +585,6 @@ impl Reads {
         count.batches += 1;
         count.keys += keys.len() as u64;
         buf.keys = recycle(keys);
-        resolve_list_indexes(parts, found);
-    }
-}
-
-/// After phase 1: a LINDEX of a live list whose index is outside it reads
-/// nothing and replies nil (as for an absent list); one whose index is
-/// not an integer replies the error (checked after the type, as in Redis).
-fn resolve_list_indexes(parts: &[Part], found: &mut [Found]) {
-    let mut ci = 0;
-    for (r, ..) in parts {
-        let mut e = 0;
-        for &s in &r.shapes {
-            if s == Shape::LIndex {
-                if let Found::Live(m) = &found[ci] {
-                    match lists::index_sub(m, r.keys.entry(e + 1)) {
-                        Ok(Some(_)) => {}
-                        Ok(None) => found[ci] = Found::Missing,
-                        Err(_) => found[ci] = Found::Failed(errors::NOT_INTEGER.into()),
-                    }
-                }
-            }
-            if s.kind().is_some() {
-                ci += 1;
-            }
-            e += s.keys();
-        }
     }
 }
 
@@ -707,9 +681,14 @@ fn reads(shape: Shape, found: Option<&Found>) -> usize {
 /// built into `elems` (emptied first; each collection's element-key
 /// prefix is written once and copied for its other fields), with `live`
 /// as a buffer.
+///
+/// A LINDEX of a live list reads the element at its index; one whose
+/// index is outside the list reads nothing and replies nil (as for an
+/// absent list), one whose index is not an integer replies the error
+/// (checked after the type, as in Redis): its `found` becomes that.
 fn element_keys(
     parts: &[Part],
-    found: &[Found],
+    found: &mut [Found],
     elems: &mut Keys,
     live: &mut Vec<(usize, usize, Shape, u64, [u8; 8])>,
 ) {
@@ -727,14 +706,14 @@ fn element_keys(
             if s.kind().is_some() {
                 if let Found::Live(m) = &found[ci] {
                     let sub = match s {
-                        // In range: `resolve_list_indexes` left it live.
-                        Shape::LIndex => lists::index_sub(m, r.keys.entry(e + 1))
-                            .ok()
-                            .flatten()
-                            .unwrap_or_default(),
-                        _ => [0; 8],
+                        Shape::LIndex => lists::index_sub(m, r.keys.entry(e + 1)),
+                        _ => Ok(Some([0; 8])),
                     };
-                    live.push((pi, e, s, m.version, sub));
+                    match sub {
+                        Ok(Some(sub)) => live.push((pi, e, s, m.version, sub)),
+                        Ok(None) => found[ci] = Found::Missing,
+                        Err(_) => found[ci] = Found::Failed(errors::NOT_INTEGER.into()),
+                    }
                 }
                 ci += 1;
             }

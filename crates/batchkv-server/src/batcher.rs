@@ -1,6 +1,7 @@
 //! Batched reads: runs of GET/MGET, collection point reads (HGET, HMGET,
-//! HEXISTS, HSTRLEN, SISMEMBER, SMISMEMBER, ZSCORE, ZMSCORE, LINDEX) and size
-//! reads (HLEN, SCARD, ZCARD, LLEN) from all connections executed as one
+//! HEXISTS, HSTRLEN, SISMEMBER, SMISMEMBER, ZSCORE, ZMSCORE, LINDEX), short
+//! LRANGEs and size reads (HLEN, SCARD, ZCARD, LLEN) from all connections
+//! executed as one
 //! `multi_get` (two with collection reads), with the replies routed back
 //! in order.
 //!
@@ -89,6 +90,11 @@ pub enum Shape {
     /// LINDEX key index: a bulk string (or nil). Once phase 1 found the
     /// list, [`element_keys`] turns the index into the element to read.
     LIndex,
+    /// LRANGE key start end of a span of at most [`lists::POINT_READ_MAX`]
+    /// elements ([`lists::range_shape`]): an array of bulk strings. The
+    /// indexes are held here, not in the job's [`Keys`]; once phase 1
+    /// found the list, [`element_keys`] turns them into its elements.
+    LRange { start: i64, end: i64 },
     /// HLEN, SCARD, ZCARD, LLEN key: an integer, the size of the
     /// collection of this kind (0 if absent). Its metadata is all it reads.
     Card(Kind),
@@ -109,7 +115,7 @@ impl Shape {
     /// keys, a collection read's key and its fields (members).
     pub fn keys(self) -> usize {
         match self {
-            Shape::Get | Shape::Card(_) => 1,
+            Shape::Get | Shape::Card(_) | Shape::LRange { .. } => 1,
             Shape::Mget(n) => n,
             Shape::HGet
             | Shape::HExists
@@ -126,7 +132,7 @@ impl Shape {
         match self {
             Shape::Get | Shape::Mget(_) => None,
             Shape::HGet | Shape::HExists | Shape::HStrLen | Shape::HMget(_) => Some(Kind::Hash),
-            Shape::LIndex => Some(Kind::List),
+            Shape::LIndex | Shape::LRange { .. } => Some(Kind::List),
             Shape::Card(kind) => Some(kind),
             Shape::SIsMember | Shape::SMIsMember(_) => Some(Kind::Set),
             Shape::ZScore | Shape::ZMScore(_) => Some(Kind::ZSet),
@@ -162,9 +168,11 @@ impl Keys {
 
     /// Appends the arguments (after the name) of a command of `shape`
     /// read in database `db`: every key of a string read; a collection
-    /// read's key, then its fields as they are.
+    /// read's key, then its fields as they are. Arguments past
+    /// [`Shape::keys`] (LRANGE's indexes) are held by the shape.
     pub fn push_args<A: AsRef<[u8]>>(&mut self, db: u8, shape: Shape, args: &[A]) {
-        debug_assert_eq!(args.len(), shape.keys());
+        debug_assert!(args.len() >= shape.keys());
+        let args = &args[..shape.keys()];
         let bytes: usize = args.iter().map(|a| a.as_ref().len() + 1).sum();
         self.bytes.reserve(bytes);
         self.ends.reserve(args.len());
@@ -601,7 +609,7 @@ struct Buffers {
     /// Phase 2's element keys.
     elems: Keys,
     /// [`element_keys`]'s list of live collection reads.
-    live: Vec<(usize, usize, Shape, u64, [u8; 8])>,
+    live: Vec<LiveRead>,
     /// A `multi_get`'s keys; empty between uses ([`recycle`]).
     keys: Vec<&'static [u8]>,
 }
@@ -668,13 +676,38 @@ impl Request {
 }
 
 /// Keys a command reads in phase 2: a string read all its keys; a
-/// collection read (`found`) its elements if the collection is live.
+/// collection read (`found`) its elements if the collection is live (an
+/// LRANGE those of its span).
 fn reads(shape: Shape, found: Option<&Found>) -> usize {
-    match found {
-        None => shape.keys(),
-        Some(Found::Live(_)) => shape.keys() - 1,
-        Some(_) => 0,
+    match (found, shape) {
+        (None, _) => shape.keys(),
+        (Some(Found::Live(m)), Shape::LRange { start, end }) => {
+            let (from, to) = lists::range_positions(m, start, end);
+            (to - from) as usize
+        }
+        (Some(Found::Live(_)), _) => shape.keys() - 1,
+        (Some(_), _) => 0,
     }
+}
+
+/// A collection read whose collection phase 1 found live, for
+/// [`element_keys`].
+struct LiveRead {
+    /// Its part, and its key's entry in the part's [`Keys`].
+    part: usize,
+    entry: usize,
+    shape: Shape,
+    /// The collection's version (in its element keys).
+    version: u64,
+    subs: Subs,
+}
+
+/// The sub-keys of the elements a live collection read reads.
+enum Subs {
+    /// Its fields (members) as given, the entries after its key.
+    Args,
+    /// A list's elements at absolute indexes `[from, to)`.
+    Positions(u64, u64),
 }
 
 /// The element keys of the live collections' fields, in command order,
@@ -685,72 +718,95 @@ fn reads(shape: Shape, found: Option<&Found>) -> usize {
 /// A LINDEX of a live list reads the element at its index; one whose
 /// index is outside the list reads nothing and replies nil (as for an
 /// absent list), one whose index is not an integer replies the error
-/// (checked after the type, as in Redis): its `found` becomes that.
-fn element_keys(
-    parts: &[Part],
-    found: &mut [Found],
-    elems: &mut Keys,
-    live: &mut Vec<(usize, usize, Shape, u64, [u8; 8])>,
-) {
+/// (checked after the type, as in Redis): its `found` becomes that. An
+/// LRANGE reads the elements of its span ([`reads`]).
+fn element_keys(parts: &[Part], found: &mut [Found], elems: &mut Keys, live: &mut Vec<LiveRead>) {
     elems.clear();
     if found.is_empty() {
         return;
     }
-    // Each live collection read: its part, first entry, shape, version,
-    // and for LINDEX the element's sub-key.
     live.clear();
     let mut ci = 0;
-    for (pi, (r, ..)) in parts.iter().enumerate() {
-        let mut e = 0;
-        for &s in &r.shapes {
-            if s.kind().is_some() {
+    for (part, (r, ..)) in parts.iter().enumerate() {
+        let mut entry = 0;
+        for &shape in &r.shapes {
+            if shape.kind().is_some() {
                 if let Found::Live(m) = &found[ci] {
-                    let sub = match s {
-                        Shape::LIndex => lists::index_sub(m, r.keys.entry(e + 1)),
-                        _ => Ok(Some([0; 8])),
+                    // The elements to read, or what the read found instead.
+                    let subs = match shape {
+                        Shape::Card(_) => Ok(None), // its metadata is all it reads
+                        Shape::LIndex => match lists::index_position(m, r.keys.entry(entry + 1)) {
+                            Ok(Some(i)) => Ok(Some(Subs::Positions(i, i + 1))),
+                            Ok(None) => Err(Found::Missing),
+                            Err(_) => Err(Found::Failed(errors::NOT_INTEGER.into())),
+                        },
+                        Shape::LRange { start, end } => {
+                            let (from, to) = lists::range_positions(m, start, end);
+                            Ok((from < to).then_some(Subs::Positions(from, to)))
+                        }
+                        _ => Ok(Some(Subs::Args)),
                     };
-                    match sub {
-                        Ok(Some(sub)) => live.push((pi, e, s, m.version, sub)),
-                        Ok(None) => found[ci] = Found::Missing,
-                        Err(_) => found[ci] = Found::Failed(errors::NOT_INTEGER.into()),
+                    let version = m.version;
+                    match subs {
+                        Ok(Some(subs)) => live.push(LiveRead {
+                            part,
+                            entry,
+                            shape,
+                            version,
+                            subs,
+                        }),
+                        Ok(None) => {}
+                        Err(f) => found[ci] = f,
                     }
                 }
                 ci += 1;
             }
-            e += s.keys();
+            entry += shape.keys();
         }
     }
     let (mut bytes, mut count) = (0, 0);
-    for &(pi, e, s, ..) in live.iter() {
-        let r = parts[pi].0;
-        let fields = s.keys() - 1;
-        let prefix = meta::element_prefix_len(r.keys.entry(e));
-        bytes += fields * prefix;
-        bytes += match s {
-            Shape::LIndex => 8, // the element's index, not the argument
-            _ => r.keys.ends[e + fields] - r.keys.ends[e],
+    for l in live.iter() {
+        let keys = &parts[l.part].0.keys;
+        let prefix = meta::element_prefix_len(keys.entry(l.entry));
+        let n = match l.subs {
+            Subs::Args => {
+                let fields = l.shape.keys() - 1;
+                bytes += keys.ends[l.entry + fields] - keys.ends[l.entry];
+                fields
+            }
+            Subs::Positions(from, to) => {
+                bytes += 8 * (to - from) as usize;
+                (to - from) as usize
+            }
         };
-        count += fields;
+        bytes += n * prefix;
+        count += n;
     }
     elems.bytes.reserve(bytes);
     elems.ends.reserve(count);
-    for &(pi, e, s, version, sub) in live.iter() {
-        if s.keys() == 1 {
-            continue; // a metadata-only read (Shape::Card)
-        }
-        let r = parts[pi].0;
+    for l in live.iter() {
+        let keys = &parts[l.part].0.keys;
         let start = elems.bytes.len();
-        meta::push_element_prefix(&mut elems.bytes, r.keys.entry(e), version);
+        meta::push_element_prefix(&mut elems.bytes, keys.entry(l.entry), l.version);
         let prefix = start..elems.bytes.len();
-        for j in 1..s.keys() {
-            if j > 1 {
+        let push = |elems: &mut Keys, first: bool, sub: &[u8]| {
+            if !first {
                 elems.bytes.extend_from_within(prefix.clone());
             }
-            match s {
-                Shape::LIndex => elems.bytes.extend_from_slice(&sub),
-                _ => elems.bytes.extend_from_slice(r.keys.entry(e + j)),
-            }
+            elems.bytes.extend_from_slice(sub);
             elems.ends.push(elems.bytes.len());
+        };
+        match l.subs {
+            Subs::Args => {
+                for j in 1..l.shape.keys() {
+                    push(elems, j == 1, keys.entry(l.entry + j));
+                }
+            }
+            Subs::Positions(from, to) => {
+                for i in from..to {
+                    push(elems, i == from, &i.to_be_bytes());
+                }
+            }
         }
     }
     debug_assert_eq!(elems.bytes.len(), bytes);
@@ -839,6 +895,9 @@ impl Encoder<'_, '_> {
                     Some(Found::Live(m)) if matches!(shape, Shape::Card(_)) => {
                         resp::encode_int(out, m.size as i64)
                     }
+                    Some(Found::Live(_)) if matches!(shape, Shape::LRange { .. }) => {
+                        resp::encode_array_header(out, self.reads)
+                    }
                     None | Some(Found::Live(_)) => {
                         if let Some(n) = shape.array() {
                             resp::encode_array_header(out, n);
@@ -892,9 +951,10 @@ impl Encoder<'_, '_> {
                 encode_string(req.proto, out, shape, r, self.now, self.count)
             }
             (_, Err(e)) => self.failed = Some(errors::engine_error_text(e)),
-            (Shape::HGet | Shape::HMget(_) | Shape::LIndex, Ok(Some(v))) => {
+            (Shape::HGet | Shape::HMget(_) | Shape::LIndex | Shape::LRange { .. }, Ok(Some(v))) => {
                 resp::encode_bulk(out, v)
             }
+            (Shape::LRange { .. }, Ok(None)) => self.failed = Some(lists::ELEMENT_MISSING.into()),
             (Shape::HExists | Shape::SIsMember | Shape::SMIsMember(_), Ok(v)) => {
                 resp::encode_int(out, i64::from(v.is_some()))
             }
@@ -990,6 +1050,7 @@ fn encode_missing(proto: u8, out: &mut BytesMut, shape: Shape) {
             }
         }
         Shape::Get | Shape::HGet | Shape::LIndex | Shape::ZScore => resp::encode_nil(proto, out),
+        Shape::LRange { .. } => resp::encode_array_header(out, 0),
     }
 }
 
@@ -1196,6 +1257,13 @@ mod tests {
             db.put(meta::element_key(&list_key, 11, &i.to_be_bytes()), v)
                 .unwrap();
         }
+        // A list whose second element is missing (corrupt).
+        let bad_key = keyspace::db_key(0, b"bad");
+        let mut bad = Meta::new(Kind::List, 12);
+        (bad.head, bad.tail, bad.size) = (head, tail, 2);
+        db.put(&bad_key, bad.encode()).unwrap();
+        db.put(meta::element_key(&bad_key, 12, &head.to_be_bytes()), "x")
+            .unwrap();
         db.put(
             keyspace::db_key(0, b"str"),
             keyspace::encode_value(b"S", None),
@@ -1203,6 +1271,7 @@ mod tests {
         .unwrap();
         let stats = Arc::new(Stats::default());
         let batcher = Batcher::new(db, 1, stats.clone(), Timing::Off);
+        let lrange = |start, end| Shape::LRange { start, end };
         let request = |cmds: &[(Shape, &[&str])], proto: u8| {
             let mut keys = Keys::default();
             for (shape, args) in cmds {
@@ -1224,6 +1293,13 @@ mod tests {
                 (Shape::HGet, &["str", "f"]),
                 (Shape::SMIsMember(2), &["missing", "x", "y"]),
                 (Shape::HGet, &["old", "f"]),
+                (lrange(0, 9), &["l"]),
+                (lrange(-1, -1), &["l"]),
+                (lrange(5, 9), &["l"]),
+                (lrange(0, 1), &["missing"]),
+                (lrange(0, 1), &["h"]),
+                (lrange(0, 1), &["bad"]),
+                (lrange(1, 0), &["l"]),
             ],
             2,
         );
@@ -1260,7 +1336,10 @@ mod tests {
             String::from_utf8_lossy(&out),
             format!(
                 "*3\r\n$2\r\nww\r\n$-1\r\n$1\r\nv\r\n$1\r\nS\r\n:1\r\n\
-                 *2\r\n$3\r\n2.5\r\n$-1\r\n{wrongtype}*2\r\n:0\r\n:0\r\n$-1\r\n"
+                 *2\r\n$3\r\n2.5\r\n$-1\r\n{wrongtype}*2\r\n:0\r\n:0\r\n$-1\r\n\
+                 *2\r\n$1\r\nx\r\n$1\r\ny\r\n*1\r\n$1\r\ny\r\n*0\r\n*0\r\n\
+                 {wrongtype}-{}\r\n*0\r\n",
+                lists::ELEMENT_MISSING
             )
         );
         assert_eq!(
@@ -1273,12 +1352,13 @@ mod tests {
             )
         );
         use std::sync::atomic::Ordering::Relaxed;
-        // Metadata of 23 collection reads, then 1 string key and the 12
-        // fields of the 9 live collections of the right kind that have
+        // Metadata of 30 collection reads, then 1 string key and the 17
+        // fields of the 12 live collections of the right kind that have
         // fields to read (the list's size is all its LLEN reads; LINDEX
-        // reads only an index inside the list).
+        // reads only an index inside the list, LRANGE the elements of its
+        // span).
         assert_eq!(stats.batches.load(Relaxed), 2);
-        assert_eq!(stats.batched_keys.load(Relaxed), 23 + 13);
+        assert_eq!(stats.batched_keys.load(Relaxed), 30 + 18);
     }
 
     /// A job stops answering at the command where its reply reached

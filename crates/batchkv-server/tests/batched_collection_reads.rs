@@ -55,7 +55,7 @@ fn setup(prefix: &str) -> Vec<Vec<String>> {
     cmds.push(vec!["SADD", &k1, "a", "c", ""]);
     cmds.push(vec!["ZADD", &k2, "1.5", "a", "0.1", "b", "-0", "c"]);
     cmds.push(vec!["SET", &k3, "string"]);
-    cmds.push(vec!["RPUSH", &k4, "a", "b"]);
+    cmds.push(vec!["RPUSH", &k4, "a", "b", "c", "d", "e"]);
     cmds.push(vec!["HSET", &eh, "a", "1"]);
     cmds.push(vec!["SADD", &es, "a"]);
     cmds.push(vec!["ZADD", &ez, "1", "a"]);
@@ -73,7 +73,7 @@ fn setup(prefix: &str) -> Vec<Vec<String>> {
 fn read(rng: &mut Rng, prefix: &str) -> Vec<String> {
     let key = format!("{prefix}{}", rng.pick(KEYS));
     let n = 1 + rng.below(4);
-    let (name, subs) = match rng.below(15) {
+    let (name, subs) = match rng.below(16) {
         0 => ("GET", 0),
         1 => ("MGET", n),
         2 => ("HGET", 1),
@@ -88,6 +88,7 @@ fn read(rng: &mut Rng, prefix: &str) -> Vec<String> {
         11 => ("SCARD", 0),
         12 => ("ZCARD", 0),
         13 => ("LINDEX", 1),
+        14 => ("LRANGE", 2),
         _ => ("LLEN", 0),
     };
     let name = match rng.below(10) {
@@ -106,6 +107,19 @@ fn read(rng: &mut Rng, prefix: &str) -> Vec<String> {
             // An index inside, outside or not one.
             c[2] = rng.pick(&["0", "1", "-1", "-3", "2", "x"]).to_string();
         }
+    }
+    if name.eq_ignore_ascii_case("lrange") {
+        // Mostly the list; spans short (batched) or not (of mixed signs,
+        // or over 16 apart), inside the list, past it or empty.
+        if rng.below(2) == 0 {
+            c[1] = format!("{prefix}k4");
+        }
+        c[2] = rng
+            .pick(&["0", "1", "2", "-1", "-3", "-16", "9", "x"])
+            .into();
+        c[3] = rng
+            .pick(&["0", "1", "3", "15", "16", "-1", "-2", "x"])
+            .into();
     }
     match rng.below(20) {
         // Too few arguments (HGET key), or one too many (HGET k f f).

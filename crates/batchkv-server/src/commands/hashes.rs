@@ -24,9 +24,10 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         .looks_up(Kind::Hash, coll::pairs_after_key),
     spec("hsetnx", 4, WM, KEY1, |s, c, a| hsetnx(s, c, a))
         .looks_up(Kind::Hash, coll::first_after_key),
-    spec("hget", 3, R, KEY1, |s, c, a| hget(s, c, a)).batched(|_| Shape::HGet),
+    spec("hget", 3, R, KEY1, |s, c, a| hget(s, c, a)).batched(|_| Some(Shape::HGet)),
     // The key, then n - 1 fields.
-    spec("hmget", -3, R, KEY1, |s, c, a| hmget(s, c, a)).batched(|n| Shape::HMget(n - 1)),
+    spec("hmget", -3, R, KEY1, |s, c, a| hmget(s, c, a))
+        .batched(|a| Some(Shape::HMget(a.len() - 1))),
     spec("hgetall", 2, RS, KEY1, |s, c, a| {
         hgetall(s, c, a, true, true)
     }),
@@ -36,9 +37,9 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     spec("hvals", 2, RS, KEY1, |s, c, a| {
         hgetall(s, c, a, false, true)
     }),
-    spec("hlen", 2, R, KEY1, |s, c, a| hlen(s, c, a)).batched(|_| Shape::Card(Kind::Hash)),
-    spec("hexists", 3, R, KEY1, |s, c, a| hexists(s, c, a)).batched(|_| Shape::HExists),
-    spec("hstrlen", 3, R, KEY1, |s, c, a| hstrlen(s, c, a)).batched(|_| Shape::HStrLen),
+    spec("hlen", 2, R, KEY1, |s, c, a| hlen(s, c, a)).batched(|_| Some(Shape::Card(Kind::Hash))),
+    spec("hexists", 3, R, KEY1, |s, c, a| hexists(s, c, a)).batched(|_| Some(Shape::HExists)),
+    spec("hstrlen", 3, R, KEY1, |s, c, a| hstrlen(s, c, a)).batched(|_| Some(Shape::HStrLen)),
     spec("hdel", -3, W, KEY1, |s, c, a| hdel(s, c, a)).looks_up(Kind::Hash, coll::all_after_key),
     spec("hincrby", 4, WM, KEY1, |s, c, a| hincrby(s, c, a))
         .looks_up(Kind::Hash, coll::first_after_key),

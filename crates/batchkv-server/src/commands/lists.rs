@@ -66,9 +66,9 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     }),
     spec("lpop", -2, POP, KEY1, |s, c, a| pop(s, c, a, End::Left)),
     spec("rpop", -2, POP, KEY1, |s, c, a| pop(s, c, a, End::Right)),
-    spec("llen", 2, R, KEY1, |s, c, a| llen(s, c, a)).batched(|_| Shape::Card(Kind::List)),
-    spec("lindex", 3, RS, KEY1, |s, c, a| lindex(s, c, a)).batched(|_| Shape::LIndex),
-    spec("lrange", 4, RS, KEY1, |s, c, a| lrange(s, c, a)),
+    spec("llen", 2, R, KEY1, |s, c, a| llen(s, c, a)).batched(|_| Some(Shape::Card(Kind::List))),
+    spec("lindex", 3, RS, KEY1, |s, c, a| lindex(s, c, a)).batched(|_| Some(Shape::LIndex)),
+    spec("lrange", 4, RS, KEY1, |s, c, a| lrange(s, c, a)).batched(range_shape),
     spec("lset", 4, WM, KEY1, |s, c, a| lset(s, c, a)),
     spec("linsert", 5, WM, KEY1, |s, c, a| linsert(s, c, a)),
     spec("lrem", 4, W, KEY1, |s, c, a| lrem(s, c, a)),
@@ -218,7 +218,7 @@ fn read_span(
         let vals = shared.get_many(&batchkv::ReadOptions::default(), &keys)?;
         return vals
             .into_iter()
-            .map(|v| v.ok_or_else(|| Reply::err("ERR corrupt list: an element is missing")))
+            .map(|v| v.ok_or_else(|| Reply::err(ELEMENT_MISSING)))
             .collect();
     }
     let mut out = Vec::with_capacity(n.min(1 << 16) as usize);
@@ -231,7 +231,11 @@ fn read_span(
 
 /// Spans up to this many elements are read with point reads (pops, small
 /// LRANGEs); longer ones with a range scan.
-const POINT_READ_MAX: u64 = 16;
+pub(crate) const POINT_READ_MAX: u64 = 16;
+
+/// The error of a read that found the list's metadata but not one of the
+/// elements it locates.
+pub(crate) const ELEMENT_MISSING: &str = "ERR corrupt list: an element is missing";
 
 /// Adds to `b` the deletion of the elements at absolute indexes
 /// `[lo, hi)`: point deletes, or one range deletion for many.
@@ -379,19 +383,40 @@ fn llen(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     Reply::Int(tri!(read_list(shared, conn, &a[0])).map_or(0, |(_, m)| m.size as i64))
 }
 
-/// The element LINDEX `index` reads in the list `m`: its sub-key, `None`
-/// if the index is outside the list, `Err` if it is not an integer.
-pub(crate) fn index_sub(m: &Meta, index: &[u8]) -> Result<Option<[u8; 8]>, Reply> {
-    Ok(position(parse_index(index)?, m.size).map(|p| (m.head + p).to_be_bytes()))
+/// The element LINDEX `index` reads in the list `m`: its absolute index
+/// (its sub-key in big-endian), `None` if the index is outside the list,
+/// `Err` if it is not an integer.
+pub(crate) fn index_position(m: &Meta, index: &[u8]) -> Result<Option<u64>, Reply> {
+    Ok(position(parse_index(index)?, m.size).map(|p| m.head + p))
+}
+
+/// The absolute indexes `[from, to)` of the elements LRANGE `start end`
+/// reads in the list `m`.
+pub(crate) fn range_positions(m: &Meta, start: i64, end: i64) -> (u64, u64) {
+    let (from, to) = span(start, end, m.size);
+    (m.head + from, m.head + to)
+}
+
+/// The batched shape of LRANGE `a` (key, start, end): the reads of a span
+/// known to hold at most [`POINT_READ_MAX`] elements whatever the list's
+/// length (both indexes integers of one sign, at most that far apart),
+/// which are point reads of elements the metadata locates. Others run
+/// alone (a long span is read with an iterator, and an index that is not
+/// an integer answers the error).
+pub(crate) fn range_shape(a: &[Bytes]) -> Option<Shape> {
+    let (start, end) = (parse_int(&a[1])?, parse_int(&a[2])?);
+    let short = (start < 0) == (end < 0) && end.saturating_sub(start) < POINT_READ_MAX as i64;
+    short.then_some(Shape::LRange { start, end })
 }
 
 fn lindex(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let Some((k, m)) = tri!(read_list(shared, conn, &a[0])) else {
         return Reply::Nil;
     };
-    let Some(sub) = tri!(index_sub(&m, &a[1])) else {
+    let Some(i) = tri!(index_position(&m, &a[1])) else {
         return Reply::Nil;
     };
+    let sub = i.to_be_bytes();
     match tri!(coll::read_elements(shared, &k, &m, &[&sub]))
         .pop()
         .flatten()

@@ -70,9 +70,10 @@ pub struct CommandSpec {
     pub step: i32,
     pub handler: Handler,
     /// Set for the reads a batched run can take (`conn.rs`): the shape of
-    /// the command's batcher job from its argument count after the name
-    /// (already checked against `arity`).
-    pub batch: Option<fn(usize) -> Shape>,
+    /// the command's batcher job from its arguments after the name (their
+    /// count already checked against `arity`); `None` where these
+    /// arguments run the command alone (an LRANGE of a long span).
+    pub batch: Option<ShapeOf>,
     /// Set for the collection writes that look up elements of their key's
     /// collection before writing: its kind, and which of the arguments
     /// after the key name those elements. EXEC and write groups read them
@@ -107,7 +108,7 @@ pub(crate) const fn spec(
 impl CommandSpec {
     /// This command, which a batched run can take as `shape` (see
     /// [`CommandSpec::batch`]).
-    pub(crate) const fn batched(mut self, shape: fn(usize) -> Shape) -> CommandSpec {
+    pub(crate) const fn batched(mut self, shape: ShapeOf) -> CommandSpec {
         self.batch = Some(shape);
         self
     }
@@ -280,7 +281,10 @@ pub fn batch_shape(args: &[Bytes]) -> Option<(usize, Shape)> {
         .find(|&&i| t.specs[i].name.as_bytes().eq_ignore_ascii_case(&args[0]))?;
     let spec = t.specs[index];
     let shape = spec.batch?;
-    arity_ok(spec, args.len()).then(|| (index, shape(args.len() - 1)))
+    if !arity_ok(spec, args.len()) {
+        return None;
+    }
+    Some((index, shape(&args[1..])?))
 }
 
 /// Whether `argc` (name included) satisfies `spec`'s arity.
@@ -297,6 +301,10 @@ pub(super) fn arity_ok_n(arity: i32, argc: usize) -> bool {
         argc >= arity.unsigned_abs() as usize
     }
 }
+
+/// A batched read's job shape from its arguments after the name
+/// ([`CommandSpec::batch`]).
+pub type ShapeOf = fn(&[Bytes]) -> Option<Shape>;
 
 /// Per-connection state.
 pub struct ConnState {
@@ -817,6 +825,24 @@ mod tests {
         assert_eq!(shape("hexists h f"), Some(("hexists", Shape::HExists)));
         assert_eq!(shape("hstrlen h f"), Some(("hstrlen", Shape::HStrLen)));
         assert_eq!(shape("lindex l -1"), Some(("lindex", Shape::LIndex)));
+        // LRANGE when its span holds at most 16 elements, whatever the
+        // list's length: integers of one sign, at most 15 apart.
+        let lrange = |start, end| Some(("lrange", Shape::LRange { start, end }));
+        assert_eq!(shape("lrange l 0 9"), lrange(0, 9));
+        assert_eq!(shape("lrange l 0 15"), lrange(0, 15));
+        assert_eq!(shape("LRANGE l -16 -1"), lrange(-16, -1));
+        assert_eq!(shape("lrange l 5 0"), lrange(5, 0));
+        for line in [
+            "lrange l 0 16",
+            "lrange l -17 -1",
+            "lrange l 0 -1",
+            "lrange l -1 0",
+            "lrange l x 1",
+            "lrange l 0 1.5",
+            "lrange l -9223372036854775808 9223372036854775807",
+        ] {
+            assert_eq!(shape(line), None, "{line}");
+        }
         for (line, name, kind) in [
             ("hlen h", "hlen", Kind::Hash),
             ("scard s", "scard", Kind::Set),

@@ -40,12 +40,12 @@ const RMK: &[&str] = &["readonly", "movablekeys"];
 pub(super) static COMMANDS: &[CommandSpec] = &[
     spec("sadd", -3, WMF, KEY1, |s, c, a| sadd(s, c, a)).looks_up(Kind::Set, coll::all_after_key),
     spec("srem", -3, WF, KEY1, |s, c, a| srem(s, c, a)).looks_up(Kind::Set, coll::all_after_key),
-    spec("sismember", 3, R, KEY1, |s, c, a| sismember(s, c, a)).batched(|_| Shape::SIsMember),
+    spec("sismember", 3, R, KEY1, |s, c, a| sismember(s, c, a)).batched(|_| Some(Shape::SIsMember)),
     // The key, then n - 1 members.
     spec("smismember", -3, R, KEY1, |s, c, a| smismember(s, c, a))
-        .batched(|n| Shape::SMIsMember(n - 1)),
+        .batched(|a| Some(Shape::SMIsMember(a.len() - 1))),
     spec("smembers", 2, RS, KEY1, |s, c, a| smembers(s, c, a)),
-    spec("scard", 2, R, KEY1, |s, c, a| scard(s, c, a)).batched(|_| Shape::Card(Kind::Set)),
+    spec("scard", 2, R, KEY1, |s, c, a| scard(s, c, a)).batched(|_| Some(Shape::Card(Kind::Set))),
     spec("spop", -2, WF, KEY1, |s, c, a| spop(s, c, a)),
     spec("srandmember", -2, RS, KEY1, |s, c, a| srandmember(s, c, a)),
     spec("smove", 4, WF, (1, 2, 1), |s, c, a| smove(s, c, a)),

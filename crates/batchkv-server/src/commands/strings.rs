@@ -28,8 +28,9 @@ pub(super) fn check_string_length(shared: &Shared, len: u64, added: u64) -> Resu
 
 /// The string commands.
 pub(super) static COMMANDS: &[CommandSpec] = &[
-    spec("get", 2, R, KEY1, |s, c, a| get(s, c, a)).batched(|_| Shape::Get),
-    spec("mget", -2, R, super::ALL_KEYS, |s, c, a| mget(s, c, a)).batched(Shape::Mget),
+    spec("get", 2, R, KEY1, |s, c, a| get(s, c, a)).batched(|_| Some(Shape::Get)),
+    spec("mget", -2, R, super::ALL_KEYS, |s, c, a| mget(s, c, a))
+        .batched(|a| Some(Shape::Mget(a.len()))),
     spec("set", -3, WM, KEY1, |s, c, a| set(s, c, a)),
     spec("setnx", 3, WM, KEY1, |s, c, a| setnx(s, c, a)),
     spec("setex", 4, WM, KEY1, |s, c, a| {

@@ -55,10 +55,11 @@ const WMF: &[&str] = &["write", "denyoom", "fast"];
 pub(super) static COMMANDS: &[CommandSpec] = &[
     spec("zadd", -4, WMF, KEY1, |s, c, a| zadd(s, c, a)).looks_up(Kind::ZSet, zadd_members),
     spec("zincrby", 4, WMF, KEY1, |s, c, a| zincrby(s, c, a)).looks_up(Kind::ZSet, zincrby_member),
-    spec("zscore", 3, R, KEY1, |s, c, a| zscore(s, c, a)).batched(|_| Shape::ZScore),
+    spec("zscore", 3, R, KEY1, |s, c, a| zscore(s, c, a)).batched(|_| Some(Shape::ZScore)),
     // The key, then n - 1 members.
-    spec("zmscore", -3, R, KEY1, |s, c, a| zmscore(s, c, a)).batched(|n| Shape::ZMScore(n - 1)),
-    spec("zcard", 2, R, KEY1, |s, c, a| zcard(s, c, a)).batched(|_| Shape::Card(Kind::ZSet)),
+    spec("zmscore", -3, R, KEY1, |s, c, a| zmscore(s, c, a))
+        .batched(|a| Some(Shape::ZMScore(a.len() - 1))),
+    spec("zcard", 2, R, KEY1, |s, c, a| zcard(s, c, a)).batched(|_| Some(Shape::Card(Kind::ZSet))),
     spec("zrem", -3, WF, KEY1, |s, c, a| zrem(s, c, a)).looks_up(Kind::ZSet, coll::all_after_key),
     spec("zrank", 3, R, KEY1, |s, c, a| zrank(s, c, a, false)),
     spec("zrevrank", 3, R, KEY1, |s, c, a| zrank(s, c, a, true)),

@@ -159,6 +159,14 @@ pub struct Keys {
 }
 
 impl Keys {
+    /// Empty, with room for `entries` entries of `bytes` bytes in all.
+    pub fn with_capacity(entries: usize, bytes: usize) -> Keys {
+        Keys {
+            bytes: Vec::with_capacity(bytes),
+            ends: Vec::with_capacity(entries),
+        }
+    }
+
     /// Appends `db ‖ key` (the layout of [`keyspace::db_key`]).
     pub fn push(&mut self, db: u8, key: &[u8]) {
         self.bytes.push(db);

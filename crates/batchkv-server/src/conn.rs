@@ -68,6 +68,9 @@ const PIPELINE_KEPT: usize = 1024;
 const FIRST_BYTES_PER_KEY: usize = 128;
 /// The least reply bytes per key a connection expects (a nil is 5).
 const MIN_BYTES_PER_KEY: usize = 5;
+/// Entries a batched run's keys have room for before they grow (32 bytes
+/// each): one allocation per run rather than one per doubling.
+const BATCH_KEYS_HINT: usize = 24;
 
 /// Serves one connection until it closes, QUIT, a protocol error, a
 /// limit, or server shutdown: here, or with a `placement` (connections
@@ -522,8 +525,10 @@ impl Conn {
             return Some(None);
         };
         let budget = (OUTPUT_CHUNK / self.bytes_per_key).max(1);
-        let mut keys = Keys::default();
-        let mut shapes = Vec::new();
+        // Room for a pipeline of short reads (10 GETs or LRANGEs, a HMGET
+        // of 20 fields) without growing the buffers command by command.
+        let mut keys = Keys::with_capacity(BATCH_KEYS_HINT, 32 * BATCH_KEYS_HINT);
+        let mut shapes = Vec::with_capacity(16);
         let mut slots = std::mem::take(&mut self.batched_slots);
         slots.clear();
         let mut n = 0;

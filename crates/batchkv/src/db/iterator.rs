@@ -71,7 +71,15 @@ impl Db {
             });
             children.push(Box::new(LevelIterator::new(files.clone(), open)));
         }
-        let merged: Box<dyn InternalIterator> = Box::new(MergingIterator::new(children));
+        // A sole child is the active memtable's iterator (nothing else to
+        // read: no immutable memtable, no table), used as it is: merging
+        // one child costs a heap check and two virtual calls per entry and
+        // per key read, and adds nothing (a memtable iterator has no
+        // errors for the merge to keep sticky).
+        let merged: Box<dyn InternalIterator> = match children.len() {
+            1 => children.remove(0),
+            _ => Box::new(MergingIterator::new(children)),
+        };
         let range_dels = range_dels_for_iterator(core, &sv, seq)?;
         Ok(DbIterator {
             inner: DbIter::new(

@@ -39,8 +39,11 @@ impl Rng {
 }
 
 /// Key names (under a prefix): k0-k5 start as hash, set, zset, string,
-/// list and absent; e* expire before the reads begin.
-const KEYS: &[&str] = &["k0", "k1", "k2", "k3", "k4", "k5", "eh", "es", "ez", "estr"];
+/// list and absent; e* expire before the reads begin; kl is a list of 20
+/// that no write changes.
+const KEYS: &[&str] = &[
+    "k0", "k1", "k2", "k3", "k4", "k5", "eh", "es", "ez", "estr", "kl",
+];
 const SUBS: &[&str] = &["a", "b", "c", "d", ""];
 const SCORES: &[&str] = &["1.5", "0.1", "-0", "3", "inf", "-2.25", "1e300"];
 
@@ -50,12 +53,19 @@ fn setup(prefix: &str) -> Vec<Vec<String>> {
     let k = |n: &str| format!("{prefix}{n}");
     let mut cmds: Vec<Vec<&str>> = Vec::new();
     let (k0, k1, k2, k3, k4) = (k("k0"), k("k1"), k("k2"), k("k3"), k("k4"));
+    let kl = k("kl");
     let (eh, es, ez, estr) = (k("eh"), k("es"), k("ez"), k("estr"));
     cmds.push(vec!["HSET", &k0, "a", "1", "b", "two", "", "empty"]);
     cmds.push(vec!["SADD", &k1, "a", "c", ""]);
     cmds.push(vec!["ZADD", &k2, "1.5", "a", "0.1", "b", "-0", "c"]);
     cmds.push(vec!["SET", &k3, "string"]);
     cmds.push(vec!["RPUSH", &k4, "a", "b", "c", "d", "e"]);
+    // Longer than the 16 elements a short LRANGE reads: longer spans are
+    // read with an iterator.
+    let mut list = vec!["RPUSH", kl.as_str()];
+    list.extend(["a", "b", "c", "d", "e", "f", "g", "h", "i", "j"]);
+    list.extend(["k", "l", "m", "n", "o", "p", "q", "r", "s", "t"]);
+    cmds.push(list);
     cmds.push(vec!["HSET", &eh, "a", "1"]);
     cmds.push(vec!["SADD", &es, "a"]);
     cmds.push(vec!["ZADD", &ez, "1", "a"]);
@@ -109,10 +119,12 @@ fn read(rng: &mut Rng, prefix: &str) -> Vec<String> {
         }
     }
     if name.eq_ignore_ascii_case("lrange") {
-        // Mostly the list; spans short (batched) or not (of mixed signs,
+        // Mostly a list; spans short (batched) or not (of mixed signs,
         // or over 16 apart), inside the list, past it or empty.
-        if rng.below(2) == 0 {
-            c[1] = format!("{prefix}k4");
+        match rng.below(3) {
+            0 => c[1] = format!("{prefix}k4"),
+            1 => c[1] = format!("{prefix}kl"),
+            _ => {}
         }
         c[2] = rng
             .pick(&["0", "1", "2", "-1", "-3", "-16", "9", "x"])

@@ -26,7 +26,7 @@
 use std::time::Duration;
 
 use batchkv::WriteBatch;
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
 use super::coll::{self, Mpop, Others, Writer};
 use super::strings::tri;
@@ -38,7 +38,7 @@ use crate::batcher::Shape;
 use crate::errors::{cannot_be_negative, NOT_POSITIVE, NO_SUCH_KEY, TIMEOUT_NEGATIVE};
 use crate::keyspace::{db_key, put_meta};
 use crate::meta::{self, Kind, Meta};
-use crate::resp::Reply;
+use crate::resp::{self, Reply};
 use crate::shared::Shared;
 
 /// Flags of the pushes (Redis: write denyoom fast).
@@ -433,7 +433,33 @@ fn lrange(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
         return Reply::Array(Vec::new());
     };
     let (from, to) = span(start, end, m.size);
-    list_reply(tri!(read_span(shared, &k, &m, from, to, false)))
+    tri!(span_encoded(shared, &k, &m, from, to))
+}
+
+/// LRANGE's reply for the positions `[from, to)`, encoded as the elements
+/// are read (a long span straight from the iterator's values, with no
+/// copy or [`Reply`] per element). Every position in the span holds an
+/// element (the invariant); one missing is [`ELEMENT_MISSING`].
+fn span_encoded(shared: &Shared, key: &[u8], m: &Meta, from: u64, to: u64) -> Result<Reply, Reply> {
+    let n = to.saturating_sub(from);
+    let mut out = BytesMut::with_capacity(16 + 32 * n.min(1 << 15) as usize);
+    resp::encode_array_header(&mut out, n as usize);
+    if n <= POINT_READ_MAX {
+        for v in read_span(shared, key, m, from, to, false)? {
+            resp::encode_bulk(&mut out, &v);
+        }
+        return Ok(Reply::Encoded(out));
+    }
+    let mut seen = 0;
+    visit(shared, key, m, from, to, false, |_, v| {
+        resp::encode_bulk(&mut out, v);
+        seen += 1;
+        true
+    })?;
+    if seen != n {
+        return Err(Reply::err(ELEMENT_MISSING));
+    }
+    Ok(Reply::Encoded(out))
 }
 
 fn lset(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {

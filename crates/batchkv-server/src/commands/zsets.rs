@@ -27,7 +27,7 @@ mod range;
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
-use bytes::Bytes;
+use bytes::{BufMut, Bytes, BytesMut};
 
 use super::coll::{self, Writer};
 use super::strings::tri;
@@ -39,7 +39,7 @@ use crate::blocking::WaitFor;
 use crate::errors::{corrupt, out_of_range_between, NOT_FLOAT, NOT_POSITIVE, OUT_OF_RANGE};
 use crate::keyspace::{db_key, glob_match};
 use crate::meta::{self, Kind, Meta};
-use crate::resp::Reply;
+use crate::resp::{self, Reply};
 use crate::shared::Shared;
 
 use combine::Op;
@@ -565,6 +565,25 @@ fn scored_reply(items: Vec<Scored>, with_scores: bool) -> Reply {
     } else {
         Reply::Array(items.into_iter().map(|(m, _)| Reply::bulk(m)).collect())
     }
+}
+
+/// [`scored_reply`] encoded for protocol `proto` as it is built, without
+/// a [`Reply`] per member (ZRANGE and its forms, the hot range reads).
+fn scored_encoded(proto: u8, items: &[Scored], with_scores: bool) -> Reply {
+    let bytes: usize = items.iter().map(|(m, _)| m.len() + 32).sum();
+    let mut out = BytesMut::with_capacity(bytes + 16);
+    let pairs_flat = with_scores && proto < 3;
+    resp::encode_array_header(&mut out, items.len() * if pairs_flat { 2 } else { 1 });
+    for (m, s) in items {
+        if with_scores && proto >= 3 {
+            out.put_slice(b"*2\r\n");
+        }
+        resp::encode_bulk(&mut out, m);
+        if with_scores {
+            resp::encode_double(proto, &mut out, *s);
+        }
+    }
+    Reply::Encoded(out)
 }
 
 /// ZPOPMIN and ZPOPMAX (`max`).

@@ -12,7 +12,7 @@ use bytes::Bytes;
 
 use super::combine::replace;
 use super::parse::{LexRange, ScoreRange};
-use super::{decode_score, del_member, read_zset, scan_all, scan_index, scored_reply, Scored};
+use super::{decode_score, del_member, read_zset, scan_all, scan_index, scored_encoded, Scored};
 use crate::commands::coll;
 use crate::commands::strings::tri;
 use crate::commands::{not_integer, parse_int, syntax_error, ConnState};
@@ -153,7 +153,7 @@ pub fn zrange(shared: &Shared, conn: &ConnState, a: &[Bytes], form: Form) -> Rep
     let Some((k, m)) = tri!(read_zset(shared, conn, &a[0])) else {
         return Reply::Array(Vec::new());
     };
-    scored_reply(tri!(collect(shared, &k, &m, &q)), with_scores)
+    scored_encoded(conn.proto, &tri!(collect(shared, &k, &m, &q)), with_scores)
 }
 
 /// ZRANGESTORE: `dst src min max [options]` stores what ZRANGE would

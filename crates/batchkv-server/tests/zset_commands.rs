@@ -317,6 +317,93 @@ fn ranks_counts_and_removals_by_range() {
     assert_eq!(qs::<Vec<String>>(&mut c, "ZREVRANGE big 990 995"), rev);
 }
 
+/// ZRANK and ZREVRANK of every member of sets large enough that the side
+/// counted from is chosen by interpolating the score between the set's
+/// ends: uniform, skewed (the guess wrong for most members), tied and
+/// infinite scores, also inside MULTI after changes the transaction made.
+#[test]
+fn ranks_are_exact_whichever_end_they_are_counted_from() {
+    let h = Harness::start();
+    let mut c = h.conn();
+    let n = 150;
+    type Scores = fn(usize) -> String;
+    let shapes: [(&str, Scores); 5] = [
+        ("uniform", |i| i.to_string()),
+        // Most members bunched at the bottom, a few far above: a guess by
+        // interpolation picks the bottom for nearly all of them.
+        ("skewed", |i| (1u64 << (i / 10)).to_string()),
+        // Most members near the top: guessed wrong the other way.
+        ("skewed-top", |i| {
+            (-((1i64 << ((149 - i) / 10)) as f64)).to_string()
+        }),
+        ("ties", |i| (i % 3).to_string()),
+        ("infinite", |i| match i {
+            0 => "-inf".into(),
+            149 => "+inf".into(),
+            75 => "-0".into(),
+            _ => (i as f64 - 75.0).to_string(),
+        }),
+    ];
+    for (name, score) in shapes {
+        let key = format!("r:{name}");
+        zadd_many(&mut c, &key, n, score);
+        // The expected order, by (score, member) as Redis orders them.
+        let mut order: Vec<(f64, String)> = (0..n)
+            .map(|i| {
+                (
+                    score(i).replace("inf", "Infinity").parse().unwrap(),
+                    format!("m{i}"),
+                )
+            })
+            .collect();
+        order.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap().then_with(|| a.1.cmp(&b.1)));
+        let ranked: Vec<String> = q(&mut c, &["ZRANGE", &key, "0", "-1"]);
+        let expected: Vec<String> = order.iter().map(|(_, m)| m.clone()).collect();
+        assert_eq!(ranked, expected, "{name}");
+        for (r, m) in expected.iter().enumerate() {
+            assert_eq!(
+                q::<i64>(&mut c, &["ZRANK", &key, m]),
+                r as i64,
+                "{name} {m}"
+            );
+            let rev = (n - 1 - r) as i64;
+            assert_eq!(q::<i64>(&mut c, &["ZREVRANK", &key, m]), rev, "{name} {m}");
+        }
+    }
+    // Inside a transaction, after changes it made: the lowest member
+    // moves to the top, one is removed, one added.
+    let mut conn = h.conn();
+    let (rank, revrank, card): (i64, i64, i64) = redis::pipe()
+        .atomic()
+        .cmd("ZADD")
+        .arg("r:uniform")
+        .arg(1000)
+        .arg("m0")
+        .ignore()
+        .cmd("ZREM")
+        .arg("r:uniform")
+        .arg("m140")
+        .ignore()
+        .cmd("ZADD")
+        .arg("r:uniform")
+        .arg(-1)
+        .arg("new")
+        .ignore()
+        .cmd("ZRANK")
+        .arg("r:uniform")
+        .arg("m0")
+        .cmd("ZREVRANK")
+        .arg("r:uniform")
+        .arg("new")
+        .cmd("ZCARD")
+        .arg("r:uniform")
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!((rank, revrank, card), (149, 149, 150));
+    assert_eq!(qs::<i64>(&mut c, "ZRANK r:uniform m141"), 140);
+    assert_eq!(qs::<i64>(&mut c, "ZREVRANK r:uniform m1"), 148);
+}
+
 #[test]
 fn pops_and_random_members() {
     let h = Harness::start();

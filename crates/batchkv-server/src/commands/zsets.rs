@@ -526,20 +526,54 @@ pub fn zrank(shared: &Shared, conn: &ConnState, a: &[Bytes], rev: bool) -> Reply
     else {
         return Reply::Nil;
     };
-    let own = meta::score_index_key(&k, m.version, tri!(decode_score(&v)), &a[1]);
+    let score = tri!(decode_score(&v));
+    let own = meta::score_index_key(&k, m.version, score, &a[1]);
     let p = meta::score_prefix(&k, m.version);
-    let (lo, hi) = if rev {
+    // The rank counts the index entries on one side of the member's own:
+    // the side its score puts nearer (see `nearer_top`).
+    let above = m.size >= NEARER_END_FROM && tri!(nearer_top(shared, &k, &m, score));
+    let (lo, hi) = if above {
         // The smallest key above the member's own.
         ([&own[..], &[0]].concat(), meta::prefix_end(&p))
     } else {
         (p, own)
     };
-    let mut n = 0i64;
+    let mut n = 0u64;
     tri!(shared.scan(&lo, &hi, false, true, |_, _| {
         n += 1;
         true
     }));
-    Reply::Int(n)
+    // A count past the size is corrupt metadata: the rank saturates at 0.
+    let last = m.size.saturating_sub(1);
+    let rank = if above { last.saturating_sub(n) } else { n };
+    Reply::Int(if rev { last.saturating_sub(rank) } else { rank } as i64)
+}
+
+/// Sorted sets this large take [`nearer_top`]'s two reads to choose the
+/// side ZRANK counts; smaller ones count from the bottom.
+const NEARER_END_FROM: u64 = 64;
+
+/// Whether `score` lies nearer the top of the sorted set `m` (at stored
+/// key `key`) than its bottom, by linear interpolation between its lowest
+/// and highest scores (two reads): ZRANK and ZREVRANK are O(distance to
+/// the end counted from), so counting from the nearer end halves a
+/// uniform set's average and makes both ends cheap for both commands. A
+/// wrong guess (skewed scores) costs at most the set's size, which
+/// counting from a fixed end costs too. Infinite ends guess the bottom.
+fn nearer_top(shared: &Shared, key: &[u8], m: &Meta, score: f64) -> Result<bool, Reply> {
+    let end_score = |reverse: bool| -> Result<Option<f64>, Reply> {
+        let mut s = None;
+        scan_all(shared, key, m, reverse, |_, score| {
+            s = Some(score);
+            false
+        })?;
+        Ok(s)
+    };
+    let (Some(lo), Some(hi)) = (end_score(false)?, end_score(true)?) else {
+        return Ok(false);
+    };
+    let span = hi - lo;
+    Ok(span.is_finite() && span > 0.0 && (score - lo) / span > 0.5)
 }
 
 /// A member and its score, as replied by ZRANGE WITHSCORES and others.

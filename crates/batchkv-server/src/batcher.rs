@@ -1,9 +1,8 @@
 //! Batched reads: runs of GET/MGET, collection point reads (HGET, HMGET,
 //! HEXISTS, HSTRLEN, SISMEMBER, SMISMEMBER, ZSCORE, ZMSCORE, LINDEX), short
 //! LRANGEs and size reads (HLEN, SCARD, ZCARD, LLEN) from all connections
-//! executed as one
-//! `multi_get` (two with collection reads), with the replies routed back
-//! in order.
+//! executed as one `multi_get` (two with collection reads), with the
+//! replies routed back in order.
 //!
 //! A connection submits a *job*: the keys of one run of pipelined GET and
 //! MGET commands plus the shape of their replies. Jobs are combined by the

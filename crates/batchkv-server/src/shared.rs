@@ -573,16 +573,16 @@ impl Shared {
         fill_cache: bool,
         mut f: impl FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<(), Reply> {
+        // Built at this thread's snapshot directly: `at_read_snapshot`
+        // would copy the bounds once more.
         let opts = ReadOptions {
             lower_bound: Some(lo.to_vec()),
             upper_bound: Some(hi.to_vec()),
             fill_cache,
+            snapshot: READ_AT.with(|r| r.borrow().clone()),
             ..Default::default()
         };
-        let mut it = self
-            .db
-            .iter(&at_read_snapshot(&opts))
-            .map_err(crate::commands::engine_error)?;
+        let mut it = self.db.iter(&opts).map_err(crate::commands::engine_error)?;
         if reverse {
             it.seek_to_last();
         } else {

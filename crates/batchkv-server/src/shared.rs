@@ -92,13 +92,18 @@ thread_local! {
     static READ_AT: RefCell<Option<Snapshot>> = const { RefCell::new(None) };
 }
 
+/// This thread's read snapshot ([`Shared::at_snapshot`]), if one is set.
+fn read_snapshot() -> Option<Snapshot> {
+    READ_AT.with(|r| r.borrow().clone())
+}
+
 /// `opts` reading at this thread's snapshot, if one is set and `opts` has
 /// none of its own.
 fn at_read_snapshot(opts: &ReadOptions) -> Cow<'_, ReadOptions> {
     if opts.snapshot.is_some() {
         return Cow::Borrowed(opts);
     }
-    match READ_AT.with(|r| r.borrow().clone()) {
+    match read_snapshot() {
         Some(s) => Cow::Owned(ReadOptions {
             snapshot: Some(s),
             ..opts.clone()
@@ -579,7 +584,7 @@ impl Shared {
             lower_bound: Some(lo.to_vec()),
             upper_bound: Some(hi.to_vec()),
             fill_cache,
-            snapshot: READ_AT.with(|r| r.borrow().clone()),
+            snapshot: read_snapshot(),
             ..Default::default()
         };
         let mut it = self.db.iter(&opts).map_err(crate::commands::engine_error)?;

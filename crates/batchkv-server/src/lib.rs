@@ -47,6 +47,7 @@ pub mod marker;
 mod meta;
 mod panics;
 mod pubsub;
+mod ranks;
 mod resp;
 mod security;
 mod server;

@@ -18,7 +18,7 @@ use batchkv::{Db, ReadOptions};
 use crate::keyspace::{
     decode_entry, decode_expiry_index_key, EXPIRY_INDEX, EXPIRY_INDEX_COMPLETE, NUM_DBS,
 };
-use crate::meta::{ELEMENTS, SCORES};
+use crate::meta::{ELEMENTS, RANKS, SCORES};
 
 /// The key every database written by `batchkv serve` holds.
 pub const SERVER_MARKER: &[u8] = b"\x11batchkv_serve_keyspace";
@@ -86,9 +86,9 @@ fn first_foreign_key(db: &Db) -> batchkv::Result<Option<Vec<u8>>> {
         }
         it.next();
     }
-    // No server key range starts at `14` or above (the `ff` sync key of
+    // No server key range starts at `15` or above (the `ff` sync key of
     // old servers is only ever a tombstone).
-    it.seek([SCORES + 1]);
+    it.seek([RANKS + 1]);
     let found = it.valid().then(|| it.key().to_vec());
     it.status()?;
     Ok(found)
@@ -102,8 +102,8 @@ fn server_entry(key: &[u8], value: &[u8]) -> bool {
         Some(&db) if usize::from(db) < NUM_DBS => decode_entry(value).is_some(),
         Some(&EXPIRY_INDEX) => value.is_empty() && decode_expiry_index_key(key).is_some(),
         Some(0x11) => key == EXPIRY_INDEX_COMPLETE || key == SERVER_MARKER,
-        // `12|13 ‖ db ‖ len(4) ‖ key ‖ version(8) ‖ …`
-        Some(&ELEMENTS | &SCORES) => key.len() >= 14 && usize::from(key[1]) < NUM_DBS,
+        // `12|13|14 ‖ db ‖ len(4) ‖ key ‖ version(8) ‖ …`
+        Some(&ELEMENTS | &SCORES | &RANKS) => key.len() >= 14 && usize::from(key[1]) < NUM_DBS,
         _ => false,
     }
 }

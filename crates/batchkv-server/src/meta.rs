@@ -48,6 +48,11 @@ pub const TAG_COLLECTION: u8 = 2;
 pub const ELEMENTS: u8 = 0x12;
 /// First byte of sorted-set score-index keys.
 pub const SCORES: u8 = 0x13;
+/// First byte of sorted-set rank-index keys (`ranks.rs`).
+pub const RANKS: u8 = 0x14;
+/// The first bytes of the key ranges a collection's version owns, each
+/// `first ‖ db ‖ len ‖ user key ‖ version ‖ …`.
+pub const VERSIONED: [u8; 3] = [ELEMENTS, SCORES, RANKS];
 
 /// Collections up to this size are deleted element by element; larger
 /// ones by one range deletion per key range.
@@ -235,6 +240,12 @@ pub fn element_key(key: &[u8], version: u64, sub: &[u8]) -> Vec<u8> {
 /// The score-index prefix of the sorted set at `key` with `version`.
 pub fn score_prefix(key: &[u8], version: u64) -> Vec<u8> {
     version_prefix(SCORES, key, version)
+}
+
+/// The rank-index prefix of the sorted set at `key` with `version`
+/// (`ranks.rs`).
+pub fn rank_prefix(key: &[u8], version: u64) -> Vec<u8> {
+    version_prefix(RANKS, key, version)
 }
 
 /// The score-index key of `member` with `score`.

@@ -631,6 +631,7 @@ impl Shared {
         let mut prefixes = vec![meta::element_prefix(key, m.version)];
         if m.kind == Kind::ZSet {
             prefixes.push(meta::score_prefix(key, m.version));
+            prefixes.push(meta::rank_prefix(key, m.version));
         }
         for p in prefixes {
             let end = meta::prefix_end(&p);
@@ -665,6 +666,11 @@ impl Shared {
             ranges.push((
                 meta::score_prefix(src, m.version),
                 meta::score_prefix(dst, version),
+            ));
+            // The rank index's records hold no version: copied as they are.
+            ranges.push((
+                meta::rank_prefix(src, m.version),
+                meta::rank_prefix(dst, version),
             ));
         }
         for (from, to) in ranges {

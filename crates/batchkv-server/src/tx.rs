@@ -95,7 +95,7 @@ use batchkv::{BatchOp, InsertHint, WriteBatch};
 use bytes::Bytes;
 
 use crate::keyspace::NUM_DBS;
-use crate::meta::{ELEMENTS, SCORES};
+use crate::meta::{ELEMENTS, RANKS, SCORES};
 use crate::shared::STRIPES;
 
 /// Engine values read ahead for EXEC and write groups, by engine key, as
@@ -141,7 +141,7 @@ fn slot_of_parts(parts: &[&[u8]]) -> u32 {
 pub fn owner_slot(k: &[u8]) -> Option<u32> {
     match *k.first()? {
         db if usize::from(db) < NUM_DBS => Some(slot_of(k)),
-        ELEMENTS | SCORES => {
+        ELEMENTS | SCORES | RANKS => {
             let db = k.get(1..2)?;
             let len = u32::from_be_bytes(k.get(2..6)?.try_into().ok()?) as usize;
             let user = k.get(6..6usize.checked_add(len)?)?;
@@ -304,7 +304,7 @@ pub fn note_written(mods: &Mods, batch: &WriteBatch, live: impl Fn(&[u8]) -> boo
                 // A range over one collection's elements (their prefix);
                 // a wider one (FLUSHDB, SWAPDB) names no single key.
                 BatchOp::DeleteRange { begin, .. } => match begin.first() {
-                    Some(&(ELEMENTS | SCORES)) => owner_slot(begin),
+                    Some(&(ELEMENTS | SCORES | RANKS)) => owner_slot(begin),
                     _ => None,
                 },
             };

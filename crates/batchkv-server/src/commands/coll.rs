@@ -13,6 +13,7 @@ use super::{parse_int, syntax_error};
 use crate::errors::{out_of_range_between, wrong_type, INVALID_CURSOR, NUMKEYS_NOT_POSITIVE};
 use crate::keyspace::{db_key, put_meta};
 use crate::meta::{self, Kind, Meta};
+use crate::ranks;
 use crate::resp::Reply;
 use crate::shared::{Shared, Value};
 
@@ -39,6 +40,9 @@ pub struct Writer {
     pub batch: WriteBatch,
     /// The key held a live collection when opened.
     pub existed: bool,
+    /// Sorted sets: the changes to the score index, for its rank index
+    /// (`ranks.rs`), settled at commit.
+    pub ranks: ranks::Changes,
 }
 
 /// Opens the collection of `kind` at stored key `key` for writing, or a new
@@ -56,6 +60,7 @@ pub fn open(shared: &Shared, key: Vec<u8>, kind: Kind) -> Result<Writer, Reply> 
         meta: shared.new_collection(kind),
         batch,
         existed: false,
+        ranks: ranks::Changes::default(),
     })
 }
 
@@ -67,6 +72,7 @@ pub fn open_existing(shared: &Shared, key: Vec<u8>, kind: Kind) -> Result<Option
         meta,
         batch: writer_batch(),
         existed: true,
+        ranks: ranks::Changes::default(),
     }))
 }
 
@@ -97,6 +103,7 @@ pub fn pop_source(
             meta,
             batch: writer_batch(),
             existed: true,
+            ranks: ranks::Changes::default(),
         })),
         Some(_) if others == Others::Fail => Err(wrong_type()),
         _ => Ok(None),
@@ -192,6 +199,16 @@ impl Writer {
     /// collection left empty is deleted (its elements were removed one by
     /// one). Writes nothing if nothing changed.
     pub fn commit(mut self, shared: &Shared) -> Result<(), Reply> {
+        if self.meta.kind == Kind::ZSet {
+            ranks::settle(
+                shared,
+                &mut self.batch,
+                &self.key,
+                &self.meta,
+                self.existed,
+                &self.ranks,
+            )?;
+        }
         if self.meta.size == 0 {
             if !self.existed && self.batch.is_empty() {
                 return Ok(());

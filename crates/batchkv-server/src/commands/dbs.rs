@@ -15,7 +15,7 @@ use super::strings::tri;
 use super::{parse_int, spec, CommandSpec, ConnState, KEY1, NO_KEYS, W};
 use crate::errors::{DB_OUT_OF_RANGE, SAME_OBJECT};
 use crate::keyspace::{db_key, decode_expiry_index_key, expiry_index_key, EXPIRY_INDEX, NUM_DBS};
-use crate::meta::{prefix_end, ELEMENTS, SCORES};
+use crate::meta::{prefix_end, VERSIONED};
 use crate::resp::Reply;
 use crate::shared::Shared;
 
@@ -70,8 +70,10 @@ pub fn swapdb(shared: &Shared, a: &[Bytes]) -> Reply {
     let swap = |d: u8| if d == x { y } else { x };
     let mut b = WriteBatch::new();
     let mut moved: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-    // Keys (db first), then elements and score-index keys (db second).
-    for (first, db_at) in [(None, 0usize), (Some(ELEMENTS), 1), (Some(SCORES), 1)] {
+    // Keys (db first), then the versioned ranges: elements, score and rank
+    // indexes (db second).
+    let versioned = VERSIONED.map(|f| (Some(f), 1));
+    for (first, db_at) in [(None, 0usize)].into_iter().chain(versioned) {
         for d in [x, y] {
             let lo: Vec<u8> = first.into_iter().chain([d]).collect();
             let hi = prefix_end(&lo);

@@ -18,7 +18,7 @@ use crate::errors::{
 use crate::keyspace::{
     db_key, decode_expiry_index_key, glob_match, live_entry, now_ms, EXPIRY_INDEX, NUM_DBS,
 };
-use crate::meta::{prefix_end, ELEMENTS, SCORES};
+use crate::meta::{prefix_end, VERSIONED};
 use crate::resp::Reply;
 use crate::shared::{Shared, Value};
 
@@ -398,7 +398,7 @@ pub fn flush(shared: &Shared, db: Option<u8>, a: &[Bytes]) -> Reply {
     }
     let _g = shared.lock_all();
     let mut b = WriteBatch::new();
-    for first in [ELEMENTS, SCORES] {
+    for first in VERSIONED {
         let (lo, hi) = match db {
             Some(d) => (vec![first, d], prefix_end(&[first, d])),
             None => (vec![first], vec![first + 1]),

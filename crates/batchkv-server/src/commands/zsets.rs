@@ -2,15 +2,18 @@
 //! [`Kind::ZSet`]: per member, an element (sub = member, value = the score
 //! as 8 bytes little-endian) and a score-index entry
 //! ([`meta::score_index_key`]) that iterates in Redis's order (score, then
-//! member bytewise). Every write changes both in one batch.
+//! member bytewise). Every write changes both in one batch, with the
+//! rank index's counts over the score index (`ranks.rs`), which the
+//! writer settles at commit from the index changes `put_member` and
+//! `del_member` note.
 //!
 //! Reads by member (ZSCORE, ZMSCORE, and the existence checks of ZADD and
 //! ZREM) are one batched engine read; ranges by score or rank iterate the
 //! score index, ranges by lex the elements (`range.rs`, ZRANGESTORE
 //! too); ZUNION, ZINTER, ZDIFF, their *STORE forms and ZINTERCARD are in
-//! `combine.rs`; ZMPOP and the blocking pops in `pop.rs`. ZRANK and rank
-//! ranges cost O(rank) (the index has no counts; a rank range is read
-//! from the nearer end).
+//! `combine.rs`; ZMPOP and the blocking pops in `pop.rs`. ZRANK reads the
+//! rank index (O(fanout × levels)); sets from before it, and rank ranges,
+//! count O(rank) (a rank range is read from the nearer end).
 //!
 //! Every write that can make a sorted set non-empty (ZADD, ZINCRBY, the
 //! *STORE destinations) wakes a client blocked on its key in BZPOPMIN,
@@ -39,6 +42,7 @@ use crate::blocking::WaitFor;
 use crate::errors::{corrupt, out_of_range_between, NOT_FLOAT, NOT_POSITIVE, OUT_OF_RANGE};
 use crate::keyspace::{db_key, glob_match};
 use crate::meta::{self, Kind, Meta};
+use crate::ranks;
 use crate::resp::{self, Reply};
 use crate::shared::Shared;
 
@@ -206,7 +210,9 @@ fn put_member(w: &mut Writer, member: &[u8], old: Option<f64>, new: f64) {
     if let Some(old) = old {
         w.batch
             .delete(meta::score_index_key(&w.key, w.meta.version, old, member));
+        w.ranks.note(old, member, -1);
     }
+    w.ranks.note(new, member, 1);
     let ek = w.element_key(member);
     w.batch.put(ek, new.to_le_bytes());
     w.batch.put(
@@ -222,6 +228,7 @@ fn del_member(w: &mut Writer, member: &[u8], score: f64) {
     w.batch.delete(ek);
     w.batch
         .delete(meta::score_index_key(&w.key, w.meta.version, score, member));
+    w.ranks.note(score, member, -1);
 }
 
 /// Reads the scores of `members` in `w` (one batched read).
@@ -515,7 +522,8 @@ pub fn zrem(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
 }
 
 /// ZRANK and ZREVRANK: the number of index entries before (after, `rev`)
-/// the member's, O(rank).
+/// the member's, from the rank index (`ranks::count_after`), or, for a
+/// set from before it, by walking from the nearer end: O(rank).
 pub fn zrank(shared: &Shared, conn: &ConnState, a: &[Bytes], rev: bool) -> Reply {
     let Some((k, m)) = tri!(read_zset(shared, conn, &a[0])) else {
         return Reply::Nil;
@@ -527,6 +535,16 @@ pub fn zrank(shared: &Shared, conn: &ConnState, a: &[Bytes], rev: bool) -> Reply
         return Reply::Nil;
     };
     let score = tri!(decode_score(&v));
+    let last = m.size.saturating_sub(1);
+    if tri!(ranks::indexed(shared, &k, m.version)) {
+        let own = [&meta::score_key(score)[..], &a[1]].concat();
+        let after = tri!(ranks::count_after(shared, &k, m.version, &own));
+        if after > last {
+            return Reply::err(ranks::CORRUPT);
+        }
+        return Reply::Int(if rev { after } else { last - after } as i64);
+    }
+    // A set from before the rank index: count by walking.
     let own = meta::score_index_key(&k, m.version, score, &a[1]);
     let p = meta::score_prefix(&k, m.version);
     // The rank counts the index entries on one side of the member's own:
@@ -544,7 +562,6 @@ pub fn zrank(shared: &Shared, conn: &ConnState, a: &[Bytes], rev: bool) -> Reply
         true
     }));
     // A count past the size is corrupt metadata: the rank saturates at 0.
-    let last = m.size.saturating_sub(1);
     let rank = if above { last.saturating_sub(n) } else { n };
     Reply::Int(if rev { last.saturating_sub(rank) } else { rank } as i64)
 }

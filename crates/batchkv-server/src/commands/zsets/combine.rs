@@ -30,6 +30,7 @@ use crate::commands::{not_integer, parse_int, syntax_error, ConnState};
 use crate::errors::{cannot_be_negative, wrong_type};
 use crate::keyspace::{db_key, put_meta};
 use crate::meta::{self, Kind, Meta};
+use crate::ranks;
 use crate::resp::Reply;
 use crate::shared::{Shared, Value};
 
@@ -440,12 +441,16 @@ pub(super) fn replace(shared: &Shared, dst: &[u8], items: Vec<Scored>) -> Result
     }
     let mut m = shared.new_collection(Kind::ZSet);
     m.size = items.len() as u64;
+    let mut entries = Vec::with_capacity(items.len());
     for (mem, s) in items {
         // Never NaN by the rules above; stored as 0 if it were.
         let s = if s.is_nan() { 0.0 } else { stored(s) };
         b.put(meta::element_key(dst, m.version, &mem), s.to_le_bytes());
         b.put(meta::score_index_key(dst, m.version, s, &mem), []);
+        entries.push([&meta::score_key(s)[..], &mem].concat());
     }
+    entries.sort_unstable();
+    ranks::build(&mut b, dst, m.version, entries.iter().map(Vec::as_slice));
     put_meta(&mut b, dst, &m);
     shared.write(b)?;
     shared.blocking.signal_kind(dst, WaitFor::ZSet);

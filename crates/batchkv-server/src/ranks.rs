@@ -1,0 +1,522 @@
+//! A sorted set's rank index: counted fences over its score index, so
+//! ZRANK and ZREVRANK read O(fanout × levels + n / fanout^levels) entries
+//! instead of walking O(rank) (`docs/format/server-keyspace.md` §5a).
+//!
+//! # Layout (on disk: never change)
+//! An *entry* is a score-index key less its prefix: `score key ‖ member`
+//! (`meta.rs`). Every entry has a *fence level* ([`fence_level`]), a pure
+//! function of its bytes: 0 for most, `L ≥ 1` for about one in 32^L.
+//! Under `14 ‖ db ‖ len ‖ user key ‖ version` a sorted set stores
+//! - `‖ 00`: the marker, empty value: this set's rank index is kept (sets
+//!   created before the index have none and count by walking);
+//! - `‖ L ‖ entry` for each entry of fence level ≥ L, `L` in
+//!   `1..=`[`LEVELS`]: the number of index entries from that entry
+//!   (inclusive) to the next entry of fence level ≥ L (exclusive) or the
+//!   end, 8 bytes little-endian.
+//!
+//! Entries before the first fence of a level are counted by no record of
+//! that level, so ranks are counted from the top: the entries after a
+//! member's are those up to the next fence (walked), then the level-L
+//! records from there up to the next fence of a higher level, for L = 1,
+//! 2, …, then the top level's records to the end ([`count_after`]).
+//!
+//! # Invariants
+//! 1. The records are exactly the ones the definition above gives for the
+//!    set's score index; every writer of an indexed set updates them in
+//!    the batch that changes the index ([`settle`]).
+//! 2. The marker exists iff the set was created with the index; writers
+//!    maintain records only for sets that have it.
+
+use crate::meta::{self, Meta};
+use crate::resp::Reply;
+use crate::shared::Shared;
+use batchkv::WriteBatch;
+use std::collections::btree_map::Entry;
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound;
+
+/// Levels of fences kept (level L: about one entry in 32^L).
+pub const LEVELS: u8 = 3;
+/// log2 of the fanout: each level's fences are one in 2^FANOUT_BITS of
+/// the level below's.
+const FANOUT_BITS: u32 = 5;
+
+/// The reply to a rank index that contradicts the score index.
+pub const CORRUPT: &str = "ERR corrupt sorted set: the rank index does not match the score index";
+
+fn corrupt() -> Reply {
+    Reply::err(CORRUPT)
+}
+
+/// The fence level of `entry` (`score key ‖ member`): the number of
+/// trailing all-zero 5-bit groups of `fmix64(fnv1a64(entry))`, at most
+/// [`LEVELS`]. FNV-1a 64 (offset basis 0xcbf29ce484222325, prime
+/// 0x100000001b3), then MurmurHash3's 64-bit finalizer so the low bits
+/// depend on every byte.
+pub fn fence_level(entry: &[u8]) -> u8 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in entry {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^= h >> 33;
+    let groups = h.trailing_zeros() / FANOUT_BITS;
+    groups.min(u32::from(LEVELS)) as u8
+}
+
+/// `14 ‖ db ‖ len ‖ user key ‖ version ‖ level`.
+fn level_prefix(key: &[u8], version: u64, level: u8) -> Vec<u8> {
+    let mut p = meta::rank_prefix(key, version);
+    p.push(level);
+    p
+}
+
+/// The marker of an indexed sorted set.
+fn marker_key(key: &[u8], version: u64) -> Vec<u8> {
+    level_prefix(key, version, 0)
+}
+
+fn concat(a: &[u8], b: &[u8]) -> Vec<u8> {
+    [a, b].concat()
+}
+
+fn decode_count(v: &[u8]) -> Result<u64, Reply> {
+    Ok(u64::from_le_bytes(v.try_into().map_err(|_| corrupt())?))
+}
+
+/// The net changes one command makes to a sorted set's score index:
+/// entry → +1 (added) or -1 (removed).
+#[derive(Debug, Default)]
+pub struct Changes(BTreeMap<Vec<u8>, i64>);
+
+impl Changes {
+    /// Records that the entry of `member` with (stored) `score` is added
+    /// (`delta` 1) or removed (-1).
+    pub fn note(&mut self, score: f64, member: &[u8], delta: i64) {
+        match self.0.entry(concat(&meta::score_key(score), member)) {
+            Entry::Occupied(mut o) => {
+                *o.get_mut() += delta;
+                if *o.get() == 0 {
+                    o.remove();
+                }
+            }
+            Entry::Vacant(v) => {
+                v.insert(delta);
+            }
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The sum of the changes to entries in `[from, to)` (`to` None: to
+    /// the end).
+    fn sum(&self, from: &[u8], to: Option<&[u8]>) -> i64 {
+        let hi = to.map_or(Bound::Unbounded, Bound::Excluded);
+        self.0
+            .range::<[u8], _>((Bound::Included(from), hi))
+            .map(|(_, d)| d)
+            .sum()
+    }
+}
+
+/// Adds to `b` what `m`'s rank index needs for the score-index changes
+/// `ch` of one command, `m` being the set's metadata after it (the caller
+/// holds the key's lock; reads see the state before the command):
+/// - a new set (`existed` false) gets the marker and its records;
+/// - an emptied one loses them;
+/// - an indexed one has its records updated;
+/// - a set without the marker (created before the index) is left as is.
+pub fn settle(
+    shared: &Shared,
+    b: &mut WriteBatch,
+    key: &[u8],
+    m: &Meta,
+    existed: bool,
+    ch: &Changes,
+) -> Result<(), Reply> {
+    if ch.is_empty() {
+        return Ok(());
+    }
+    if !existed {
+        if m.size > 0 {
+            build(b, key, m.version, ch.0.keys().map(Vec::as_slice));
+        }
+        return Ok(());
+    }
+    if !indexed(shared, key, m.version)? {
+        return Ok(());
+    }
+    if m.size == 0 {
+        let p = meta::rank_prefix(key, m.version);
+        return shared.scan(&p, &meta::prefix_end(&p), false, true, |k, _| {
+            b.delete(k);
+            true
+        });
+    }
+    update(shared, b, key, m.version, ch)
+}
+
+/// Whether the sorted set at `key` with `version` keeps a rank index.
+pub fn indexed(shared: &Shared, key: &[u8], version: u64) -> Result<bool, Reply> {
+    Ok(shared.get_raw(&marker_key(key, version))?.is_some())
+}
+
+/// Adds to `b` the marker and the records of a new sorted set whose index
+/// entries are `entries`, ascending.
+pub fn build<'a>(
+    b: &mut WriteBatch,
+    key: &[u8],
+    version: u64,
+    entries: impl Iterator<Item = &'a [u8]>,
+) {
+    b.put(marker_key(key, version), []);
+    let prefixes: Vec<Vec<u8>> = (1..=LEVELS)
+        .map(|l| level_prefix(key, version, l))
+        .collect();
+    // Per level: the open fence and its count so far.
+    let mut open: Vec<Option<(&[u8], u64)>> = vec![None; usize::from(LEVELS)];
+    let close = |b: &mut WriteBatch, l: usize, f: Option<(&[u8], u64)>| {
+        if let Some((e, n)) = f {
+            b.put(concat(&prefixes[l], e), n.to_le_bytes());
+        }
+    };
+    for e in entries {
+        let level = usize::from(fence_level(e));
+        for (l, slot) in open.iter_mut().enumerate() {
+            if l < level {
+                close(b, l, slot.replace((e, 1)));
+            } else if let Some((_, n)) = slot {
+                *n += 1;
+            }
+        }
+    }
+    for (l, slot) in open.into_iter().enumerate() {
+        close(b, l, slot);
+    }
+}
+
+/// A fence whose record an update rewrites.
+struct Affected {
+    /// Its stored count, if it is an old fence that stays.
+    old: Option<u64>,
+    /// The changes to entries of its block (when the block keeps its
+    /// bounds).
+    delta: i64,
+    /// Its block's bounds change: count it again.
+    recount: bool,
+}
+
+/// A fence found by [`Level::pred`]: its entry and, if it is stored, its
+/// stored count (`None`: a fence the command adds).
+type Found = (Vec<u8>, Option<u64>);
+
+/// One level's fences as the command leaves them: the stored records with
+/// the removed fences skipped and the added ones merged in.
+struct Level<'a> {
+    shared: &'a Shared,
+    prefix: Vec<u8>,
+    added: BTreeSet<&'a [u8]>,
+    removed: BTreeSet<&'a [u8]>,
+}
+
+impl Level<'_> {
+    /// The greatest fence ≤ `e` (< `e` if `strict`): its entry and, if it
+    /// is stored, its stored count.
+    fn pred(&self, e: &[u8], strict: bool) -> Result<Option<Found>, Reply> {
+        let mut hi = concat(&self.prefix, e);
+        if !strict {
+            hi.push(0);
+        }
+        let mut stored = None;
+        let mut err = None;
+        self.shared.scan(&self.prefix, &hi, true, true, |k, v| {
+            let f = &k[self.prefix.len()..];
+            if self.removed.contains(f) {
+                return true;
+            }
+            match decode_count(v) {
+                Ok(n) => stored = Some((f.to_vec(), Some(n))),
+                Err(e) => err = Some(e),
+            }
+            false
+        })?;
+        if let Some(e) = err {
+            return Err(e);
+        }
+        let hi = if strict {
+            Bound::Excluded(e)
+        } else {
+            Bound::Included(e)
+        };
+        let added = self
+            .added
+            .range::<[u8], _>((Bound::Unbounded, hi))
+            .next_back();
+        Ok(match (stored, added) {
+            (Some(s), Some(&a)) if a < s.0.as_slice() => Some(s),
+            (_, Some(&a)) => Some((a.to_vec(), None)),
+            (s, None) => s,
+        })
+    }
+
+    /// The smallest fence > `f`, if any.
+    fn next(&self, f: &[u8]) -> Result<Option<Vec<u8>>, Reply> {
+        let mut lo = concat(&self.prefix, f);
+        lo.push(0);
+        let mut stored = None;
+        self.shared
+            .scan(&lo, &meta::prefix_end(&self.prefix), false, true, |k, _| {
+                let e = &k[self.prefix.len()..];
+                if self.removed.contains(e) {
+                    return true;
+                }
+                stored = Some(e.to_vec());
+                false
+            })?;
+        let added = self
+            .added
+            .range::<[u8], _>((Bound::Excluded(f), Bound::Unbounded))
+            .next();
+        Ok(match (stored, added) {
+            (Some(s), Some(&a)) if a < s.as_slice() => Some(a.to_vec()),
+            (Some(s), _) => Some(s),
+            (None, a) => a.map(|a| a.to_vec()),
+        })
+    }
+}
+
+/// The records of level `level` the command rewrites: entry → new count
+/// (`None`: deleted).
+type Rewrites = BTreeMap<Vec<u8>, Option<u64>>;
+
+/// Adds to `b` the record changes of an indexed set for `ch`, level by
+/// level from the bottom: a fence whose block keeps its bounds adds the
+/// changes inside it to its stored count; one whose bounds change (a fence
+/// added or removed next to it, or a new fence) is counted again, at level
+/// 1 by walking the old score index over its block, above by summing the
+/// level below's new counts.
+fn update(
+    shared: &Shared,
+    b: &mut WriteBatch,
+    key: &[u8],
+    version: u64,
+    ch: &Changes,
+) -> Result<(), Reply> {
+    let mut below = Rewrites::new();
+    for level in 1..=LEVELS {
+        let fences = |sign: i64| -> BTreeSet<&[u8]> {
+            ch.0.iter()
+                .filter(|(e, d)| d.signum() == sign && fence_level(e) >= level)
+                .map(|(e, _)| e.as_slice())
+                .collect()
+        };
+        let lv = Level {
+            shared,
+            prefix: level_prefix(key, version, level),
+            added: fences(1),
+            removed: fences(-1),
+        };
+        let mut affected: BTreeMap<Vec<u8>, Affected> = BTreeMap::new();
+        for (e, d) in &ch.0 {
+            if let Some((f, old)) = lv.pred(e, false)? {
+                let a = affected.entry(f).or_insert(Affected {
+                    recount: old.is_none(),
+                    old,
+                    delta: 0,
+                });
+                a.delta += d;
+            }
+        }
+        for &c in lv.added.iter().chain(&lv.removed) {
+            if let Some((f, old)) = lv.pred(c, true)? {
+                affected
+                    .entry(f)
+                    .or_insert(Affected {
+                        old,
+                        delta: 0,
+                        recount: true,
+                    })
+                    .recount = true;
+            }
+        }
+        if affected.is_empty() && lv.removed.is_empty() {
+            // Every change lies before this level's first fence, and no
+            // fence of this level changed: none of a higher level either.
+            break;
+        }
+        let mut rewrites: Rewrites = lv.removed.iter().map(|&c| (c.to_vec(), None)).collect();
+        for (f, a) in affected {
+            let n = match (a.recount, a.old) {
+                (false, Some(old)) => old as i64 + a.delta,
+                _ => {
+                    let next = lv.next(&f)?;
+                    if level == 1 {
+                        count_index(shared, key, version, &f, next.as_deref())? as i64
+                            + ch.sum(&f, next.as_deref())
+                    } else {
+                        sum_level(shared, key, version, level - 1, &below, &f, next.as_deref())?
+                            as i64
+                    }
+                }
+            };
+            // A fence's block holds the fence itself.
+            if n < 1 {
+                return Err(corrupt());
+            }
+            rewrites.insert(f, Some(n as u64));
+        }
+        for (e, n) in &rewrites {
+            let k = concat(&lv.prefix, e);
+            match n {
+                Some(n) => b.put(k, n.to_le_bytes()),
+                None => b.delete(k),
+            }
+        }
+        below = rewrites;
+    }
+    Ok(())
+}
+
+/// The number of stored score-index entries in `[from, to)`.
+fn count_index(
+    shared: &Shared,
+    key: &[u8],
+    version: u64,
+    from: &[u8],
+    to: Option<&[u8]>,
+) -> Result<u64, Reply> {
+    let p = meta::score_prefix(key, version);
+    let hi = to.map_or_else(|| meta::prefix_end(&p), |t| concat(&p, t));
+    let mut n = 0;
+    shared.scan(&concat(&p, from), &hi, false, true, |_, _| {
+        n += 1;
+        true
+    })?;
+    Ok(n)
+}
+
+/// The sum of the new counts of level `level`'s records in `[from, to)`:
+/// the stored ones with `rewrites` applied.
+fn sum_level(
+    shared: &Shared,
+    key: &[u8],
+    version: u64,
+    level: u8,
+    rewrites: &Rewrites,
+    from: &[u8],
+    to: Option<&[u8]>,
+) -> Result<u64, Reply> {
+    let p = level_prefix(key, version, level);
+    let hi = to.map_or_else(|| meta::prefix_end(&p), |t| concat(&p, t));
+    let mut n = 0u64;
+    let mut err = None;
+    shared.scan(&concat(&p, from), &hi, false, true, |k, v| {
+        let e = &k[p.len()..];
+        if !rewrites.contains_key(e) {
+            match decode_count(v) {
+                Ok(c) => n += c,
+                Err(x) => err = Some(x),
+            }
+        }
+        err.is_none()
+    })?;
+    if let Some(e) = err {
+        return Err(e);
+    }
+    let hi = to.map_or(Bound::Unbounded, Bound::Excluded);
+    for (_, c) in rewrites.range::<[u8], _>((Bound::Included(from), hi)) {
+        n += c.unwrap_or(0);
+    }
+    Ok(n)
+}
+
+/// The number of score-index entries after `own` (an entry of the indexed
+/// sorted set at `key` with `version`): the entries up to the next fence,
+/// walked, then the records from that fence on, level by level (see the
+/// module doc). A missing record is corruption.
+pub fn count_after(shared: &Shared, key: &[u8], version: u64, own: &[u8]) -> Result<u64, Reply> {
+    let p = meta::score_prefix(key, version);
+    let mut lo = concat(&p, own);
+    lo.push(0);
+    let mut n = 0u64;
+    let mut fence = None;
+    shared.scan(&lo, &meta::prefix_end(&p), false, true, |k, _| {
+        let e = &k[p.len()..];
+        if fence_level(e) >= 1 {
+            fence = Some(e.to_vec());
+            return false;
+        }
+        n += 1;
+        true
+    })?;
+    let Some(mut start) = fence else {
+        return Ok(n);
+    };
+    loop {
+        let level = fence_level(&start);
+        let lp = level_prefix(key, version, level);
+        let mut next = None;
+        let mut first = true;
+        let mut err = None;
+        shared.scan(
+            &concat(&lp, &start),
+            &meta::prefix_end(&lp),
+            false,
+            true,
+            |k, v| {
+                let e = &k[lp.len()..];
+                if first {
+                    first = false;
+                    if e != start.as_slice() {
+                        err = Some(corrupt());
+                        return false;
+                    }
+                } else if fence_level(e) > level {
+                    next = Some(e.to_vec());
+                    return false;
+                }
+                match decode_count(v) {
+                    Ok(c) => n += c,
+                    Err(x) => err = Some(x),
+                }
+                err.is_none()
+            },
+        )?;
+        if let Some(e) = err {
+            return Err(e);
+        }
+        if first {
+            // The fence's own record is missing.
+            return Err(corrupt());
+        }
+        match next {
+            Some(e) => start = e,
+            None => return Ok(n),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fence_levels_thin_out_by_the_fanout() {
+        let mut at = [0usize; LEVELS as usize + 1];
+        for i in 0..200_000u32 {
+            let e = concat(&meta::score_key(f64::from(i)), format!("m:{i}").as_bytes());
+            at[usize::from(fence_level(&e))] += 1;
+        }
+        // About 1/32 of the entries reach level 1, 1/1024 level 2.
+        let ge1: usize = at[1..].iter().sum();
+        let ge2: usize = at[2..].iter().sum();
+        assert!((5_000..7_500).contains(&ge1), "{at:?}");
+        assert!((120..280).contains(&ge2), "{at:?}");
+    }
+}

@@ -1,0 +1,376 @@
+//! The sorted sets' rank index (`docs/format/server-keyspace.md` §5a):
+//! random writes of every kind that changes a score index, ranks checked
+//! against a model as they go, then the stored records compared with the
+//! ones the format's definition gives for the stored score index.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
+mod common;
+
+use std::collections::{BTreeMap, HashMap};
+
+use common::{q, Harness};
+
+/// The format's fence level of an entry (`score key ‖ member`): trailing
+/// all-zero 5-bit groups of fmix64(fnv1a64(entry)), at most 3.
+fn fence_level(entry: &[u8]) -> u8 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in entry {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^= h >> 33;
+    (h.trailing_zeros() / 5).min(3) as u8
+}
+
+/// The format's score key: sorts bytewise as the scores do, -0 as +0.
+fn score_key(score: f64) -> [u8; 8] {
+    let score = if score == 0.0 { 0.0 } else { score };
+    let bits = score.to_bits();
+    let ordered = if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | (1 << 63)
+    };
+    ordered.to_be_bytes()
+}
+
+fn entry(score: f64, member: &str) -> Vec<u8> {
+    [&score_key(score)[..], member.as_bytes()].concat()
+}
+
+/// A small deterministic generator (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// Members whose entry at score 7 has fence level `level`: the pool the
+/// writes draw fences of every level from.
+fn fences_at(level: u8, n: usize) -> Vec<String> {
+    (0u64..)
+        .map(|i| format!("f{level}:{i}"))
+        .filter(|m| fence_level(&entry(7.0, m)) == level)
+        .take(n)
+        .collect()
+}
+
+/// The model of one sorted set: member → score.
+type Model = HashMap<String, f64>;
+
+fn ordered(m: &Model) -> Vec<(f64, String)> {
+    let mut v: Vec<(f64, String)> = m.iter().map(|(k, s)| (*s, k.clone())).collect();
+    v.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap().then_with(|| a.1.cmp(&b.1)));
+    v
+}
+
+/// ZRANK and ZREVRANK of every member of `key`, pipelined, against `m`.
+fn check_ranks(c: &mut redis::Connection, key: &str, m: &Model, step: usize) {
+    let order = ordered(m);
+    assert_eq!(q::<usize>(c, &["ZCARD", key]), order.len(), "step {step}");
+    for chunk in order.chunks(500).enumerate().map(|(i, ch)| (i * 500, ch)) {
+        let (base, members) = chunk;
+        let mut p = redis::pipe();
+        for (_, mem) in members {
+            p.cmd("ZRANK").arg(key).arg(mem);
+            p.cmd("ZREVRANK").arg(key).arg(mem);
+        }
+        let got: Vec<i64> = p.query(c).unwrap();
+        for (i, (_, mem)) in members.iter().enumerate() {
+            let r = (base + i) as i64;
+            let rev = order.len() as i64 - 1 - r;
+            assert_eq!(
+                (got[2 * i], got[2 * i + 1]),
+                (r, rev),
+                "step {step}: ranks of {mem} in {key}"
+            );
+        }
+    }
+}
+
+/// One random write to `key` through the server, mirrored in `m`.
+fn random_write(
+    c: &mut redis::Connection,
+    rng: &mut Rng,
+    key: &str,
+    m: &mut Model,
+    pool: &[String],
+) {
+    let pick = |rng: &mut Rng| pool[rng.below(pool.len())].clone();
+    let score = |rng: &mut Rng| -> f64 {
+        match rng.below(20) {
+            0 => 7.0,
+            1 => f64::INFINITY,
+            2 => f64::NEG_INFINITY,
+            _ => (rng.below(400) as f64) - 100.0,
+        }
+    };
+    match rng.below(10) {
+        // ZADD of up to 60 members; fences at score 7 often.
+        0..=3 => {
+            let mut args = vec!["ZADD".to_string(), key.to_string()];
+            for _ in 0..1 + rng.below(60) {
+                let mem = pick(rng);
+                let s = if mem.starts_with('f') && rng.below(2) == 0 {
+                    7.0
+                } else {
+                    score(rng)
+                };
+                args.push(if s.is_infinite() {
+                    (if s > 0.0 { "+inf" } else { "-inf" }).to_string()
+                } else {
+                    s.to_string()
+                });
+                args.push(mem.clone());
+                m.insert(mem, s);
+            }
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let _: i64 = q(c, &args);
+        }
+        4 => {
+            let mem = pick(rng);
+            let by = rng.below(7) as f64 - 3.0;
+            let _: f64 = q(c, &["ZINCRBY", key, &by.to_string(), &mem]);
+            let s = m.entry(mem).or_insert(0.0);
+            *s += by;
+        }
+        5 | 6 => {
+            let mut args = vec!["ZREM".to_string(), key.to_string()];
+            for _ in 0..1 + rng.below(40) {
+                let mem = pick(rng);
+                m.remove(&mem);
+                args.push(mem);
+            }
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let _: i64 = q(c, &args);
+        }
+        7 => {
+            let n = 1 + rng.below(30);
+            let max = rng.below(2) == 0;
+            let cmd = if max { "ZPOPMAX" } else { "ZPOPMIN" };
+            let _: Vec<String> = q(c, &[cmd, key, &n.to_string()]);
+            let order = ordered(m);
+            let gone: Vec<&(f64, String)> = if max {
+                order.iter().rev().take(n).collect()
+            } else {
+                order.iter().take(n).collect()
+            };
+            for (_, mem) in gone {
+                m.remove(mem);
+            }
+        }
+        8 => {
+            let lo = rng.below(400) as f64 - 100.0;
+            let hi = lo + rng.below(8) as f64;
+            let _: i64 = q(
+                c,
+                &["ZREMRANGEBYSCORE", key, &lo.to_string(), &hi.to_string()],
+            );
+            m.retain(|_, s| !(*s >= lo && *s <= hi));
+        }
+        _ => {
+            let order = ordered(m);
+            if order.is_empty() {
+                return;
+            }
+            let start = rng.below(order.len());
+            let stop = start + rng.below(20);
+            let _: i64 = q(
+                c,
+                &[
+                    "ZREMRANGEBYRANK",
+                    key,
+                    &start.to_string(),
+                    &stop.to_string(),
+                ],
+            );
+            for (_, mem) in order.iter().skip(start).take(stop - start + 1) {
+                m.remove(mem);
+            }
+        }
+    }
+}
+
+/// Groups the keys of range `first` by their collection
+/// (`db ‖ len ‖ user key ‖ version`, after `first`): collection → (rest
+/// → value).
+type Grouped = BTreeMap<Vec<u8>, BTreeMap<Vec<u8>, Vec<u8>>>;
+
+fn stored_groups(db: &batchkv::Db, first: u8) -> Grouped {
+    let opts = batchkv::ReadOptions {
+        lower_bound: Some(vec![first]),
+        upper_bound: Some(vec![first + 1]),
+        ..Default::default()
+    };
+    let mut it = db.iter(&opts).unwrap();
+    it.seek([first]);
+    let mut out = Grouped::new();
+    while it.valid() {
+        let k = it.key();
+        let len = u32::from_be_bytes(k[2..6].try_into().unwrap()) as usize;
+        let at = 6 + len + 8;
+        out.entry(k[1..at].to_vec())
+            .or_default()
+            .insert(k[at..].to_vec(), it.value().to_vec());
+        it.next();
+    }
+    it.status().unwrap();
+    out
+}
+
+/// The records the format defines for a score index of `entries`
+/// (ascending): the marker, and per level the count of each fence's block.
+fn expected_records(entries: &[Vec<u8>]) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    out.insert(vec![0], vec![]);
+    for level in 1..=3u8 {
+        let mut open: Option<(Vec<u8>, u64)> = None;
+        for e in entries {
+            if fence_level(e) >= level {
+                if let Some((f, n)) = open.take() {
+                    out.insert([&[level][..], &f].concat(), n.to_le_bytes().to_vec());
+                }
+                open = Some((e.clone(), 1));
+            } else if let Some((_, n)) = open.as_mut() {
+                *n += 1;
+            }
+        }
+        if let Some((f, n)) = open {
+            out.insert([&[level][..], &f].concat(), n.to_le_bytes().to_vec());
+        }
+    }
+    out
+}
+
+/// Every stored rank index equals the definition over its set's stored
+/// score index, and none is left without one (a dropped set's records
+/// go with it).
+fn check_stored(dir: &std::path::Path, expect_sets: usize) {
+    let db = batchkv::Db::open(dir, batchkv::Options::default()).unwrap();
+    let scores = stored_groups(&db, 0x13);
+    let ranks = stored_groups(&db, 0x14);
+    assert_eq!(ranks.len(), expect_sets, "indexed sets");
+    for (prefix, records) in &ranks {
+        let entries: Vec<Vec<u8>> = scores
+            .get(prefix)
+            .map(|g| g.keys().cloned().collect())
+            .unwrap_or_default();
+        assert!(
+            !entries.is_empty(),
+            "rank records of a set without members: {} ({} records)",
+            prefix.escape_ascii(),
+            records.len()
+        );
+        assert_eq!(
+            records,
+            &expected_records(&entries),
+            "rank records of {:?}",
+            prefix.escape_ascii().to_string()
+        );
+    }
+}
+
+#[test]
+fn rank_index_matches_its_definition_under_random_writes() {
+    let mut pool: Vec<String> = (0..3000).map(|i| format!("m{i}")).collect();
+    for level in 1..=3 {
+        pool.extend(fences_at(level, 40 / usize::from(level)));
+    }
+    let mut h = Harness::start();
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut big = Model::new();
+    let mut small = Model::new();
+    let mut c = h.conn();
+    // A large set first, so that blocks of every level exist.
+    for chunk in pool.chunks(500) {
+        let mut args = vec!["ZADD".to_string(), "big".to_string()];
+        for mem in chunk {
+            let s = if mem.starts_with('f') {
+                7.0
+            } else {
+                rng.below(400) as f64 - 100.0
+            };
+            args.push(s.to_string());
+            args.push(mem.clone());
+            big.insert(mem.clone(), s);
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let _: i64 = q(&mut c, &args);
+    }
+    check_ranks(&mut c, "big", &big, 0);
+    for step in 1..=400 {
+        random_write(&mut c, &mut rng, "big", &mut big, &pool);
+        random_write(&mut c, &mut rng, "small", &mut small, &pool[..200]);
+        if step % 50 == 0 {
+            check_ranks(&mut c, "big", &big, step);
+            check_ranks(&mut c, "small", &small, step);
+        }
+        if step == 200 {
+            // Across a restart.
+            drop(c);
+            h = h.restart(|_| {});
+            c = h.conn();
+        }
+    }
+    // Copies, a *STORE result, a rename and a transaction's writes keep
+    // (or build) the index too.
+    let _: i64 = q(&mut c, &["COPY", "big", "copy"]);
+    let _: i64 = q(&mut c, &["ZUNIONSTORE", "union", "2", "big", "small"]);
+    let _: () = q(&mut c, &["RENAME", "small", "renamed"]);
+    let mut t = redis::pipe();
+    t.atomic()
+        .cmd("ZADD")
+        .arg("copy")
+        .arg(7)
+        .arg(&pool[3000])
+        .ignore()
+        .cmd("ZREM")
+        .arg("copy")
+        .arg(&pool[3001])
+        .ignore()
+        .cmd("ZRANK")
+        .arg("copy")
+        .arg(&pool[3000]);
+    let _: (i64,) = t.query(&mut c).unwrap();
+    let mut copy = big.clone();
+    copy.insert(pool[3000].clone(), 7.0);
+    copy.remove(&pool[3001]);
+    check_ranks(&mut c, "copy", &copy, 401);
+    check_ranks(&mut c, "renamed", &small, 401);
+    let mut union = big.clone();
+    for (mem, s) in &small {
+        *union.entry(mem.clone()).or_insert(0.0) += s;
+    }
+    let union: Model = union
+        .into_iter()
+        .map(|(k, s)| (k, if s.is_nan() { 0.0 } else { s }))
+        .collect();
+    check_ranks(&mut c, "union", &union, 401);
+    // A deleted set's records go with it.
+    let _: i64 = q(&mut c, &["DEL", "big"]);
+    drop(c);
+    let dir = h.stop();
+    let live = [&copy, &small, &union]
+        .iter()
+        .filter(|m| !m.is_empty())
+        .count();
+    check_stored(dir.path(), live);
+}

@@ -27,7 +27,8 @@
 # Usage: scripts/redis-callgrind.sh BINARY [LABEL]
 # Environment (defaults in brackets):
 #   TESTS ["HMGET5 HMGET100 SMISMEMBER100 ZMSCORE100"]; also HGET, HEXISTS,
-#         ZRANK, ZRANGE10, LINDEX, LRANGE10 (lists l:N loaded with RPUSH),
+#         ZRANK, ZRANGE10, ZADD (new members n:N), LINDEX, LRANGE10 (lists
+#         l:N loaded with RPUSH),
 #         GET, INCR, APPEND
 #   COLL [1000]  VALUE [100]  CONNS [50]  PIPES ["1 10"]  KEYS [200000]
 #   N_SMALL [20000] requests of HMGET5 (and HGET, GET)   N_BIG [2000] of the 100-element tests
@@ -80,6 +81,7 @@ command_of() {
     HEXISTS) echo "$N_SMALL HEXISTS h:__rand_int__ f:__rand_int__" ;;
     ZRANK) echo "$N_BIG ZRANK z:__rand_int__ m:__rand_int__" ;;
     ZRANGE10) echo "$N_SMALL ZRANGE z:__rand_int__ 0 9" ;;
+    ZADD) echo "$N_SMALL ZADD z:__rand_int__ 7 n:__rand_int__" ;;
     LINDEX) echo "$N_SMALL LINDEX l:__rand_int__ 500" ;;
     LRANGE10) echo "$N_SMALL LRANGE l:__rand_int__ 0 9" ;;
     GET) echo "$N_SMALL GET key:__rand_int__" ;;

@@ -161,9 +161,17 @@ impl Meta {
     }
 }
 
+/// Bit 62 of a version: set in every version handed out since sorted sets
+/// keep a rank index (`ranks.rs`), so a sorted set whose version has it
+/// keeps one, and one whose version lacks it (created by an older server)
+/// does not. Versions without it are microseconds since the epoch, far
+/// below.
+pub const RANKED: u64 = 1 << 62;
+
 /// Hands out element versions: strictly increasing within a process, and
-/// starting above any earlier run's (microseconds since the epoch), so a
-/// re-created key never shares a version with its previous elements.
+/// starting above any earlier run's (microseconds since the epoch, with
+/// [`RANKED`] set), so a re-created key never shares a version with its
+/// previous elements.
 pub struct Versions(AtomicU64);
 
 impl Versions {
@@ -175,7 +183,8 @@ impl Versions {
         let now_us = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_micros() as u64)
-            .unwrap_or(0);
+            .unwrap_or(0)
+            | RANKED;
         // Relaxed: only uniqueness and monotonicity of this one counter
         // matter, which fetch_update guarantees.
         let prev = self

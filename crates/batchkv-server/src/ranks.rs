@@ -6,26 +6,27 @@
 //! An *entry* is a score-index key less its prefix: `score key ‖ member`
 //! (`meta.rs`). Every entry has a *fence level* ([`fence_level`]), a pure
 //! function of its bytes: 0 for most, `L ≥ 1` for about one in 32^L.
-//! Under `14 ‖ db ‖ len ‖ user key ‖ version` a sorted set stores
-//! - `‖ 00`: the marker, empty value: this set's rank index is kept (sets
-//!   created before the index have none and count by walking);
+//! A sorted set whose version has [`meta::RANKED`] (every set created
+//! since the index) stores under `14 ‖ db ‖ len ‖ user key ‖ version`
 //! - `‖ L ‖ entry` for each entry of fence level ≥ L, `L` in
-//!   `1..=`[`LEVELS`]: the number of index entries from that entry
-//!   (inclusive) to the next entry of fence level ≥ L (exclusive) or the
-//!   end, 8 bytes little-endian.
+//!   `1..=`[`LEVELS`]: the number of index entries after the previous
+//!   entry of fence level ≥ L (or from the start) up to and including this
+//!   one, 8 bytes little-endian: the count of the *block* the fence ends.
 //!
-//! Entries before the first fence of a level are counted by no record of
-//! that level, so ranks are counted from the top: the entries after a
-//! member's are those up to the next fence (walked), then the level-L
-//! records from there up to the next fence of a higher level, for L = 1,
-//! 2, …, then the top level's records to the end ([`count_after`]).
+//! Entries after the last fence of a level are in no block of that level.
+//! A member's rank is the sum of the top level's records before its entry,
+//! then of the level below's between the last of those fences and the
+//! entry, and so on down, plus the score-index entries between the last
+//! level-1 fence and the entry, walked ([`rank`]). Every read goes
+//! forward; a write finds its entry's block with one forward seek per
+//! level.
 //!
 //! # Invariants
 //! 1. The records are exactly the ones the definition above gives for the
 //!    set's score index; every writer of an indexed set updates them in
 //!    the batch that changes the index ([`settle`]).
-//! 2. The marker exists iff the set was created with the index; writers
-//!    maintain records only for sets that have it.
+//! 2. Sets without [`meta::RANKED`] (created by older servers) have no
+//!    records and get none: their ranks are walked.
 
 use crate::meta::{self, Meta};
 use crate::resp::Reply;
@@ -75,9 +76,9 @@ fn level_prefix(key: &[u8], version: u64, level: u8) -> Vec<u8> {
     p
 }
 
-/// The marker of an indexed sorted set.
-fn marker_key(key: &[u8], version: u64) -> Vec<u8> {
-    level_prefix(key, version, 0)
+/// Whether the sorted set with `version` keeps a rank index.
+pub fn indexed(version: u64) -> bool {
+    version & meta::RANKED != 0
 }
 
 fn concat(a: &[u8], b: &[u8]) -> Vec<u8> {
@@ -114,12 +115,12 @@ impl Changes {
         self.0.is_empty()
     }
 
-    /// The sum of the changes to entries in `[from, to)` (`to` None: to
-    /// the end).
-    fn sum(&self, from: &[u8], to: Option<&[u8]>) -> i64 {
-        let hi = to.map_or(Bound::Unbounded, Bound::Excluded);
+    /// The sum of the changes to entries in `(from, to]` (`from` None:
+    /// from the start).
+    fn sum(&self, from: Option<&[u8]>, to: &[u8]) -> i64 {
+        let lo = from.map_or(Bound::Unbounded, Bound::Excluded);
         self.0
-            .range::<[u8], _>((Bound::Included(from), hi))
+            .range::<[u8], _>((lo, Bound::Included(to)))
             .map(|(_, d)| d)
             .sum()
     }
@@ -128,10 +129,10 @@ impl Changes {
 /// Adds to `b` what `m`'s rank index needs for the score-index changes
 /// `ch` of one command, `m` being the set's metadata after it (the caller
 /// holds the key's lock; reads see the state before the command):
-/// - a new set (`existed` false) gets the marker and its records;
+/// - a new set (`existed` false) gets its records;
 /// - an emptied one loses them;
 /// - an indexed one has its records updated;
-/// - a set without the marker (created before the index) is left as is.
+/// - a set without the index (created by an older server) is left as is.
 pub fn settle(
     shared: &Shared,
     b: &mut WriteBatch,
@@ -140,16 +141,13 @@ pub fn settle(
     existed: bool,
     ch: &Changes,
 ) -> Result<(), Reply> {
-    if ch.is_empty() {
+    if ch.is_empty() || !indexed(m.version) {
         return Ok(());
     }
     if !existed {
         if m.size > 0 {
             build(b, key, m.version, ch.0.keys().map(Vec::as_slice));
         }
-        return Ok(());
-    }
-    if !indexed(shared, key, m.version)? {
         return Ok(());
     }
     if m.size == 0 {
@@ -162,42 +160,28 @@ pub fn settle(
     update(shared, b, key, m.version, ch)
 }
 
-/// Whether the sorted set at `key` with `version` keeps a rank index.
-pub fn indexed(shared: &Shared, key: &[u8], version: u64) -> Result<bool, Reply> {
-    Ok(shared.get_raw(&marker_key(key, version))?.is_some())
-}
-
-/// Adds to `b` the marker and the records of a new sorted set whose index
-/// entries are `entries`, ascending.
+/// Adds to `b` the records of a new sorted set whose index entries are
+/// `entries`, ascending.
 pub fn build<'a>(
     b: &mut WriteBatch,
     key: &[u8],
     version: u64,
     entries: impl Iterator<Item = &'a [u8]>,
 ) {
-    b.put(marker_key(key, version), []);
     let prefixes: Vec<Vec<u8>> = (1..=LEVELS)
         .map(|l| level_prefix(key, version, l))
         .collect();
-    // Per level: the open fence and its count so far.
-    let mut open: Vec<Option<(&[u8], u64)>> = vec![None; usize::from(LEVELS)];
-    let close = |b: &mut WriteBatch, l: usize, f: Option<(&[u8], u64)>| {
-        if let Some((e, n)) = f {
-            b.put(concat(&prefixes[l], e), n.to_le_bytes());
-        }
-    };
+    // Per level: the entries since its last fence.
+    let mut since = vec![0u64; usize::from(LEVELS)];
     for e in entries {
         let level = usize::from(fence_level(e));
-        for (l, slot) in open.iter_mut().enumerate() {
+        for (l, n) in since.iter_mut().enumerate() {
+            *n += 1;
             if l < level {
-                close(b, l, slot.replace((e, 1)));
-            } else if let Some((_, n)) = slot {
-                *n += 1;
+                b.put(concat(&prefixes[l], e), n.to_le_bytes());
+                *n = 0;
             }
         }
-    }
-    for (l, slot) in open.into_iter().enumerate() {
-        close(b, l, slot);
     }
 }
 
@@ -212,7 +196,7 @@ struct Affected {
     recount: bool,
 }
 
-/// A fence found by [`Level::pred`]: its entry and, if it is stored, its
+/// A fence found in a [`Level`]: its entry and, if it is stored, its
 /// stored count (`None`: a fence the command adds).
 type Found = (Vec<u8>, Option<u64>);
 
@@ -226,81 +210,83 @@ struct Level<'a> {
 }
 
 impl Level<'_> {
-    /// The greatest fence ≤ `e` (< `e` if `strict`): its entry and, if it
-    /// is stored, its stored count.
-    fn pred(&self, e: &[u8], strict: bool) -> Result<Option<Found>, Reply> {
-        let mut hi = concat(&self.prefix, e);
-        if !strict {
-            hi.push(0);
+    /// The smallest fence ≥ `e` (> `e` if `strict`): the block `e` falls
+    /// in (the next block). One forward seek.
+    fn next(&self, e: &[u8], strict: bool) -> Result<Option<Found>, Reply> {
+        let mut lo = concat(&self.prefix, e);
+        if strict {
+            lo.push(0);
         }
         let mut stored = None;
         let mut err = None;
-        self.shared.scan(&self.prefix, &hi, true, true, |k, v| {
-            let f = &k[self.prefix.len()..];
-            if self.removed.contains(f) {
-                return true;
-            }
-            match decode_count(v) {
-                Ok(n) => stored = Some((f.to_vec(), Some(n))),
-                Err(e) => err = Some(e),
-            }
-            false
-        })?;
-        if let Some(e) = err {
-            return Err(e);
+        self.shared
+            .scan(&lo, &meta::prefix_end(&self.prefix), false, true, |k, v| {
+                let f = &k[self.prefix.len()..];
+                if self.removed.contains(f) {
+                    return true;
+                }
+                match decode_count(v) {
+                    Ok(n) => stored = Some((f.to_vec(), Some(n))),
+                    Err(x) => err = Some(x),
+                }
+                false
+            })?;
+        if let Some(x) = err {
+            return Err(x);
         }
-        let hi = if strict {
+        let lo = if strict {
             Bound::Excluded(e)
         } else {
             Bound::Included(e)
         };
-        let added = self
-            .added
-            .range::<[u8], _>((Bound::Unbounded, hi))
-            .next_back();
+        let added = self.added.range::<[u8], _>((lo, Bound::Unbounded)).next();
         Ok(match (stored, added) {
-            (Some(s), Some(&a)) if a < s.0.as_slice() => Some(s),
+            (Some(s), Some(&a)) if s.0.as_slice() < a => Some(s),
             (_, Some(&a)) => Some((a.to_vec(), None)),
             (s, None) => s,
         })
     }
 
-    /// The smallest fence > `f`, if any.
-    fn next(&self, f: &[u8]) -> Result<Option<Vec<u8>>, Reply> {
-        let mut lo = concat(&self.prefix, f);
-        lo.push(0);
+    /// The greatest fence < `f`, if any: where `f`'s block starts (after
+    /// it). A backward read, taken only where a block's bounds change.
+    fn prev(&self, f: &[u8]) -> Result<Option<Vec<u8>>, Reply> {
         let mut stored = None;
-        self.shared
-            .scan(&lo, &meta::prefix_end(&self.prefix), false, true, |k, _| {
+        self.shared.scan(
+            &self.prefix,
+            &concat(&self.prefix, f),
+            true,
+            true,
+            |k, _| {
                 let e = &k[self.prefix.len()..];
                 if self.removed.contains(e) {
                     return true;
                 }
                 stored = Some(e.to_vec());
                 false
-            })?;
+            },
+        )?;
         let added = self
             .added
-            .range::<[u8], _>((Bound::Excluded(f), Bound::Unbounded))
-            .next();
+            .range::<[u8], _>((Bound::Unbounded, Bound::Excluded(f)))
+            .next_back();
         Ok(match (stored, added) {
-            (Some(s), Some(&a)) if a < s.as_slice() => Some(a.to_vec()),
-            (Some(s), _) => Some(s),
-            (None, a) => a.map(|a| a.to_vec()),
+            (Some(s), Some(&a)) if a < s.as_slice() => Some(s),
+            (_, Some(&a)) => Some(a.to_vec()),
+            (s, None) => s,
         })
     }
 }
 
-/// The records of level `level` the command rewrites: entry → new count
+/// The records of one level the command rewrites: entry → new count
 /// (`None`: deleted).
 type Rewrites = BTreeMap<Vec<u8>, Option<u64>>;
 
 /// Adds to `b` the record changes of an indexed set for `ch`, level by
 /// level from the bottom: a fence whose block keeps its bounds adds the
-/// changes inside it to its stored count; one whose bounds change (a fence
-/// added or removed next to it, or a new fence) is counted again, at level
-/// 1 by walking the old score index over its block, above by summing the
-/// level below's new counts.
+/// changes inside it to its stored count; one whose bounds change (a new
+/// fence, or a fence added or removed just before it) is counted again,
+/// at level 1 by walking the old score index over its block, above by
+/// summing the level below's new counts over it.
 fn update(
     shared: &Shared,
     b: &mut WriteBatch,
@@ -324,7 +310,7 @@ fn update(
         };
         let mut affected: BTreeMap<Vec<u8>, Affected> = BTreeMap::new();
         for (e, d) in &ch.0 {
-            if let Some((f, old)) = lv.pred(e, false)? {
+            if let Some((f, old)) = lv.next(e, false)? {
                 let a = affected.entry(f).or_insert(Affected {
                     recount: old.is_none(),
                     old,
@@ -333,10 +319,11 @@ fn update(
                 a.delta += d;
             }
         }
+        // The block after a fence added or removed starts elsewhere now.
         for &c in lv.added.iter().chain(&lv.removed) {
-            if let Some((f, old)) = lv.pred(c, true)? {
+            if let Some((g, old)) = lv.next(c, true)? {
                 affected
-                    .entry(f)
+                    .entry(g)
                     .or_insert(Affected {
                         old,
                         delta: 0,
@@ -346,8 +333,8 @@ fn update(
             }
         }
         if affected.is_empty() && lv.removed.is_empty() {
-            // Every change lies before this level's first fence, and no
-            // fence of this level changed: none of a higher level either.
+            // Every change lies after this level's last fence and no fence
+            // of it changed: the same holds for every level above.
             break;
         }
         let mut rewrites: Rewrites = lv.removed.iter().map(|&c| (c.to_vec(), None)).collect();
@@ -355,12 +342,12 @@ fn update(
             let n = match (a.recount, a.old) {
                 (false, Some(old)) => old as i64 + a.delta,
                 _ => {
-                    let next = lv.next(&f)?;
+                    let from = lv.prev(&f)?;
                     if level == 1 {
-                        count_index(shared, key, version, &f, next.as_deref())? as i64
-                            + ch.sum(&f, next.as_deref())
+                        count_index(shared, key, version, from.as_deref(), &f)? as i64
+                            + ch.sum(from.as_deref(), &f)
                     } else {
-                        sum_level(shared, key, version, level - 1, &below, &f, next.as_deref())?
+                        sum_level(shared, key, version, level - 1, &below, from.as_deref(), &f)?
                             as i64
                     }
                 }
@@ -383,25 +370,40 @@ fn update(
     Ok(())
 }
 
-/// The number of stored score-index entries in `[from, to)`.
+/// The key bounds of the entries in `(from, to]` (`from` None: from the
+/// start) under `prefix`.
+fn block_bounds(prefix: &[u8], from: Option<&[u8]>, to: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    let lo = match from {
+        Some(f) => {
+            let mut lo = concat(prefix, f);
+            lo.push(0);
+            lo
+        }
+        None => prefix.to_vec(),
+    };
+    let mut hi = concat(prefix, to);
+    hi.push(0);
+    (lo, hi)
+}
+
+/// The number of stored score-index entries in `(from, to]`.
 fn count_index(
     shared: &Shared,
     key: &[u8],
     version: u64,
-    from: &[u8],
-    to: Option<&[u8]>,
+    from: Option<&[u8]>,
+    to: &[u8],
 ) -> Result<u64, Reply> {
-    let p = meta::score_prefix(key, version);
-    let hi = to.map_or_else(|| meta::prefix_end(&p), |t| concat(&p, t));
+    let (lo, hi) = block_bounds(&meta::score_prefix(key, version), from, to);
     let mut n = 0;
-    shared.scan(&concat(&p, from), &hi, false, true, |_, _| {
+    shared.scan(&lo, &hi, false, true, |_, _| {
         n += 1;
         true
     })?;
     Ok(n)
 }
 
-/// The sum of the new counts of level `level`'s records in `[from, to)`:
+/// The sum of the new counts of level `level`'s records in `(from, to]`:
 /// the stored ones with `rewrites` applied.
 fn sum_level(
     shared: &Shared,
@@ -409,16 +411,15 @@ fn sum_level(
     version: u64,
     level: u8,
     rewrites: &Rewrites,
-    from: &[u8],
-    to: Option<&[u8]>,
+    from: Option<&[u8]>,
+    to: &[u8],
 ) -> Result<u64, Reply> {
     let p = level_prefix(key, version, level);
-    let hi = to.map_or_else(|| meta::prefix_end(&p), |t| concat(&p, t));
+    let (lo, hi) = block_bounds(&p, from, to);
     let mut n = 0u64;
     let mut err = None;
-    shared.scan(&concat(&p, from), &hi, false, true, |k, v| {
-        let e = &k[p.len()..];
-        if !rewrites.contains_key(e) {
+    shared.scan(&lo, &hi, false, true, |k, v| {
+        if !rewrites.contains_key(&k[p.len()..]) {
             match decode_count(v) {
                 Ok(c) => n += c,
                 Err(x) => err = Some(x),
@@ -426,80 +427,54 @@ fn sum_level(
         }
         err.is_none()
     })?;
-    if let Some(e) = err {
-        return Err(e);
+    if let Some(x) = err {
+        return Err(x);
     }
-    let hi = to.map_or(Bound::Unbounded, Bound::Excluded);
-    for (_, c) in rewrites.range::<[u8], _>((Bound::Included(from), hi)) {
+    let lo = from.map_or(Bound::Unbounded, Bound::Excluded);
+    for (_, c) in rewrites.range::<[u8], _>((lo, Bound::Included(to))) {
         n += c.unwrap_or(0);
     }
     Ok(n)
 }
 
-/// The number of score-index entries after `own` (an entry of the indexed
-/// sorted set at `key` with `version`): the entries up to the next fence,
-/// walked, then the records from that fence on, level by level (see the
-/// module doc). A missing record is corruption.
-pub fn count_after(shared: &Shared, key: &[u8], version: u64, own: &[u8]) -> Result<u64, Reply> {
-    let p = meta::score_prefix(key, version);
-    let mut lo = concat(&p, own);
-    lo.push(0);
+/// The rank of `own` (an entry of the indexed sorted set at `key` with
+/// `version`): the number of score-index entries before it. From the top
+/// level down, the records of the fences before `own` after the last
+/// fence the level above summed to, then the entries after the last
+/// level-1 fence, walked (see the module doc). Reads only forward.
+pub fn rank(shared: &Shared, key: &[u8], version: u64, own: &[u8]) -> Result<u64, Reply> {
     let mut n = 0u64;
-    let mut fence = None;
-    shared.scan(&lo, &meta::prefix_end(&p), false, true, |k, _| {
-        let e = &k[p.len()..];
-        if fence_level(e) >= 1 {
-            fence = Some(e.to_vec());
-            return false;
+    // The last fence summed so far (its entry), if any.
+    let mut from: Option<Vec<u8>> = None;
+    for level in (1..=LEVELS).rev() {
+        let p = level_prefix(key, version, level);
+        let (lo, _) = block_bounds(&p, from.as_deref(), own);
+        let mut last: Option<Vec<u8>> = None;
+        let mut err = None;
+        shared.scan(&lo, &concat(&p, own), false, true, |k, v| {
+            match decode_count(v) {
+                Ok(c) => n += c,
+                Err(x) => err = Some(x),
+            }
+            let e = last.get_or_insert_with(Vec::new);
+            e.clear();
+            e.extend_from_slice(&k[p.len()..]);
+            err.is_none()
+        })?;
+        if let Some(x) = err {
+            return Err(x);
         }
+        if last.is_some() {
+            from = last;
+        }
+    }
+    let (lo, _) = block_bounds(&meta::score_prefix(key, version), from.as_deref(), own);
+    let own_key = concat(&meta::score_prefix(key, version), own);
+    shared.scan(&lo, &own_key, false, true, |_, _| {
         n += 1;
         true
     })?;
-    let Some(mut start) = fence else {
-        return Ok(n);
-    };
-    loop {
-        let level = fence_level(&start);
-        let lp = level_prefix(key, version, level);
-        let mut next = None;
-        let mut first = true;
-        let mut err = None;
-        shared.scan(
-            &concat(&lp, &start),
-            &meta::prefix_end(&lp),
-            false,
-            true,
-            |k, v| {
-                let e = &k[lp.len()..];
-                if first {
-                    first = false;
-                    if e != start.as_slice() {
-                        err = Some(corrupt());
-                        return false;
-                    }
-                } else if fence_level(e) > level {
-                    next = Some(e.to_vec());
-                    return false;
-                }
-                match decode_count(v) {
-                    Ok(c) => n += c,
-                    Err(x) => err = Some(x),
-                }
-                err.is_none()
-            },
-        )?;
-        if let Some(e) = err {
-            return Err(e);
-        }
-        if first {
-            // The fence's own record is missing.
-            return Err(corrupt());
-        }
-        match next {
-            Some(e) => start = e,
-            None => return Ok(n),
-        }
-    }
+    Ok(n)
 }
 
 #[cfg(test)]

@@ -37,6 +37,7 @@ use crate::errors::{corrupt, wrong_type};
 use crate::keycount::KeyCounts;
 use crate::keyspace::{self, Entry};
 use crate::meta::{self, Kind, Meta, Versions};
+use crate::ranks;
 use crate::resp::Reply;
 use crate::tx;
 
@@ -662,24 +663,38 @@ impl Shared {
             meta::element_prefix(src, m.version),
             meta::element_prefix(dst, version),
         )];
+        // A sorted set's rank index: its records hold no version, so an
+        // indexed set's are copied as they are; a set from before the
+        // index gets one built from its score index (read here anyway).
+        let mut unranked = None;
         if m.kind == Kind::ZSet {
             ranges.push((
                 meta::score_prefix(src, m.version),
                 meta::score_prefix(dst, version),
             ));
-            // The rank index's records hold no version: copied as they are.
-            ranges.push((
-                meta::rank_prefix(src, m.version),
-                meta::rank_prefix(dst, version),
-            ));
+            if ranks::indexed(m.version) {
+                ranges.push((
+                    meta::rank_prefix(src, m.version),
+                    meta::rank_prefix(dst, version),
+                ));
+            } else if ranks::indexed(version) {
+                unranked = Some(Vec::new());
+            }
         }
-        for (from, to) in ranges {
-            self.scan(&from, &meta::prefix_end(&from), false, true, |k, v| {
+        for (from, to) in &ranges {
+            let scores = from[0] == meta::SCORES;
+            self.scan(from, &meta::prefix_end(from), false, true, |k, v| {
                 let mut nk = to.clone();
                 nk.extend_from_slice(&k[from.len()..]);
                 b.put(nk, v);
+                if let (true, Some(entries)) = (scores, unranked.as_mut()) {
+                    entries.push(k[from.len()..].to_vec());
+                }
                 true
             })?;
+        }
+        if let Some(entries) = unranked {
+            ranks::build(b, dst, version, entries.iter().map(Vec::as_slice));
         }
         Ok(())
     }

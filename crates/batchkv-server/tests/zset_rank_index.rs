@@ -237,53 +237,48 @@ fn stored_groups(db: &batchkv::Db, first: u8) -> Grouped {
 }
 
 /// The records the format defines for a score index of `entries`
-/// (ascending): the marker, and per level the count of each fence's block.
+/// (ascending): per level, for each fence, the number of entries after
+/// the level's previous fence up to and including it.
 fn expected_records(entries: &[Vec<u8>]) -> BTreeMap<Vec<u8>, Vec<u8>> {
     let mut out = BTreeMap::new();
-    out.insert(vec![0], vec![]);
     for level in 1..=3u8 {
-        let mut open: Option<(Vec<u8>, u64)> = None;
+        let mut since = 0u64;
         for e in entries {
+            since += 1;
             if fence_level(e) >= level {
-                if let Some((f, n)) = open.take() {
-                    out.insert([&[level][..], &f].concat(), n.to_le_bytes().to_vec());
-                }
-                open = Some((e.clone(), 1));
-            } else if let Some((_, n)) = open.as_mut() {
-                *n += 1;
+                out.insert([&[level][..], e].concat(), since.to_le_bytes().to_vec());
+                since = 0;
             }
-        }
-        if let Some((f, n)) = open {
-            out.insert([&[level][..], &f].concat(), n.to_le_bytes().to_vec());
         }
     }
     out
 }
 
-/// Every stored rank index equals the definition over its set's stored
-/// score index, and none is left without one (a dropped set's records
-/// go with it).
-fn check_stored(dir: &std::path::Path, expect_sets: usize) {
+/// Every sorted set's stored rank index equals the definition over its
+/// stored score index (all `live` sets have versions with bit 62: created
+/// by this server), and no records are left without a set (a dropped
+/// set's records go with it).
+fn check_stored(dir: &std::path::Path, live: usize) {
     let db = batchkv::Db::open(dir, batchkv::Options::default()).unwrap();
     let scores = stored_groups(&db, 0x13);
     let ranks = stored_groups(&db, 0x14);
-    assert_eq!(ranks.len(), expect_sets, "indexed sets");
-    for (prefix, records) in &ranks {
-        let entries: Vec<Vec<u8>> = scores
-            .get(prefix)
-            .map(|g| g.keys().cloned().collect())
-            .unwrap_or_default();
-        assert!(
-            !entries.is_empty(),
-            "rank records of a set without members: {} ({} records)",
-            prefix.escape_ascii(),
-            records.len()
-        );
+    assert_eq!(scores.len(), live, "sorted sets");
+    for (set, entries) in &scores {
+        let version = u64::from_be_bytes(set[set.len() - 8..].try_into().unwrap());
+        assert_ne!(version & (1 << 62), 0, "a new set's version has bit 62");
+        let entries: Vec<Vec<u8>> = entries.keys().cloned().collect();
         assert_eq!(
-            records,
-            &expected_records(&entries),
-            "rank records of {:?}",
-            prefix.escape_ascii().to_string()
+            ranks.get(set).cloned().unwrap_or_default(),
+            expected_records(&entries),
+            "rank records of {}",
+            set.escape_ascii()
+        );
+    }
+    for set in ranks.keys() {
+        assert!(
+            scores.contains_key(set),
+            "rank records of a set without members: {}",
+            set.escape_ascii()
         );
     }
 }
@@ -373,4 +368,69 @@ fn rank_index_matches_its_definition_under_random_writes() {
         .filter(|m| !m.is_empty())
         .count();
     check_stored(dir.path(), live);
+}
+
+/// A sorted set written by a server from before the rank index (a version
+/// without bit 62, no records): its ranks are walked, writes to it add no
+/// records, and COPY makes an indexed set of it.
+#[test]
+fn sets_from_before_the_index_are_walked_and_copies_get_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 300usize;
+    let version: u64 = 1_700_000_000_000_000; // microseconds, bit 62 clear
+    {
+        let db = batchkv::Db::open(dir.path(), batchkv::Options::default()).unwrap();
+        let mut b = batchkv::WriteBatch::new();
+        let mut meta = vec![0x02, 0x03];
+        meta.extend_from_slice(&0u64.to_le_bytes());
+        meta.extend_from_slice(&version.to_le_bytes());
+        meta.extend_from_slice(&(n as u64).to_le_bytes());
+        b.put(b"\x00old", meta);
+        let prefix = |first: u8| {
+            let mut p = vec![first, 0];
+            p.extend_from_slice(&3u32.to_be_bytes());
+            p.extend_from_slice(b"old");
+            p.extend_from_slice(&version.to_be_bytes());
+            p
+        };
+        for i in 0..n {
+            let (score, member) = (i as f64, format!("m{i}"));
+            b.put(
+                [prefix(0x12), member.clone().into_bytes()].concat(),
+                score.to_le_bytes(),
+            );
+            b.put([prefix(0x13), entry(score, &member)].concat(), []);
+        }
+        db.write(&batchkv::WriteOptions::default(), b).unwrap();
+    }
+    let server = common::start_in(dir.path(), |_| {});
+    let url = format!("redis://{}/", server.addr());
+    let mut c = redis::Client::open(url).unwrap().get_connection().unwrap();
+    let mut old: Model = (0..n).map(|i| (format!("m{i}"), i as f64)).collect();
+    check_ranks(&mut c, "old", &old, 0);
+    let _: i64 = q(&mut c, &["ZADD", "old", "7", "f1:x", "150.5", "m3"]);
+    let _: i64 = q(&mut c, &["ZREM", "old", "m10", "m200"]);
+    old.insert("f1:x".into(), 7.0);
+    old.insert("m3".into(), 150.5);
+    old.remove("m10");
+    old.remove("m200");
+    check_ranks(&mut c, "old", &old, 1);
+    let _: i64 = q(&mut c, &["COPY", "old", "new"]);
+    check_ranks(&mut c, "new", &old, 2);
+    let _: i64 = q(&mut c, &["ZADD", "new", "7", "f1:y", "-1", "m5"]);
+    let mut new = old.clone();
+    new.insert("f1:y".into(), 7.0);
+    new.insert("m5".into(), -1.0);
+    check_ranks(&mut c, "new", &new, 3);
+    drop(c);
+    server.shutdown();
+    server.join().unwrap();
+    let db = batchkv::Db::open(dir.path(), batchkv::Options::default()).unwrap();
+    let scores = stored_groups(&db, 0x13);
+    let ranks = stored_groups(&db, 0x14);
+    // Only the copy has records, and they match its score index.
+    let (copy, entries) = scores.iter().find(|(set, _)| set[5..8] == *b"new").unwrap();
+    let entries: Vec<Vec<u8>> = entries.keys().cloned().collect();
+    assert_eq!(ranks.len(), 1, "only the copy is indexed");
+    assert_eq!(ranks.get(copy).unwrap(), &expected_records(&entries));
 }

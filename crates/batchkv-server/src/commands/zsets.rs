@@ -522,7 +522,7 @@ pub fn zrem(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
 }
 
 /// ZRANK and ZREVRANK: the number of index entries before (after, `rev`)
-/// the member's, from the rank index (`ranks::count_after`), or, for a
+/// the member's, from the rank index (`ranks::rank`), or, for a
 /// set from before it, by walking from the nearer end: O(rank).
 pub fn zrank(shared: &Shared, conn: &ConnState, a: &[Bytes], rev: bool) -> Reply {
     let Some((k, m)) = tri!(read_zset(shared, conn, &a[0])) else {
@@ -536,13 +536,13 @@ pub fn zrank(shared: &Shared, conn: &ConnState, a: &[Bytes], rev: bool) -> Reply
     };
     let score = tri!(decode_score(&v));
     let last = m.size.saturating_sub(1);
-    if tri!(ranks::indexed(shared, &k, m.version)) {
+    if ranks::indexed(m.version) {
         let own = [&meta::score_key(score)[..], &a[1]].concat();
-        let after = tri!(ranks::count_after(shared, &k, m.version, &own));
-        if after > last {
+        let rank = tri!(ranks::rank(shared, &k, m.version, &own));
+        if rank > last {
             return Reply::err(ranks::CORRUPT);
         }
-        return Reply::Int(if rev { after } else { last - after } as i64);
+        return Reply::Int(if rev { last - rank } else { rank } as i64);
     }
     // A set from before the rank index: count by walking.
     let own = meta::score_index_key(&k, m.version, score, &a[1]);

@@ -477,6 +477,68 @@ pub fn rank(shared: &Shared, key: &[u8], version: u64, own: &[u8]) -> Result<u64
     Ok(n)
 }
 
+/// The entry at rank `r` (0-based) of the indexed sorted set at `key`
+/// with `version`, which has more than `r` members: from the top level
+/// down, the block holding rank `r` is found among the records after the
+/// last fence the level above passed, then the entry is walked to from
+/// the last level-1 fence before it. Reads only forward; a rank past the
+/// records' counts is corruption.
+pub fn select(shared: &Shared, key: &[u8], version: u64, r: u64) -> Result<Vec<u8>, Reply> {
+    // Entries up to and including `from`; the block `until` closes holds
+    // rank `r`.
+    let mut n = 0u64;
+    let mut from: Option<Vec<u8>> = None;
+    let mut until: Option<Vec<u8>> = None;
+    let bounds = |p: &[u8], from: Option<&[u8]>, until: Option<&[u8]>| {
+        let lo = match from {
+            Some(f) => [p, f, &[0]].concat(),
+            None => p.to_vec(),
+        };
+        let hi = match until {
+            Some(u) => [p, u, &[0]].concat(),
+            None => meta::prefix_end(p),
+        };
+        (lo, hi)
+    };
+    for level in (1..=LEVELS).rev() {
+        let p = level_prefix(key, version, level);
+        let (lo, hi) = bounds(&p, from.as_deref(), until.as_deref());
+        let mut err = None;
+        shared.scan(&lo, &hi, false, true, |k, v| {
+            let c = match decode_count(v) {
+                Ok(c) => c,
+                Err(x) => {
+                    err = Some(x);
+                    return false;
+                }
+            };
+            let f = k[p.len()..].to_vec();
+            if n + c > r {
+                until = Some(f);
+                return false;
+            }
+            n += c;
+            from = Some(f);
+            true
+        })?;
+        if let Some(x) = err {
+            return Err(x);
+        }
+    }
+    let p = meta::score_prefix(key, version);
+    let (lo, hi) = bounds(&p, from.as_deref(), until.as_deref());
+    let mut found = None;
+    shared.scan(&lo, &hi, false, true, |k, _| {
+        if n == r {
+            found = Some(k[p.len()..].to_vec());
+            return false;
+        }
+        n += 1;
+        true
+    })?;
+    found.ok_or_else(corrupt)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

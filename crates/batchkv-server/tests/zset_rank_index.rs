@@ -1,7 +1,8 @@
 //! The sorted sets' rank index (`docs/format/server-keyspace.md` §5a):
-//! random writes of every kind that changes a score index, ranks checked
-//! against a model as they go, then the stored records compared with the
-//! ones the format's definition gives for the stored score index.
+//! random writes of every kind that changes a score index, ranks and
+//! rank ranges checked against a model as they go, then the stored
+//! records compared with the ones the format's definition gives for the
+//! stored score index.
 
 #![allow(
     clippy::unwrap_used,
@@ -104,6 +105,30 @@ fn check_ranks(c: &mut redis::Connection, key: &str, m: &Model, step: usize) {
             );
         }
     }
+}
+
+/// ZRANGE and ZREVRANGE of short rank ranges across `key` (deep ones
+/// start at the entry the rank index selects), against `m`.
+fn check_rank_ranges(c: &mut redis::Connection, key: &str, m: &Model, step: usize) {
+    let order: Vec<String> = ordered(m).into_iter().map(|(_, mem)| mem).collect();
+    let n = order.len();
+    let mut p = redis::pipe();
+    let mut want = Vec::new();
+    for start in (0..n).step_by(37) {
+        let stop = (start + 5).min(n - 1);
+        p.cmd("ZRANGE").arg(key).arg(start).arg(stop);
+        want.push(order[start..=stop].to_vec());
+        p.cmd("ZREVRANGE").arg(key).arg(start).arg(stop);
+        want.push(
+            order[n - 1 - stop..=n - 1 - start]
+                .iter()
+                .rev()
+                .cloned()
+                .collect(),
+        );
+    }
+    let got: Vec<Vec<String>> = p.query(c).unwrap();
+    assert_eq!(got, want, "step {step}: rank ranges of {key}");
 }
 
 /// One random write to `key` through the server, mirrored in `m`.
@@ -317,6 +342,7 @@ fn rank_index_matches_its_definition_under_random_writes() {
         if step % 50 == 0 {
             check_ranks(&mut c, "big", &big, step);
             check_ranks(&mut c, "small", &small, step);
+            check_rank_ranges(&mut c, "big", &big, step);
         }
         if step == 200 {
             // Across a restart.

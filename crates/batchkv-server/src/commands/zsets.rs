@@ -11,9 +11,10 @@
 //! ZREM) are one batched engine read; ranges by score or rank iterate the
 //! score index, ranges by lex the elements (`range.rs`, ZRANGESTORE
 //! too); ZUNION, ZINTER, ZDIFF, their *STORE forms and ZINTERCARD are in
-//! `combine.rs`; ZMPOP and the blocking pops in `pop.rs`. ZRANK reads the
-//! rank index (O(fanout × levels)); sets from before it, and rank ranges,
-//! count O(rank) (a rank range is read from the nearer end).
+//! `combine.rs`; ZMPOP and the blocking pops in `pop.rs`. ZRANK, and a
+//! rank range's first member, come from the rank index (O(fanout ×
+//! levels)); in sets from before it they cost O(rank) (a rank range is
+//! read from the nearer end).
 //!
 //! Every write that can make a sorted set non-empty (ZADD, ZINCRBY, the
 //! *STORE destinations) wakes a client blocked on its key in BZPOPMIN,

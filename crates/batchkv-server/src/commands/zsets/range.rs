@@ -18,6 +18,7 @@ use crate::commands::strings::tri;
 use crate::commands::{not_integer, parse_int, syntax_error, ConnState};
 use crate::keyspace::db_key;
 use crate::meta::{self, Kind, Meta};
+use crate::ranks;
 use crate::resp::Reply;
 use crate::shared::Shared;
 
@@ -185,8 +186,14 @@ fn rank_bounds(start: i64, stop: i64, n: u64) -> Option<(u64, u64)> {
     Some((start as u64, stop.min(n - 1) as u64))
 }
 
+/// Ranks this far from both ends of an indexed set start their walk at
+/// the entry `ranks::select` finds; nearer ones walk from the end.
+const SELECT_FROM: u64 = 64;
+
 /// The members at ascending ranks `first..=last` of the sorted set `m`
-/// at `key`, read from the nearer end of the index.
+/// at `key`: from the entry at rank `first` (a set with a rank index,
+/// ranks far from both ends), else read from the nearer end of the
+/// index.
 fn rank_slice(
     shared: &Shared,
     key: &[u8],
@@ -195,9 +202,28 @@ fn rank_slice(
     last: u64,
 ) -> Result<Vec<Scored>, Reply> {
     let from_end = m.size.saturating_sub(1).saturating_sub(last);
+    let len = (last - first + 1) as usize;
+    if ranks::indexed(m.version) && first.min(from_end) >= SELECT_FROM {
+        let start = ranks::select(shared, key, m.version, first)?;
+        let p = meta::score_prefix(key, m.version);
+        let mut out = Vec::with_capacity(len.min(1 << 16));
+        let lo = [&p[..], &start].concat();
+        scan_index(
+            shared,
+            key,
+            m,
+            &lo,
+            &meta::prefix_end(&p),
+            false,
+            |mem, s| {
+                out.push((mem.to_vec(), s));
+                out.len() < len
+            },
+        )?;
+        return Ok(out);
+    }
     let reverse = from_end < first;
     let skip = if reverse { from_end } else { first };
-    let len = (last - first + 1) as usize;
     let mut out = Vec::with_capacity(len.min(1 << 16));
     let mut seen = 0u64;
     scan_all(shared, key, m, reverse, |mem, s| {

@@ -351,6 +351,38 @@ fn rank_index_matches_its_definition_under_random_writes() {
             c = h.conn();
         }
     }
+    // Pipelines of writes to one set: the server runs them as one write
+    // group, each command reading the ones before it through the group's
+    // overlay.
+    for round in 0..30 {
+        let mut p = redis::pipe();
+        for _ in 0..12 {
+            let mem = pool[rng.below(pool.len())].clone();
+            match rng.below(3) {
+                0 => {
+                    let s = if mem.starts_with('f') {
+                        7.0
+                    } else {
+                        rng.below(50) as f64
+                    };
+                    p.cmd("ZADD").arg("big").arg(s).arg(&mem).ignore();
+                    big.insert(mem, s);
+                }
+                1 => {
+                    p.cmd("ZREM").arg("big").arg(&mem).ignore();
+                    big.remove(&mem);
+                }
+                _ => {
+                    p.cmd("ZINCRBY").arg("big").arg(2).arg(&mem).ignore();
+                    *big.entry(mem).or_insert(0.0) += 2.0;
+                }
+            }
+        }
+        let () = p.query(&mut c).unwrap();
+        if round % 10 == 9 {
+            check_ranks(&mut c, "big", &big, 400 + round);
+        }
+    }
     // Copies, a *STORE result, a rename and a transaction's writes keep
     // (or build) the index too.
     let _: i64 = q(&mut c, &["COPY", "big", "copy"]);

@@ -247,6 +247,50 @@ impl Level<'_> {
         })
     }
 
+    /// The greatest fence < `f`, given `floor`, the affected fence before
+    /// `f` (every added fence is affected, so only stored ones can lie
+    /// between the two): found reading forward from `floor`, where
+    /// [`Level::prev`] would read backward, which costs the engine more.
+    fn prev_above(&self, f: &[u8], floor: &[u8]) -> Result<Vec<u8>, Reply> {
+        let mut lo = concat(&self.prefix, floor);
+        lo.push(0);
+        let mut best = floor.to_vec();
+        self.shared
+            .scan(&lo, &concat(&self.prefix, f), false, true, |k, _| {
+                let e = &k[self.prefix.len()..];
+                if !self.removed.contains(e) {
+                    best.clear();
+                    best.extend_from_slice(e);
+                }
+                true
+            })?;
+        Ok(best)
+    }
+
+    /// [`Level::next`] of ascending queries: the last answer (`memo`) is
+    /// reused while it still holds (no fence lies between the last query
+    /// and its answer, so none between this query and it either). A run
+    /// of changes in one block costs one seek, and a run of removed
+    /// fences is skipped once, not once per change after it.
+    fn next_ascending(
+        &self,
+        e: &[u8],
+        strict: bool,
+        memo: &mut Option<Option<Found>>,
+    ) -> Result<Option<Found>, Reply> {
+        match memo {
+            // No fence after an earlier query: none after this one.
+            Some(None) => return Ok(None),
+            Some(Some((f, old))) if e < f.as_slice() || (!strict && e == f.as_slice()) => {
+                return Ok(Some((f.clone(), *old)));
+            }
+            _ => {}
+        }
+        let found = self.next(e, strict)?;
+        *memo = Some(found.clone());
+        Ok(found)
+    }
+
     /// The greatest fence < `f`, if any: where `f`'s block starts (after
     /// it). A backward read, taken only where a block's bounds change.
     fn prev(&self, f: &[u8]) -> Result<Option<Vec<u8>>, Reply> {
@@ -309,8 +353,9 @@ fn update(
             removed: fences(-1),
         };
         let mut affected: BTreeMap<Vec<u8>, Affected> = BTreeMap::new();
+        let mut memo = None;
         for (e, d) in &ch.0 {
-            if let Some((f, old)) = lv.next(e, false)? {
+            if let Some((f, old)) = lv.next_ascending(e, false, &mut memo)? {
                 let a = affected.entry(f).or_insert(Affected {
                     recount: old.is_none(),
                     old,
@@ -320,8 +365,10 @@ fn update(
             }
         }
         // The block after a fence added or removed starts elsewhere now.
-        for &c in lv.added.iter().chain(&lv.removed) {
-            if let Some((g, old)) = lv.next(c, true)? {
+        let mut memo = None;
+        let changed = ch.0.keys().filter(|e| fence_level(e) >= level);
+        for c in changed {
+            if let Some((g, old)) = lv.next_ascending(c, true, &mut memo)? {
                 affected
                     .entry(g)
                     .or_insert(Affected {
@@ -338,11 +385,17 @@ fn update(
             break;
         }
         let mut rewrites: Rewrites = lv.removed.iter().map(|&c| (c.to_vec(), None)).collect();
+        // The last affected fence (ascending): a fence of the new state
+        // below the next one, so that one's block starts at or after it.
+        let mut floor: Option<Vec<u8>> = None;
         for (f, a) in affected {
             let n = match (a.recount, a.old) {
                 (false, Some(old)) => old as i64 + a.delta,
                 _ => {
-                    let from = lv.prev(&f)?;
+                    let from = match &floor {
+                        Some(fl) => Some(lv.prev_above(&f, fl)?),
+                        None => lv.prev(&f)?,
+                    };
                     if level == 1 {
                         count_index(shared, key, version, from.as_deref(), &f)? as i64
                             + ch.sum(from.as_deref(), &f)
@@ -356,6 +409,7 @@ fn update(
             if n < 1 {
                 return Err(corrupt());
             }
+            floor = Some(f.clone());
             rewrites.insert(f, Some(n as u64));
         }
         for (e, n) in &rewrites {

@@ -234,6 +234,39 @@ fn random_write(
     }
 }
 
+/// One write of hundreds of members to `key` (a long run of removed or
+/// added fences), mirrored in `m`: a removal of 500 consecutive ranks, or
+/// an add of 400 members scored past the top (appended).
+fn big_write(c: &mut redis::Connection, rng: &mut Rng, key: &str, m: &mut Model, pool: &[String]) {
+    if rng.below(2) == 0 && m.len() > 600 {
+        let start = rng.below(m.len() - 500);
+        let order = ordered(m);
+        let _: i64 = q(
+            c,
+            &[
+                "ZREMRANGEBYRANK",
+                key,
+                &start.to_string(),
+                &(start + 499).to_string(),
+            ],
+        );
+        for (_, mem) in &order[start..start + 500] {
+            m.remove(mem);
+        }
+    } else {
+        let mut args = vec!["ZADD".to_string(), key.to_string()];
+        for i in 0..400 {
+            let mem = pool[rng.below(pool.len())].clone();
+            let s = 1000.0 + i as f64;
+            args.push(s.to_string());
+            args.push(mem.clone());
+            m.insert(mem, s);
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let _: i64 = q(c, &args);
+    }
+}
+
 /// Groups the keys of range `first` by their collection
 /// (`db ‖ len ‖ user key ‖ version`, after `first`): collection → (rest
 /// → value).
@@ -339,6 +372,9 @@ fn rank_index_matches_its_definition_under_random_writes() {
     for step in 1..=400 {
         random_write(&mut c, &mut rng, "big", &mut big, &pool);
         random_write(&mut c, &mut rng, "small", &mut small, &pool[..200]);
+        if step % 100 == 0 {
+            big_write(&mut c, &mut rng, "big", &mut big, &pool);
+        }
         if step % 50 == 0 {
             check_ranks(&mut c, "big", &big, step);
             check_ranks(&mut c, "small", &small, step);

@@ -15,28 +15,8 @@
 mod common;
 
 use common::reference::{RedisServer, Resp};
-use common::Harness;
+use common::{Harness, Rng};
 use std::net::SocketAddr;
-
-/// xorshift64*: a small deterministic generator (the seed is printed).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
-        xs[self.below(xs.len())]
-    }
-}
 
 /// Key names (under a prefix): k0-k5 start as hash, set, zset, string,
 /// list and absent; e* expire before the reads begin; kl is a list of 20

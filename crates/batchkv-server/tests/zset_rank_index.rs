@@ -14,7 +14,7 @@ mod common;
 
 use std::collections::{BTreeMap, HashMap};
 
-use common::{q, Harness};
+use common::{q, Harness, Rng};
 
 /// The format's fence level of an entry (`score key ‖ member`): trailing
 /// all-zero 5-bit groups of fmix64(fnv1a64(entry)), at most 3.
@@ -46,22 +46,6 @@ fn score_key(score: f64) -> [u8; 8] {
 
 fn entry(score: f64, member: &str) -> Vec<u8> {
     [&score_key(score)[..], member.as_bytes()].concat()
-}
-
-/// A small deterministic generator (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
 }
 
 /// Members whose entry at score 7 has fence level `level`: the pool the

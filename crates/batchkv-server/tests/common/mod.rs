@@ -243,3 +243,24 @@ pub fn stored_element_keys(dir: &std::path::Path) -> (usize, usize) {
     }
     (elements, index)
 }
+
+/// xorshift64*: a small deterministic generator for randomized tests
+/// (seed it with a fixed or printed value).
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    pub fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
+        xs[self.below(xs.len())]
+    }
+}

@@ -30,8 +30,9 @@
 
 use crate::meta::{self, Meta};
 use crate::resp::Reply;
-use crate::shared::Shared;
+use crate::shared::{Cursor, Shared};
 use batchkv::WriteBatch;
+use std::cell::RefCell;
 use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
@@ -204,6 +205,8 @@ type Found = (Vec<u8>, Option<u64>);
 /// the removed fences skipped and the added ones merged in.
 struct Level<'a> {
     shared: &'a Shared,
+    /// Over the set's rank records (every level's forward reads).
+    cur: &'a RefCell<Cursor>,
     prefix: Vec<u8>,
     added: BTreeSet<&'a [u8]>,
     removed: BTreeSet<&'a [u8]>,
@@ -213,14 +216,16 @@ impl Level<'_> {
     /// The smallest fence ≥ `e` (> `e` if `strict`): the block `e` falls
     /// in (the next block). One forward seek.
     fn next(&self, e: &[u8], strict: bool) -> Result<Option<Found>, Reply> {
-        let mut lo = concat(&self.prefix, e);
-        if strict {
-            lo.push(0);
-        }
+        let lo = if strict {
+            [&self.prefix, e, &[0]].concat()
+        } else {
+            concat(&self.prefix, e)
+        };
         let mut stored = None;
         let mut err = None;
-        self.shared
-            .scan(&lo, &meta::prefix_end(&self.prefix), false, true, |k, v| {
+        self.cur
+            .borrow_mut()
+            .scan(&lo, &meta::prefix_end(&self.prefix), |k, v| {
                 let f = &k[self.prefix.len()..];
                 if self.removed.contains(f) {
                     return true;
@@ -252,11 +257,11 @@ impl Level<'_> {
     /// between the two): found reading forward from `floor`, where
     /// [`Level::prev`] would read backward, which costs the engine more.
     fn prev_above(&self, f: &[u8], floor: &[u8]) -> Result<Vec<u8>, Reply> {
-        let mut lo = concat(&self.prefix, floor);
-        lo.push(0);
+        let lo = [&self.prefix, floor, &[0]].concat();
         let mut best = floor.to_vec();
-        self.shared
-            .scan(&lo, &concat(&self.prefix, f), false, true, |k, _| {
+        self.cur
+            .borrow_mut()
+            .scan(&lo, &concat(&self.prefix, f), |k, _| {
                 let e = &k[self.prefix.len()..];
                 if !self.removed.contains(e) {
                     best.clear();
@@ -338,6 +343,8 @@ fn update(
     version: u64,
     ch: &Changes,
 ) -> Result<(), Reply> {
+    let rp = meta::rank_prefix(key, version);
+    let cur = RefCell::new(shared.cursor(&rp, &meta::prefix_end(&rp))?);
     let mut below = Rewrites::new();
     for level in 1..=LEVELS {
         let fences = |sign: i64| -> BTreeSet<&[u8]> {
@@ -348,6 +355,7 @@ fn update(
         };
         let lv = Level {
             shared,
+            cur: &cur,
             prefix: level_prefix(key, version, level),
             added: fences(1),
             removed: fences(-1),
@@ -400,7 +408,7 @@ fn update(
                         count_index(shared, key, version, from.as_deref(), &f)? as i64
                             + ch.sum(from.as_deref(), &f)
                     } else {
-                        sum_level(shared, key, version, level - 1, &below, from.as_deref(), &f)?
+                        sum_level(&cur, key, version, level - 1, &below, from.as_deref(), &f)?
                             as i64
                     }
                 }
@@ -428,16 +436,10 @@ fn update(
 /// start) under `prefix`.
 fn block_bounds(prefix: &[u8], from: Option<&[u8]>, to: &[u8]) -> (Vec<u8>, Vec<u8>) {
     let lo = match from {
-        Some(f) => {
-            let mut lo = concat(prefix, f);
-            lo.push(0);
-            lo
-        }
+        Some(f) => [prefix, f, &[0]].concat(),
         None => prefix.to_vec(),
     };
-    let mut hi = concat(prefix, to);
-    hi.push(0);
-    (lo, hi)
+    (lo, [prefix, to, &[0]].concat())
 }
 
 /// The number of stored score-index entries in `(from, to]`.
@@ -460,7 +462,7 @@ fn count_index(
 /// The sum of the new counts of level `level`'s records in `(from, to]`:
 /// the stored ones with `rewrites` applied.
 fn sum_level(
-    shared: &Shared,
+    cur: &RefCell<Cursor>,
     key: &[u8],
     version: u64,
     level: u8,
@@ -472,7 +474,7 @@ fn sum_level(
     let (lo, hi) = block_bounds(&p, from, to);
     let mut n = 0u64;
     let mut err = None;
-    shared.scan(&lo, &hi, false, true, |k, v| {
+    cur.borrow_mut().scan(&lo, &hi, |k, v| {
         if !rewrites.contains_key(&k[p.len()..]) {
             match decode_count(v) {
                 Ok(c) => n += c,
@@ -500,12 +502,14 @@ pub fn rank(shared: &Shared, key: &[u8], version: u64, own: &[u8]) -> Result<u64
     let mut n = 0u64;
     // The last fence summed so far (its entry), if any.
     let mut from: Option<Vec<u8>> = None;
+    let rp = meta::rank_prefix(key, version);
+    let mut cur = shared.cursor(&rp, &meta::prefix_end(&rp))?;
     for level in (1..=LEVELS).rev() {
         let p = level_prefix(key, version, level);
         let (lo, _) = block_bounds(&p, from.as_deref(), own);
         let mut last: Option<Vec<u8>> = None;
         let mut err = None;
-        shared.scan(&lo, &concat(&p, own), false, true, |k, v| {
+        cur.scan(&lo, &concat(&p, own), |k, v| {
             match decode_count(v) {
                 Ok(c) => n += c,
                 Err(x) => err = Some(x),
@@ -554,11 +558,13 @@ pub fn select(shared: &Shared, key: &[u8], version: u64, r: u64) -> Result<Vec<u
         };
         (lo, hi)
     };
+    let rp = meta::rank_prefix(key, version);
+    let mut cur = shared.cursor(&rp, &meta::prefix_end(&rp))?;
     for level in (1..=LEVELS).rev() {
         let p = level_prefix(key, version, level);
         let (lo, hi) = bounds(&p, from.as_deref(), until.as_deref());
         let mut err = None;
-        shared.scan(&lo, &hi, false, true, |k, v| {
+        cur.scan(&lo, &hi, |k, v| {
             let c = match decode_count(v) {
                 Ok(c) => c,
                 Err(x) => {

@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
-use batchkv::{Db, InsertHint, ReadOptions, Snapshot, WriteBatch, WriteOptions};
+use batchkv::{Db, DbIterator, InsertHint, ReadOptions, Snapshot, WriteBatch, WriteOptions};
 use tokio::sync::watch;
 
 use crate::batcher::Batcher;
@@ -579,6 +579,25 @@ impl Shared {
         fill_cache: bool,
         mut f: impl FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<(), Reply> {
+        let mut it = self.engine_iter(lo, hi, fill_cache)?;
+        if reverse {
+            it.seek_to_last();
+            while it.valid() {
+                if !f(it.key(), it.value()) {
+                    break;
+                }
+                it.prev();
+            }
+            return it.status().map_err(crate::commands::engine_error);
+        }
+        it.seek(lo);
+        // The iterator's own bound ends the walk: `hi` is not compared.
+        walk(&mut it, None, f)
+    }
+
+    /// An engine iterator over `[lo, hi)` at this thread's snapshot,
+    /// unpositioned.
+    fn engine_iter(&self, lo: &[u8], hi: &[u8], fill_cache: bool) -> Result<DbIterator, Reply> {
         // Built at this thread's snapshot directly: `at_read_snapshot`
         // would copy the bounds once more.
         let opts = ReadOptions {
@@ -588,23 +607,14 @@ impl Shared {
             snapshot: read_snapshot(),
             ..Default::default()
         };
-        let mut it = self.db.iter(&opts).map_err(crate::commands::engine_error)?;
-        if reverse {
-            it.seek_to_last();
-        } else {
-            it.seek(lo);
-        }
-        while it.valid() {
-            if !f(it.key(), it.value()) {
-                break;
-            }
-            if reverse {
-                it.prev();
-            } else {
-                it.next();
-            }
-        }
-        it.status().map_err(crate::commands::engine_error)
+        self.db.iter(&opts).map_err(crate::commands::engine_error)
+    }
+
+    /// A [`Cursor`] for forward scans within `[lo, hi)`.
+    pub fn cursor(&self, lo: &[u8], hi: &[u8]) -> Result<Cursor, Reply> {
+        Ok(Cursor {
+            it: self.engine_iter(lo, hi, true)?,
+        })
     }
 
     /// Visits the elements of the collection `meta` at stored key `key`:
@@ -1020,6 +1030,50 @@ impl Shared {
         self.stats.wal_syncs.fetch_add(1, Ordering::Relaxed);
         self.db.sync_wal()
     }
+}
+
+/// Forward scans of one key range (e.g. one sorted set's rank records)
+/// through one engine iterator, re-seeked for each (`seek_near`): after
+/// the first, a seek costs the memtable O(log distance) from the last one
+/// (its finger search) and no iterator is built.
+pub struct Cursor {
+    it: DbIterator,
+}
+
+impl Cursor {
+    /// [`Shared::scan`] forward over `[lo, hi)`, which lies within the
+    /// cursor's range.
+    pub fn scan(
+        &mut self,
+        lo: &[u8],
+        hi: &[u8],
+        f: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<(), Reply> {
+        if tx::active() {
+            return tx::scan_merged(lo, hi, false, f, |g| {
+                self.it.seek_near(lo);
+                walk(&mut self.it, Some(hi), g)
+            });
+        }
+        self.it.seek_near(lo);
+        walk(&mut self.it, Some(hi), f)
+    }
+}
+
+/// Visits `it`'s entries from its position (below `hi`, if given) until
+/// `f` returns false.
+fn walk(
+    it: &mut DbIterator,
+    hi: Option<&[u8]>,
+    mut f: impl FnMut(&[u8], &[u8]) -> bool,
+) -> Result<(), Reply> {
+    while it.valid() && hi.is_none_or(|hi| it.key() < hi) {
+        if !f(it.key(), it.value()) {
+            break;
+        }
+        it.next();
+    }
+    it.status().map_err(crate::commands::engine_error)
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! Property test: the DB iterator (forward, backward, seeks, bounds, at the
+//! Property test: the DB iterator (forward, backward, seeks, `seek_near`, bounds, at the
 //! latest state and at snapshots) equals a `BTreeMap` model under random
 //! operations, across memtables, flushes and reopen.
 
@@ -86,6 +86,7 @@ fn backward(it: &mut DbIterator) -> Vec<(Vec<u8>, Vec<u8>)> {
 fn check(db: &Db, ropts: &ReadOptions, model: &Model, probes: &[u8]) {
     let want = expected(model, &ropts.lower_bound, &ropts.upper_bound);
     let mut it = db.iter(ropts).unwrap();
+    let mut near = db.iter(ropts).unwrap();
     assert_eq!(forward(&mut it), want, "forward");
     assert_eq!(backward(&mut it), want, "backward");
     for &p in probes {
@@ -105,6 +106,25 @@ fn check(db: &Db, ropts: &ReadOptions, model: &Model, probes: &[u8]) {
                 it.valid().then(|| it.key().to_vec()),
                 before.map(|(k, _)| k.clone()),
                 "prev after seek"
+            );
+        }
+        // seek_near lands where seek does, from wherever the last one went
+        // (the probes come in any order) and after any moves since.
+        near.seek_near(&target);
+        assert_eq!(
+            near.valid().then(|| near.key().to_vec()),
+            first_ge.map(|(k, _)| k.clone()),
+            "seek_near"
+        );
+        if near.valid() {
+            near.next();
+            let after = want
+                .iter()
+                .find(|(k, _)| first_ge.is_some_and(|(f, _)| k > f));
+            assert_eq!(
+                near.valid().then(|| near.key().to_vec()),
+                after.map(|(k, _)| k.clone()),
+                "next after seek_near"
             );
         }
         it.seek_for_prev(&target);

@@ -141,6 +141,15 @@ impl DbIterator {
     pub fn seek(&mut self, key: impl AsRef<[u8]>) {
         self.inner.seek(key.as_ref());
     }
+    /// [`DbIterator::seek`] for a key near the last `seek_near`'s, either
+    /// side: a cursor re-seeked within a small key range. In the skip-list
+    /// memtable the search starts from the last one's path and costs
+    /// O(log distance) instead of a descent from the top; elsewhere, and
+    /// for the first, it is `seek`. Same result as `seek`; a far key costs
+    /// a little more than `seek` would.
+    pub fn seek_near(&mut self, key: impl AsRef<[u8]>) {
+        self.inner.seek_near(key.as_ref());
+    }
     /// Positions at the last key ≤ `key`.
     pub fn seek_for_prev(&mut self, key: impl AsRef<[u8]>) {
         self.inner.seek_for_prev(key.as_ref());

@@ -234,6 +234,16 @@ impl DbIter {
 
     /// Positions at the first visible key ≥ `target` (and ≥ the lower bound).
     pub(crate) fn seek(&mut self, target: &[u8]) {
+        self.seek_with(target, false);
+    }
+
+    /// [`DbIter::seek`] for a target near the last `seek_near`'s
+    /// ([`InternalIterator::seek_near`]).
+    pub(crate) fn seek_near(&mut self, target: &[u8]) {
+        self.seek_with(target, true);
+    }
+
+    fn seek_with(&mut self, target: &[u8], near: bool) {
         self.reset(Direction::Forward);
         let target = match &self.lower {
             Some(lower) if target < lower.as_slice() => lower.as_slice(),
@@ -243,7 +253,11 @@ impl DbIter {
             return;
         }
         let lk = lookup_key(target, self.sequence);
-        self.inner.seek(&lk);
+        if near {
+            self.inner.seek_near(&lk);
+        } else {
+            self.inner.seek(&lk);
+        }
         self.find_next_user_entry(false);
     }
 

@@ -216,6 +216,12 @@ impl InternalIterator for MergingIterator {
         self.rebuild();
     }
 
+    fn seek_near(&mut self, target: &[u8]) {
+        self.children.iter_mut().for_each(|c| c.seek_near(target));
+        self.direction = Direction::Forward;
+        self.rebuild();
+    }
+
     fn seek_for_prev(&mut self, target: &[u8]) {
         self.children
             .iter_mut()

@@ -25,6 +25,12 @@ pub trait InternalIterator: Send {
     fn seek_to_last(&mut self);
     /// Positions at the first entry whose internal key is ≥ `target` (an internal key).
     fn seek(&mut self, target: &[u8]);
+    /// [`InternalIterator::seek`] for a target near the last `seek_near`'s
+    /// (either side): where a search can start from the last one's path
+    /// (the skip-list memtable's finger), it costs O(log distance).
+    fn seek_near(&mut self, target: &[u8]) {
+        self.seek(target);
+    }
     /// Positions at the last entry whose internal key is ≤ `target` (an internal key).
     fn seek_for_prev(&mut self, target: &[u8]);
     /// Moves to the next entry. Requires `valid()`.

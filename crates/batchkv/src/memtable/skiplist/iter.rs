@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 
+use super::finger::Finger;
 use super::node::{self, Node};
 use super::SkipListMemTable;
 use crate::error::{Error, Result};
@@ -20,6 +21,9 @@ pub(super) struct SkipListIter {
     mt: Arc<SkipListMemTable>,
     /// Current node; null when not valid.
     node: *mut Node,
+    /// The last `seek_near`'s search path: a `seek_near` near it costs
+    /// O(log distance), not a descent from the top.
+    finger: Finger,
     err: Option<Error>,
     /// Tests: runs in `seek_for_prev` right after its seek, where another
     /// thread's insert can land between the target and the position.
@@ -34,6 +38,7 @@ unsafe impl Send for SkipListIter {}
 impl SkipListIter {
     pub(super) fn new(mt: Arc<SkipListMemTable>) -> SkipListIter {
         SkipListIter {
+            finger: Finger::new(&mt.list),
             mt,
             node: std::ptr::null_mut(),
             err: None,
@@ -99,6 +104,19 @@ impl InternalIterator for SkipListIter {
             .mt
             .list
             .find_ge::<false>(user_key(target), trailer(target))
+        {
+            Ok(n) => self.set(n),
+            Err(e) => self.fail(e),
+        }
+    }
+
+    fn seek_near(&mut self, target: &[u8]) {
+        if !self.check_target(target) {
+            return;
+        }
+        match self
+            .finger
+            .search::<false>(&self.mt.list, user_key(target), trailer(target))
         {
             Ok(n) => self.set(n),
             Err(e) => self.fail(e),

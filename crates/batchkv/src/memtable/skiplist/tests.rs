@@ -1282,3 +1282,100 @@ fn point_index_gets_see_every_finished_insert_under_racing_writers() {
         }
     }
 }
+
+/// The iterator's `seek_near` starts from the last one's path (finger
+/// search), up or down from it: seeks in any order (near the last one, far
+/// from it, to the same target, between `next` calls and plain seeks that
+/// move the position but not the path) land where the model says,
+/// paranoid or not.
+#[test]
+fn reseeks_in_any_order_land_where_a_fresh_search_does() {
+    for paranoid in [false, true] {
+        let mut rng = StdRng::seed_from_u64(31);
+        // Enough keys for towers of several levels.
+        let (mt, model, seq) = build(&mut rng, small_opts(paranoid), 3000);
+        let want = model.entries();
+        let mt = Arc::new(mt);
+        let mut it = mt.clone().iter();
+        let mut i = rng.random_range(0..6002u32);
+        for step in 0..4000 {
+            i = match step % 4 {
+                // Near the last target, either side.
+                0 | 1 => (i as i64 + rng.random_range(-40..=40)).clamp(0, 6002) as u32,
+                // Anywhere.
+                2 => rng.random_range(0..6002),
+                // The same user key again.
+                _ => i,
+            };
+            let snap = [0, seq / 2, MAX_SEQUENCE][rng.random_range(0..3)];
+            if step % 7 == 0 {
+                // A plain seek elsewhere leaves the finger where it was.
+                it.seek(&crate::key::lookup_key(
+                    &key_of(rng.random_range(0..6002)),
+                    snap,
+                ));
+            }
+            let target = crate::key::lookup_key(&key_of(i), snap);
+            it.seek_near(&target);
+            let ge = want
+                .iter()
+                .position(|(k, _)| crate::key::compare_internal_keys(k, &target).is_ge());
+            assert_eq!(it.valid(), ge.is_some(), "seek {step} to key {i} at {snap}");
+            if let Some(p) = ge {
+                assert_eq!(it.key(), &want[p].0[..], "seek {step} to key {i} at {snap}");
+                let steps = rng.random_range(0..4);
+                for (k, _) in want.iter().skip(p + 1).take(steps) {
+                    it.next();
+                    assert_eq!(it.key(), &k[..]);
+                }
+            }
+            it.status().unwrap();
+        }
+    }
+}
+
+/// Re-seeks racing inserts: every seek lands at or after its target and
+/// at or before the first entry ≥ it that was there before the seek began
+/// (entries inserted meanwhile may be found or not).
+#[test]
+fn reseeks_racing_inserts_never_skip_an_entry_that_was_there() {
+    let mt = Arc::new(SkipListMemTable::new(small_opts(false)));
+    for i in 0..2000u32 {
+        mt.insert(u64::from(i) + 1, ValueType::Value, &key_of(i * 2), b"v")
+            .unwrap();
+    }
+    let writer = {
+        let mt = Arc::clone(&mt);
+        std::thread::spawn(move || {
+            for i in 0..2000u32 {
+                mt.insert(
+                    10_000 + u64::from(i),
+                    ValueType::Value,
+                    &key_of(i * 2 + 1),
+                    b"w",
+                )
+                .unwrap();
+            }
+        })
+    };
+    let mut rng = StdRng::seed_from_u64(5);
+    let mut it = mt.clone().iter();
+    let mut i = 0u32;
+    for _ in 0..20_000 {
+        i = (i as i64 + rng.random_range(-30..=30)).clamp(0, 3999) as u32;
+        let target = crate::key::lookup_key(&key_of(i), MAX_SEQUENCE);
+        it.seek_near(&target);
+        // The first even key ≥ key i: inserted before the writer started.
+        let first_old = key_of(i.div_ceil(2) * 2);
+        assert!(it.valid() || i > 3998, "seek to key {i} found nothing");
+        if it.valid() {
+            let k = crate::key::user_key(it.key()).to_vec();
+            assert!(k >= key_of(i), "seek to key {i} landed before it");
+            if i <= 3998 {
+                assert!(k <= first_old, "seek to key {i} skipped {first_old:?}");
+            }
+        }
+    }
+    writer.join().unwrap();
+    it.status().unwrap();
+}

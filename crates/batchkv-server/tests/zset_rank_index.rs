@@ -115,6 +115,80 @@ fn check_rank_ranges(c: &mut redis::Connection, key: &str, m: &Model, step: usiz
     assert_eq!(got, want, "step {step}: rank ranges of {key}");
 }
 
+/// ZRANGEBYSCORE and ZREVRANGEBYSCORE with deep LIMIT offsets (the entry
+/// at the offset is selected by rank, not walked to), against `m`: bounds
+/// inclusive and exclusive, infinite, between and on scores of members.
+fn check_score_offsets(c: &mut redis::Connection, key: &str, m: &Model, step: usize) {
+    let order = ordered(m);
+    // (argument, lower bound test, upper bound test)
+    let bound = |arg: &str| -> (String, f64, bool) {
+        let (ex, num) = match arg.strip_prefix('(') {
+            Some(n) => (true, n),
+            None => (false, arg),
+        };
+        let v = match num {
+            "-inf" => f64::NEG_INFINITY,
+            "+inf" => f64::INFINITY,
+            n => n.parse().unwrap(),
+        };
+        (arg.to_string(), v, ex)
+    };
+    let mut p = redis::pipe();
+    let mut want: Vec<Vec<String>> = Vec::new();
+    for min in ["-inf", "-50", "(7", "7", "100"] {
+        for max in ["+inf", "250", "(250", "(7"] {
+            let (min_arg, lo, lo_ex) = bound(min);
+            let (max_arg, hi, hi_ex) = bound(max);
+            let inside: Vec<&String> = order
+                .iter()
+                .filter(|(s, _)| if lo_ex { *s > lo } else { *s >= lo })
+                .filter(|(s, _)| if hi_ex { *s < hi } else { *s <= hi })
+                .map(|(_, mem)| mem)
+                .collect();
+            for off in [64, 65, 100, 700, 2500, 5000] {
+                p.cmd("ZRANGEBYSCORE")
+                    .arg(key)
+                    .arg(&min_arg)
+                    .arg(&max_arg)
+                    .arg("LIMIT")
+                    .arg(off)
+                    .arg(5);
+                want.push(
+                    inside
+                        .iter()
+                        .skip(off)
+                        .take(5)
+                        .map(|s| s.to_string())
+                        .collect(),
+                );
+                p.cmd("ZREVRANGEBYSCORE")
+                    .arg(key)
+                    .arg(&max_arg)
+                    .arg(&min_arg)
+                    .arg("LIMIT")
+                    .arg(off)
+                    .arg(5);
+                want.push(
+                    inside
+                        .iter()
+                        .rev()
+                        .skip(off)
+                        .take(5)
+                        .map(|s| s.to_string())
+                        .collect(),
+                );
+            }
+        }
+    }
+    let got: Vec<Vec<String>> = p.query(c).unwrap();
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(
+            g, w,
+            "step {step}: score range {i} of {key} with a deep offset"
+        );
+    }
+}
+
 /// One random write to `key` through the server, mirrored in `m`.
 fn random_write(
     c: &mut redis::Connection,
@@ -363,6 +437,7 @@ fn rank_index_matches_its_definition_under_random_writes() {
             check_ranks(&mut c, "big", &big, step);
             check_ranks(&mut c, "small", &small, step);
             check_rank_ranges(&mut c, "big", &big, step);
+            check_score_offsets(&mut c, "big", &big, step);
         }
         if step == 200 {
             // Across a restart.

@@ -239,6 +239,43 @@ fn rank_slice(
     Ok(out)
 }
 
+/// The score-index entry (less the prefix `p`) `offset` entries into
+/// `[lo, hi)` in reply order (descending with `rev`) of the indexed set
+/// `m` at `key`, if the range holds that many: by the ranks of the
+/// range's ends and [`ranks::select`].
+#[allow(clippy::too_many_arguments)]
+fn offset_entry(
+    shared: &Shared,
+    key: &[u8],
+    m: &Meta,
+    p: &[u8],
+    lo: &[u8],
+    hi: &[u8],
+    rev: bool,
+    offset: u64,
+) -> Result<Option<Vec<u8>>, Reply> {
+    // The number of entries before a bound: the rank an entry there would
+    // have (every entry's, past the index: `hi` of +inf).
+    let before = |bound: &[u8]| match bound.strip_prefix(p) {
+        Some(own) => ranks::rank(shared, key, m.version, own),
+        None => Ok(m.size),
+    };
+    let target = if rev {
+        match before(hi)?.checked_sub(offset + 1) {
+            Some(t) => t,
+            None => return Ok(None),
+        }
+    } else {
+        before(lo)? + offset
+    };
+    if target >= m.size {
+        return Ok(None);
+    }
+    let e = ranks::select(shared, key, m.version, target)?;
+    let k = [p, &e].concat();
+    Ok((lo <= k.as_slice() && k.as_slice() < hi).then_some(e))
+}
+
 /// LIMIT applied to a walk: skips `skip` entries, then keeps up to `left`
 /// (`None`: all).
 struct Window {
@@ -290,9 +327,20 @@ fn collect(shared: &Shared, key: &[u8], m: &Meta, q: &Query) -> Result<Vec<Score
             }
         }
         Spec::Score(r) => {
-            let Some((lo, hi)) = r.index_bounds(&meta::score_prefix(key, m.version)) else {
+            let p = meta::score_prefix(key, m.version);
+            let Some((mut lo, mut hi)) = r.index_bounds(&p) else {
                 return Ok(out);
             };
+            if ranks::indexed(m.version) && q.offset as u64 >= SELECT_FROM {
+                // A deep LIMIT offset: the entry `offset` places into the
+                // range is selected by rank, not walked to.
+                match offset_entry(shared, key, m, &p, &lo, &hi, q.rev, q.offset as u64)? {
+                    Some(e) if q.rev => hi = [&p[..], &e, &[0]].concat(),
+                    Some(e) => lo = [&p[..], &e].concat(),
+                    None => return Ok(out),
+                }
+                w.skip = 0;
+            }
             scan_index(shared, key, m, &lo, &hi, q.rev, |mem, s| {
                 let (keep, more) = w.take();
                 if keep {

@@ -257,6 +257,12 @@ pub fn rank_prefix(key: &[u8], version: u64) -> Vec<u8> {
     version_prefix(RANKS, key, version)
 }
 
+/// A score-index entry: a score-index key less its prefix,
+/// `score key ‖ member` (what the rank index counts, `ranks.rs`).
+pub fn score_entry(score: f64, member: &[u8]) -> Vec<u8> {
+    [&score_key(score)[..], member].concat()
+}
+
 /// The score-index key of `member` with `score`.
 pub fn score_index_key(key: &[u8], version: u64, score: f64, member: &[u8]) -> Vec<u8> {
     let mut k = score_prefix(key, version);

@@ -99,7 +99,7 @@ impl Changes {
     /// Records that the entry of `member` with (stored) `score` is added
     /// (`delta` 1) or removed (-1).
     pub fn note(&mut self, score: f64, member: &[u8], delta: i64) {
-        match self.0.entry(concat(&meta::score_key(score), member)) {
+        match self.0.entry(meta::score_entry(score, member)) {
             Entry::Occupied(mut o) => {
                 *o.get_mut() += delta;
                 if *o.get() == 0 {
@@ -607,7 +607,7 @@ mod tests {
     fn fence_levels_thin_out_by_the_fanout() {
         let mut at = [0usize; LEVELS as usize + 1];
         for i in 0..200_000u32 {
-            let e = concat(&meta::score_key(f64::from(i)), format!("m:{i}").as_bytes());
+            let e = meta::score_entry(f64::from(i), format!("m:{i}").as_bytes());
             at[usize::from(fence_level(&e))] += 1;
         }
         // About 1/32 of the entries reach level 1, 1/1024 level 2.

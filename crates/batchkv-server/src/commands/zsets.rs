@@ -208,12 +208,18 @@ fn scan_all(
 /// `w.meta.size`.
 fn put_member(w: &mut Writer, member: &[u8], old: Option<f64>, new: f64) {
     let new = stored(new);
+    // A set from before the rank index keeps none (`ranks::settle`).
+    let ranked = ranks::indexed(w.meta.version);
     if let Some(old) = old {
         w.batch
             .delete(meta::score_index_key(&w.key, w.meta.version, old, member));
-        w.ranks.note(old, member, -1);
+        if ranked {
+            w.ranks.note(old, member, -1);
+        }
     }
-    w.ranks.note(new, member, 1);
+    if ranked {
+        w.ranks.note(new, member, 1);
+    }
     let ek = w.element_key(member);
     w.batch.put(ek, new.to_le_bytes());
     w.batch.put(
@@ -229,7 +235,9 @@ fn del_member(w: &mut Writer, member: &[u8], score: f64) {
     w.batch.delete(ek);
     w.batch
         .delete(meta::score_index_key(&w.key, w.meta.version, score, member));
-    w.ranks.note(score, member, -1);
+    if ranks::indexed(w.meta.version) {
+        w.ranks.note(score, member, -1);
+    }
 }
 
 /// Reads the scores of `members` in `w` (one batched read).
@@ -538,7 +546,7 @@ pub fn zrank(shared: &Shared, conn: &ConnState, a: &[Bytes], rev: bool) -> Reply
     let score = tri!(decode_score(&v));
     let last = m.size.saturating_sub(1);
     if ranks::indexed(m.version) {
-        let own = [&meta::score_key(score)[..], &a[1]].concat();
+        let own = meta::score_entry(score, &a[1]);
         let rank = tri!(ranks::rank(shared, &k, m.version, &own));
         if rank > last {
             return Reply::err(ranks::CORRUPT);

@@ -447,7 +447,7 @@ pub(super) fn replace(shared: &Shared, dst: &[u8], items: Vec<Scored>) -> Result
         let s = if s.is_nan() { 0.0 } else { stored(s) };
         b.put(meta::element_key(dst, m.version, &mem), s.to_le_bytes());
         b.put(meta::score_index_key(dst, m.version, s, &mem), []);
-        entries.push([&meta::score_key(s)[..], &mem].concat());
+        entries.push(meta::score_entry(s, &mem));
     }
     entries.sort_unstable();
     ranks::build(&mut b, dst, m.version, entries.iter().map(Vec::as_slice));

@@ -116,8 +116,9 @@ fn check_rank_ranges(c: &mut redis::Connection, key: &str, m: &Model, step: usiz
 }
 
 /// ZRANGEBYSCORE and ZREVRANGEBYSCORE with deep LIMIT offsets (the entry
-/// at the offset is selected by rank, not walked to), against `m`: bounds
-/// inclusive and exclusive, infinite, between and on scores of members.
+/// at the offset is selected by rank, not walked to) and ZCOUNT (long
+/// ranges counted by rank), against `m`: bounds inclusive and exclusive,
+/// infinite, between and on scores of members, ranges short and long.
 fn check_score_offsets(c: &mut redis::Connection, key: &str, m: &Model, step: usize) {
     let order = ordered(m);
     // (argument, lower bound test, upper bound test)
@@ -135,7 +136,8 @@ fn check_score_offsets(c: &mut redis::Connection, key: &str, m: &Model, step: us
     };
     let mut p = redis::pipe();
     let mut want: Vec<Vec<String>> = Vec::new();
-    for min in ["-inf", "-50", "(7", "7", "100"] {
+    let mut counts: Vec<usize> = Vec::new();
+    for min in ["-inf", "-50", "(7", "7", "100", "(295", "7.5"] {
         for max in ["+inf", "250", "(250", "(7"] {
             let (min_arg, lo, lo_ex) = bound(min);
             let (max_arg, hi, hi_ex) = bound(max);
@@ -145,6 +147,10 @@ fn check_score_offsets(c: &mut redis::Connection, key: &str, m: &Model, step: us
                 .filter(|(s, _)| if hi_ex { *s < hi } else { *s <= hi })
                 .map(|(_, mem)| mem)
                 .collect();
+            // ZCOUNT: ranges of 64 or more are counted by the ranks of
+            // their ends.
+            p.cmd("ZCOUNT").arg(key).arg(&min_arg).arg(&max_arg);
+            counts.push(inside.len());
             for off in [64, 65, 100, 700, 2500, 5000] {
                 p.cmd("ZRANGEBYSCORE")
                     .arg(key)
@@ -180,13 +186,22 @@ fn check_score_offsets(c: &mut redis::Connection, key: &str, m: &Model, step: us
             }
         }
     }
-    let got: Vec<Vec<String>> = p.query(c).unwrap();
-    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-        assert_eq!(
-            g, w,
-            "step {step}: score range {i} of {key} with a deep offset"
-        );
+    let got: Vec<redis::Value> = p.query(c).unwrap();
+    let (mut ranges, mut n) = (want.iter(), counts.iter());
+    for (i, g) in got.into_iter().enumerate() {
+        if let redis::Value::Int(g) = g {
+            let w = *n.next().unwrap();
+            assert_eq!(g as usize, w, "step {step}: reply {i}, ZCOUNT of {key}");
+        } else {
+            let g: Vec<String> = redis::from_redis_value(&g).unwrap();
+            let w = ranges.next().unwrap();
+            assert_eq!(
+                &g, w,
+                "step {step}: reply {i}, a score range of {key} with a deep offset"
+            );
+        }
     }
+    assert!(ranges.next().is_none() && n.next().is_none());
 }
 
 /// One random write to `key` through the server, mirrored in `m`.

@@ -254,12 +254,7 @@ fn offset_entry(
     rev: bool,
     offset: u64,
 ) -> Result<Option<Vec<u8>>, Reply> {
-    // The number of entries before a bound: the rank an entry there would
-    // have (every entry's, past the index: `hi` of +inf).
-    let before = |bound: &[u8]| match bound.strip_prefix(p) {
-        Some(own) => ranks::rank(shared, key, m.version, own),
-        None => Ok(m.size),
-    };
+    let before = |bound: &[u8]| entries_before(shared, key, m, p, bound);
     let target = if rev {
         match before(hi)?.checked_sub(offset + 1) {
             Some(t) => t,
@@ -274,6 +269,22 @@ fn offset_entry(
     let e = ranks::select(shared, key, m.version, target)?;
     let k = [p, &e].concat();
     Ok((lo <= k.as_slice() && k.as_slice() < hi).then_some(e))
+}
+
+/// The number of score-index entries (prefix `p`) of the indexed set `m`
+/// at `key` below the index key `bound`: the rank an entry there would
+/// have (every entry, for a bound past the index: `hi` of +inf).
+fn entries_before(
+    shared: &Shared,
+    key: &[u8],
+    m: &Meta,
+    p: &[u8],
+    bound: &[u8],
+) -> Result<u64, Reply> {
+    match bound.strip_prefix(p) {
+        Some(own) => ranks::rank(shared, key, m.version, own),
+        None => Ok(m.size),
+    }
 }
 
 /// LIMIT applied to a walk: skips `skip` entries, then keeps up to `left`
@@ -386,7 +397,8 @@ fn count(shared: &Shared, lo: &[u8], hi: &[u8]) -> Result<i64, Reply> {
     Ok(n)
 }
 
-/// ZCOUNT: O(members in range).
+/// ZCOUNT: O(log n) with the rank index (a range of fewer than
+/// [`SELECT_FROM`] members is walked), else O(members in range).
 pub fn zcount(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let Some(r) = ScoreRange::parse(&a[1], &a[2]) else {
         return score_error();
@@ -394,10 +406,29 @@ pub fn zcount(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let Some((k, m)) = tri!(read_zset(shared, conn, &a[0])) else {
         return Reply::Int(0);
     };
-    match r.index_bounds(&meta::score_prefix(&k, m.version)) {
-        Some((lo, hi)) => Reply::Int(tri!(count(shared, &lo, &hi))),
-        None => Reply::Int(0),
+    let p = meta::score_prefix(&k, m.version);
+    let Some((lo, hi)) = r.index_bounds(&p) else {
+        return Reply::Int(0);
+    };
+    if !ranks::indexed(m.version) {
+        return Reply::Int(tri!(count(shared, &lo, &hi)));
     }
+    // A short range is walked; a longer one (as Redis, O(log n)) is the
+    // difference of its ends' ranks.
+    let mut n = 0u64;
+    tri!(shared.scan(&lo, &hi, false, true, |_, _| {
+        n += 1;
+        n < SELECT_FROM
+    }));
+    if n >= SELECT_FROM {
+        let below_hi = tri!(entries_before(shared, &k, &m, &p, &hi));
+        let below_lo = tri!(entries_before(shared, &k, &m, &p, &lo));
+        match below_hi.checked_sub(below_lo) {
+            Some(d) => n = d,
+            None => return Reply::err(ranks::CORRUPT),
+        }
+    }
+    Reply::Int(n as i64)
 }
 
 /// ZLEXCOUNT: O(members in range).

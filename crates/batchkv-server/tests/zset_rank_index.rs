@@ -204,6 +204,52 @@ fn check_score_offsets(c: &mut redis::Connection, key: &str, m: &Model, step: us
     assert!(ranges.next().is_none() && n.next().is_none());
 }
 
+/// ZLEXCOUNT over ranges short and long of `key` against `m` (members in
+/// the range bytewise, whatever their scores: a set of one score is
+/// counted by the ranks of the range's ends, a set of mixed scores by a
+/// walk of its members).
+fn check_lex_counts(c: &mut redis::Connection, key: &str, m: &Model, step: usize) {
+    let mut members: Vec<&String> = m.keys().collect();
+    members.sort();
+    let mut p = redis::pipe();
+    let mut want = Vec::new();
+    let bounds = [
+        "-", "+", "[m1", "(m1", "[m2000", "(m2000", "[m9", "[f", "[m15", "(m15",
+    ];
+    for min in bounds {
+        for max in bounds {
+            let ok_lo = |x: &str| match min {
+                "-" => true,
+                "+" => false,
+                b => {
+                    let (ex, v) = (b.starts_with('('), &b[1..]);
+                    if ex {
+                        x > v
+                    } else {
+                        x >= v
+                    }
+                }
+            };
+            let ok_hi = |x: &str| match max {
+                "+" => true,
+                "-" => false,
+                b => {
+                    let (ex, v) = (b.starts_with('('), &b[1..]);
+                    if ex {
+                        x < v
+                    } else {
+                        x <= v
+                    }
+                }
+            };
+            p.cmd("ZLEXCOUNT").arg(key).arg(min).arg(max);
+            want.push(members.iter().filter(|x| ok_lo(x) && ok_hi(x)).count());
+        }
+    }
+    let got: Vec<usize> = p.query(c).unwrap();
+    assert_eq!(got, want, "step {step}: ZLEXCOUNTs of {key}");
+}
+
 /// One random write to `key` through the server, mirrored in `m`.
 fn random_write(
     c: &mut redis::Connection,
@@ -442,6 +488,18 @@ fn rank_index_matches_its_definition_under_random_writes() {
         let _: i64 = q(&mut c, &args);
     }
     check_ranks(&mut c, "big", &big, 0);
+    // A set of one score (ZLEXCOUNT's defined case), changed a little at
+    // every step.
+    let mut lex = Model::new();
+    for chunk in pool.chunks(500) {
+        let mut cmd = redis::cmd("ZADD");
+        cmd.arg("lex");
+        for mem in chunk {
+            cmd.arg(0).arg(mem);
+            lex.insert(mem.clone(), 0.0);
+        }
+        let _: i64 = cmd.query(&mut c).unwrap();
+    }
     for step in 1..=400 {
         random_write(&mut c, &mut rng, "big", &mut big, &pool);
         random_write(&mut c, &mut rng, "small", &mut small, &pool[..200]);
@@ -453,6 +511,16 @@ fn rank_index_matches_its_definition_under_random_writes() {
             check_ranks(&mut c, "small", &small, step);
             check_rank_ranges(&mut c, "big", &big, step);
             check_score_offsets(&mut c, "big", &big, step);
+            check_lex_counts(&mut c, "lex", &lex, step);
+            check_lex_counts(&mut c, "big", &big, step);
+        }
+        let mem = &pool[rng.below(pool.len())];
+        if rng.below(2) == 0 {
+            let _: i64 = q(&mut c, &["ZADD", "lex", "0", mem]);
+            lex.insert(mem.clone(), 0.0);
+        } else {
+            let _: i64 = q(&mut c, &["ZREM", "lex", mem]);
+            lex.remove(mem);
         }
         if step == 200 {
             // Across a restart.
@@ -531,7 +599,7 @@ fn rank_index_matches_its_definition_under_random_writes() {
     let _: i64 = q(&mut c, &["DEL", "big"]);
     drop(c);
     let dir = h.stop();
-    let live = [&copy, &small, &union]
+    let live = [&copy, &small, &union, &lex]
         .iter()
         .filter(|m| !m.is_empty())
         .count();

@@ -431,7 +431,10 @@ pub fn zcount(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     Reply::Int(n as i64)
 }
 
-/// ZLEXCOUNT: O(members in range).
+/// ZLEXCOUNT: O(log n) for an indexed set whose members all have one
+/// score (the case Redis defines; the score index is then in member order)
+/// and a range of at least [`SELECT_FROM`] members, by the ranks of its
+/// ends; else O(members in range).
 pub fn zlexcount(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let Some(r) = LexRange::parse(&a[1], &a[2]) else {
         return lex_error();
@@ -439,10 +442,49 @@ pub fn zlexcount(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let Some((k, m)) = tri!(read_zset(shared, conn, &a[0])) else {
         return Reply::Int(0);
     };
-    match r.element_bounds(&meta::element_prefix(&k, m.version)) {
-        Some((lo, hi)) => Reply::Int(tri!(count(shared, &lo, &hi))),
-        None => Reply::Int(0),
+    let Some((lo, hi)) = r.element_bounds(&meta::element_prefix(&k, m.version)) else {
+        return Reply::Int(0);
+    };
+    if !ranks::indexed(m.version) {
+        return Reply::Int(tri!(count(shared, &lo, &hi)));
     }
+    let mut n = 0u64;
+    tri!(shared.scan(&lo, &hi, false, true, |_, _| {
+        n += 1;
+        n < SELECT_FROM
+    }));
+    if n < SELECT_FROM {
+        return Reply::Int(n as i64);
+    }
+    let p = meta::score_prefix(&k, m.version);
+    let Some(score) = tri!(single_score(shared, &p)) else {
+        return Reply::Int(tri!(count(shared, &lo, &hi)));
+    };
+    // The same range over the score index: members under their one score.
+    let Some((lo, hi)) = r.element_bounds(&[&p[..], &score].concat()) else {
+        return Reply::Int(0);
+    };
+    let below_hi = tri!(entries_before(shared, &k, &m, &p, &hi));
+    let below_lo = tri!(entries_before(shared, &k, &m, &p, &lo));
+    match below_hi.checked_sub(below_lo) {
+        Some(d) => Reply::Int(d as i64),
+        None => Reply::err(ranks::CORRUPT),
+    }
+}
+
+/// The score key every entry of the score index under `p` has, if they
+/// all have one (its first and last entries agree).
+fn single_score(shared: &Shared, p: &[u8]) -> Result<Option<Vec<u8>>, Reply> {
+    let end = meta::prefix_end(p);
+    let mut ends = [None, None];
+    for (reverse, slot) in [false, true].into_iter().zip(ends.iter_mut()) {
+        shared.scan(p, &end, reverse, true, |k, _| {
+            *slot = k.get(p.len()..p.len() + 8).map(<[u8]>::to_vec);
+            false
+        })?;
+    }
+    let [first, last] = ends;
+    Ok(first.filter(|f| Some(f) == last.as_ref()))
 }
 
 /// ZREMRANGEBYRANK, ZREMRANGEBYSCORE, ZREMRANGEBYLEX: removes the range

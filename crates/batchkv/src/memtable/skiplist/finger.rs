@@ -1,8 +1,9 @@
 //! Finger search (docs/design.md §4.2): the complete search path of the
 //! last target is the starting point for the next one, so a search costs
 //! O(log d) for a distance d from the previous target. Used by sorted
-//! batches ([`multi_get`]) and by the memtable iterator's seeks (a cursor
-//! re-seeked near where it was, e.g. the server's rank-index levels).
+//! batches ([`multi_get`]) and by the memtable iterator's `seek_near` (a
+//! cursor re-seeked near where it was, e.g. the server's rank-index
+//! levels).
 //!
 //! Each search depends on the previous one, so the out-of-order core cannot
 //! overlap their misses: on random batches finger is no faster than
@@ -22,7 +23,7 @@ const _: () = assert!(HINT_LEVELS <= MAX_HEIGHT);
 
 /// The level whose bracket tells a near target (search up from the
 /// finger) from a far one (search from the top).
-const LINEAR_LEVELS: usize = 3;
+const NEAR_LEVEL: usize = 3;
 
 /// The search path of the last target: per level `l < height`,
 /// `prev[l] < target ≤ next[l]` (null = +∞) at the time it was searched,
@@ -85,7 +86,7 @@ impl Finger {
         // its `prev` is below it; a larger (or equal) one: when its `next`
         // is not. Going up, `prev` moves left and `next` right, so the
         // levels that hold it are the ones from some level up. If level
-        // LINEAR_LEVELS holds it (a near target), the lowest is found
+        // NEAR_LEVEL holds it (a near target), the lowest is found
         // trying the levels below one by one; if not (a far one), the
         // search starts at the top, as a fresh one would, having spent one
         // comparison on the finger.
@@ -99,7 +100,7 @@ impl Finger {
         };
         let mut l = top - 1;
         if !fresh {
-            let near = LINEAR_LEVELS.min(l);
+            let near = NEAR_LEVEL.min(l);
             if holds(self, near) {
                 l = (0..near).find(|&i| holds(self, i)).unwrap_or(near);
             } else if smaller {

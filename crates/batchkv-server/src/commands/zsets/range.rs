@@ -415,20 +415,38 @@ pub fn zcount(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     }
     // A short range is walked; a longer one (as Redis, O(log n)) is the
     // difference of its ends' ranks.
+    if let Some(n) = tri!(count_short(shared, &lo, &hi)) {
+        return Reply::Int(n as i64);
+    }
+    Reply::Int(tri!(count_by_rank(shared, &k, &m, &p, &lo, &hi)) as i64)
+}
+
+/// The number of engine keys in `[lo, hi)` if fewer than [`SELECT_FROM`]
+/// (walked); `None` if there are more.
+fn count_short(shared: &Shared, lo: &[u8], hi: &[u8]) -> Result<Option<u64>, Reply> {
     let mut n = 0u64;
-    tri!(shared.scan(&lo, &hi, false, true, |_, _| {
+    shared.scan(lo, hi, false, true, |_, _| {
         n += 1;
         n < SELECT_FROM
-    }));
-    if n >= SELECT_FROM {
-        let below_hi = tri!(entries_before(shared, &k, &m, &p, &hi));
-        let below_lo = tri!(entries_before(shared, &k, &m, &p, &lo));
-        match below_hi.checked_sub(below_lo) {
-            Some(d) => n = d,
-            None => return Reply::err(ranks::CORRUPT),
-        }
-    }
-    Reply::Int(n as i64)
+    })?;
+    Ok((n < SELECT_FROM).then_some(n))
+}
+
+/// The number of score-index entries (prefix `p`) of the indexed set `m`
+/// at `key` in `[lo, hi)`: the difference of the ranks of its ends.
+fn count_by_rank(
+    shared: &Shared,
+    key: &[u8],
+    m: &Meta,
+    p: &[u8],
+    lo: &[u8],
+    hi: &[u8],
+) -> Result<u64, Reply> {
+    let below_hi = entries_before(shared, key, m, p, hi)?;
+    let below_lo = entries_before(shared, key, m, p, lo)?;
+    below_hi
+        .checked_sub(below_lo)
+        .ok_or_else(|| Reply::err(ranks::CORRUPT))
 }
 
 /// ZLEXCOUNT: O(log n) for an indexed set whose members all have one
@@ -448,12 +466,7 @@ pub fn zlexcount(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     if !ranks::indexed(m.version) {
         return Reply::Int(tri!(count(shared, &lo, &hi)));
     }
-    let mut n = 0u64;
-    tri!(shared.scan(&lo, &hi, false, true, |_, _| {
-        n += 1;
-        n < SELECT_FROM
-    }));
-    if n < SELECT_FROM {
+    if let Some(n) = tri!(count_short(shared, &lo, &hi)) {
         return Reply::Int(n as i64);
     }
     let p = meta::score_prefix(&k, m.version);
@@ -464,12 +477,7 @@ pub fn zlexcount(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let Some((lo, hi)) = r.element_bounds(&[&p[..], &score].concat()) else {
         return Reply::Int(0);
     };
-    let below_hi = tri!(entries_before(shared, &k, &m, &p, &hi));
-    let below_lo = tri!(entries_before(shared, &k, &m, &p, &lo));
-    match below_hi.checked_sub(below_lo) {
-        Some(d) => Reply::Int(d as i64),
-        None => Reply::err(ranks::CORRUPT),
-    }
+    Reply::Int(tri!(count_by_rank(shared, &k, &m, &p, &lo, &hi)) as i64)
 }
 
 /// The score key every entry of the score index under `p` has, if they

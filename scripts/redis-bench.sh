@@ -19,7 +19,9 @@
 # and reads of one element or a few (their collections loaded the same
 # way; lists l:N of elements m:N for the list reads):
 #   HEXISTS, HLEN, SISMEMBER, ZSCORE, ZRANK, LINDEX (index 500),
-#   LRANGE10 (LRANGE 0 9), ZRANGE10 (ZRANGE 0 9)
+#   LRANGE10 (LRANGE 0 9), ZRANGE10 (ZRANGE 0 9), and random picks:
+#   SRANDMEMBER, HRANDFIELD, ZRANDMEMBER (one element), ZRANDMEMBER5
+#   (ZRANDMEMBER 5 WITHSCORES)
 # String write tests over the KEYS loaded keys (-r KEYS): MSET10 (MSET of
 # 10 random keys), INCR (counter:N beside them), APPEND (8 bytes to key:N).
 #
@@ -250,6 +252,10 @@ bench() {
         ZRANGE10) cmd=(ZRANGE z:__rand_int__ 0 9) ;;
         LINDEX) cmd=(LINDEX l:__rand_int__ 500) ;;
         LRANGE10) cmd=(LRANGE l:__rand_int__ 0 9) ;;
+        SRANDMEMBER) cmd=(SRANDMEMBER s:__rand_int__) ;;
+        HRANDFIELD) cmd=(HRANDFIELD h:__rand_int__) ;;
+        ZRANDMEMBER) cmd=(ZRANDMEMBER z:__rand_int__) ;;
+        ZRANDMEMBER5) cmd=(ZRANDMEMBER z:__rand_int__ 5 WITHSCORES) ;;
         HSET) cmd=(HSET h:__rand_int__ f:__rand_int__ "$(head -c "$VALUE" </dev/zero | tr '\0' y)") ;;
         SMISMEMBER100) cmd=(SMISMEMBER s:__rand_int__ $(repeat_arg 100 m:__rand_int__)) many=$MGET_DIV ;;
         SADD) cmd=(SADD s:__rand_int__ n:__rand_int__) ;;

@@ -27,7 +27,8 @@
 # Usage: scripts/redis-callgrind.sh BINARY [LABEL]
 # Environment (defaults in brackets):
 #   TESTS ["HMGET5 HMGET100 SMISMEMBER100 ZMSCORE100"]; also HGET, HEXISTS,
-#         ZRANK, ZRANGE10, ZADD (new members n:N), LINDEX, LRANGE10 (lists
+#         ZRANK, ZRANGE10, ZADD (new members n:N), SRANDMEMBER, HRANDFIELD,
+#         ZRANDMEMBER, ZRANDMEMBER5 (5 WITHSCORES), LINDEX, LRANGE10 (lists
 #         l:N loaded with RPUSH),
 #         GET, INCR, APPEND
 #   COLL [1000]  VALUE [100]  CONNS [50]  PIPES ["1 10"]  KEYS [200000]
@@ -84,6 +85,10 @@ command_of() {
     ZADD) echo "$N_SMALL ZADD z:__rand_int__ 7 n:__rand_int__" ;;
     LINDEX) echo "$N_SMALL LINDEX l:__rand_int__ 500" ;;
     LRANGE10) echo "$N_SMALL LRANGE l:__rand_int__ 0 9" ;;
+    SRANDMEMBER) echo "$N_BIG SRANDMEMBER s:__rand_int__" ;;
+    HRANDFIELD) echo "$N_BIG HRANDFIELD h:__rand_int__" ;;
+    ZRANDMEMBER) echo "$N_BIG ZRANDMEMBER z:__rand_int__" ;;
+    ZRANDMEMBER5) echo "$N_BIG ZRANDMEMBER z:__rand_int__ 5 WITHSCORES" ;;
     GET) echo "$N_SMALL GET key:__rand_int__" ;;
     INCR) echo "$N_WRITES INCR counter:__rand_int__" ;;
     APPEND) echo "$N_WRITES APPEND key:__rand_int__ 12345678" ;;

@@ -456,7 +456,9 @@ impl Execute for Reads {
             let avg = if recent == 0 {
                 per_key
             } else {
-                (recent * 7 + per_key) / 8
+                // 7/8 of `recent` plus 1/8 of `per_key`, without the
+                // overflow of `recent * 7` (a huge recent, as tests set).
+                recent - recent / 8 + per_key / 8
             };
             self.ns_per_key.store(avg, Ordering::Relaxed);
             done

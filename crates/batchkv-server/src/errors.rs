@@ -12,6 +12,9 @@ pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong
 /// The error reply to a stored value this server did not write (no Redis
 /// equivalent).
 pub const CORRUPT: &str = "ERR corrupt value (not written by batchkv serve)";
+/// A collection whose elements are fewer than its metadata's size (seen
+/// by a walk that expected an element at a position).
+pub const COLLECTION_SHORT: &str = "ERR corrupt collection: fewer elements than its size";
 
 /// A float argument or stored value that does not parse (INCRBYFLOAT,
 /// HINCRBYFLOAT, ZADD, ZINCRBY, ...).

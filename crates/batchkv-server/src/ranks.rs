@@ -46,7 +46,8 @@ const FANOUT_BITS: u32 = 5;
 /// The reply to a rank index that contradicts the score index.
 pub const CORRUPT: &str = "ERR corrupt sorted set: the rank index does not match the score index";
 
-fn corrupt() -> Reply {
+/// [`CORRUPT`] as a reply.
+pub fn corrupt() -> Reply {
     Reply::err(CORRUPT)
 }
 

@@ -9,6 +9,7 @@
 use batchkv::{ReadOptions, WriteBatch};
 use bytes::Bytes;
 
+use super::sample::Sample;
 use super::{parse_int, syntax_error};
 use crate::errors::{out_of_range_between, wrong_type, INVALID_CURSOR, NUMKEYS_NOT_POSITIVE};
 use crate::keyspace::{db_key, put_meta};
@@ -333,25 +334,25 @@ pub fn parse_rand_count(b: &[u8]) -> Result<i64, Reply> {
     }
 }
 
-/// Picks elements for the RAND commands from `items`: `count` ≥ 0 distinct
-/// ones (all if fewer), `count` < 0 `|count|` with repeats.
-pub fn pick_random<T: Clone>(items: &[T], count: i64) -> Vec<T> {
-    use rand::seq::SliceRandom;
-    use rand::Rng;
-    let mut rng = rand::rng();
-    if count < 0 {
-        if items.is_empty() {
-            return Vec::new();
-        }
-        (0..count.unsigned_abs())
-            .map(|_| items[rng.random_range(0..items.len())].clone())
-            .collect()
-    } else {
-        let mut v: Vec<T> = items.to_vec();
-        v.shuffle(&mut rng);
-        v.truncate(count as usize);
-        v
+/// The elements (`(sub, value)`, see [`Elements`]) that `s` picks from
+/// the collection `m` at `key`: one walk from the end nearer to the picks,
+/// stopping at the last (`sample.rs`).
+pub fn sample_elements(
+    shared: &Shared,
+    key: &[u8],
+    m: &Meta,
+    s: &mut Sample,
+) -> Result<Elements, Reply> {
+    let mut out = Vec::with_capacity(s.len());
+    if !s.done() {
+        shared.scan_elements(key, m, s.reverse(), |k, v| {
+            for _ in 0..s.take() {
+                out.push((k.to_vec(), v.to_vec()));
+            }
+            !s.done()
+        })?;
     }
+    s.finish(out)
 }
 
 /// SCAN-family options after the cursor: `MATCH pattern` and `COUNT n`

@@ -5,7 +5,8 @@
 
 use bytes::{Bytes, BytesMut};
 
-use super::coll::{self, parse_rand_count, pick_random, Writer};
+use super::coll::{self, parse_rand_count, Writer};
+use super::sample::Sample;
 use super::strings::tri;
 use super::{not_integer, parse_int, spec, CommandSpec, ConnState, KEY1, R, RS, W, WM};
 use crate::batcher::Shape;
@@ -302,11 +303,11 @@ pub fn hrandfield(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
             Some(_) => Reply::Array(Vec::new()),
         };
     };
-    let all = tri!(coll::all_elements(shared, &k, &m));
-    let Some(count) = count else {
-        return Reply::bulk(pick_random(&all, 1).swap_remove(0).0);
-    };
-    let picked = pick_random(&all, count);
+    let mut s = Sample::new(m.size, count.unwrap_or(1));
+    let mut picked = tri!(coll::sample_elements(shared, &k, &m, &mut s));
+    if count.is_none() {
+        return picked.pop().map_or(Reply::Nil, |(f, _)| Reply::bulk(f));
+    }
     if with_values {
         return Reply::Pairs(
             picked

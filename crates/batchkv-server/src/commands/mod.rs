@@ -24,6 +24,7 @@ mod keys;
 pub(crate) mod lists;
 mod object;
 mod pubsub;
+mod sample;
 mod sets;
 mod slowlog;
 mod string_runs;

@@ -17,7 +17,8 @@ use std::collections::BTreeSet;
 use batchkv::{ReadOptions, WriteBatch};
 use bytes::Bytes;
 
-use super::coll::{self, parse_rand_count, pick_random};
+use super::coll::{self, parse_rand_count};
+use super::sample::Sample;
 use super::strings::tri;
 use super::{
     parse_int, spec, syntax_error, CommandSpec, ConnState, ALL_KEYS, KEY1, NO_KEYS, R, RS, WM,
@@ -116,6 +117,20 @@ fn members(shared: &Shared, key: &[u8], m: &Meta) -> Result<Vec<Vec<u8>>, Reply>
         true
     })?;
     Ok(out)
+}
+
+/// The members a RAND pick of `count` takes from the set `m` at `key`
+/// (`sample.rs`): `count` ≥ 0 distinct ones (all if fewer), else `|count|`
+/// that may repeat, in random order.
+fn sample_members(
+    shared: &Shared,
+    key: &[u8],
+    m: &Meta,
+    count: i64,
+) -> Result<Vec<Vec<u8>>, Reply> {
+    let mut s = Sample::new(m.size, count);
+    let picked = coll::sample_elements(shared, key, m, &mut s)?;
+    Ok(picked.into_iter().map(|(sub, _)| sub).collect())
 }
 
 /// Keeps the `candidates` that are members of the set `m` at `key` (with
@@ -366,8 +381,7 @@ fn spop(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     if count == Some(0) {
         return Reply::Set(Vec::new());
     }
-    let all = tri!(members(shared, &w.key, &w.meta));
-    let picked = pick_random(&all, count.unwrap_or(1));
+    let picked = tri!(sample_members(shared, &w.key, &w.meta, count.unwrap_or(1)));
     if picked.len() as u64 >= w.meta.size {
         tri!(shared.drop_elements(&mut w.batch, &w.key, &w.meta));
         w.meta.size = 0;
@@ -399,8 +413,7 @@ fn srandmember(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     if count == Some(0) {
         return Reply::Array(Vec::new());
     }
-    let all = tri!(members(shared, &k, &m));
-    let picked = pick_random(&all, count.unwrap_or(1));
+    let picked = tri!(sample_members(shared, &k, &m, count.unwrap_or(1)));
     match count {
         None => picked.into_iter().next().map_or(Reply::Nil, Reply::bulk),
         Some(_) => Reply::Array(picked.into_iter().map(Reply::bulk).collect()),

@@ -34,6 +34,7 @@ use std::collections::HashMap;
 use bytes::{BufMut, Bytes, BytesMut};
 
 use super::coll::{self, Writer};
+use super::sample::{self, Sample};
 use super::strings::tri;
 use super::{
     not_integer, parse_int, spec, syntax_error, CommandSpec, ConnState, KEY1, NO_KEYS, R, RS, W, WM,
@@ -739,18 +740,58 @@ pub fn zrandmember(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
             Some(_) => Reply::Array(Vec::new()),
         };
     };
-    let mut all = Vec::with_capacity(m.size.min(1 << 20) as usize);
-    tri!(scan_all(shared, &k, &m, false, |mem, s| {
-        all.push((mem.to_vec(), s));
-        true
-    }));
+    let mut s = Sample::new(m.size, count.unwrap_or(1));
+    let picked = tri!(sample_scored(shared, &k, &m, &mut s));
     match count {
-        None => match coll::pick_random(&all, 1).pop() {
-            Some((mem, _)) => Reply::bulk(mem),
-            None => Reply::Nil,
-        },
-        Some(n) => scored_reply(coll::pick_random(&all, n), with_scores),
+        None => picked
+            .into_iter()
+            .next()
+            .map_or(Reply::Nil, |(mem, _)| Reply::bulk(mem)),
+        Some(_) => scored_reply(picked, with_scores),
     }
+}
+
+/// The members (with scores) that `s` picks from the sorted set `m` at
+/// `key`, in random order. A set with a rank index whose picks are few
+/// against the walk they need (a select costs about as much as walking
+/// [`range::SELECT_FROM`] entries) finds each pick by
+/// [`ranks::select`], O(log n); else one walk of the score index from its
+/// end nearer to the picks (`sample.rs`).
+fn sample_scored(
+    shared: &Shared,
+    key: &[u8],
+    m: &Meta,
+    s: &mut Sample,
+) -> Result<Vec<Scored>, Reply> {
+    let mut out: Vec<Scored> = Vec::with_capacity(s.len());
+    let selects = (s.len() as u64).saturating_mul(range::SELECT_FROM);
+    if ranks::indexed(m.version) && selects < s.walk_len() {
+        // Ascending ranks, a rank picked twice adjacent: selected once.
+        let mut last = None;
+        for r in s.positions() {
+            if last != Some(r) {
+                let e = ranks::select(shared, key, m.version, r)?;
+                let Some((sk, mem)) = e.split_first_chunk::<8>() else {
+                    return Err(ranks::corrupt());
+                };
+                out.push((mem.to_vec(), meta::score_from_key(*sk)));
+            } else if let Some(prev) = out.last().cloned() {
+                out.push(prev);
+            }
+            last = Some(r);
+        }
+        sample::shuffle(&mut out);
+        return Ok(out);
+    }
+    if !s.done() {
+        scan_all(shared, key, m, s.reverse(), |mem, score| {
+            for _ in 0..s.take() {
+                out.push((mem.to_vec(), score));
+            }
+            !s.done()
+        })?;
+    }
+    s.finish(out)
 }
 
 pub fn zscan(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {

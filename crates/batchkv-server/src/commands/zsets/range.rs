@@ -188,7 +188,7 @@ fn rank_bounds(start: i64, stop: i64, n: u64) -> Option<(u64, u64)> {
 
 /// Ranks this far from both ends of an indexed set start their walk at
 /// the entry `ranks::select` finds; nearer ones walk from the end.
-const SELECT_FROM: u64 = 64;
+pub(super) const SELECT_FROM: u64 = 64;
 
 /// The members at ascending ranks `first..=last` of the sorted set `m`
 /// at `key`: from the entry at rank `first` (a set with a rank index,

@@ -3,7 +3,8 @@
 //! O(log d) for a distance d from the previous target. Used by sorted
 //! batches ([`multi_get`]) and by the memtable iterator's `seek_near` (a
 //! cursor re-seeked near where it was, e.g. the server's rank-index
-//! levels).
+//! levels) and `prev` (a search for the current key, whose level-0
+//! `prev` is the step back).
 //!
 //! Each search depends on the previous one, so the out-of-order core cannot
 //! overlap their misses: on random batches finger is no faster than
@@ -157,6 +158,12 @@ impl Finger {
             unsafe { list.check_key(self.prev[0])? };
         }
         Ok(self.next[0])
+    }
+
+    /// The last node below the last target when it was searched (the head
+    /// if none): the node a backward step from the target lands on.
+    pub(super) fn below(&self) -> *mut Node {
+        self.prev[0]
     }
 
     /// The lowest levels of the path (for insert hints).

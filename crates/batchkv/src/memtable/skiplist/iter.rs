@@ -1,7 +1,8 @@
 //! The skip-list memtable's iterator: every entry (all versions) in
 //! internal-key order, forward via level-0 links and backward by searching
 //! for the last node before the current key (as LevelDB does: nodes have no
-//! back links).
+//! back links), from the last search's path (`finger.rs`), which makes
+//! consecutive steps back cheap.
 //!
 //! It holds an `Arc` of the memtable, so the arena outlives it. It sees
 //! entries inserted concurrently if they land ahead of its position.
@@ -21,8 +22,9 @@ pub(super) struct SkipListIter {
     mt: Arc<SkipListMemTable>,
     /// Current node; null when not valid.
     node: *mut Node,
-    /// The last `seek_near`'s search path: a `seek_near` near it costs
-    /// O(log distance), not a descent from the top.
+    /// The last `seek_near`'s or `prev`'s search path: a `seek_near` near
+    /// it costs O(log distance), not a descent from the top, and a `prev`
+    /// after a `prev` a few steps.
     finger: Finger,
     err: Option<Error>,
     /// Tests: runs in `seek_for_prev` right after its seek, where another
@@ -173,10 +175,24 @@ impl InternalIterator for SkipListIter {
         if !self.valid() {
             return;
         }
-        // SAFETY: `node` is a linked non-head node (valid iterator).
+        // SAFETY: `node` is a linked non-head node (valid iterator); its
+        // key lives in the arena `self.mt` keeps alive.
         let k = unsafe { node::key(self.node) };
-        let n = self.mt.list.find_lt(k);
-        self.set(n);
+        // The last node below the current key: the finger's level-0 `prev`
+        // after a search for that key. Stepping back again searches for
+        // the node just found, whose path is mostly the last one's, so a
+        // run of `prev`s costs O(1) expected steps each instead of a
+        // descent from the top.
+        match self
+            .finger
+            .search::<false>(&self.mt.list, user_key(k), trailer(k))
+        {
+            Ok(_) => {
+                let n = self.finger.below();
+                self.set(n);
+            }
+            Err(e) => self.fail(e),
+        }
     }
 
     fn key(&self) -> &[u8] {

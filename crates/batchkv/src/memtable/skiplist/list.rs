@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use super::node::{self, Node, MAX_HEIGHT};
 use super::point_index::PointIndex;
 use crate::error::{Error, Result};
-use crate::key::{compare_internal_key_parts, compare_internal_keys, TRAILER_LEN};
+use crate::key::{compare_internal_key_parts, TRAILER_LEN};
 use crate::memtable::arena::Arena;
 use crate::memtable::{InsertHint, HINT_LEVELS};
 use crate::prefetch::prefetch_read;
@@ -582,24 +582,6 @@ impl SkipList {
             }
             bound = z;
             level -= 1;
-        }
-    }
-
-    /// The last node whose internal key is < `ikey`, or the head.
-    pub(super) fn find_lt(&self, ikey: &[u8]) -> *mut Node {
-        let mut x = self.head;
-        let mut level = self.max_height() - 1;
-        loop {
-            // SAFETY: as in `find_ge`.
-            let z = unsafe { node::next(x, level) };
-            // SAFETY: `z` is a linked non-head node when non-null.
-            if !z.is_null() && compare_internal_keys(unsafe { node::key(z) }, ikey).is_lt() {
-                x = z;
-            } else if level == 0 {
-                return x;
-            } else {
-                level -= 1;
-            }
         }
     }
 

@@ -1334,6 +1334,106 @@ fn reseeks_in_any_order_land_where_a_fresh_search_does() {
     }
 }
 
+/// `prev` searches for the current key from the finger: runs of steps
+/// back, mixed with `next`, `seek_near` and plain seeks (which move the
+/// position but not the finger), land on the entry before, paranoid or
+/// not, down to "not valid" before the first entry.
+#[test]
+fn steps_back_land_where_a_fresh_search_does() {
+    for paranoid in [false, true] {
+        let mut rng = StdRng::seed_from_u64(47);
+        let (mt, model, _) = build(&mut rng, small_opts(paranoid), 3000);
+        let want = model.entries();
+        let mt = Arc::new(mt);
+        let mut it = mt.clone().iter();
+        for step in 0..1500 {
+            let p = rng.random_range(0..want.len());
+            match step % 3 {
+                0 => it.seek_near(&want[p].0),
+                1 => it.seek(&want[p].0),
+                _ => {
+                    it.seek_near(&want[rng.random_range(0..want.len())].0);
+                    it.seek(&want[p].0);
+                }
+            }
+            assert_eq!(it.key(), &want[p].0[..], "step {step}");
+            let mut at = p;
+            for _ in 0..rng.random_range(1..40) {
+                if rng.random_range(0..5) == 0 && at + 1 < want.len() {
+                    it.next();
+                    at += 1;
+                } else {
+                    it.prev();
+                    if at == 0 {
+                        assert!(!it.valid(), "step {step}: before the first");
+                        break;
+                    }
+                    at -= 1;
+                }
+                assert_eq!(it.key(), &want[at].0[..], "step {step}");
+            }
+            it.status().unwrap();
+        }
+        // The whole list backward.
+        it.seek_to_last();
+        let mut back = 0;
+        while it.valid() {
+            back += 1;
+            assert_eq!(it.key(), &want[want.len() - back].0[..]);
+            it.prev();
+        }
+        assert_eq!(back, want.len());
+    }
+}
+
+/// Steps back racing inserts: each lands below the key it left and at or
+/// after the last entry below it that was there before the step began.
+#[test]
+fn steps_back_racing_inserts_never_skip_an_entry_that_was_there() {
+    let mt = Arc::new(SkipListMemTable::new(small_opts(false)));
+    for i in 0..2000u32 {
+        mt.insert(u64::from(i) + 1, ValueType::Value, &key_of(i * 2), b"v")
+            .unwrap();
+    }
+    let writer = {
+        let mt = Arc::clone(&mt);
+        std::thread::spawn(move || {
+            for i in (0..2000u32).rev() {
+                mt.insert(
+                    10_000 + u64::from(i),
+                    ValueType::Value,
+                    &key_of(i * 2 + 1),
+                    b"w",
+                )
+                .unwrap();
+            }
+        })
+    };
+    let mut it = mt.clone().iter();
+    for _ in 0..10 {
+        it.seek_to_last();
+        let mut last = crate::key::user_key(it.key()).to_vec();
+        loop {
+            it.prev();
+            if !it.valid() {
+                break;
+            }
+            let k = crate::key::user_key(it.key()).to_vec();
+            assert!(k < last, "stepped back from {last:?} to {k:?}");
+            // The even key below `last` (`key` + 6 digits): there from
+            // the start.
+            let at: u32 = std::str::from_utf8(&last[3..]).unwrap().parse().unwrap();
+            if let Some(b) = (at - 1).checked_sub((at - 1) % 2).map(key_of) {
+                assert!(k >= b, "stepped back from {last:?} past {b:?} to {k:?}");
+            }
+            last = k;
+        }
+        assert_eq!(last, key_of(0), "walked back to the first key");
+    }
+    writer.join().unwrap();
+    it.status().unwrap();
+}
+
 /// Re-seeks racing inserts: every seek lands at or after its target and
 /// at or before the first entry ≥ it that was there before the seek began
 /// (entries inserted meanwhile may be found or not).

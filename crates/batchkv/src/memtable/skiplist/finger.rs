@@ -18,6 +18,7 @@
 use super::list::{node_lt, prefetch_down, Path, SkipList};
 use super::node::{self, Node, MAX_HEIGHT};
 use crate::error::Result;
+use crate::key::{trailer, user_key};
 use crate::memtable::HINT_LEVELS;
 
 const _: () = assert!(HINT_LEVELS <= MAX_HEIGHT);
@@ -164,6 +165,65 @@ impl Finger {
     /// if none): the node a backward step from the target lands on.
     pub(super) fn below(&self) -> *mut Node {
         self.prev[0]
+    }
+
+    /// One step back from `x` = [`Finger::below`] (not the head): the
+    /// finger becomes `x`'s key's search path, and the last node below `x`
+    /// (the head if none) is returned.
+    ///
+    /// The levels of `x`'s tower hold `x` as their `prev`; the level above
+    /// them has a `prev` below `x` (levels up only move left), and levels
+    /// from there up keep valid brackets (their `next` ≥ the last target >
+    /// `x`). The search descends from there comparing keys, and at level 0,
+    /// where `x` is linked (the last search reached it there), it walks to
+    /// the node whose successor is `x` comparing pointers only. Towers are
+    /// linked bottom-up, so `x` may not be linked yet at its upper levels:
+    /// those compare keys. A node inserted since, between the start and
+    /// `x`, is walked over, so the step lands on `x`'s predecessor now.
+    pub(super) fn step_back(&mut self, list: &SkipList) -> Result<*mut Node> {
+        let x = self.prev[0];
+        // SAFETY: `x` is a linked non-head node of `list` (the caller's
+        // position); nodes are never freed while the list lives.
+        let key = unsafe { node::key(x) };
+        let (user, trailer) = (user_key(key), trailer(key));
+        let mut l = 1;
+        while l < self.height && self.prev[l] == x {
+            l += 1;
+        }
+        // Start at (cur, l): cur < x, of height > l - 1.
+        let mut cur = if l < self.height {
+            self.prev[l]
+        } else {
+            list.head
+        };
+        for level in (1..l).rev() {
+            // SAFETY: `cur` is the head or a linked node of height > level.
+            let mut z = unsafe { node::next(cur, level) };
+            // SAFETY: `z` is a linked non-head node when non-null.
+            while !z.is_null() && z != x && unsafe { node_lt(z, user, trailer) } {
+                cur = z;
+                // SAFETY: as above.
+                z = unsafe { node::next(cur, level) };
+            }
+            self.prev[level] = cur;
+            self.next[level] = z;
+        }
+        // SAFETY: as above, at level 0.
+        let mut z = unsafe { node::next(cur, 0) };
+        while z != x {
+            if z.is_null() {
+                // `x` not reached: not expected for a linked node, so a
+                // damaged list; a full search decides (and reports).
+                self.search::<true>(list, user, trailer)?;
+                return Ok(self.prev[0]);
+            }
+            cur = z;
+            // SAFETY: `z` was a linked non-head node.
+            z = unsafe { node::next(cur, 0) };
+        }
+        self.prev[0] = cur;
+        self.next[0] = x;
+        Ok(cur)
     }
 
     /// The lowest levels of the path (for insert hints).

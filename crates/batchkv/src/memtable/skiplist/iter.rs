@@ -175,22 +175,23 @@ impl InternalIterator for SkipListIter {
         if !self.valid() {
             return;
         }
-        // SAFETY: `node` is a linked non-head node (valid iterator); its
-        // key lives in the arena `self.mt` keeps alive.
-        let k = unsafe { node::key(self.node) };
         // The last node below the current key: the finger's level-0 `prev`
-        // after a search for that key. Stepping back again searches for
-        // the node just found, whose path is mostly the last one's, so a
-        // run of `prev`s costs O(1) expected steps each instead of a
-        // descent from the top.
-        match self
-            .finger
-            .search::<false>(&self.mt.list, user_key(k), trailer(k))
-        {
-            Ok(_) => {
-                let n = self.finger.below();
-                self.set(n);
-            }
+        // after a search for that key. After a step back the finger is the
+        // path of the key stepped from, whose level-0 `prev` is the current
+        // node: the next step reuses it (O(1) expected node visits, mostly
+        // pointer compares) instead of a descent from the top.
+        let stepped = if self.finger.below() == self.node {
+            self.finger.step_back(&self.mt.list)
+        } else {
+            // SAFETY: `node` is a linked non-head node (valid iterator); its
+            // key lives in the arena `self.mt` keeps alive.
+            let k = unsafe { node::key(self.node) };
+            self.finger
+                .search::<false>(&self.mt.list, user_key(k), trailer(k))
+                .map(|_| self.finger.below())
+        };
+        match stepped {
+            Ok(n) => self.set(n),
             Err(e) => self.fail(e),
         }
     }

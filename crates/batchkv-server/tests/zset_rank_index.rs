@@ -137,8 +137,10 @@ fn check_score_offsets(c: &mut redis::Connection, key: &str, m: &Model, step: us
     let mut p = redis::pipe();
     let mut want: Vec<Vec<String>> = Vec::new();
     let mut counts: Vec<usize> = Vec::new();
-    for min in ["-inf", "-50", "(7", "7", "100", "(295", "7.5"] {
-        for max in ["+inf", "250", "(250", "(7"] {
+    // -inf to +inf is the set's size without a read; "(-inf" and "(+inf"
+    // leave out the infinite scores.
+    for min in ["-inf", "(-inf", "-50", "(7", "7", "100", "(295", "7.5"] {
+        for max in ["+inf", "(+inf", "250", "(250", "(7"] {
             let (min_arg, lo, lo_ex) = bound(min);
             let (max_arg, hi, hi_ex) = bound(max);
             let inside: Vec<&String> = order
@@ -204,15 +206,17 @@ fn check_score_offsets(c: &mut redis::Connection, key: &str, m: &Model, step: us
     assert!(ranges.next().is_none() && n.next().is_none());
 }
 
-/// ZLEXCOUNT over ranges short and long of `key` against `m` (members in
-/// the range bytewise, whatever their scores: a set of one score is
-/// counted by the ranks of the range's ends, a set of mixed scores by a
-/// walk of its members).
+/// ZLEXCOUNT, and ZRANGEBYLEX and ZREVRANGEBYLEX with deep LIMIT offsets,
+/// over ranges short and long of `key` against `m` (members in the range
+/// bytewise, whatever their scores: a set of one score is counted, and
+/// its offsets found, by ranks; a set of mixed scores walks its members).
 fn check_lex_counts(c: &mut redis::Connection, key: &str, m: &Model, step: usize) {
     let mut members: Vec<&String> = m.keys().collect();
     members.sort();
     let mut p = redis::pipe();
     let mut want = Vec::new();
+    let mut r = redis::pipe();
+    let mut want_ranges: Vec<Vec<String>> = Vec::new();
     let bounds = [
         "-", "+", "[m1", "(m1", "[m2000", "(m2000", "[m9", "[f", "[m15", "(m15",
     ];
@@ -243,11 +247,58 @@ fn check_lex_counts(c: &mut redis::Connection, key: &str, m: &Model, step: usize
                 }
             };
             p.cmd("ZLEXCOUNT").arg(key).arg(min).arg(max);
-            want.push(members.iter().filter(|x| ok_lo(x) && ok_hi(x)).count());
+            let inside: Vec<&String> = members
+                .iter()
+                .copied()
+                .filter(|x| ok_lo(x) && ok_hi(x))
+                .collect();
+            want.push(inside.len());
+            // Deep offsets: selected by rank in a set of one score.
+            for off in [64usize, 100, 1000, 3000] {
+                r.cmd("ZRANGEBYLEX")
+                    .arg(key)
+                    .arg(min)
+                    .arg(max)
+                    .arg("LIMIT")
+                    .arg(off)
+                    .arg(5);
+                want_ranges.push(
+                    inside
+                        .iter()
+                        .skip(off)
+                        .take(5)
+                        .map(|x| x.to_string())
+                        .collect(),
+                );
+                r.cmd("ZREVRANGEBYLEX")
+                    .arg(key)
+                    .arg(max)
+                    .arg(min)
+                    .arg("LIMIT")
+                    .arg(off)
+                    .arg(5);
+                want_ranges.push(
+                    inside
+                        .iter()
+                        .rev()
+                        .skip(off)
+                        .take(5)
+                        .map(|x| x.to_string())
+                        .collect(),
+                );
+            }
         }
     }
     let got: Vec<usize> = p.query(c).unwrap();
     assert_eq!(got, want, "step {step}: ZLEXCOUNTs of {key}");
+    let got: Vec<Vec<String>> = r.query(c).unwrap();
+    for (i, (g, w)) in got.iter().zip(&want_ranges).enumerate() {
+        assert_eq!(
+            g, w,
+            "step {step}: lex range {i} of {key} with a deep offset"
+        );
+    }
+    assert_eq!(got.len(), want_ranges.len());
 }
 
 /// One random write to `key` through the server, mirrored in `m`.

@@ -239,51 +239,107 @@ fn rank_slice(
     Ok(out)
 }
 
-/// The score-index entry (less the prefix `p`) `offset` entries into
-/// `[lo, hi)` in reply order (descending with `rev`) of the indexed set
-/// `m` at `key`, if the range holds that many: by the ranks of the
-/// range's ends and [`ranks::select`].
-#[allow(clippy::too_many_arguments)]
-fn offset_entry(
-    shared: &Shared,
-    key: &[u8],
-    m: &Meta,
-    p: &[u8],
-    lo: &[u8],
-    hi: &[u8],
-    rev: bool,
-    offset: u64,
-) -> Result<Option<Vec<u8>>, Reply> {
-    let before = |bound: &[u8]| entries_before(shared, key, m, p, bound);
-    let target = if rev {
-        match before(hi)?.checked_sub(offset + 1) {
-            Some(t) => t,
-            None => return Ok(None),
-        }
-    } else {
-        before(lo)? + offset
-    };
-    if target >= m.size {
-        return Ok(None);
-    }
-    let e = ranks::select(shared, key, m.version, target)?;
-    let k = [p, &e].concat();
-    Ok((lo <= k.as_slice() && k.as_slice() < hi).then_some(e))
+/// A sorted set's score index as rank arithmetic sees it: the set (stored
+/// key and metadata), the index prefix `p`, and where its entries (less
+/// `p`) lie: at or above `floor`, below `ceiling`. A bound outside that
+/// span has a rank known without a read.
+struct Ranked<'a> {
+    key: &'a [u8],
+    m: &'a Meta,
+    p: &'a [u8],
+    floor: Vec<u8>,
+    ceiling: Vec<u8>,
 }
 
-/// The number of score-index entries (prefix `p`) of the indexed set `m`
-/// at `key` below the index key `bound`: the rank an entry there would
-/// have (every entry, for a bound past the index: `hi` of +inf).
-fn entries_before(
-    shared: &Shared,
-    key: &[u8],
-    m: &Meta,
-    p: &[u8],
-    bound: &[u8],
-) -> Result<u64, Reply> {
-    match bound.strip_prefix(p) {
-        Some(own) => ranks::rank(shared, key, m.version, own),
-        None => Ok(m.size),
+impl<'a> Ranked<'a> {
+    /// Any score: from -inf's score key up to past +inf's.
+    fn scores(key: &'a [u8], m: &'a Meta, p: &'a [u8]) -> Ranked<'a> {
+        Ranked {
+            key,
+            m,
+            p,
+            floor: meta::score_key(f64::NEG_INFINITY).to_vec(),
+            ceiling: meta::prefix_end(&meta::score_key(f64::INFINITY)),
+        }
+    }
+
+    /// Every entry under the one score key `score`.
+    fn one_score(key: &'a [u8], m: &'a Meta, p: &'a [u8], score: &[u8]) -> Ranked<'a> {
+        Ranked {
+            key,
+            m,
+            p,
+            floor: score.to_vec(),
+            ceiling: meta::prefix_end(score),
+        }
+    }
+
+    /// The entries below the index key `bound` when no read is needed:
+    /// none at or below the floor, all at or above the ceiling or past
+    /// the index (`hi` of +inf).
+    fn known_before(&self, bound: &[u8]) -> Option<u64> {
+        match bound.strip_prefix(self.p) {
+            Some(own) if own <= self.floor.as_slice() => Some(0),
+            Some(own) if own >= self.ceiling.as_slice() => Some(self.m.size),
+            Some(_) => None,
+            None if bound < self.p => Some(0),
+            None => Some(self.m.size),
+        }
+    }
+
+    /// The number of entries below the index key `bound` (the rank an
+    /// entry there would have): known, or by the rank index.
+    fn before(&self, shared: &Shared, bound: &[u8]) -> Result<u64, Reply> {
+        if let Some(n) = self.known_before(bound) {
+            return Ok(n);
+        }
+        let own = &bound[self.p.len()..];
+        ranks::rank(shared, self.key, self.m.version, own)
+    }
+
+    /// The number of entries in `[lo, hi)`, if both ends' ranks are known
+    /// without a read (a range from -inf to +inf: the set's size).
+    fn known_count(&self, lo: &[u8], hi: &[u8]) -> Option<u64> {
+        Some(
+            self.known_before(hi)?
+                .saturating_sub(self.known_before(lo)?),
+        )
+    }
+
+    /// The number of entries in `[lo, hi)`: the difference of the ranks of
+    /// its ends.
+    fn count(&self, shared: &Shared, lo: &[u8], hi: &[u8]) -> Result<u64, Reply> {
+        let below_hi = self.before(shared, hi)?;
+        let below_lo = self.before(shared, lo)?;
+        below_hi
+            .checked_sub(below_lo)
+            .ok_or_else(|| Reply::err(ranks::CORRUPT))
+    }
+
+    /// The entry (less `p`) `offset` entries into `[lo, hi)` in reply
+    /// order (descending with `rev`), if the range holds that many: by the
+    /// ranks of the range's ends and [`ranks::select`].
+    fn offset_entry(
+        &self,
+        shared: &Shared,
+        (lo, hi): (&[u8], &[u8]),
+        rev: bool,
+        offset: u64,
+    ) -> Result<Option<Vec<u8>>, Reply> {
+        let target = if rev {
+            match self.before(shared, hi)?.checked_sub(offset + 1) {
+                Some(t) => t,
+                None => return Ok(None),
+            }
+        } else {
+            self.before(shared, lo)? + offset
+        };
+        if target >= self.m.size {
+            return Ok(None);
+        }
+        let e = ranks::select(shared, self.key, self.m.version, target)?;
+        let k = [self.p, &e].concat();
+        Ok((lo <= k.as_slice() && k.as_slice() < hi).then_some(e))
     }
 }
 
@@ -339,52 +395,96 @@ fn collect(shared: &Shared, key: &[u8], m: &Meta, q: &Query) -> Result<Vec<Score
         }
         Spec::Score(r) => {
             let p = meta::score_prefix(key, m.version);
-            let Some((mut lo, mut hi)) = r.index_bounds(&p) else {
+            let Some(bounds) = r.index_bounds(&p) else {
                 return Ok(out);
             };
-            if ranks::indexed(m.version) && q.offset as u64 >= SELECT_FROM {
-                // A deep LIMIT offset: the entry `offset` places into the
-                // range is selected by rank, not walked to.
-                match offset_entry(shared, key, m, &p, &lo, &hi, q.rev, q.offset as u64)? {
-                    Some(e) if q.rev => hi = [&p[..], &e, &[0]].concat(),
-                    Some(e) => lo = [&p[..], &e].concat(),
-                    None => return Ok(out),
-                }
-                w.skip = 0;
-            }
-            scan_index(shared, key, m, &lo, &hi, q.rev, |mem, s| {
-                let (keep, more) = w.take();
-                if keep {
-                    out.push((mem.to_vec(), s));
-                }
-                more
-            })?;
+            let deep = ranks::indexed(m.version) && q.offset as u64 >= SELECT_FROM;
+            let ranked = deep.then(|| Ranked::scores(key, m, &p));
+            walk_index(shared, key, m, ranked, bounds, q, &mut w, &mut out)?;
         }
-        Spec::Lex(r) => {
-            let p = meta::element_prefix(key, m.version);
-            let Some((lo, hi)) = r.element_bounds(&p) else {
-                return Ok(out);
-            };
-            let mut bad = None;
-            shared.scan(&lo, &hi, q.rev, true, |k, v| {
-                let (keep, more) = w.take();
-                if keep {
-                    match decode_score(v) {
-                        Ok(s) => out.push((k[p.len()..].to_vec(), s)),
-                        Err(e) => {
-                            bad = Some(e);
-                            return false;
-                        }
-                    }
-                }
-                more
-            })?;
-            if let Some(e) = bad {
-                return Err(e);
+        // A deep LIMIT offset in a set of one score (Redis's defined case
+        // for lex ranges): its score index is in member order, so the range
+        // maps onto it and the entry at the offset is selected by rank.
+        Spec::Lex(r) if ranks::indexed(m.version) && q.offset as u64 >= SELECT_FROM => {
+            let p = meta::score_prefix(key, m.version);
+            if let Some(score) = single_score(shared, &p)? {
+                let Some(bounds) = r.element_bounds(&[&p[..], &score].concat()) else {
+                    return Ok(out);
+                };
+                let ranked = Ranked::one_score(key, m, &p, &score);
+                walk_index(shared, key, m, Some(ranked), bounds, q, &mut w, &mut out)?;
+            } else {
+                walk_members(shared, key, m, r, q.rev, &mut w, &mut out)?;
             }
         }
+        Spec::Lex(r) => walk_members(shared, key, m, r, q.rev, &mut w, &mut out)?,
     }
     Ok(out)
+}
+
+/// Appends to `out` the score-index entries in `[lo, hi)` (descending with
+/// `q.rev`) that `w` keeps. With `ranked` (an indexed set and a deep
+/// offset), the walk starts at the entry the offset names, selected by
+/// rank, not walked to.
+#[allow(clippy::too_many_arguments)]
+fn walk_index(
+    shared: &Shared,
+    key: &[u8],
+    m: &Meta,
+    ranked: Option<Ranked>,
+    (mut lo, mut hi): (Vec<u8>, Vec<u8>),
+    q: &Query,
+    w: &mut Window,
+    out: &mut Vec<Scored>,
+) -> Result<(), Reply> {
+    if let Some(ranked) = ranked {
+        let p = ranked.p;
+        match ranked.offset_entry(shared, (&lo, &hi), q.rev, q.offset as u64)? {
+            Some(e) if q.rev => hi = [p, &e, &[0]].concat(),
+            Some(e) => lo = [p, &e].concat(),
+            None => return Ok(()),
+        }
+        w.skip = 0;
+    }
+    scan_index(shared, key, m, &lo, &hi, q.rev, |mem, s| {
+        let (keep, more) = w.take();
+        if keep {
+            out.push((mem.to_vec(), s));
+        }
+        more
+    })
+}
+
+/// Appends to `out` the members in the lex range `r` (descending with
+/// `rev`) that `w` keeps: a walk of the member keys.
+fn walk_members(
+    shared: &Shared,
+    key: &[u8],
+    m: &Meta,
+    r: &LexRange,
+    rev: bool,
+    w: &mut Window,
+    out: &mut Vec<Scored>,
+) -> Result<(), Reply> {
+    let p = meta::element_prefix(key, m.version);
+    let Some((lo, hi)) = r.element_bounds(&p) else {
+        return Ok(());
+    };
+    let mut bad = None;
+    shared.scan(&lo, &hi, rev, true, |k, v| {
+        let (keep, more) = w.take();
+        if keep {
+            match decode_score(v) {
+                Ok(s) => out.push((k[p.len()..].to_vec(), s)),
+                Err(e) => {
+                    bad = Some(e);
+                    return false;
+                }
+            }
+        }
+        more
+    })?;
+    bad.map_or(Ok(()), Err)
 }
 
 /// Counts the engine keys in `[lo, hi)`.
@@ -410,6 +510,11 @@ pub fn zcount(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let Some((lo, hi)) = r.index_bounds(&p) else {
         return Reply::Int(0);
     };
+    let ranked = Ranked::scores(&k, &m, &p);
+    // -inf to +inf: the set's size, indexed or not.
+    if let Some(n) = ranked.known_count(&lo, &hi) {
+        return Reply::Int(n as i64);
+    }
     if !ranks::indexed(m.version) {
         return Reply::Int(tri!(count(shared, &lo, &hi)));
     }
@@ -418,7 +523,7 @@ pub fn zcount(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     if let Some(n) = tri!(count_short(shared, &lo, &hi)) {
         return Reply::Int(n as i64);
     }
-    Reply::Int(tri!(count_by_rank(shared, &k, &m, &p, &lo, &hi)) as i64)
+    Reply::Int(tri!(ranked.count(shared, &lo, &hi)) as i64)
 }
 
 /// The number of engine keys in `[lo, hi)` if fewer than [`SELECT_FROM`]
@@ -430,23 +535,6 @@ fn count_short(shared: &Shared, lo: &[u8], hi: &[u8]) -> Result<Option<u64>, Rep
         n < SELECT_FROM
     })?;
     Ok((n < SELECT_FROM).then_some(n))
-}
-
-/// The number of score-index entries (prefix `p`) of the indexed set `m`
-/// at `key` in `[lo, hi)`: the difference of the ranks of its ends.
-fn count_by_rank(
-    shared: &Shared,
-    key: &[u8],
-    m: &Meta,
-    p: &[u8],
-    lo: &[u8],
-    hi: &[u8],
-) -> Result<u64, Reply> {
-    let below_hi = entries_before(shared, key, m, p, hi)?;
-    let below_lo = entries_before(shared, key, m, p, lo)?;
-    below_hi
-        .checked_sub(below_lo)
-        .ok_or_else(|| Reply::err(ranks::CORRUPT))
 }
 
 /// ZLEXCOUNT: O(log n) for an indexed set whose members all have one
@@ -477,7 +565,11 @@ pub fn zlexcount(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let Some((lo, hi)) = r.element_bounds(&[&p[..], &score].concat()) else {
         return Reply::Int(0);
     };
-    Reply::Int(tri!(count_by_rank(shared, &k, &m, &p, &lo, &hi)) as i64)
+    let ranked = Ranked::one_score(&k, &m, &p, &score);
+    if let Some(n) = ranked.known_count(&lo, &hi) {
+        return Reply::Int(n as i64);
+    }
+    Reply::Int(tri!(ranked.count(shared, &lo, &hi)) as i64)
 }
 
 /// The score key every entry of the score index under `p` has, if they

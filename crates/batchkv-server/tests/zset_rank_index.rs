@@ -218,7 +218,7 @@ fn check_lex_counts(c: &mut redis::Connection, key: &str, m: &Model, step: usize
     let mut r = redis::pipe();
     let mut want_ranges: Vec<Vec<String>> = Vec::new();
     let bounds = [
-        "-", "+", "[m1", "(m1", "[m2000", "(m2000", "[m9", "[f", "[m15", "(m15",
+        "-", "+", "[", "[m1", "(m1", "[m2000", "(m2000", "[m9", "[f", "[m15", "(m15",
     ];
     for min in bounds {
         for max in bounds {

@@ -548,9 +548,14 @@ pub fn zlexcount(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let Some((k, m)) = tri!(read_zset(shared, conn, &a[0])) else {
         return Reply::Int(0);
     };
-    let Some((lo, hi)) = r.element_bounds(&meta::element_prefix(&k, m.version)) else {
+    let ep = meta::element_prefix(&k, m.version);
+    let Some((lo, hi)) = r.element_bounds(&ep) else {
         return Reply::Int(0);
     };
+    // From the first member to past the last (- +): the set's size.
+    if lo == ep && hi == meta::prefix_end(&ep) {
+        return Reply::Int(m.size as i64);
+    }
     if !ranks::indexed(m.version) {
         return Reply::Int(tri!(count(shared, &lo, &hi)));
     }

@@ -19,7 +19,8 @@
 # and reads of one element or a few (their collections loaded the same
 # way; lists l:N of elements m:N for the list reads):
 #   HEXISTS, HLEN, SISMEMBER, ZSCORE, ZRANK, LINDEX (index 500),
-#   LRANGE10 (LRANGE 0 9), ZRANGE10 (ZRANGE 0 9), and random picks:
+#   LRANGE10 (LRANGE 0 9), ZRANGE10 (ZRANGE 0 9), ZREVRANGE10
+#   (ZREVRANGE 0 9), and random picks:
 #   SRANDMEMBER, HRANDFIELD, ZRANDMEMBER (one element), ZRANDMEMBER5
 #   (ZRANDMEMBER 5 WITHSCORES)
 # String write tests over the KEYS loaded keys (-r KEYS): MSET10 (MSET of
@@ -250,6 +251,7 @@ bench() {
         ZSCORE) cmd=(ZSCORE z:__rand_int__ m:__rand_int__) ;;
         ZRANK) cmd=(ZRANK z:__rand_int__ m:__rand_int__) ;;
         ZRANGE10) cmd=(ZRANGE z:__rand_int__ 0 9) ;;
+        ZREVRANGE10) cmd=(ZREVRANGE z:__rand_int__ 0 9) ;;
         LINDEX) cmd=(LINDEX l:__rand_int__ 500) ;;
         LRANGE10) cmd=(LRANGE l:__rand_int__ 0 9) ;;
         SRANDMEMBER) cmd=(SRANDMEMBER s:__rand_int__) ;;

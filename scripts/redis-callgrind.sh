@@ -27,7 +27,7 @@
 # Usage: scripts/redis-callgrind.sh BINARY [LABEL]
 # Environment (defaults in brackets):
 #   TESTS ["HMGET5 HMGET100 SMISMEMBER100 ZMSCORE100"]; also HGET, HEXISTS,
-#         ZRANK, ZRANGE10, ZADD (new members n:N), SRANDMEMBER, HRANDFIELD,
+#         ZRANK, ZRANGE10, ZREVRANGE10, ZADD (new members n:N), SRANDMEMBER, HRANDFIELD,
 #         ZRANDMEMBER, ZRANDMEMBER5 (5 WITHSCORES), LINDEX, LRANGE10 (lists
 #         l:N loaded with RPUSH),
 #         GET, INCR, APPEND
@@ -82,6 +82,7 @@ command_of() {
     HEXISTS) echo "$N_SMALL HEXISTS h:__rand_int__ f:__rand_int__" ;;
     ZRANK) echo "$N_BIG ZRANK z:__rand_int__ m:__rand_int__" ;;
     ZRANGE10) echo "$N_SMALL ZRANGE z:__rand_int__ 0 9" ;;
+    ZREVRANGE10) echo "$N_SMALL ZREVRANGE z:__rand_int__ 0 9" ;;
     ZADD) echo "$N_SMALL ZADD z:__rand_int__ 7 n:__rand_int__" ;;
     LINDEX) echo "$N_SMALL LINDEX l:__rand_int__ 500" ;;
     LRANGE10) echo "$N_SMALL LRANGE l:__rand_int__ 0 9" ;;

@@ -456,9 +456,9 @@ impl Execute for Reads {
             let avg = if recent == 0 {
                 per_key
             } else {
-                // 7/8 of `recent` plus 1/8 of `per_key`, without the
-                // overflow of `recent * 7` (a huge recent, as tests set).
-                recent - recent / 8 + per_key / 8
+                // 7/8 of `recent` plus 1/8 of `per_key`, in u128: a huge
+                // recent (as tests set) must not overflow `recent * 7`.
+                ((u128::from(recent) * 7 + u128::from(per_key)) / 8) as u64
             };
             self.ns_per_key.store(avg, Ordering::Relaxed);
             done

@@ -212,3 +212,28 @@ fn spop_takes_every_member_exactly_once() {
     assert!(popped.iter().all(|m| index_of("m")(m).is_some()));
     assert_eq!(q::<i64>(&mut c, &["EXISTS", "s"]), 0);
 }
+
+/// Inside MULTI the picks see the transaction's own writes: a set and a
+/// hash rewritten in the transaction are picked from as rewritten.
+#[test]
+fn picks_inside_a_transaction_see_its_writes() {
+    let h = Harness::start();
+    let mut c = h.conn();
+    fill(&mut c);
+    let mut p = redis::pipe();
+    p.atomic();
+    p.cmd("DEL").arg("s").arg("h").ignore();
+    p.cmd("SADD").arg("s").arg("x").arg("y").ignore();
+    p.cmd("HSET").arg("h").arg("f").arg("v").ignore();
+    p.cmd("SRANDMEMBER").arg("s").arg(-20);
+    p.cmd("HRANDFIELD").arg("h").arg(-5).arg("WITHVALUES");
+    p.cmd("SPOP").arg("s").arg(5);
+    p.cmd("SCARD").arg("s");
+    let (rand, fields, popped, left): (Vec<String>, Vec<String>, BTreeSet<String>, i64) =
+        p.query(&mut c).unwrap();
+    assert_eq!(rand.len(), 20);
+    assert!(rand.iter().all(|m| m == "x" || m == "y"), "{rand:?}");
+    assert_eq!(fields, ["f", "v"].repeat(5));
+    assert_eq!(popped, BTreeSet::from(["x".to_string(), "y".to_string()]));
+    assert_eq!(left, 0);
+}

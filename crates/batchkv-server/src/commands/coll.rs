@@ -343,7 +343,7 @@ pub fn sample_elements(
     m: &Meta,
     s: &mut Sample,
 ) -> Result<Elements, Reply> {
-    let mut out = Vec::with_capacity(s.len());
+    let mut out = Vec::with_capacity(s.presize());
     if !s.done() {
         shared.scan_elements(key, m, s.reverse(), |k, v| {
             for _ in 0..s.take() {

@@ -763,12 +763,13 @@ fn sample_scored(
     m: &Meta,
     s: &mut Sample,
 ) -> Result<Vec<Scored>, Reply> {
-    let mut out: Vec<Scored> = Vec::with_capacity(s.len());
-    let selects = (s.len() as u64).saturating_mul(range::SELECT_FROM);
-    if ranks::indexed(m.version) && selects < s.walk_len() {
+    let mut out: Vec<Scored> = Vec::with_capacity(s.presize());
+    let selects = s.len().saturating_mul(range::SELECT_FROM);
+    let select = ranks::indexed(m.version) && selects < s.walk_len();
+    if let Some(positions) = select.then(|| s.positions()).flatten() {
         // Ascending ranks, a rank picked twice adjacent: selected once.
         let mut last = None;
-        for r in s.positions() {
+        for r in positions {
             if last != Some(r) {
                 let e = ranks::select(shared, key, m.version, r)?;
                 let Some((sk, mem)) = e.split_first_chunk::<8>() else {

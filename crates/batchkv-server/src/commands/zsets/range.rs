@@ -570,10 +570,9 @@ pub fn zlexcount(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let Some((lo, hi)) = r.element_bounds(&[&p[..], &score].concat()) else {
         return Reply::Int(0);
     };
+    // (The whole member range, the one both ends of a one-score set's
+    // `Ranked` know, returned above.)
     let ranked = Ranked::one_score(&k, &m, &p, &score);
-    if let Some(n) = ranked.known_count(&lo, &hi) {
-        return Reply::Int(n as i64);
-    }
     Reply::Int(tri!(ranked.count(shared, &lo, &hi)) as i64)
 }
 

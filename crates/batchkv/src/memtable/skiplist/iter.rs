@@ -176,10 +176,13 @@ impl InternalIterator for SkipListIter {
             return;
         }
         // The last node below the current key: the finger's level-0 `prev`
-        // after a search for that key. After a step back the finger is the
-        // path of the key stepped from, whose level-0 `prev` is the current
-        // node: the next step reuses it (O(1) expected node visits, mostly
-        // pointer compares) instead of a descent from the top.
+        // after a search for that key. When the finger's level-0 `prev` is
+        // the current node (after a step back, whose finger is the path of
+        // the key stepped from; or a seek that landed where an older
+        // finger's `prev[0]` is), the finger is a path of some target
+        // above the current node whose `prev`s never lie right of the
+        // level below: `step_back` reuses it (O(1) expected node visits,
+        // mostly pointer compares) instead of a descent from the top.
         let stepped = if self.finger.below() == self.node {
             self.finger.step_back(&self.mt.list)
         } else {

@@ -1387,16 +1387,22 @@ fn steps_back_land_where_a_fresh_search_does() {
 }
 
 /// Steps back racing inserts: each lands below the key it left and at or
-/// after the last entry below it that was there before the step began.
+/// after the last entry below it that was there before the step began
+/// (the even keys from the start; the odd ones the writer, going down,
+/// had inserted by then).
 #[test]
 fn steps_back_racing_inserts_never_skip_an_entry_that_was_there() {
+    use std::sync::atomic::{AtomicU32, Ordering};
     let mt = Arc::new(SkipListMemTable::new(small_opts(false)));
     for i in 0..2000u32 {
         mt.insert(u64::from(i) + 1, ValueType::Value, &key_of(i * 2), b"v")
             .unwrap();
     }
+    // Odd keys 2i + 1 with i ≥ this are in the list.
+    let lowest = Arc::new(AtomicU32::new(2000));
     let writer = {
         let mt = Arc::clone(&mt);
+        let lowest = Arc::clone(&lowest);
         std::thread::spawn(move || {
             for i in (0..2000u32).rev() {
                 mt.insert(
@@ -1406,6 +1412,7 @@ fn steps_back_racing_inserts_never_skip_an_entry_that_was_there() {
                     b"w",
                 )
                 .unwrap();
+                lowest.store(i, Ordering::Release);
             }
         })
     };
@@ -1414,18 +1421,20 @@ fn steps_back_racing_inserts_never_skip_an_entry_that_was_there() {
         it.seek_to_last();
         let mut last = crate::key::user_key(it.key()).to_vec();
         loop {
+            let low = lowest.load(Ordering::Acquire);
             it.prev();
             if !it.valid() {
                 break;
             }
             let k = crate::key::user_key(it.key()).to_vec();
             assert!(k < last, "stepped back from {last:?} to {k:?}");
-            // The even key below `last` (`key` + 6 digits): there from
-            // the start.
+            // The key just below `last` (`key` + 6 digits) if it was there
+            // before the step, else the even one below it.
             let at: u32 = std::str::from_utf8(&last[3..]).unwrap().parse().unwrap();
-            if let Some(b) = (at - 1).checked_sub((at - 1) % 2).map(key_of) {
-                assert!(k >= b, "stepped back from {last:?} past {b:?} to {k:?}");
-            }
+            let below = at - 1;
+            let there = below.is_multiple_of(2) || (below - 1) / 2 >= low;
+            let b = key_of(if there { below } else { below - 1 });
+            assert!(k >= b, "stepped back from {last:?} past {b:?} to {k:?}");
             last = k;
         }
         assert_eq!(last, key_of(0), "walked back to the first key");

@@ -1334,6 +1334,37 @@ fn reseeks_in_any_order_land_where_a_fresh_search_does() {
     }
 }
 
+/// A memtable of the even keys `key_of(0..4000 step 2)` and a thread
+/// inserting the odd ones between them, ascending or (`descending`)
+/// descending, calling `inserted(i)` after key `2i + 1`.
+fn even_keys_and_odd_writer(
+    descending: bool,
+    inserted: impl Fn(u32) + Send + 'static,
+) -> (Arc<SkipListMemTable>, std::thread::JoinHandle<()>) {
+    let mt = Arc::new(SkipListMemTable::new(small_opts(false)));
+    for i in 0..2000u32 {
+        mt.insert(u64::from(i) + 1, ValueType::Value, &key_of(i * 2), b"v")
+            .unwrap();
+    }
+    let writer = {
+        let mt = Arc::clone(&mt);
+        std::thread::spawn(move || {
+            for j in 0..2000u32 {
+                let i = if descending { 1999 - j } else { j };
+                mt.insert(
+                    10_000 + u64::from(i),
+                    ValueType::Value,
+                    &key_of(i * 2 + 1),
+                    b"w",
+                )
+                .unwrap();
+                inserted(i);
+            }
+        })
+    };
+    (mt, writer)
+}
+
 /// `prev` searches for the current key from the finger: runs of steps
 /// back, mixed with `next`, `seek_near` and plain seeks (which move the
 /// position but not the finger), land on the entry before, paranoid or
@@ -1393,28 +1424,11 @@ fn steps_back_land_where_a_fresh_search_does() {
 #[test]
 fn steps_back_racing_inserts_never_skip_an_entry_that_was_there() {
     use std::sync::atomic::{AtomicU32, Ordering};
-    let mt = Arc::new(SkipListMemTable::new(small_opts(false)));
-    for i in 0..2000u32 {
-        mt.insert(u64::from(i) + 1, ValueType::Value, &key_of(i * 2), b"v")
-            .unwrap();
-    }
     // Odd keys 2i + 1 with i ≥ this are in the list.
     let lowest = Arc::new(AtomicU32::new(2000));
-    let writer = {
-        let mt = Arc::clone(&mt);
+    let (mt, writer) = {
         let lowest = Arc::clone(&lowest);
-        std::thread::spawn(move || {
-            for i in (0..2000u32).rev() {
-                mt.insert(
-                    10_000 + u64::from(i),
-                    ValueType::Value,
-                    &key_of(i * 2 + 1),
-                    b"w",
-                )
-                .unwrap();
-                lowest.store(i, Ordering::Release);
-            }
-        })
+        even_keys_and_odd_writer(true, move |i| lowest.store(i, Ordering::Release))
     };
     let mut it = mt.clone().iter();
     for _ in 0..10 {
@@ -1448,25 +1462,7 @@ fn steps_back_racing_inserts_never_skip_an_entry_that_was_there() {
 /// (entries inserted meanwhile may be found or not).
 #[test]
 fn reseeks_racing_inserts_never_skip_an_entry_that_was_there() {
-    let mt = Arc::new(SkipListMemTable::new(small_opts(false)));
-    for i in 0..2000u32 {
-        mt.insert(u64::from(i) + 1, ValueType::Value, &key_of(i * 2), b"v")
-            .unwrap();
-    }
-    let writer = {
-        let mt = Arc::clone(&mt);
-        std::thread::spawn(move || {
-            for i in 0..2000u32 {
-                mt.insert(
-                    10_000 + u64::from(i),
-                    ValueType::Value,
-                    &key_of(i * 2 + 1),
-                    b"w",
-                )
-                .unwrap();
-            }
-        })
-    };
+    let (mt, writer) = even_keys_and_odd_writer(false, |_| {});
     let mut rng = StdRng::seed_from_u64(5);
     let mut it = mt.clone().iter();
     let mut i = 0u32;

@@ -21,7 +21,8 @@
 //! `cmdstats.rs` (INFO commandstats), `config/runtime.rs` (CONFIG SET),
 //! `marker.rs` (telling a server's database from plain engine data),
 //! `write_group.rs` (a pipeline's writes as one engine write),
-//! `meta.rs` (collections' stored layout), `keycount.rs` (key counts),
+//! `meta.rs` (collections' stored layout), `hll.rs` (HyperLogLog in
+//! Redis's string representation), `keycount.rs` (key counts),
 //! `commands/` (the command table — names, arities, flags, key
 //! positions, handlers, which reads are batched — and the commands).
 
@@ -39,6 +40,7 @@ mod errors;
 mod expiry;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
+mod hll;
 mod keycount;
 mod keyspace;
 mod ldouble;

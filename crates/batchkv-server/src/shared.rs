@@ -530,6 +530,22 @@ impl Shared {
         f()
     }
 
+    /// Runs `f` with this thread's reads at the latest state, outside
+    /// any snapshot [`Shared::at_snapshot`] set (restored after): for a
+    /// read-only command that writes back what it computed (PFCOUNT's
+    /// cache), under the key's lock.
+    pub fn latest<R>(&self, f: impl FnOnce() -> R) -> R {
+        struct Restore(Option<Snapshot>);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                let s = self.0.take();
+                READ_AT.with(|r| *r.borrow_mut() = s);
+            }
+        }
+        let _restore = Restore(READ_AT.with(|r| r.borrow_mut().take()));
+        f()
+    }
+
     /// Reads one engine key as it is stored.
     pub fn get_raw(&self, key: &[u8]) -> Result<Option<Vec<u8>>, Reply> {
         if tx::active() {

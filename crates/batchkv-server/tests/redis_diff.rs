@@ -6,7 +6,7 @@
 //! 1-16 commands, most on a RESP2 connection pair, about a quarter on a
 //! RESP3 pair (`HELLO 3`). The commands cover strings (bits and LCS too),
 //! the keyspace (MOVE, SWAPDB and OBJECT too), hashes, sets, sorted sets,
-//! lists (blocking ones too), and MULTI/EXEC/DISCARD/WATCH blocks of random
+//! lists (blocking ones too), HyperLogLogs, and MULTI/EXEC/DISCARD/WATCH blocks of random
 //! commands. Every reply must be the same bytes, except where Redis leaves
 //! something unspecified (see [`Cmp`]: the order of HGETALL/SMEMBERS/KEYS...,
 //! the seconds a TTL shows, a SCAN's cursors). A few commands get an
@@ -137,6 +137,12 @@ static TABLES: &[TableDef] = &[
         Some("zset"),
     ),
     table(diff::lists::COMMANDS, Some("b"), Some("l:2"), Some("list")),
+    table(
+        diff::hll::COMMANDS,
+        Some("s:2"),
+        Some("l:2"),
+        Some("string"),
+    ),
     table(diff::tx::COMMANDS, None, None, None),
 ];
 
@@ -144,6 +150,8 @@ static TABLES: &[TableDef] = &[
 const TYPES: &[(&str, &[&str])] = &[
     ("none", &[]),
     ("string", &["SET", "k", "abc"]),
+    // A HyperLogLog is a string too.
+    ("string", &["PFADD", "k", "a", "b"]),
     ("hash", &["HSET", "k", "f1", "v", "ab", "1"]),
     ("set", &["SADD", "k", "m1", "1"]),
     ("zset", &["ZADD", "k", "1", "m1", "2", "m2"]),
@@ -194,8 +202,8 @@ static ALLOWED: &[Allowed] = &[
     Allowed {
         commands: &["object"],
         reason: "OBJECT ENCODING: Redis's encoding depends on how the value was built and \
-             never returns to a compact one (APPEND, SETRANGE, SETBIT and BITOP make `raw` \
-             strings, INCRBYFLOAT `embstr` ones; a set, hash or sorted set that once passed \
+             never returns to a compact one (APPEND, SETRANGE, SETBIT, BITOP, PFADD and \
+             PFMERGE make `raw` strings, INCRBYFLOAT `embstr` ones; a set, hash or sorted set that once passed \
              a threshold stays `hashtable`/`skiplist` after it shrinks); batchkv keeps no \
              encoding and reports what Redis would use for the value as it is now \
              (src/commands/object.rs)",

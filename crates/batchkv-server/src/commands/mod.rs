@@ -19,6 +19,7 @@ mod config_cmd;
 mod dbs;
 mod docs;
 mod hashes;
+mod hll;
 mod info;
 mod keys;
 pub(crate) mod lists;
@@ -182,6 +183,7 @@ static TABLES: &[&[CommandSpec]] = &[
     dbs::COMMANDS,
     object::COMMANDS,
     bits::COMMANDS,
+    hll::COMMANDS,
     sets::COMMANDS,
     tx::COMMANDS,
     lists::COMMANDS,

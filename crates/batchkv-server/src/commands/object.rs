@@ -4,7 +4,7 @@
 //! in-memory encodings, so OBJECT ENCODING reports the encoding Redis 7.0
 //! would use for the same value with its default thresholds: `int`,
 //! `embstr` (≤ 44 bytes) or `raw` for strings (a short string built by
-//! APPEND or SETRANGE is `raw` in Redis and `embstr` here); `listpack` or
+//! APPEND, SETRANGE or PFADD is `raw` in Redis and `embstr` here); `listpack` or
 //! `hashtable` for hashes (512 entries, 64-byte fields and values);
 //! `intset` or `hashtable` for sets (512 integers); `listpack` or
 //! `skiplist` for sorted sets (128 entries, 64-byte members); `quicklist`

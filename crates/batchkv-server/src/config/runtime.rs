@@ -7,7 +7,7 @@
 //!   `slowlog-log-slower-than`, `slowlog-max-len`, `appendfsync`,
 //!   `proto-max-bulk-len`, `client-query-buffer-limit`, `protected-mode`,
 //!   `client-output-buffer-limit` (its `normal` class; the `replica` and
-//!   `pubsub` classes are checked and shown only). Hot paths read them
+//!   `pubsub` classes are checked and shown only), `hll-sparse-max-bytes`. Hot paths read them
 //!   from atomics, never under a lock.
 //! - echoed: Redis's in-memory encoding thresholds and a few settings
 //!   clients set (`save`, `appendonly`, `maxmemory`,
@@ -63,6 +63,7 @@ enum Effect {
     QueryBufferLimit,
     ProtectedMode,
     OutputBufferLimit,
+    HllSparseMaxBytes,
 }
 
 struct Param {
@@ -101,6 +102,8 @@ const fn live(name: &'static str, kind: Kind, effect: Effect) -> Param {
 }
 
 const I64_MAX: i64 = i64::MAX;
+/// Redis's default `hll-sparse-max-bytes`.
+const DEFAULT_HLL_SPARSE_MAX: usize = 3000;
 const I32: Kind = Kind::Int(i32::MIN as i64, i32::MAX as i64);
 const SIZE: Kind = Kind::Int(0, I64_MAX);
 /// Redis's memory-policy names, in its order (the error lists them so).
@@ -217,11 +220,10 @@ static PARAMS: &[Param] = &[
         Kind::Int(0, I64_MAX),
         "100",
     ),
-    echo(
+    live(
         "hll-sparse-max-bytes",
-        None,
         Kind::Mem(0, I64_MAX as u64),
-        "3000",
+        Effect::HllSparseMaxBytes,
     ),
     echo("lfu-log-factor", None, Kind::Int(0, i32::MAX as i64), "10"),
     echo("lfu-decay-time", None, Kind::Int(0, i32::MAX as i64), "1"),
@@ -249,6 +251,8 @@ pub struct Settings {
     output_hard: AtomicU64,
     output_soft: AtomicU64,
     output_soft_seconds: AtomicU64,
+    /// `hll-sparse-max-bytes`: a sparse HyperLogLog longer turns dense.
+    hll_sparse_max_bytes: AtomicUsize,
     requirepass: RwLock<Option<String>>,
     /// Descriptors kept for other uses than clients (`limits.rs`): a
     /// higher `maxclients` must fit the descriptor limit with them.
@@ -288,6 +292,7 @@ impl Settings {
                 "protected-mode" => yes_no(cfg.protected_mode).into(),
                 "enable-debug-command" => cfg.enable_debug_command.as_str().into(),
                 "client-output-buffer-limit" => DEFAULT_OUTPUT_LIMITS.into(),
+                "hll-sparse-max-bytes" => DEFAULT_HLL_SPARSE_MAX.to_string(),
                 "databases" => NUM_DBS.to_string(),
                 "port" => port.to_string(),
                 "bind" => cfg.bind.clone(),
@@ -308,6 +313,7 @@ impl Settings {
             output_hard: AtomicU64::new(0),
             output_soft: AtomicU64::new(0),
             output_soft_seconds: AtomicU64::new(0),
+            hll_sparse_max_bytes: AtomicUsize::new(DEFAULT_HLL_SPARSE_MAX),
             requirepass: RwLock::new(cfg.requirepass.clone().filter(|p| !p.is_empty())),
             values: Mutex::new(values),
         }
@@ -342,6 +348,11 @@ impl Settings {
 
     pub fn proto_max_bulk_len(&self) -> usize {
         self.proto_max_bulk_len.load(Ordering::Relaxed)
+    }
+
+    /// `hll-sparse-max-bytes` (`hll.rs`).
+    pub fn hll_sparse_max_bytes(&self) -> usize {
+        self.hll_sparse_max_bytes.load(Ordering::Relaxed)
     }
 
     pub fn client_query_buffer_limit(&self) -> usize {
@@ -509,6 +520,7 @@ impl Settings {
             Effect::QueryBufferLimit => self
                 .client_query_buffer_limit
                 .store(size(), Ordering::Relaxed),
+            Effect::HllSparseMaxBytes => self.hll_sparse_max_bytes.store(size(), Ordering::Relaxed),
             Effect::ProtectedMode => self.protected_mode.store(value == "yes", Ordering::Relaxed),
             Effect::OutputBufferLimit => {
                 let l = output_limits::normal(value);

@@ -8,6 +8,7 @@ pub mod redis_process;
 pub mod resp;
 
 pub mod hashes;
+pub mod hll;
 pub mod keys;
 pub mod lists;
 pub mod sets;

@@ -23,6 +23,9 @@
 #   (ZREVRANGE 0 9), and random picks:
 #   SRANDMEMBER, HRANDFIELD, ZRANDMEMBER (one element), ZRANDMEMBER5
 #   (ZRANDMEMBER 5 WITHSCORES)
+# HyperLogLogs (nothing loaded: run PFADD first, the others read what it
+# left): PFADD (an element e:N to p:N), PFCOUNT (one key: mostly its
+# cached count), PFCOUNT3 (the union of three, computed each time).
 # String write tests over the KEYS loaded keys (-r KEYS): MSET10 (MSET of
 # 10 random keys), INCR (counter:N beside them), APPEND (8 bytes to key:N).
 #
@@ -265,6 +268,9 @@ bench() {
         ZADD) cmd=(ZADD z:__rand_int__ 7 n:__rand_int__) ;;
         LPUSH) cmd=(LPUSH l:__rand_int__ "$(head -c "$VALUE" </dev/zero | tr '\0' y)") ;;
         LPOP) cmd=(LPOP l:__rand_int__) ;;
+        PFADD) cmd=(PFADD p:__rand_int__ e:__rand_int__) ;;
+        PFCOUNT) cmd=(PFCOUNT p:__rand_int__) ;;
+        PFCOUNT3) cmd=(PFCOUNT p:__rand_int__ p:__rand_int__ p:__rand_int__) ;;
         *) echo "unknown test $test" >&2; exit 1 ;;
         esac
         args=(-p "$PORT" -c "$c" -P "$p" -r "$COLL" --csv)

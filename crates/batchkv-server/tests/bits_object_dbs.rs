@@ -232,3 +232,69 @@ fn expiry_options_follow_redis_7_0() {
     assert_eq!(q::<i64>(&mut c, &["EXPIRETIME", "n"]), 9223372036854776);
     assert_eq!(q::<i64>(&mut c, &["PEXPIRETIME", "n"]), i64::MAX);
 }
+
+/// BITFIELD and BITFIELD_RO, with redis-server 7.0.15's replies.
+#[test]
+fn bitfield_reads_and_writes_integers_with_overflow_rules() {
+    let h = Harness::start();
+    let mut c = h.conn();
+    let r: Vec<Option<i64>> = q(
+        &mut c,
+        &[
+            "BITFIELD", "bf", "SET", "u8", "0", "255", "GET", "u8", "0", "INCRBY", "u8", "0", "10",
+            "OVERFLOW", "SAT", "INCRBY", "u8", "0", "300", "OVERFLOW", "FAIL", "INCRBY", "u8", "0",
+            "1", "GET", "i4", "#1",
+        ],
+    );
+    assert_eq!(r, [Some(0), Some(255), Some(9), Some(255), None, Some(-1)]);
+    assert_eq!(q::<Vec<u8>>(&mut c, &["GET", "bf"]), [0xff]);
+    // A write FAIL refuses still grows the string, as in Redis.
+    let r: Vec<Option<i64>> = q(
+        &mut c,
+        &[
+            "BITFIELD", "bf", "OVERFLOW", "FAIL", "SET", "i8", "100", "1000",
+        ],
+    );
+    assert_eq!(r, [None]);
+    assert_eq!(q::<i64>(&mut c, &["STRLEN", "bf"]), 14);
+    let r: Vec<i64> = q(
+        &mut c,
+        &["BITFIELD_RO", "bf", "GET", "u4", "0", "GET", "i64", "0"],
+    );
+    assert_eq!(r, [15, -72_057_594_037_927_936]);
+    for (args, err) in [
+        (
+            &["BITFIELD_RO", "bf", "SET", "u8", "0", "1"][..],
+            "ERR BITFIELD_RO only supports the GET subcommand",
+        ),
+        (
+            &["BITFIELD", "bf", "GET", "u64", "0"],
+            "ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but i64 is.",
+        ),
+        (
+            &["BITFIELD", "bf", "GET", "i8", "-1"],
+            "ERR bit offset is not an integer or out of range",
+        ),
+        (&["BITFIELD", "bf", "OVERFLOW", "bogus"], "ERR Invalid OVERFLOW type specified"),
+        (&["BITFIELD", "bf", "INCRBY", "i8", "0"], "ERR syntax error"),
+        (
+            &["BITFIELD", "bf", "SET", "i8", "0", "x"],
+            "ERR value is not an integer or out of range",
+        ),
+    ] {
+        assert_eq!(query_err(&mut c, args), err, "{args:?}");
+    }
+    assert_eq!(
+        q::<Vec<i64>>(&mut c, &["BITFIELD", "bf"]),
+        Vec::<i64>::new()
+    );
+    // The TTL is kept; another type is WRONGTYPE.
+    let _: i64 = q(&mut c, &["EXPIRE", "bf", "100"]);
+    let _: Vec<i64> = q(&mut c, &["BITFIELD", "bf", "INCRBY", "i5", "#3", "7"]);
+    assert!(q::<i64>(&mut c, &["TTL", "bf"]) > 90);
+    let _: i64 = q(&mut c, &["RPUSH", "l", "x"]);
+    assert_eq!(
+        query_err(&mut c, &["BITFIELD_RO", "l", "GET", "u8", "0"]),
+        common::WRONGTYPE
+    );
+}

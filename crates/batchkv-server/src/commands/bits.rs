@@ -1,6 +1,6 @@
 //! Bit and sequence commands on strings: SETBIT, GETBIT, BITCOUNT, BITPOS,
-//! BITOP, LCS. Bits are numbered from the most significant bit of the
-//! first byte, as in Redis.
+//! BITOP, LCS (BITFIELD: `bitfield.rs`). Bits are numbered from the most
+//! significant bit of the first byte, as in Redis.
 
 use batchkv::WriteBatch;
 use bytes::Bytes;

@@ -11,6 +11,7 @@
 //! of a pipeline by the connection before they get here (see `conn.rs`).
 
 mod admin;
+mod bitfield;
 mod bits;
 mod client;
 mod coll;
@@ -183,6 +184,7 @@ static TABLES: &[&[CommandSpec]] = &[
     dbs::COMMANDS,
     object::COMMANDS,
     bits::COMMANDS,
+    bitfield::COMMANDS,
     hll::COMMANDS,
     sets::COMMANDS,
     tx::COMMANDS,

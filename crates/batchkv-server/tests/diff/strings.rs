@@ -131,6 +131,48 @@ fn lcs(g: &mut Gen) -> Args {
     c
 }
 
+/// A BITFIELD field type: any width of either sign, sometimes a bad one.
+fn field_type(g: &mut Gen) -> Vec<u8> {
+    if g.chance(0.05) {
+        return g.pick(&["u64", "i65", "i0", "x8", "I8", "i08"]);
+    }
+    let signed = g.chance(0.5);
+    let bits = g.range(1, if signed { 64 } else { 63 });
+    b(&format!("{}{bits}", if signed { "i" } else { "u" }))
+}
+
+/// A BITFIELD offset: a small bit offset or `#N` (the N-th field), rarely
+/// an invalid one (never between batchkv's 64 MiB limit and Redis's 512 MB).
+fn field_offset(g: &mut Gen) -> Vec<u8> {
+    if g.chance(0.05) {
+        return g.pick(&["-1", "x", "#-1", "#x", "4294967296000"]);
+    }
+    if g.chance(0.3) {
+        return b(&format!("#{}", g.range(0, 4)));
+    }
+    b(&g.range(0, 40).to_string())
+}
+
+/// BITFIELD (or BITFIELD_RO, `ro`) with 0-3 operations: GET, SET, INCRBY
+/// with extreme and invalid values, OVERFLOW rules; BITFIELD_RO mostly
+/// GETs (a write is its error).
+fn bitfield(g: &mut Gen, ro: bool) -> Args {
+    let mut c = cmd(if ro { "BITFIELD_RO" } else { "BITFIELD" }, [g.key()]);
+    for _ in 0..g.range(0, 3) {
+        let op = if ro && g.chance(0.9) { 0 } else { g.below(4) };
+        match op {
+            0 => c.extend([g.pick(&["GET", "get"]), field_type(g), field_offset(g)]),
+            1 => c.extend([b("SET"), field_type(g), field_offset(g), g.int_arg()]),
+            2 => c.extend([b("INCRBY"), field_type(g), field_offset(g), g.int_arg()]),
+            _ => c.extend([
+                b("OVERFLOW"),
+                g.good_or_bad(&["WRAP", "SAT", "FAIL", "fail"], &["BOGUS"], 0.05),
+            ]),
+        }
+    }
+    c
+}
+
 /// The string commands.
 pub static COMMANDS: &[CmdGen] = &[
     CmdGen::new("get", 10, Exact, |g| cmd("GET", [g.key()])),
@@ -196,4 +238,6 @@ pub static COMMANDS: &[CmdGen] = &[
     }),
     CmdGen::new("bitop", 3, Exact, bitop),
     CmdGen::new("lcs", 3, Exact, lcs),
+    CmdGen::new("bitfield", 4, Exact, |g| bitfield(g, false)),
+    CmdGen::new("bitfield_ro", 2, Exact, |g| bitfield(g, true)),
 ];

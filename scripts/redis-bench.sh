@@ -26,6 +26,8 @@
 # HyperLogLogs (nothing loaded: run PFADD first, the others read what it
 # left): PFADD (an element e:N to p:N), PFCOUNT (one key: mostly its
 # cached count), PFCOUNT3 (the union of three, computed each time).
+# BITFIELD (INCRBY u8 at bit 100 and GET i16 of b:N, made by the first
+# INCRBY) and BITFIELD_RO (two GETs; run BITFIELD first).
 # String write tests over the KEYS loaded keys (-r KEYS): MSET10 (MSET of
 # 10 random keys), INCR (counter:N beside them), APPEND (8 bytes to key:N).
 #
@@ -271,6 +273,8 @@ bench() {
         PFADD) cmd=(PFADD p:__rand_int__ e:__rand_int__) ;;
         PFCOUNT) cmd=(PFCOUNT p:__rand_int__) ;;
         PFCOUNT3) cmd=(PFCOUNT p:__rand_int__ p:__rand_int__ p:__rand_int__) ;;
+        BITFIELD) cmd=(BITFIELD b:__rand_int__ INCRBY u8 100 1 GET i16 40) ;;
+        BITFIELD_RO) cmd=(BITFIELD_RO b:__rand_int__ GET u8 100 GET i16 40) ;;
         *) echo "unknown test $test" >&2; exit 1 ;;
         esac
         args=(-p "$PORT" -c "$c" -P "$p" -r "$COLL" --csv)

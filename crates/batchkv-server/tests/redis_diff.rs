@@ -6,7 +6,7 @@
 //! 1-16 commands, most on a RESP2 connection pair, about a quarter on a
 //! RESP3 pair (`HELLO 3`). The commands cover strings (bits and LCS too),
 //! the keyspace (MOVE, SWAPDB and OBJECT too), hashes, sets, sorted sets,
-//! lists (blocking ones too), HyperLogLogs, and MULTI/EXEC/DISCARD/WATCH blocks of random
+//! lists (blocking ones too), HyperLogLogs, SORT, and MULTI/EXEC/DISCARD/WATCH blocks of random
 //! commands. Every reply must be the same bytes, except where Redis leaves
 //! something unspecified (see [`Cmp`]: the order of HGETALL/SMEMBERS/KEYS...,
 //! the seconds a TTL shows, a SCAN's cursors). A few commands get an
@@ -143,6 +143,7 @@ static TABLES: &[TableDef] = &[
         Some("l:2"),
         Some("string"),
     ),
+    table(diff::sort::COMMANDS, Some("b"), Some("ab"), None),
     table(diff::tx::COMMANDS, None, None, None),
 ];
 

@@ -35,6 +35,7 @@ use super::{
     RS, W, WM,
 };
 use crate::batcher::Shape;
+use crate::blocking::WaitFor;
 use crate::errors::{cannot_be_negative, NOT_POSITIVE, NO_SUCH_KEY, TIMEOUT_NEGATIVE};
 use crate::keyspace::{db_key, put_meta};
 use crate::meta::{self, Kind, Meta};
@@ -227,6 +228,36 @@ fn read_span(
         true
     })?;
     Ok(out)
+}
+
+/// The values at positions `[from, to)` of the list `m` at `key`, in
+/// order (SORT).
+pub(crate) fn read_values(
+    shared: &Shared,
+    key: &[u8],
+    m: &Meta,
+    from: u64,
+    to: u64,
+) -> Result<Vec<Vec<u8>>, Reply> {
+    read_span(shared, key, m, from, to, false)
+}
+
+/// Replaces whatever `dst` holds with a new list of `vals` (none: deletes
+/// `dst`) in one batch, and wakes a client blocked on `dst` (SORT ...
+/// STORE). The caller holds `dst`'s lock.
+pub(crate) fn replace(shared: &Shared, dst: &[u8], vals: &[Vec<u8>]) -> Result<(), Reply> {
+    let mut b = WriteBatch::new();
+    shared.clear_old(&mut b, dst)?;
+    if vals.is_empty() {
+        b.delete(dst);
+        return shared.write(b);
+    }
+    let mut m = shared.new_collection(Kind::List);
+    push_values(&mut b, dst, &mut m, End::Right, vals)?;
+    put_meta(&mut b, dst, &m);
+    shared.write(b)?;
+    shared.blocking.signal_kind(dst, WaitFor::List);
+    Ok(())
 }
 
 /// Spans up to this many elements are read with point reads (pops, small

@@ -29,6 +29,7 @@ mod pubsub;
 mod sample;
 mod sets;
 mod slowlog;
+mod sort;
 mod string_runs;
 mod strings;
 mod subcommands;
@@ -196,6 +197,7 @@ static TABLES: &[&[CommandSpec]] = &[
     config_cmd::COMMANDS,
     info::COMMANDS,
     slowlog::COMMANDS,
+    sort::COMMANDS,
 ];
 
 /// Every command the server knows, in table order.

@@ -24,7 +24,7 @@
 //! sets up to 128 members), so ZSCORE never answers `-0`.
 
 mod combine;
-mod parse;
+pub(crate) mod parse;
 mod pop;
 mod range;
 
@@ -190,6 +190,22 @@ fn scan_index(
             None => true,
         }
     })
+}
+
+/// The members of the sorted set `m` at `key` by score (descending with
+/// `reverse`), as ZRANGE 0 -1 lists them (SORT ... BY nosort).
+pub(crate) fn members_by_score(
+    shared: &Shared,
+    key: &[u8],
+    m: &Meta,
+    reverse: bool,
+) -> Result<Vec<Vec<u8>>, Reply> {
+    let mut out = Vec::with_capacity(m.size.min(1 << 16) as usize);
+    scan_all(shared, key, m, reverse, |mem, _| {
+        out.push(mem.to_vec());
+        true
+    })?;
+    Ok(out)
 }
 
 /// Visits the whole score index of `m` at `key` (see [`scan_index`]).

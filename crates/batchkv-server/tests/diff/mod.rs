@@ -12,6 +12,7 @@ pub mod hll;
 pub mod keys;
 pub mod lists;
 pub mod sets;
+pub mod sort;
 pub mod strings;
 pub mod tx;
 pub mod zsets;

@@ -54,6 +54,32 @@ impl LDouble {
         }
     }
 
+    /// The `long double` a C `double` widens to (exactly; NaN is not
+    /// expected and reads as 0).
+    pub fn from_f64(d: f64) -> LDouble {
+        let neg = d.is_sign_negative();
+        if d.is_infinite() {
+            return LDouble::Infinite { neg };
+        }
+        if d == 0.0 || d.is_nan() {
+            return LDouble::zero(neg);
+        }
+        let bits = d.to_bits();
+        let e = ((bits >> 52) & 0x7ff) as i32;
+        let f = bits & ((1 << 52) - 1);
+        let (m, e2) = if e == 0 {
+            (f, -1074)
+        } else {
+            (f | (1 << 52), e - 1075)
+        };
+        let shift = m.leading_zeros() as i32;
+        LDouble::Finite {
+            neg,
+            mant: m << shift,
+            exp: e2 - shift,
+        }
+    }
+
     /// Parses `s` as Redis's `string2ld` does: the whole text must be one
     /// `strtold` number (optional sign, then decimal `digits[.digits]
     /// [e[+-]digits]`, hexadecimal `0x hexdigits[.hexdigits]

@@ -22,7 +22,7 @@
 //! `marker.rs` (telling a server's database from plain engine data),
 //! `write_group.rs` (a pipeline's writes as one engine write),
 //! `meta.rs` (collections' stored layout), `hll.rs` (HyperLogLog in
-//! Redis's string representation), `keycount.rs` (key counts),
+//! Redis's string representation), `geo.rs` (geohash arithmetic), `pqsort.rs` (Redis's partial sort), `keycount.rs` (key counts),
 //! `commands/` (the command table — names, arities, flags, key
 //! positions, handlers, which reads are batched — and the commands).
 
@@ -40,6 +40,7 @@ mod errors;
 mod expiry;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
+mod geo;
 mod hll;
 mod keycount;
 mod keyspace;
@@ -48,6 +49,7 @@ mod limits;
 pub mod marker;
 mod meta;
 mod panics;
+mod pqsort;
 mod pubsub;
 mod ranks;
 mod resp;

@@ -12,7 +12,7 @@
 mod common;
 
 use common::reference::{RedisServer, Resp};
-use common::{errs, q, qs, wait_blocked, Harness, WRONGTYPE};
+use common::{errs, q, qs, query_err, wait_blocked, Harness, WRONGTYPE};
 
 /// `ZRANGE key 0 -1 WITHSCORES`, flat.
 fn all(c: &mut redis::Connection, key: &str) -> Vec<String> {
@@ -589,5 +589,115 @@ fn same_replies_as_redis_server() {
             let want = theirs.call(&args);
             assert_eq!(ours.call(&args), want, "RESP{proto}: {line}");
         }
+    }
+}
+
+/// The geo commands on Redis's documentation example (replies from
+/// redis-server 7.0.15), batching on and off, across a restart.
+#[test]
+fn geo_commands_answer_as_redis_does() {
+    for batch in [true, false] {
+        let h = Harness::start_with(|c| c.batch = batch);
+        let mut c = h.conn();
+        let added: i64 = q(
+            &mut c,
+            &[
+                "GEOADD",
+                "Sicily",
+                "13.361389",
+                "38.115556",
+                "Palermo",
+                "15.087269",
+                "37.502669",
+                "Catania",
+            ],
+        );
+        assert_eq!(added, 2);
+        assert_eq!(
+            q::<String>(&mut c, &["ZSCORE", "Sicily", "Palermo"]),
+            "3479099956230698"
+        );
+        let h = h.restart(|c| c.batch = batch);
+        let mut c = h.conn();
+        assert_eq!(
+            q::<String>(&mut c, &["GEODIST", "Sicily", "Palermo", "Catania"]),
+            "166274.1516"
+        );
+        assert_eq!(
+            q::<String>(&mut c, &["GEODIST", "Sicily", "Palermo", "Catania", "km"]),
+            "166.2742"
+        );
+        let pos: Vec<Option<Vec<String>>> =
+            q(&mut c, &["GEOPOS", "Sicily", "Palermo", "NonExisting"]);
+        assert_eq!(
+            pos,
+            [
+                Some(vec![
+                    "13.36138933897018433".to_string(),
+                    "38.11555639549629859".to_string()
+                ]),
+                None
+            ]
+        );
+        let hashes: Vec<String> = q(&mut c, &["GEOHASH", "Sicily", "Palermo", "Catania"]);
+        assert_eq!(hashes, ["sqc8b49rny0", "sqdtr74hyu0"]);
+        let near: Vec<(String, String)> = q(
+            &mut c,
+            &[
+                "GEOSEARCH",
+                "Sicily",
+                "FROMLONLAT",
+                "15",
+                "37",
+                "BYRADIUS",
+                "200",
+                "km",
+                "ASC",
+                "WITHDIST",
+            ],
+        );
+        assert_eq!(
+            near,
+            [
+                ("Catania".to_string(), "56.4413".to_string()),
+                ("Palermo".to_string(), "190.4424".to_string())
+            ]
+        );
+        let stored: i64 = q(
+            &mut c,
+            &[
+                "GEOSEARCHSTORE",
+                "dst",
+                "Sicily",
+                "FROMMEMBER",
+                "Palermo",
+                "BYBOX",
+                "400",
+                "400",
+                "km",
+                "STOREDIST",
+            ],
+        );
+        assert_eq!(stored, 2);
+        assert_eq!(q::<String>(&mut c, &["ZSCORE", "dst", "Palermo"]), "0");
+        assert_eq!(
+            query_err(
+                &mut c,
+                &[
+                    "GeoSearch",
+                    "Sicily",
+                    "BYRADIUS",
+                    "1",
+                    "km",
+                    "ASC",
+                    "WITHDIST"
+                ]
+            ),
+            "ERR exactly one of FROMMEMBER or FROMLONLAT can be specified for GeoSearch"
+        );
+        assert_eq!(
+            query_err(&mut c, &["GEOADD", "Sicily", "200", "10", "x"]),
+            "ERR invalid longitude,latitude pair 200.000000,10.000000"
+        );
     }
 }

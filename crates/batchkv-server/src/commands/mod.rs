@@ -19,6 +19,7 @@ mod command;
 mod config_cmd;
 mod dbs;
 mod docs;
+mod geo;
 mod hashes;
 mod hll;
 mod info;
@@ -191,6 +192,7 @@ static TABLES: &[&[CommandSpec]] = &[
     tx::COMMANDS,
     lists::COMMANDS,
     zsets::COMMANDS,
+    geo::COMMANDS,
     pubsub::COMMANDS,
     client::COMMANDS,
     command::COMMANDS,
@@ -617,6 +619,11 @@ pub fn call(
     call_slot(shared, conn, spec, slot, args, Instant::now())
 }
 
+/// Stands, in an error reply's text, for the command's name as the client
+/// typed it (Redis prints its `argv[0]` in a few errors): [`call_slot`]
+/// puts the name in its place.
+pub(crate) const TYPED_NAME: &str = "\u{1}typed name\u{1}";
+
 /// Runs `spec`'s handler on `args` (name included), started at `start`;
 /// counts it and its time (INFO stats, commandstats, errorstats) and logs
 /// it in SLOWLOG if it was slow.
@@ -645,6 +652,12 @@ fn call_slot(
         },
     )
     .unwrap_or_else(|| Reply::err(crate::panics::INTERNAL_ERROR));
+    let reply = match reply {
+        Reply::Error(t) if t.contains(TYPED_NAME) => {
+            Reply::Error(t.replace(TYPED_NAME, &String::from_utf8_lossy(&args[0])))
+        }
+        r => r,
+    };
     let took = start.elapsed();
     shared
         .stats

@@ -192,6 +192,34 @@ fn scan_index(
     })
 }
 
+/// Visits the members of the sorted set `m` at `key` with scores in
+/// `[min, max)`, ascending: `f(member, score)` until it returns false
+/// (GEO searches' cell ranges).
+pub(crate) fn visit_scores(
+    shared: &Shared,
+    key: &[u8],
+    m: &Meta,
+    min: f64,
+    max: f64,
+    f: impl FnMut(&[u8], f64) -> bool,
+) -> Result<(), Reply> {
+    let p = meta::score_prefix(key, m.version);
+    let lo = [&p[..], &meta::score_key(min)].concat();
+    let hi = [&p[..], &meta::score_key(max)].concat();
+    scan_index(shared, key, m, &lo, &hi, false, f)
+}
+
+/// Replaces whatever `dst` holds with a sorted set of `items` (none:
+/// deletes it), waking clients blocked on it; the caller holds `dst`'s
+/// lock (GEOSEARCHSTORE, GEORADIUS ... STORE).
+pub(crate) fn store_scored(
+    shared: &Shared,
+    dst: &[u8],
+    items: Vec<(Vec<u8>, f64)>,
+) -> Result<(), Reply> {
+    combine::replace(shared, dst, items)
+}
+
 /// The members of the sorted set `m` at `key` by score (descending with
 /// `reverse`), as ZRANGE 0 -1 lists them (SORT ... BY nosort).
 pub(crate) fn members_by_score(

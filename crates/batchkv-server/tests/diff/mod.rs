@@ -7,6 +7,7 @@ pub mod generate;
 pub mod redis_process;
 pub mod resp;
 
+pub mod geo;
 pub mod hashes;
 pub mod hll;
 pub mod keys;

@@ -53,7 +53,7 @@ fn sort(g: &mut Gen, ro: bool) -> Args {
         opts.push(vec![b("STORE"), g.key()]);
     }
     if g.chance(0.03) {
-        opts.push(vec![g.pick(&["BOGUS", "LIMIT", "BY"])]);
+        opts.push(vec![g.pick(&["BOGUS", "LIMIT"])]);
     }
     let mut c = cmd(if ro { "SORT_RO" } else { "SORT" }, [g.key()]);
     while !opts.is_empty() {

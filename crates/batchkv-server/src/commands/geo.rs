@@ -9,6 +9,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 
 use super::strings::tri;
 use super::zsets::parse::parse_score;
+use super::zsets::read_zset;
 use super::{spec, syntax_error, CommandSpec, ConnState, KEY1};
 use crate::geo::{self, Shape, ShapeKind};
 use crate::keyspace::db_key;
@@ -104,16 +105,6 @@ fn distance_reply(d: f64) -> Reply {
     Reply::bulk(format!("{d:.4}").into_bytes())
 }
 
-/// The live sorted set at user key `key`: stored key and metadata.
-fn read_zset(
-    shared: &Shared,
-    conn: &ConnState,
-    key: &[u8],
-) -> Result<Option<(Vec<u8>, Meta)>, Reply> {
-    let k = db_key(conn.db, key);
-    Ok(shared.read_meta(&k, Kind::ZSet)?.map(|m| (k, m)))
-}
-
 /// The scores of `members` in the set (one batched read).
 fn scores(
     shared: &Shared,
@@ -130,6 +121,17 @@ fn scores(
                 .map(f64::from_le_bytes)
         })
         .collect())
+}
+
+/// The scores of the members after the key in `a` (GEOPOS, GEOHASH).
+fn scores_of_args(
+    shared: &Shared,
+    conn: &ConnState,
+    a: &[Bytes],
+) -> Result<Vec<Option<f64>>, Reply> {
+    let set = read_zset(shared, conn, &a[0])?;
+    let members: Vec<&[u8]> = a[1..].iter().map(|m| &m[..]).collect();
+    scores(shared, &set, &members)
 }
 
 /// GEOADD key [NX|XX] [CH] longitude latitude member ...: ZADD of the
@@ -162,9 +164,7 @@ fn geoadd(shared: &Shared, conn: &mut ConnState, a: &[Bytes]) -> Reply {
 
 /// GEOPOS key member ...: each member's position, nil if absent.
 fn geopos(shared: &Shared, conn: &mut ConnState, a: &[Bytes]) -> Reply {
-    let set = tri!(read_zset(shared, conn, &a[0]));
-    let members: Vec<&[u8]> = a[1..].iter().map(|m| &m[..]).collect();
-    let found = tri!(scores(shared, &set, &members));
+    let found = tri!(scores_of_args(shared, conn, a));
     Reply::Array(
         found
             .into_iter()
@@ -200,9 +200,7 @@ fn geodist(shared: &Shared, conn: &mut ConnState, a: &[Bytes]) -> Reply {
 
 /// GEOHASH key member ...: 11-character standard geohashes.
 fn geohash(shared: &Shared, conn: &mut ConnState, a: &[Bytes]) -> Reply {
-    let set = tri!(read_zset(shared, conn, &a[0]));
-    let members: Vec<&[u8]> = a[1..].iter().map(|m| &m[..]).collect();
-    let found = tri!(scores(shared, &set, &members));
+    let found = tri!(scores_of_args(shared, conn, a));
     Reply::Array(
         found
             .into_iter()

@@ -161,7 +161,7 @@ fn decode_score(v: &[u8]) -> Result<f64, Reply> {
 
 /// The live sorted set at `key` (a user key): its stored key and
 /// metadata; `None` if absent; WRONGTYPE for another type.
-fn read_zset(
+pub(crate) fn read_zset(
     shared: &Shared,
     conn: &ConnState,
     key: &[u8],

@@ -44,7 +44,7 @@ use batchkv::{Db, ReadOptions, ReadView};
 use bytes::BytesMut;
 
 use crate::combine::{Combiner, Execute, Gather, Limits};
-use crate::commands::lists;
+use crate::commands::{geo, lists};
 use crate::errors::{self, CORRUPT};
 use crate::keyspace::{self, Entry, NotString};
 use crate::meta::{self, Kind, Meta};
@@ -107,6 +107,10 @@ pub enum Shape {
     ZScore,
     /// ZMSCORE key and n members: an array of n doubles (or nils).
     ZMScore(usize),
+    /// GEOPOS key and n members: an array of n positions (or nil arrays).
+    GeoPos(usize),
+    /// GEOHASH key and n members: an array of n geohashes (or nils).
+    GeoHash(usize),
 }
 
 impl Shape {
@@ -122,7 +126,11 @@ impl Shape {
             | Shape::LIndex
             | Shape::SIsMember
             | Shape::ZScore => 2,
-            Shape::HMget(n) | Shape::SMIsMember(n) | Shape::ZMScore(n) => n + 1,
+            Shape::HMget(n)
+            | Shape::SMIsMember(n)
+            | Shape::ZMScore(n)
+            | Shape::GeoPos(n)
+            | Shape::GeoHash(n) => n + 1,
         }
     }
 
@@ -134,14 +142,21 @@ impl Shape {
             Shape::LIndex | Shape::LRange { .. } => Some(Kind::List),
             Shape::Card(kind) => Some(kind),
             Shape::SIsMember | Shape::SMIsMember(_) => Some(Kind::Set),
-            Shape::ZScore | Shape::ZMScore(_) => Some(Kind::ZSet),
+            Shape::ZScore | Shape::ZMScore(_) | Shape::GeoPos(_) | Shape::GeoHash(_) => {
+                Some(Kind::ZSet)
+            }
         }
     }
 
     /// The reply's array length, for the commands that reply with one.
     fn array(self) -> Option<usize> {
         match self {
-            Shape::Mget(n) | Shape::HMget(n) | Shape::SMIsMember(n) | Shape::ZMScore(n) => Some(n),
+            Shape::Mget(n)
+            | Shape::HMget(n)
+            | Shape::SMIsMember(n)
+            | Shape::ZMScore(n)
+            | Shape::GeoPos(n)
+            | Shape::GeoHash(n) => Some(n),
             _ => None,
         }
     }
@@ -972,6 +987,16 @@ impl Encoder<'_, '_> {
                 Ok(b) => resp::encode_double(req.proto, out, f64::from_le_bytes(b)),
                 Err(_) => self.failed = Some(CORRUPT.into()),
             },
+            (Shape::GeoPos(_) | Shape::GeoHash(_), Ok(Some(v))) => match <[u8; 8]>::try_from(v) {
+                Ok(b) if matches!(shape, Shape::GeoPos(_)) => {
+                    geo::encode_position(req.proto, out, f64::from_le_bytes(b))
+                }
+                Ok(b) => {
+                    resp::encode_bulk(out, &crate::geo::standard_geohash(f64::from_le_bytes(b)))
+                }
+                Err(_) => self.failed = Some(CORRUPT.into()),
+            },
+            (Shape::GeoPos(_), Ok(None)) => resp::encode_nil_array(req.proto, out),
             (_, Ok(_)) => resp::encode_nil(req.proto, out),
         }
         self.ki += 1;
@@ -1052,10 +1077,16 @@ fn encode_missing(proto: u8, out: &mut BytesMut, shape: Shape) {
                 resp::encode_int(out, 0);
             }
         }
-        Shape::HMget(n) | Shape::ZMScore(n) | Shape::Mget(n) => {
+        Shape::HMget(n) | Shape::ZMScore(n) | Shape::Mget(n) | Shape::GeoHash(n) => {
             resp::encode_array_header(out, n);
             for _ in 0..n {
                 resp::encode_nil(proto, out);
+            }
+        }
+        Shape::GeoPos(n) => {
+            resp::encode_array_header(out, n);
+            for _ in 0..n {
+                resp::encode_nil_array(proto, out);
             }
         }
         Shape::Get | Shape::HGet | Shape::LIndex | Shape::ZScore => resp::encode_nil(proto, out),

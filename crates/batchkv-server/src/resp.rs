@@ -575,6 +575,11 @@ fn encode_header(out: &mut BytesMut, tag: u8, n: usize) {
     out.put_slice(&hdr[..len]);
 }
 
+/// Appends a null array for `proto` (RESP2 `*-1`, RESP3 `_`).
+pub fn encode_nil_array(proto: u8, out: &mut BytesMut) {
+    out.put_slice(if proto >= 3 { b"_\r\n" } else { b"*-1\r\n" });
+}
+
 /// Appends a null bulk string for `proto`.
 pub fn encode_nil(proto: u8, out: &mut BytesMut) {
     if proto >= 3 {

@@ -11,11 +11,12 @@ use super::strings::tri;
 use super::zsets::parse::parse_score;
 use super::zsets::read_zset;
 use super::{spec, syntax_error, CommandSpec, ConnState, KEY1};
-use crate::geo::{self, Shape, ShapeKind};
+use crate::batcher::Shape;
+use crate::geo::{self, Shape as Area, ShapeKind};
 use crate::keyspace::db_key;
 use crate::ldouble::LDouble;
 use crate::meta::{Kind, Meta};
-use crate::resp::Reply;
+use crate::resp::{self, Reply};
 use crate::shared::Shared;
 
 const WM: &[&str] = &["write", "denyoom"];
@@ -24,9 +25,11 @@ const MOVABLE_W: &[&str] = &["write", "denyoom", "movablekeys"];
 
 pub(super) static COMMANDS: &[CommandSpec] = &[
     spec("geoadd", -5, WM, KEY1, geoadd),
-    spec("geopos", -2, RO, KEY1, geopos),
+    spec("geopos", -2, RO, KEY1, geopos)
+        .batched(|a| (a.len() > 1).then(|| Shape::GeoPos(a.len() - 1))),
     spec("geodist", -4, RO, KEY1, geodist),
-    spec("geohash", -2, RO, KEY1, geohash),
+    spec("geohash", -2, RO, KEY1, geohash)
+        .batched(|a| (a.len() > 1).then(|| Shape::GeoHash(a.len() - 1))),
     spec("geosearch", -7, RO, KEY1, |s, c, a| {
         search(s, c, a, Form::Search)
     }),
@@ -84,20 +87,39 @@ fn number(b: &[u8], what: &str) -> Result<f64, Reply> {
     parse_score(b).ok_or_else(|| Reply::err(format!("ERR {what}")))
 }
 
-/// A coordinate or distance as Redis's `addReplyHumanLongDouble` writes it:
+/// Appends a coordinate as Redis's `addReplyHumanLongDouble` writes it:
 /// `%.17Lf` without trailing zeros; a bulk string in RESP2, a double in
 /// RESP3.
-fn human(proto: u8, v: f64) -> Reply {
+fn encode_human(proto: u8, out: &mut BytesMut, v: f64) {
     let text = LDouble::from_f64(v).to_human();
     if proto >= 3 {
-        let mut out = BytesMut::with_capacity(text.len() + 3);
         out.put_u8(b',');
         out.put_slice(text.as_bytes());
         out.put_slice(b"\r\n");
-        Reply::Encoded(out)
     } else {
-        Reply::bulk(text.into_bytes())
+        resp::encode_bulk(out, text.as_bytes());
     }
+}
+
+/// Appends a position, longitude then latitude (GEOPOS's reply for one
+/// member, WITHCOORD's pair).
+fn encode_coordinates(proto: u8, out: &mut BytesMut, (long, lat): (f64, f64)) {
+    resp::encode_array_header(out, 2);
+    encode_human(proto, out, long);
+    encode_human(proto, out, lat);
+}
+
+/// Appends GEOPOS's reply for a member with `score` (also the batched
+/// GEOPOS's, `batcher.rs`).
+pub(crate) fn encode_position(proto: u8, out: &mut BytesMut, score: f64) {
+    encode_coordinates(proto, out, geo::decode_score(score));
+}
+
+/// A position as a reply (WITHCOORD).
+fn coordinates(proto: u8, pos: (f64, f64)) -> Reply {
+    let mut out = BytesMut::with_capacity(48);
+    encode_coordinates(proto, &mut out, pos);
+    Reply::Encoded(out)
 }
 
 /// A distance as Redis replies it: `%.4f`, a bulk string.
@@ -170,10 +192,7 @@ fn geopos(shared: &Shared, conn: &mut ConnState, a: &[Bytes]) -> Reply {
             .into_iter()
             .map(|s| match s {
                 None => Reply::NilArray,
-                Some(s) => {
-                    let (long, lat) = geo::decode_score(s);
-                    Reply::Array(vec![human(conn.proto, long), human(conn.proto, lat)])
-                }
+                Some(s) => coordinates(conn.proto, geo::decode_score(s)),
             })
             .collect(),
     )
@@ -444,7 +463,7 @@ fn search_locked(
     if count != 0 && order == Order::None && !any {
         order = Order::Asc;
     }
-    let shape = Shape {
+    let shape = Area {
         center,
         unit: per,
         kind,
@@ -529,10 +548,7 @@ fn search_locked(
                     row.push(Reply::Int(p.score as i64));
                 }
                 if withcoord {
-                    row.push(Reply::Array(vec![
-                        human(proto, p.pos.0),
-                        human(proto, p.pos.1),
-                    ]));
+                    row.push(coordinates(proto, p.pos));
                 }
                 Reply::Array(row)
             })

@@ -19,7 +19,7 @@ mod command;
 mod config_cmd;
 mod dbs;
 mod docs;
-mod geo;
+pub(crate) mod geo;
 mod hashes;
 mod hll;
 mod info;
@@ -842,6 +842,10 @@ mod tests {
             shape("zmscore z m n o"),
             Some(("zmscore", Shape::ZMScore(3)))
         );
+        assert_eq!(shape("geopos g a b"), Some(("geopos", Shape::GeoPos(2))));
+        assert_eq!(shape("geohash g a"), Some(("geohash", Shape::GeoHash(1))));
+        // No members: run alone (an empty array).
+        assert_eq!(shape("geopos g"), None);
         assert_eq!(shape("hexists h f"), Some(("hexists", Shape::HExists)));
         assert_eq!(shape("hstrlen h f"), Some(("hstrlen", Shape::HStrLen)));
         assert_eq!(shape("lindex l -1"), Some(("lindex", Shape::LIndex)));

@@ -291,14 +291,15 @@ fn sorted(
 /// Sorts `items` as Redis's `sortCompare`: by number (ties by the bytes
 /// of the elements), or with ALPHA by bytes; by BY's values where given.
 fn sort_items(shared: &Shared, db: u8, items: &mut Vec<Vec<u8>>, o: &Options) -> Result<(), Reply> {
-    let by = match &o.by {
-        Some(p) => Some(lookup(shared, db, p, items)?),
+    // BY's values, moved out one per element (never copied).
+    let mut by = match &o.by {
+        Some(p) => Some(lookup(shared, db, p, items)?.into_iter()),
         None => None,
     };
     let mut keyed: Vec<(Vec<u8>, Option<Vec<u8>>, f64)> = Vec::with_capacity(items.len());
     let mut bad_number = false;
-    for (i, e) in items.drain(..).enumerate() {
-        let by_val = by.as_ref().map(|b| b[i].clone());
+    for e in items.drain(..) {
+        let by_val = by.as_mut().map(|values| values.next().flatten());
         let score = if o.alpha {
             0.0
         } else {

@@ -28,6 +28,9 @@
 # cached count), PFCOUNT3 (the union of three, computed each time).
 # BITFIELD (INCRBY u8 at bit 100 and GET i16 of b:N, made by the first
 # INCRBY) and BITFIELD_RO (two GETs; run BITFIELD first).
+# Streams (nothing loaded: run XADD first, the others read what it left):
+# XADD (an entry of one VALUE-byte field to x:N, clock ID), XLEN,
+# XRANGE10 (XRANGE x:N - + COUNT 10), XREAD10 (XREAD COUNT 10 STREAMS x:N 0).
 # String write tests over the KEYS loaded keys (-r KEYS): MSET10 (MSET of
 # 10 random keys), INCR (counter:N beside them), APPEND (8 bytes to key:N).
 #
@@ -275,6 +278,10 @@ bench() {
         PFCOUNT3) cmd=(PFCOUNT p:__rand_int__ p:__rand_int__ p:__rand_int__) ;;
         BITFIELD) cmd=(BITFIELD b:__rand_int__ INCRBY u8 100 1 GET i16 40) ;;
         BITFIELD_RO) cmd=(BITFIELD_RO b:__rand_int__ GET u8 100 GET i16 40) ;;
+        XADD) cmd=(XADD x:__rand_int__ '*' f "$(head -c "$VALUE" </dev/zero | tr '\0' y)") ;;
+        XLEN) cmd=(XLEN x:__rand_int__) ;;
+        XRANGE10) cmd=(XRANGE x:__rand_int__ - + COUNT 10) ;;
+        XREAD10) cmd=(XREAD COUNT 10 STREAMS x:__rand_int__ 0) ;;
         *) echo "unknown test $test" >&2; exit 1 ;;
         esac
         args=(-p "$PORT" -c "$c" -P "$p" -r "$COLL" --csv)

@@ -1,5 +1,6 @@
 //! Clients blocked in BLPOP, BRPOP, BLMOVE, BRPOPLPUSH and BLMPOP (on
-//! lists) and in BZPOPMIN, BZPOPMAX and BZMPOP (on sorted sets).
+//! lists), in BZPOPMIN, BZPOPMAX and BZMPOP (on sorted sets) and in XREAD
+//! (on streams).
 //!
 //! A blocking command's handler is its non-blocking form: when every key
 //! it waits on is empty it answers nil, exactly what the command answers
@@ -16,7 +17,8 @@
 //! BLMOVE's destination, RENAME's, COPY's and MOVE's destination; SWAPDB
 //! calls [`Blocking::signal_dbs`] for both databases. A write that
 //! can make a sorted set non-empty (ZADD, ZINCRBY, the Z*STORE
-//! destinations) calls [`Blocking::signal_kind`] with [`WaitFor::ZSet`].
+//! destinations) calls [`Blocking::signal_kind`] with [`WaitFor::ZSet`],
+//! XADD with [`WaitFor::Stream`].
 //!
 //! A client waits for one type of value ([`WaitFor`]). As in Redis, a
 //! client is not served by a key holding another type: its retry passes
@@ -27,14 +29,16 @@
 //! # Invariants
 //! 1. Each stored key has a FIFO queue of the clients waiting on it; a
 //!    signal wakes the first of them of each type it names (`signal`:
-//!    every type), no other.
+//!    every type), no other — except stream readers, which a signal wakes
+//!    all (reading an entry leaves it for the others, as in Redis).
 //! 2. A client that leaves the queues — served, timed out, disconnected —
 //!    wakes the new first client of every queue it was in, so a wake-up it
 //!    consumed, or one that reached it too late, is passed on to the new
 //!    first client of its type (at worst one spurious retry): a wake-up
 //!    it took was meant for a client of its type. A woken client that
 //!    finds nothing to pop (another client popped first, or the key holds
-//!    another type) keeps its place.
+//!    another type) keeps its place. A stream reader passes nothing on:
+//!    each signal reached every reader (invariant 1).
 //! 3. No lost wake-up: a client joins its queues before it retries, and a
 //!    writer signals after its commit. The SeqCst fences in
 //!    [`Blocking::register`] and [`Blocking::signal`] order the registry
@@ -66,6 +70,7 @@ use crate::shared::Shared;
 pub enum WaitFor {
     List,
     ZSet,
+    Stream,
 }
 
 /// The queues of blocked clients, by stored key.
@@ -96,6 +101,12 @@ fn wake_first(queue: &VecDeque<Waiter>, kind: Option<WaitFor>) {
             if let Some(w) = queue.iter().find(|w| w.kind == k) {
                 w.notify.notify_one();
             }
+        }
+    }
+    // A stream read takes nothing away: every reader is served.
+    if kind.is_none_or(|want| want == WaitFor::Stream) {
+        for w in queue.iter().filter(|w| w.kind == WaitFor::Stream) {
+            w.notify.notify_one();
         }
     }
 }
@@ -221,8 +232,9 @@ impl Drop for Registration<'_> {
             d.retain(|w| w.id != self.id);
             if d.is_empty() {
                 q.by_key.remove(k);
-            } else {
-                // Invariant 2: pass a possibly consumed wake-up on.
+            } else if self.kind != WaitFor::Stream {
+                // Invariant 2: pass a possibly consumed wake-up on (a
+                // stream reader's wake-up reached every other reader).
                 wake_first(d, Some(self.kind));
             }
         }
@@ -252,11 +264,19 @@ fn request(db: u8, args: &[Bytes]) -> Option<Request> {
             retry,
         });
     }
-    let (keys, timeout, retry) = commands::zsets::block_request(db, args)?;
+    if let Some((keys, timeout, retry)) = commands::zsets::block_request(db, args) {
+        return Some(Request {
+            keys,
+            timeout,
+            kind: WaitFor::ZSet,
+            retry,
+        });
+    }
+    let (keys, timeout, retry) = commands::streams::block_request(db, args)?;
     Some(Request {
         keys,
         timeout,
-        kind: WaitFor::ZSet,
+        kind: WaitFor::Stream,
         retry,
     })
 }
@@ -288,6 +308,9 @@ pub async fn wait(
     stop: &mut watch::Receiver<bool>,
 ) -> Option<Reply> {
     let handler = commands::lookup(&args[0])?.handler;
+    // XREAD's `$` IDs as its run resolved them (`commands::streams`).
+    let resolved = st.block_args.take();
+    let args = resolved.as_deref().unwrap_or(args);
     let Some(req) = request(st.db, args) else {
         // Not a blocking command after all: answer as it does.
         return Some(handler(shared, st, &args[1..]));

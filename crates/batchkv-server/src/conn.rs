@@ -113,6 +113,7 @@ pub async fn serve_conn(
         tx: Default::default(),
         pubsub: Default::default(),
         client,
+        block_args: None,
     };
     let mut conn = Conn {
         pending_query: PendingQuery {

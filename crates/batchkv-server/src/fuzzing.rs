@@ -540,6 +540,7 @@ impl Conn {
                 tx: Default::default(),
                 pubsub: Default::default(),
                 client,
+                block_args: None,
             },
             parser: resp::RequestParser::default(),
             buf: BytesMut::new(),

@@ -57,6 +57,7 @@ mod security;
 mod server;
 mod shared;
 mod slowlog;
+mod streams;
 mod tx;
 mod workers;
 mod write_group;

@@ -1,4 +1,4 @@
-//! Collections (hashes, sets, sorted sets, lists): the metadata record
+//! Collections (hashes, sets, sorted sets, lists, streams): the metadata record
 //! stored at the key itself and the keys of their elements
 //! (`docs/format/server-keyspace.md` §4–§5 give the layout with examples).
 //!
@@ -7,15 +7,22 @@
 //! a collection stores:
 //!
 //! `02 ‖ kind ‖ expire_at ‖ version ‖ size [‖ head ‖ tail]`
+//! `02 ‖ 05 ‖ expire_at ‖ version ‖ size ‖ first ‖ last ‖ max_deleted ‖ entries_added`
 //!
-//! - `kind`: 1 byte, [`Kind`] (1 hash, 2 set, 3 sorted set, 4 list);
+//! - `kind`: 1 byte, [`Kind`] (1 hash, 2 set, 3 sorted set, 4 list,
+//!   5 stream);
 //! - `expire_at`: 8 bytes little-endian ms since the Unix epoch, 0 = none;
 //! - `version`: 8 bytes little-endian, the generation of the elements
 //!   (a new one each time the key is created, see [`Versions`]);
 //! - `size`: 8 bytes little-endian, the number of elements (never 0: an
 //!   emptied collection is deleted, as in Redis);
 //! - lists only: `head` and `tail`, 8 bytes little-endian each, the
-//!   element indexes `[head, tail)`.
+//!   element indexes `[head, tail)`;
+//! - streams only ([`StreamIds`]): the first entry's ID (`0-0` when
+//!   empty), the last ID handed out, the largest ID XDEL deleted, 16 bytes
+//!   each (ms then sequence, 8 bytes little-endian each), and the number
+//!   of entries ever added, 8 bytes little-endian. A stream's `size` may
+//!   be 0: an emptied stream stays (as in Redis).
 //!
 //! # Elements (on disk: never change)
 //! `12 ‖ db ‖ len ‖ user key ‖ version ‖ sub`, `len` 4 bytes big-endian
@@ -27,7 +34,10 @@
 //!   little-endian), and a score-index entry
 //!   `13 ‖ db ‖ len ‖ user key ‖ version ‖ score key ‖ member`, value
 //!   empty, where the score key ([`score_key`]) sorts as the scores do;
-//! - list: `sub` = the index, 8 bytes big-endian, value = the element.
+//! - list: `sub` = the index, 8 bytes big-endian, value = the element;
+//! - stream: `sub` = the entry's ID, ms then sequence, 8 bytes big-endian
+//!   each (so the keys sort as the IDs do), value = the entry's fields
+//!   (`streams.rs`).
 //!
 //! # Invariants
 //! 1. A collection's elements are exactly the element keys under its
@@ -38,8 +48,12 @@
 //!    million elements is one small write.
 //! 2. `size` equals the number of elements; writers keep it in the same
 //!    batch as the elements they add or remove.
+//! 3. A stream's `first` is its smallest entry ID (`0-0` when empty), and
+//!    every entry ID is at most `last`.
 
 use batchkv::{Db, ReadOptions};
+
+pub use crate::streams::StreamId;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Tag byte of a collection's metadata (strings use 0 and 1).
@@ -65,6 +79,7 @@ pub enum Kind {
     Set = 2,
     ZSet = 3,
     List = 4,
+    Stream = 5,
 }
 
 impl Kind {
@@ -74,6 +89,7 @@ impl Kind {
             2 => Kind::Set,
             3 => Kind::ZSet,
             4 => Kind::List,
+            5 => Kind::Stream,
             _ => return None,
         })
     }
@@ -85,12 +101,27 @@ impl Kind {
             Kind::Set => "set",
             Kind::ZSet => "zset",
             Kind::List => "list",
+            Kind::Stream => "stream",
         }
     }
 }
 
 /// First list index of a new list: pushes on either side have room.
 pub const LIST_MIDDLE: u64 = 1 << 63;
+
+/// A stream's IDs and counters, stored in its metadata record (module
+/// docs; Redis keeps the same fields in its `stream` struct).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct StreamIds {
+    /// The smallest entry ID; `0-0` while the stream is empty.
+    pub first: StreamId,
+    /// The last ID handed out (XADD) or set (XSETID).
+    pub last: StreamId,
+    /// The largest ID XDEL removed (`0-0`: none).
+    pub max_deleted: StreamId,
+    /// Entries ever added (XADD; XSETID may set it).
+    pub entries_added: u64,
+}
 
 /// A collection's metadata record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,6 +134,8 @@ pub struct Meta {
     pub head: u64,
     /// Lists: last element index + 1.
     pub tail: u64,
+    /// Streams: IDs and counters (zero for other kinds).
+    pub stream: StreamIds,
 }
 
 impl Meta {
@@ -115,11 +148,12 @@ impl Meta {
             size: 0,
             head: LIST_MIDDLE,
             tail: LIST_MIDDLE,
+            stream: StreamIds::default(),
         }
     }
 
     pub fn encode(&self) -> Vec<u8> {
-        let mut v = Vec::with_capacity(42);
+        let mut v = Vec::with_capacity(82);
         v.push(TAG_COLLECTION);
         v.push(self.kind as u8);
         v.extend_from_slice(&self.expire_at.unwrap_or(0).to_le_bytes());
@@ -128,6 +162,14 @@ impl Meta {
         if self.kind == Kind::List {
             v.extend_from_slice(&self.head.to_le_bytes());
             v.extend_from_slice(&self.tail.to_le_bytes());
+        }
+        if self.kind == Kind::Stream {
+            let s = &self.stream;
+            for id in [s.first, s.last, s.max_deleted] {
+                v.extend_from_slice(&id.ms.to_le_bytes());
+                v.extend_from_slice(&id.seq.to_le_bytes());
+            }
+            v.extend_from_slice(&s.entries_added.to_le_bytes());
         }
         v
     }
@@ -146,9 +188,24 @@ impl Meta {
         let (head, tail) = match kind {
             Kind::List if v.len() == 42 => (u(26), u(34)),
             Kind::List => return None,
+            Kind::Stream if v.len() == 82 => (LIST_MIDDLE, LIST_MIDDLE),
+            Kind::Stream => return None,
             _ if v.len() == 26 => (LIST_MIDDLE, LIST_MIDDLE),
             _ => return None,
         };
+        let mut stream = StreamIds::default();
+        if kind == Kind::Stream {
+            let id = |i: usize| StreamId {
+                ms: u(i),
+                seq: u(i + 8),
+            };
+            stream = StreamIds {
+                first: id(26),
+                last: id(42),
+                max_deleted: id(58),
+                entries_added: u(74),
+            };
+        }
         let exp = u(2);
         Some(Meta {
             kind,
@@ -157,6 +214,7 @@ impl Meta {
             size: u(18),
             head,
             tail,
+            stream,
         })
     }
 }
@@ -339,6 +397,7 @@ mod tests {
             size: 3,
             head: LIST_MIDDLE,
             tail: LIST_MIDDLE,
+            stream: StreamIds::default(),
         };
         let v = m.encode();
         // The example in docs/format/server-keyspace.md §4.
@@ -356,6 +415,20 @@ mod tests {
         assert_eq!(Meta::decode(&l.encode()), Some(l));
         assert_eq!(Meta::decode(b"\x00hello"), None);
         assert_eq!(Meta::decode(&v[..25]), None);
+        let mut st = Meta::new(Kind::Stream, 10);
+        st.size = 2;
+        st.stream = StreamIds {
+            first: StreamId { ms: 1, seq: 2 },
+            last: StreamId { ms: 3, seq: 4 },
+            max_deleted: StreamId { ms: 2, seq: 0 },
+            entries_added: 7,
+        };
+        let enc = st.encode();
+        assert_eq!(enc.len(), 82);
+        assert_eq!(&enc[26..34], &1u64.to_le_bytes());
+        assert_eq!(&enc[74..82], &7u64.to_le_bytes());
+        assert_eq!(Meta::decode(&enc), Some(st));
+        assert_eq!(Meta::decode(&enc[..26]), None);
         let mut bad = v.clone();
         bad[1] = 9;
         assert_eq!(Meta::decode(&bad), None);

@@ -810,6 +810,7 @@ impl Shared {
                 copy.size = m.size;
                 copy.head = m.head;
                 copy.tail = m.tail;
+                copy.stream = m.stream;
                 copy.expire_at = expire_at;
                 self.copy_elements(b, src, m, dst, copy.version)?;
                 keyspace::put_meta(b, dst, &copy);

@@ -1044,6 +1044,10 @@ command getkeys config foo
 command getkeys config get x
 command getkeys ping x
 command getkeys blpop a b 0
+command getkeys xread streams a b 0 0
+command getkeys xread count 1 STREAMS a b 0
+command getkeys xread count 1 x streams
+command getkeys xadd s * f v
 command getkeys GET k
 command help
 info foo

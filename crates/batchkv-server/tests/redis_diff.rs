@@ -6,7 +6,7 @@
 //! 1-16 commands, most on a RESP2 connection pair, about a quarter on a
 //! RESP3 pair (`HELLO 3`). The commands cover strings (bits and LCS too),
 //! the keyspace (MOVE, SWAPDB and OBJECT too), hashes, sets, sorted sets,
-//! lists (blocking ones too), HyperLogLogs, SORT, geo, and MULTI/EXEC/DISCARD/WATCH blocks of random
+//! lists (blocking ones too), HyperLogLogs, SORT, geo, streams, and MULTI/EXEC/DISCARD/WATCH blocks of random
 //! commands. Every reply must be the same bytes, except where Redis leaves
 //! something unspecified (see [`Cmp`]: the order of HGETALL/SMEMBERS/KEYS...,
 //! the seconds a TTL shows, a SCAN's cursors). A few commands get an
@@ -145,6 +145,12 @@ static TABLES: &[TableDef] = &[
     ),
     table(diff::sort::COMMANDS, Some("b"), Some("ab"), None),
     table(diff::geo::COMMANDS, Some("z:2"), Some("x:1"), Some("zset")),
+    table(
+        diff::streams::COMMANDS,
+        Some("s:2"),
+        Some("l:2"),
+        Some("stream"),
+    ),
     table(diff::tx::COMMANDS, None, None, None),
 ];
 
@@ -158,6 +164,7 @@ const TYPES: &[(&str, &[&str])] = &[
     ("set", &["SADD", "k", "m1", "1"]),
     ("zset", &["ZADD", "k", "1", "m1", "2", "m2"]),
     ("list", &["RPUSH", "k", "a", "b"]),
+    ("stream", &["XADD", "k", "1-1", "f", "v"]),
 ];
 
 /// Commands run on every key of [`KEYS`], in databases 0 and 1, to compare
@@ -177,6 +184,7 @@ const STATE_CHECKS: &[(&str, &str, &[&str], Cmp)] = &[
         Cmp::Exact,
     ),
     ("(state)", "LRANGE", &["0", "-1"], Cmp::Exact),
+    ("(state)", "XRANGE", &["-", "+"], Cmp::Exact),
 ];
 
 /// A difference batchkv serve has on purpose.

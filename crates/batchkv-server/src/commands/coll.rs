@@ -198,7 +198,8 @@ impl Writer {
 
     /// Writes the metadata with the element changes in one batch; a
     /// collection left empty is deleted (its elements were removed one by
-    /// one). Writes nothing if nothing changed.
+    /// one), except a stream (which stays, empty, as in Redis). Writes
+    /// nothing if nothing changed.
     pub fn commit(mut self, shared: &Shared) -> Result<(), Reply> {
         if self.meta.kind == Kind::ZSet {
             ranks::settle(
@@ -210,7 +211,7 @@ impl Writer {
                 &self.ranks,
             )?;
         }
-        if self.meta.size == 0 {
+        if self.meta.size == 0 && self.meta.kind != Kind::Stream {
             if !self.existed && self.batch.is_empty() {
                 return Ok(());
             }

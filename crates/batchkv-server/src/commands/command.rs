@@ -373,6 +373,21 @@ fn keys_of(cmd: &[Bytes]) -> Result<(Vec<usize>, bool), Reply> {
         out.extend(at + 1..=at + n);
         return Ok((out, write));
     }
+    if spec.name == "xread" {
+        // Redis's key spec: the first STREAMS, then half of what follows.
+        let bad = || Reply::err("ERR Invalid arguments specified for command");
+        let at = cmd
+            .iter()
+            .skip(1)
+            .position(|a| a.eq_ignore_ascii_case(b"streams"))
+            .ok_or_else(bad)?
+            + 2;
+        let n = (argc - at) / 2;
+        if n == 0 {
+            return Err(bad());
+        }
+        return Ok(((at..at + n).collect(), write));
+    }
     if keys.0 <= 0 {
         return Err(Reply::err("ERR The command has no key arguments"));
     }

@@ -31,6 +31,7 @@ mod sample;
 mod sets;
 mod slowlog;
 mod sort;
+pub(crate) mod streams;
 mod string_runs;
 mod strings;
 mod subcommands;
@@ -200,6 +201,7 @@ static TABLES: &[&[CommandSpec]] = &[
     info::COMMANDS,
     slowlog::COMMANDS,
     sort::COMMANDS,
+    streams::COMMANDS,
 ];
 
 /// Every command the server knows, in table order.
@@ -329,6 +331,10 @@ pub struct ConnState {
     pub pubsub: crate::pubsub::Session,
     /// What CLIENT LIST shows of this connection (`clients.rs`).
     pub client: Arc<ClientHandle>,
+    /// Set by a blocking XREAD that found nothing: its arguments (name
+    /// included) with each `$` replaced by the ID it stood for, what the
+    /// blocked client runs again (`blocking::wait` takes it).
+    pub block_args: Option<Vec<Bytes>>,
 }
 
 impl ConnState {
@@ -347,6 +353,7 @@ impl ConnState {
             tx: Default::default(),
             pubsub: Default::default(),
             client: self.client.clone(),
+            block_args: None,
         }
     }
 }
@@ -400,6 +407,10 @@ pub fn execute(shared: &Shared, conn: &mut ConnState, args: &[Bytes]) -> (Reply,
     let spec = t.specs[index];
     if conn.client.flags() & BLOCKED != 0 {
         conn.client.set_flag(BLOCKED, false);
+    }
+    // Only the command that just answered may leave arguments to block on.
+    if conn.block_args.is_some() {
+        conn.block_args = None;
     }
     let (slot, sub) = match subcommand(index, args) {
         Ok(found) => found,

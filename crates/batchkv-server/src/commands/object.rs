@@ -121,6 +121,7 @@ fn encoding(shared: &Shared, key: &[u8], v: &Value) -> Result<&'static str, Repl
     };
     Ok(match m.kind {
         Kind::List => "quicklist",
+        Kind::Stream => "stream",
         Kind::Hash => compact_or(shared, key, m, 512, "listpack", "hashtable", |f, v| {
             f.len() <= 64 && v.len() <= 64
         })?,

@@ -14,6 +14,7 @@ pub mod keys;
 pub mod lists;
 pub mod sets;
 pub mod sort;
+pub mod streams;
 pub mod strings;
 pub mod tx;
 pub mod zsets;

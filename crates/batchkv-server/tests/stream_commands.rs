@@ -1,0 +1,194 @@
+//! Stream commands through a real Redis client: clock IDs, trimming
+//! (approximate trims exactly, within LIMIT), entries and counters
+//! surviving restarts, RENAME/COPY keeping the IDs, DEL of a large stream
+//! dropping every entry, blocking XREAD woken by another client's XADD
+//! (`$` meaning the last ID when it blocked), and XADD inside MULTI.
+//! Byte-for-byte agreement with redis-server on random sequences is
+//! `redis_diff.rs`'s; ID parsing's own tests are in `src/streams.rs`.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{errs, q, qs, stored_elements, wait_blocked, Harness, WRONGTYPE};
+use redis::Value;
+
+/// XRANGE's reply as (ID, fields and values).
+type Entries = Vec<(String, Vec<String>)>;
+
+fn ids(entries: &Entries) -> Vec<&str> {
+    entries.iter().map(|(id, _)| id.as_str()).collect()
+}
+
+fn parse_id(id: &str) -> (u64, u64) {
+    let (ms, seq) = id.split_once('-').unwrap();
+    (ms.parse().unwrap(), seq.parse().unwrap())
+}
+
+#[test]
+fn clock_ids_increase_and_entries_survive_a_restart() {
+    for batch in [true, false] {
+        let h = Harness::start_with(|c| c.batch = batch);
+        let mut c = h.conn();
+        let before = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64;
+        let mut added = Vec::new();
+        for i in 0..200 {
+            let id: String = q(&mut c, &["XADD", "s", "*", "n", &i.to_string(), "f", "v"]);
+            added.push(id);
+        }
+        let parsed: Vec<(u64, u64)> = added.iter().map(|id| parse_id(id)).collect();
+        assert!(parsed.windows(2).all(|w| w[0] < w[1]), "{added:?}");
+        assert!(parsed[0].0 >= before, "{} < {before}", parsed[0].0);
+        assert_eq!(q::<i64>(&mut c, &["XLEN", "s"]), 200);
+        // `ms-*` within the last millisecond continues its sequence.
+        let (ms, seq) = parsed[199];
+        let next: String = q(&mut c, &["XADD", "s", &format!("{ms}-*"), "a", "b"]);
+        assert_eq!(next, format!("{ms}-{}", seq + 1));
+        let all: Entries = qs(&mut c, "XRANGE s - +");
+        drop(c);
+        let h = h.restart(|c| c.batch = batch);
+        let mut c = h.conn();
+        assert_eq!(qs::<Entries>(&mut c, "XRANGE s - +"), all);
+        assert_eq!(all[7].1, ["n", "7", "f", "v"]);
+        assert_eq!(q::<String>(&mut c, &["TYPE", "s"]), "stream");
+        assert_eq!(q::<String>(&mut c, &["OBJECT", "ENCODING", "s"]), "stream");
+        // The last ID survived too: an explicit smaller one is refused.
+        assert!(errs(&mut c, &format!("XADD s {ms}-{seq} a b")).contains("equal or smaller"));
+        let rev: Entries = qs(&mut c, "XREVRANGE s + - COUNT 3");
+        assert_eq!(
+            ids(&rev),
+            ids(&all).iter().rev().take(3).copied().collect::<Vec<_>>()
+        );
+        assert_eq!(errs(&mut c, "HSET s f v"), WRONGTYPE);
+        assert_eq!(qs::<i64>(&mut c, "XLEN missing"), 0);
+    }
+}
+
+#[test]
+fn trimming_keeps_the_newest_and_approximate_trims_within_limit() {
+    let h = Harness::start();
+    let mut c = h.conn();
+    for i in 1..=20 {
+        let _: String = q(
+            &mut c,
+            &["XADD", "t", &format!("{i}-0"), "i", &i.to_string()],
+        );
+    }
+    assert_eq!(qs::<i64>(&mut c, "XTRIM t MAXLEN = 15"), 5);
+    assert_eq!(ids(&qs(&mut c, "XRANGE t - + COUNT 1")), ["6-0"]);
+    // `~` trims exactly here, at most LIMIT entries per call.
+    assert_eq!(qs::<i64>(&mut c, "XTRIM t MAXLEN ~ 5 LIMIT 4"), 4);
+    assert_eq!(qs::<i64>(&mut c, "XTRIM t MAXLEN ~ 5"), 6);
+    assert_eq!(
+        ids(&qs(&mut c, "XRANGE t - +")),
+        ["16-0", "17-0", "18-0", "19-0", "20-0"]
+    );
+    assert_eq!(qs::<i64>(&mut c, "XTRIM t MINID 18"), 2);
+    // XADD trims after adding: MAXLEN 0 leaves an empty stream that keeps
+    // its last ID.
+    assert_eq!(qs::<String>(&mut c, "XADD t MAXLEN 0 30-* a b"), "30-0");
+    assert_eq!(qs::<i64>(&mut c, "XLEN t"), 0);
+    assert_eq!(qs::<i64>(&mut c, "EXISTS t"), 1);
+    assert!(errs(&mut c, "XADD t 29-0 a b").contains("equal or smaller"));
+    assert_eq!(qs::<String>(&mut c, "XADD t 30-* a b"), "30-1");
+    assert_eq!(qs::<i64>(&mut c, "XDEL t 30-1 30-1 1-0"), 1);
+    assert_eq!(qs::<i64>(&mut c, "XLEN t"), 0);
+    // XSETID moves the last ID (not below the top item).
+    let _: () = qs(&mut c, "XSETID t 100-5 ENTRIESADDED 50");
+    assert_eq!(qs::<String>(&mut c, "XADD t 100-* a b"), "100-6");
+    assert!(errs(&mut c, "XSETID t 99-0").contains("smaller than the target stream top item"));
+    assert_eq!(errs(&mut c, "XSETID nosuch 1-1"), "ERR no such key");
+}
+
+#[test]
+fn copies_keep_ids_and_large_deletes_drop_every_entry() {
+    let h = Harness::start();
+    let mut c = h.conn();
+    let mut pipe = redis::pipe();
+    for i in 1..=1000 {
+        pipe.cmd("XADD")
+            .arg("big")
+            .arg(format!("{i}-1"))
+            .arg("f")
+            .arg(i);
+    }
+    let _: Vec<String> = pipe.query(&mut c).unwrap();
+    let _: i64 = qs(&mut c, "XDEL big 1-1 500-1");
+    let _: i64 = qs(&mut c, "COPY big copy");
+    let _: () = qs(&mut c, "RENAME big moved");
+    let a: Entries = qs(&mut c, "XRANGE moved - +");
+    let b: Entries = qs(&mut c, "XRANGE copy - +");
+    assert_eq!(a.len(), 998);
+    assert_eq!(a, b);
+    assert_eq!(a[0].0, "2-1");
+    // The counters moved with the entries: the next ID follows 1000-1.
+    assert_eq!(qs::<String>(&mut c, "XADD copy 1000-* x y"), "1000-2");
+    assert_eq!(qs::<i64>(&mut c, "DEL moved copy"), 2);
+    let dir = h.stop();
+    assert_eq!(stored_elements(dir.path()), 0);
+}
+
+#[test]
+fn blocked_readers_wake_on_another_clients_add() {
+    let h = Harness::start();
+    let mut c = h.conn();
+    let _: String = qs(&mut c, "XADD s 5-0 a b");
+    let reader = |line: &'static str| {
+        let mut r = h.conn();
+        std::thread::spawn(move || {
+            let start = Instant::now();
+            let v: Value = qs(&mut r, line);
+            (v, start.elapsed())
+        })
+    };
+    // `$` is the last ID when the reader blocked: 5-0, not what a retry
+    // sees; both readers get the new entry (reading takes nothing away).
+    let one = reader("XREAD BLOCK 0 STREAMS s $");
+    let two = reader("XREAD COUNT 5 BLOCK 10000 STREAMS other s 0 $");
+    wait_blocked(&mut c, 2);
+    let _: String = qs(&mut c, "XADD s 6-0 x y");
+    for t in [one, two] {
+        let (v, _) = t.join().unwrap();
+        let want = Value::Array(vec![Value::Array(vec![
+            Value::BulkString(b"s".to_vec()),
+            Value::Array(vec![Value::Array(vec![
+                Value::BulkString(b"6-0".to_vec()),
+                Value::Array(vec![
+                    Value::BulkString(b"x".to_vec()),
+                    Value::BulkString(b"y".to_vec()),
+                ]),
+            ])]),
+        ])]);
+        assert_eq!(v, want);
+    }
+    // A key of another type does not serve a blocked reader, and a
+    // timeout answers nil.
+    let three = reader("XREAD BLOCK 300 STREAMS l $");
+    wait_blocked(&mut c, 1);
+    let _: i64 = qs(&mut c, "RPUSH l x");
+    let (v, took) = three.join().unwrap();
+    assert_eq!(v, Value::Nil);
+    assert!(took >= Duration::from_millis(290), "{took:?}");
+    assert_eq!(errs(&mut c, "XREAD STREAMS l 0"), WRONGTYPE);
+    // Inside MULTI a blocking read does not block.
+    let mut p = redis::pipe();
+    p.atomic().cmd("XADD").arg("s").arg("7-0").arg("k").arg("v");
+    p.cmd("XREAD")
+        .arg("BLOCK")
+        .arg(0)
+        .arg("STREAMS")
+        .arg("s")
+        .arg("$");
+    let (id, read): (String, Value) = p.query(&mut c).unwrap();
+    assert_eq!(id, "7-0");
+    assert_eq!(read, Value::Nil);
+}

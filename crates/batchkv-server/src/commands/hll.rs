@@ -84,8 +84,12 @@ fn pfadd(shared: &Shared, conn: &mut ConnState, a: &[Bytes]) -> Reply {
             Ok(c) => changed |= c,
             Err(hll::Corrupt) => {
                 // Redis changes its value in place: the elements added
-                // before the damaged part stay added (the cache as it was).
+                // before the damaged part stay added, and each of those
+                // sparse updates (`hllSparseSet`) invalidated the cached
+                // cardinality. A promotion to dense cannot precede the
+                // error: dense values are never found damaged here.
                 if changed {
+                    hll::invalidate(&mut v);
                     tri!(shared.put(&key, &v, exp));
                 }
                 return corrupt();

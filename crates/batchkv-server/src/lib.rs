@@ -41,6 +41,7 @@ mod expiry;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
 mod geo;
+mod groups;
 mod hll;
 mod keycount;
 mod keyspace;

@@ -18,7 +18,7 @@ use batchkv::{Db, ReadOptions};
 use crate::keyspace::{
     decode_entry, decode_expiry_index_key, EXPIRY_INDEX, EXPIRY_INDEX_COMPLETE, NUM_DBS,
 };
-use crate::meta::{ELEMENTS, RANKS, SCORES};
+use crate::meta::{ELEMENTS, GROUPS, RANKS, SCORES};
 
 /// The key every database written by `batchkv serve` holds.
 pub const SERVER_MARKER: &[u8] = b"\x11batchkv_serve_keyspace";
@@ -68,7 +68,7 @@ pub(crate) fn claim(db: &Db, dir: &Path) -> std::io::Result<()> {
 }
 
 /// The first key (among the first [`CHECKED_ENTRIES`] entries, and the
-/// first key from byte `14` up) that the server's layout does not allow,
+/// first key from byte `16` up) that the server's layout does not allow,
 /// if any.
 fn first_foreign_key(db: &Db) -> batchkv::Result<Option<Vec<u8>>> {
     let opts = ReadOptions {
@@ -86,9 +86,9 @@ fn first_foreign_key(db: &Db) -> batchkv::Result<Option<Vec<u8>>> {
         }
         it.next();
     }
-    // No server key range starts at `15` or above (the `ff` sync key of
+    // No server key range starts at `16` or above (the `ff` sync key of
     // old servers is only ever a tombstone).
-    it.seek([RANKS + 1]);
+    it.seek([GROUPS + 1]);
     let found = it.valid().then(|| it.key().to_vec());
     it.status()?;
     Ok(found)
@@ -102,8 +102,10 @@ fn server_entry(key: &[u8], value: &[u8]) -> bool {
         Some(&db) if usize::from(db) < NUM_DBS => decode_entry(value).is_some(),
         Some(&EXPIRY_INDEX) => value.is_empty() && decode_expiry_index_key(key).is_some(),
         Some(0x11) => key == EXPIRY_INDEX_COMPLETE || key == SERVER_MARKER,
-        // `12|13|14 ‖ db ‖ len(4) ‖ key ‖ version(8) ‖ …`
-        Some(&ELEMENTS | &SCORES | &RANKS) => key.len() >= 14 && usize::from(key[1]) < NUM_DBS,
+        // `12|13|14|15 ‖ db ‖ len(4) ‖ key ‖ version(8) ‖ …`
+        Some(&ELEMENTS | &SCORES | &RANKS | &GROUPS) => {
+            key.len() >= 14 && usize::from(key[1]) < NUM_DBS
+        }
         _ => false,
     }
 }

@@ -37,7 +37,8 @@
 //! - list: `sub` = the index, 8 bytes big-endian, value = the element;
 //! - stream: `sub` = the entry's ID, ms then sequence, 8 bytes big-endian
 //!   each (so the keys sort as the IDs do), value = the entry's fields
-//!   (`streams.rs`).
+//!   (`streams.rs`); its consumer groups are records
+//!   `15 ‖ db ‖ len ‖ user key ‖ version ‖ …` (`groups.rs`).
 //!
 //! # Invariants
 //! 1. A collection's elements are exactly the element keys under its
@@ -64,9 +65,11 @@ pub const ELEMENTS: u8 = 0x12;
 pub const SCORES: u8 = 0x13;
 /// First byte of sorted-set rank-index keys (`ranks.rs`).
 pub const RANKS: u8 = 0x14;
+/// First byte of streams' consumer-group records (`groups.rs`).
+pub const GROUPS: u8 = 0x15;
 /// The first bytes of the key ranges a collection's version owns, each
 /// `first ‖ db ‖ len ‖ user key ‖ version ‖ …`.
-pub const VERSIONED: [u8; 3] = [ELEMENTS, SCORES, RANKS];
+pub const VERSIONED: [u8; 4] = [ELEMENTS, SCORES, RANKS, GROUPS];
 
 /// Collections up to this size are deleted element by element; larger
 /// ones by one range deletion per key range.
@@ -307,6 +310,12 @@ pub fn element_key(key: &[u8], version: u64, sub: &[u8]) -> Vec<u8> {
 /// The score-index prefix of the sorted set at `key` with `version`.
 pub fn score_prefix(key: &[u8], version: u64) -> Vec<u8> {
     version_prefix(SCORES, key, version)
+}
+
+/// The consumer-group prefix of the stream at `key` with `version`
+/// (`groups.rs`).
+pub fn group_prefix(key: &[u8], version: u64) -> Vec<u8> {
+    version_prefix(GROUPS, key, version)
 }
 
 /// The rank-index prefix of the sorted set at `key` with `version`

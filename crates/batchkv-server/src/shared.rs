@@ -32,6 +32,7 @@ use batchkv::{Db, DbIterator, InsertHint, ReadOptions, Snapshot, WriteBatch, Wri
 use tokio::sync::watch;
 
 use crate::batcher::Batcher;
+use crate::blocking::WaitFor;
 use crate::config::{AppendFsync, Config};
 use crate::errors::{corrupt, wrong_type};
 use crate::keycount::KeyCounts;
@@ -91,6 +92,10 @@ impl Value {
 thread_local! {
     /// The engine snapshot this thread's reads see ([`Shared::at_snapshot`]).
     static READ_AT: RefCell<Option<Snapshot>> = const { RefCell::new(None) };
+    /// Stored keys of the streams whose blocked clients this thread's next
+    /// engine write wakes ([`Shared::signal_stream_after_write`]; signalled
+    /// by [`Shared::apply`]).
+    static STREAMS_TO_SIGNAL: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
 }
 
 /// This thread's read snapshot ([`Shared::at_snapshot`]), if one is set.
@@ -469,7 +474,8 @@ impl Shared {
     /// keys it writes).
     pub fn apply(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<(), Reply> {
         self.mark_dirty();
-        self.key_counts
+        let written = self
+            .key_counts
             .write(&self.db, batch, |batch| {
                 if opts.sync {
                     // The fsync blocks: let the runtime move other tasks off
@@ -480,7 +486,14 @@ impl Shared {
                     self.db.write(opts, batch)
                 }
             })
-            .map_err(crate::commands::engine_error)
+            .map_err(crate::commands::engine_error);
+        // Streams the written batch deleted or replaced (`drop_elements`;
+        // a batch that failed signals too: a retry that finds the stream
+        // still there stays blocked).
+        for key in STREAMS_TO_SIGNAL.with(|d| std::mem::take(&mut *d.borrow_mut())) {
+            self.blocking.signal_kind(&key, WaitFor::Stream);
+        }
+        written
     }
 
     /// Keys in database `db` and how many have an expiry (`keycount.rs`;
@@ -671,7 +684,36 @@ impl Shared {
                 true
             })?;
         }
+        if m.kind == Kind::Stream {
+            // Its blocked XREADGROUP clients answer UNBLOCKED.
+            self.signal_stream_after_write(key);
+            // Consumer groups: their number is not in the metadata, so
+            // they are counted here; as many as a large collection's
+            // elements, and one range deletion replaces the point ones.
+            let p = meta::group_prefix(key, m.version);
+            let end = meta::prefix_end(&p);
+            let mut records = Vec::new();
+            self.scan(&p, &end, false, true, |k, _| {
+                records.push(k.to_vec());
+                records.len() as u64 <= meta::POINT_DELETE_MAX
+            })?;
+            if records.len() as u64 > meta::POINT_DELETE_MAX {
+                b.delete_range(&p, end);
+            } else {
+                records.into_iter().for_each(|k| b.delete(k));
+            }
+        }
         Ok(())
+    }
+
+    /// Wakes the clients blocked on stream `key` after this thread's next
+    /// engine write (inside EXEC: the transaction's), which changes the
+    /// stream's groups or deletes it: XREADGROUP clients then answer
+    /// NOGROUP or UNBLOCKED.
+    pub fn signal_stream_after_write(&self, key: &[u8]) {
+        if self.blocking.blocked_clients() > 0 {
+            STREAMS_TO_SIGNAL.with(|d| d.borrow_mut().push(key.to_vec()));
+        }
     }
 
     /// Adds to `b` a copy of every element of the collection `m` at stored
@@ -693,6 +735,12 @@ impl Shared {
         // indexed set's are copied as they are; a set from before the
         // index gets one built from its score index (read here anyway).
         let mut unranked = None;
+        if m.kind == Kind::Stream {
+            ranges.push((
+                meta::group_prefix(src, m.version),
+                meta::group_prefix(dst, version),
+            ));
+        }
         if m.kind == Kind::ZSet {
             ranges.push((
                 meta::score_prefix(src, m.version),

@@ -1006,6 +1006,13 @@ const REGRESSIONS: &[&[&str]] = &[
         "e615422", "e615423", "e615424", "e615425", "e615426",
     ],
     &["GET", "hd"],
+    // XGROUP CREATE's and SETID's options are checked before the key's
+    // type (SETID takes ENTRIESREAD only).
+    &["SADD", "wt", "a"],
+    &["XGROUP", "SETID", "wt", "g1", "$", "ENTRIESREAD", "-2"],
+    &["XGROUP", "SETID", "wt", "g1", "$", "MKSTREAM"],
+    &["XGROUP", "SETID", "wt", "g1", "$", "ENTRIESREAD", "5"],
+    &["XGROUP", "CREATE", "wt", "g1", "$", "ENTRIESREAD", "x"],
 ];
 
 /// Every row of every table, a few times, with every key holding one type,

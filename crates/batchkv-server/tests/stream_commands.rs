@@ -3,6 +3,11 @@
 //! surviving restarts, RENAME/COPY keeping the IDs, DEL of a large stream
 //! dropping every entry, blocking XREAD woken by another client's XADD
 //! (`$` meaning the last ID when it blocked), and XADD inside MULTI.
+//! Consumer groups: delivery, acknowledgement, claiming and the group
+//! counters across a restart, COPY and DEL taking the groups along, and
+//! blocked XREADGROUP clients served by XADD, answering NOGROUP after
+//! XGROUP DESTROY and UNBLOCKED after DEL or an overwrite (inside EXEC
+//! too).
 //! Byte-for-byte agreement with redis-server on random sequences is
 //! `redis_diff.rs`'s; ID parsing's own tests are in `src/streams.rs`.
 
@@ -16,7 +21,9 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{errs, q, qs, stored_elements, wait_blocked, Harness, WRONGTYPE};
+use common::{
+    errs, q, qs, query_err, stored_elements, stored_keys_from, wait_blocked, Harness, WRONGTYPE,
+};
 use redis::Value;
 
 /// XRANGE's reply as (ID, fields and values).
@@ -191,4 +198,182 @@ fn blocked_readers_wake_on_another_clients_add() {
     let (id, read): (String, Value) = p.query(&mut c).unwrap();
     assert_eq!(id, "7-0");
     assert_eq!(read, Value::Nil);
+}
+
+/// A reply as text: bulk strings and integers as themselves, nil as
+/// "nil", arrays flattened with spaces (as `redis-cli` prints them).
+fn flat(v: &Value) -> String {
+    match v {
+        Value::Nil => "nil".into(),
+        Value::Int(i) => i.to_string(),
+        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+        Value::SimpleString(s) => s.clone(),
+        Value::Okay => "OK".into(),
+        Value::Array(a) | Value::Set(a) => a.iter().map(flat).collect::<Vec<_>>().join(" "),
+        Value::Map(m) => m
+            .iter()
+            .map(|(k, v)| format!("{} {}", flat(k), flat(v)))
+            .collect::<Vec<_>>()
+            .join(" "),
+        other => format!("{other:?}"),
+    }
+}
+
+fn fq(c: &mut redis::Connection, line: &str) -> String {
+    flat(&qs::<Value>(c, line))
+}
+
+/// Stored records of consumer groups (first byte 0x15).
+const GROUP_RECORDS: u8 = 0x15;
+
+#[test]
+fn consumer_groups_deliver_acknowledge_claim_and_survive_a_restart() {
+    for batch in [true, false] {
+        let h = Harness::start_with(|c| c.batch = batch);
+        let mut c = h.conn();
+        for i in 1..=5 {
+            let _: String = q(
+                &mut c,
+                &["XADD", "s", &format!("{i}-1"), "n", &i.to_string()],
+            );
+        }
+        let _: () = qs(&mut c, "XGROUP CREATE s g 0");
+        assert_eq!(
+            fq(&mut c, "XREADGROUP GROUP g alice COUNT 2 STREAMS s >"),
+            "s 1-1 n 1 2-1 n 2"
+        );
+        assert_eq!(
+            fq(&mut c, "XREADGROUP GROUP g bob STREAMS s >"),
+            "s 3-1 n 3 4-1 n 4 5-1 n 5"
+        );
+        // Nothing new: a null array, and no consumer is created.
+        assert_eq!(fq(&mut c, "XREADGROUP GROUP g eve STREAMS s >"), "nil");
+        assert_eq!(fq(&mut c, "XPENDING s g"), "5 1-1 5-1 alice 2 bob 3");
+        assert_eq!(qs::<i64>(&mut c, "XACK s g 1-1 1-1 9-9"), 1);
+        drop(c);
+        let h = h.restart(|c| c.batch = batch);
+        let mut c = h.conn();
+        assert_eq!(fq(&mut c, "XPENDING s g"), "4 2-1 5-1 alice 1 bob 3");
+        // History: alice's own pending entries, delivered once more.
+        assert_eq!(
+            fq(&mut c, "XREADGROUP GROUP g alice STREAMS s 0"),
+            "s 2-1 n 2"
+        );
+        let p: Vec<Vec<Value>> = qs(&mut c, "XPENDING s g - + 10 alice");
+        assert_eq!(
+            (p.len(), flat(&p[0][0]), flat(&p[0][3])),
+            (1, "2-1".into(), "2".into())
+        );
+        assert_eq!(fq(&mut c, "XCLAIM s g bob 0 2-1 JUSTID"), "2-1");
+        // COUNT bounds the claims; the cursor is the next pending entry.
+        assert_eq!(
+            fq(&mut c, "XAUTOCLAIM s g carol 0 0 COUNT 2 JUSTID"),
+            "4-1 2-1 3-1 "
+        );
+        // A deleted entry leaves the PEL and is reported.
+        let _: i64 = qs(&mut c, "XDEL s 5-1");
+        assert_eq!(
+            fq(&mut c, "XAUTOCLAIM s g carol 0 0 JUSTID"),
+            "0-0 2-1 3-1 4-1 5-1"
+        );
+        assert_eq!(
+            fq(&mut c, "XINFO GROUPS s"),
+            "name g consumers 3 pending 3 last-delivered-id 5-1 entries-read 5 lag 0"
+        );
+        // Owner and delivery count of each pending entry (JUSTID claims
+        // keep the count; idle times are not compared).
+        let p: Vec<Vec<Value>> = qs(&mut c, "XPENDING s g - + 10");
+        let owners: Vec<String> = p
+            .iter()
+            .map(|e| format!("{} {} {}", flat(&e[0]), flat(&e[1]), flat(&e[3])))
+            .collect();
+        assert_eq!(owners, ["2-1 carol 2", "3-1 carol 1", "4-1 carol 1"]);
+        assert_eq!(fq(&mut c, "XGROUP DELCONSUMER s g carol"), "3");
+        assert_eq!(fq(&mut c, "XPENDING s g"), "0 nil nil nil");
+        // MKSTREAM makes an empty stream that exists; errors as Redis's.
+        let _: () = qs(&mut c, "XGROUP CREATE e g $ MKSTREAM");
+        assert_eq!(fq(&mut c, "XLEN e"), "0");
+        assert_eq!(fq(&mut c, "EXISTS e"), "1");
+        assert_eq!(
+            errs(&mut c, "XGROUP CREATE e g $"),
+            "BUSYGROUP Consumer Group name already exists"
+        );
+        assert!(errs(&mut c, "XACK s g x").contains("Invalid stream ID"));
+        assert!(errs(&mut c, "XREADGROUP GROUP nog c STREAMS s >").starts_with("NOGROUP"));
+        let _: () = qs(&mut c, "SET str v");
+        assert_eq!(errs(&mut c, "XPENDING str g"), WRONGTYPE);
+        // COPY takes the groups along; DEL drops every group record.
+        assert_eq!(fq(&mut c, "XREADGROUP GROUP g dave STREAMS s 0"), "s ");
+        assert_eq!(
+            fq(&mut c, "XINFO GROUPS s"),
+            "name g consumers 3 pending 0 last-delivered-id 5-1 entries-read 5 lag 0"
+        );
+        assert_eq!(qs::<i64>(&mut c, "COPY s s2"), 1);
+        assert_eq!(fq(&mut c, "XINFO GROUPS s2"), fq(&mut c, "XINFO GROUPS s"));
+        assert_eq!(qs::<i64>(&mut c, "DEL s s2 e"), 3);
+        drop(c);
+        let dir = h.stop();
+        assert_eq!(stored_keys_from(dir.path(), GROUP_RECORDS), 0);
+    }
+}
+
+#[test]
+fn blocked_group_readers_are_served_or_told_the_group_or_key_went_away() {
+    let h = Harness::start();
+    let mut c = h.conn();
+    let _: () = qs(&mut c, "XGROUP CREATE s g $ MKSTREAM");
+    let reader = |line: &'static str| {
+        let mut r = h.conn();
+        std::thread::spawn(move || {
+            let args: Vec<&str> = line.split(' ').collect();
+            let mut cmd = redis::cmd(args[0]);
+            for a in &args[1..] {
+                cmd.arg(*a);
+            }
+            cmd.query::<Value>(&mut r)
+                .map(|v| flat(&v))
+                .map_err(common::err_text)
+        })
+    };
+    let one = reader("XREADGROUP GROUP g c1 BLOCK 0 STREAMS s >");
+    wait_blocked(&mut c, 1);
+    let _: String = qs(&mut c, "XADD s 1-1 a b");
+    assert_eq!(one.join().unwrap().unwrap(), "s 1-1 a b");
+    assert_eq!(fq(&mut c, "XPENDING s g"), "1 1-1 1-1 c1 1");
+    // The group is destroyed under a blocked reader.
+    let _: () = qs(&mut c, "XGROUP CREATE s g2 $");
+    let two = reader("XREADGROUP GROUP g2 c1 BLOCK 0 STREAMS s >");
+    wait_blocked(&mut c, 1);
+    assert_eq!(qs::<i64>(&mut c, "XGROUP DESTROY s g2"), 1);
+    assert_eq!(
+        two.join().unwrap().unwrap_err(),
+        "NOGROUP the consumer group this client was blocked on no longer exists"
+    );
+    // The key is deleted, or overwritten (inside EXEC: woken by EXEC's
+    // write).
+    let _: i64 = qs(&mut c, "DEL s");
+    for how in ["DEL", "SET", "MULTI"] {
+        let _: () = qs(&mut c, "XGROUP CREATE s g $ MKSTREAM");
+        let three = reader("XREADGROUP GROUP g c2 BLOCK 0 STREAMS s >");
+        wait_blocked(&mut c, 1);
+        match how {
+            "DEL" => assert_eq!(qs::<i64>(&mut c, "DEL s"), 1),
+            "SET" => qs::<()>(&mut c, "SET s v"),
+            _ => {
+                let mut p = redis::pipe();
+                p.atomic().cmd("DEL").arg("s").cmd("PING");
+                let _: Value = p.query(&mut c).unwrap();
+            }
+        }
+        assert_eq!(
+            three.join().unwrap().unwrap_err(),
+            "UNBLOCKED the stream key no longer exists",
+            "{how}"
+        );
+        let _: i64 = qs(&mut c, "DEL s");
+    }
+    assert_eq!(
+        query_err(&mut c, &["XINFO", "GROUPS", "s"]),
+        "ERR no such key"
+    );
 }

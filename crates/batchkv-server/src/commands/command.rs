@@ -373,7 +373,7 @@ fn keys_of(cmd: &[Bytes]) -> Result<(Vec<usize>, bool), Reply> {
         out.extend(at + 1..=at + n);
         return Ok((out, write));
     }
-    if spec.name == "xread" {
+    if spec.name == "xread" || spec.name == "xreadgroup" {
         // Redis's key spec: the first STREAMS, then half of what follows.
         let bad = || Reply::err("ERR Invalid arguments specified for command");
         let at = cmd

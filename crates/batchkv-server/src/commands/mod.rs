@@ -20,6 +20,7 @@ mod config_cmd;
 mod dbs;
 mod docs;
 pub(crate) mod geo;
+mod groups;
 mod hashes;
 mod hll;
 mod info;
@@ -202,6 +203,7 @@ static TABLES: &[&[CommandSpec]] = &[
     slowlog::COMMANDS,
     sort::COMMANDS,
     streams::COMMANDS,
+    groups::COMMANDS,
 ];
 
 /// Every command the server knows, in table order.

@@ -66,11 +66,11 @@ const STRICT: IdSyntax = IdSyntax {
 /// `stream-node-max-entries`, at most 10,000).
 const APPROX_LIMIT: u64 = 10_000;
 
-fn invalid_id() -> Reply {
+pub(super) fn invalid_id() -> Reply {
     Reply::err(INVALID_ID)
 }
 
-fn strict_id(arg: &[u8]) -> Result<StreamId, Reply> {
+pub(super) fn strict_id(arg: &[u8]) -> Result<StreamId, Reply> {
     parse_id(arg, STRICT)
         .map(|(id, _)| id)
         .ok_or_else(invalid_id)
@@ -344,7 +344,11 @@ pub fn xtrim(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
 }
 
 /// The live stream at `key` of database `db`'s metadata.
-fn read_stream(shared: &Shared, db: u8, key: &[u8]) -> Result<Option<(Vec<u8>, Meta)>, Reply> {
+pub(super) fn read_stream(
+    shared: &Shared,
+    db: u8,
+    key: &[u8],
+) -> Result<Option<(Vec<u8>, Meta)>, Reply> {
     let k = db_key(db, key);
     Ok(shared.read_meta(&k, Kind::Stream)?.map(|m| (k, m)))
 }
@@ -354,7 +358,7 @@ pub fn xlen(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
 }
 
 /// One entry as Redis replies it: its ID, then its fields and values.
-fn entry_reply(id: StreamId, v: &[u8]) -> Result<Reply, Reply> {
+pub(super) fn entry_reply(id: StreamId, v: &[u8]) -> Result<Reply, Reply> {
     let fields =
         decode_fields(v).ok_or_else(|| Reply::err(format!("ERR corrupt stream entry {id}")))?;
     Ok(Reply::Array(vec![
@@ -370,8 +374,8 @@ fn entry_reply(id: StreamId, v: &[u8]) -> Result<Reply, Reply> {
 
 /// The entries of the stream `m` at stored key `key` with IDs in
 /// `[start, end]`, ascending (descending with `rev`), at most `count` (0:
-/// all), as replies.
-fn range(
+/// all): each ID with its reply.
+pub(super) fn range(
     shared: &Shared,
     key: &[u8],
     m: &Meta,
@@ -379,7 +383,7 @@ fn range(
     end: StreamId,
     rev: bool,
     count: u64,
-) -> Result<Vec<Reply>, Reply> {
+) -> Result<Vec<(StreamId, Reply)>, Reply> {
     let mut out = Vec::new();
     if m.size == 0 || start > end {
         return Ok(out);
@@ -395,7 +399,7 @@ fn range(
             return true;
         };
         match entry_reply(id, v) {
-            Ok(r) => out.push(r),
+            Ok(r) => out.push((id, r)),
             Err(e) => {
                 err = Some(e);
                 return false;
@@ -442,7 +446,8 @@ pub fn xrange(shared: &Shared, conn: &ConnState, a: &[Bytes], rev: bool) -> Repl
         return Reply::NilArray;
     }
     let count = count.unwrap_or(0) as u64;
-    Reply::Array(tri!(range(shared, &k, &m, start, end, rev, count)))
+    let entries = tri!(range(shared, &k, &m, start, end, rev, count));
+    Reply::Array(entries.into_iter().map(|(_, r)| r).collect())
 }
 
 pub fn xdel(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
@@ -571,20 +576,30 @@ pub fn xsetid(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     Reply::ok()
 }
 
-/// XREAD's arguments after the name.
-struct ReadArgs<'a> {
+/// XREAD's and XREADGROUP's arguments after the name.
+pub(super) struct ReadArgs<'a> {
     /// BLOCK's milliseconds (0: forever); `None` without BLOCK.
-    block: Option<u64>,
+    pub block: Option<u64>,
     /// 0: no limit.
-    count: u64,
-    keys: &'a [Bytes],
-    ids: &'a [Bytes],
+    pub count: u64,
+    /// XREADGROUP's GROUP: the group and the consumer.
+    pub group: Option<(&'a Bytes, &'a Bytes)>,
+    pub noack: bool,
+    pub keys: &'a [Bytes],
+    pub ids: &'a [Bytes],
 }
 
-/// Parses XREAD's options as Redis does, in its order.
-fn parse_read(a: &[Bytes]) -> Result<ReadArgs<'_>, Reply> {
-    let mut block = None;
-    let mut count = 0;
+/// Parses XREAD's options (XREADGROUP's with `group`) as Redis does, in
+/// its order.
+pub(super) fn parse_read(a: &[Bytes], group: bool) -> Result<ReadArgs<'_>, Reply> {
+    let mut out = ReadArgs {
+        block: None,
+        count: 0,
+        group: None,
+        noack: false,
+        keys: &[],
+        ids: &[],
+    };
     let mut i = 0;
     while i < a.len() {
         let more = a.len() - i - 1;
@@ -600,10 +615,10 @@ fn parse_read(a: &[Bytes]) -> Result<ReadArgs<'_>, Reply> {
             if ms > 0 && ms > i64::MAX - crate::keyspace::now_ms() as i64 {
                 return Err(Reply::err("ERR timeout is out of range"));
             }
-            block = Some(ms as u64);
+            out.block = Some(ms as u64);
         } else if is("count") && more > 0 {
             i += 1;
-            count = parse_int(&a[i]).ok_or_else(not_integer)?.max(0) as u64;
+            out.count = parse_int(&a[i]).ok_or_else(not_integer)?.max(0) as u64;
         } else if is("streams") && more > 0 {
             let streams = &a[i + 1..];
             if !streams.len().is_multiple_of(2) {
@@ -612,21 +627,26 @@ fn parse_read(a: &[Bytes]) -> Result<ReadArgs<'_>, Reply> {
                      must be specified.",
                 ));
             }
-            let (keys, ids) = streams.split_at(streams.len() / 2);
-            return Ok(ReadArgs {
-                block,
-                count,
-                keys,
-                ids,
-            });
+            (out.keys, out.ids) = streams.split_at(streams.len() / 2);
+            if group && out.group.is_none() {
+                return Err(Reply::err("ERR Missing GROUP option for XREADGROUP"));
+            }
+            return Ok(out);
         } else if is("group") && more >= 2 {
-            return Err(Reply::err(
-                "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead.",
-            ));
+            if !group {
+                return Err(Reply::err(
+                    "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead.",
+                ));
+            }
+            out.group = Some((&a[i + 1], &a[i + 2]));
+            i += 2;
         } else if is("noack") {
-            return Err(Reply::err(
-                "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead.",
-            ));
+            if !group {
+                return Err(Reply::err(
+                    "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead.",
+                ));
+            }
+            out.noack = true;
         } else {
             return Err(syntax_error());
         }
@@ -641,7 +661,7 @@ fn parse_read(a: &[Bytes]) -> Result<ReadArgs<'_>, Reply> {
 /// arguments with `$` resolved for the blocked client's retries
 /// (`others` = [`Others::Skip`]: keys of other types are passed over).
 pub fn xread(shared: &Shared, conn: &mut ConnState, a: &[Bytes], others: Others) -> Reply {
-    let args = tri!(parse_read(a));
+    let args = tri!(parse_read(a, false));
     let stored: Vec<Vec<u8>> = args.keys.iter().map(|k| db_key(conn.db, k)).collect();
     let values = shared.read_many(&stored);
     let mut streams = Vec::with_capacity(stored.len());
@@ -679,20 +699,12 @@ pub fn xread(shared: &Shared, conn: &mut ConnState, a: &[Bytes], others: Others)
             args.count
         ));
         if !entries.is_empty() {
+            let entries = entries.into_iter().map(|(_, r)| r).collect();
             served.push((Reply::bulk(args.keys[i].clone()), Reply::Array(entries)));
         }
     }
     if !served.is_empty() {
-        return if conn.proto == 2 {
-            Reply::Array(
-                served
-                    .into_iter()
-                    .map(|(k, e)| Reply::Array(vec![k, e]))
-                    .collect(),
-            )
-        } else {
-            Reply::Map(served)
-        };
+        return per_stream(conn.proto, served);
     }
     if args.block.is_some() && others == Others::Fail {
         // What the blocked client runs again: `$` stands for the last ID
@@ -707,7 +719,22 @@ pub fn xread(shared: &Shared, conn: &mut ConnState, a: &[Bytes], others: Others)
     Reply::NilArray
 }
 
-/// For XREAD with BLOCK (`args`, name included) that answered nil: the
+/// XREAD's and XREADGROUP's reply: for each stream served, its name and
+/// its entries; RESP2 an array of pairs, RESP3 a map.
+pub(super) fn per_stream(proto: u8, served: Vec<(Reply, Reply)>) -> Reply {
+    if proto == 2 {
+        Reply::Array(
+            served
+                .into_iter()
+                .map(|(k, e)| Reply::Array(vec![k, e]))
+                .collect(),
+        )
+    } else {
+        Reply::Map(served)
+    }
+}
+
+/// For XREAD or XREADGROUP with BLOCK (`args`, name included) that answered nil: the
 /// stored keys it waits on, its timeout (`None`: forever) and the handler
 /// its retries run. `None` for anything else.
 pub(crate) fn block_request(
@@ -715,13 +742,18 @@ pub(crate) fn block_request(
     args: &[Bytes],
 ) -> Option<(Vec<Vec<u8>>, Option<Duration>, Handler)> {
     let (name, a) = args.split_first()?;
-    if !name.eq_ignore_ascii_case(b"xread") {
+    let group = name.eq_ignore_ascii_case(b"xreadgroup");
+    if !group && !name.eq_ignore_ascii_case(b"xread") {
         return None;
     }
-    let parsed = parse_read(a).ok()?;
+    let parsed = parse_read(a, group).ok()?;
     let ms = parsed.block?;
     let keys = parsed.keys.iter().map(|k| db_key(db, k)).collect();
-    let retry: Handler = |s, c, a| xread(s, c, a, Others::Skip);
+    let retry: Handler = if group {
+        |s, c, a| super::groups::xreadgroup(s, c, a, true)
+    } else {
+        |s, c, a| xread(s, c, a, Others::Skip)
+    };
     Some((keys, (ms > 0).then(|| Duration::from_millis(ms)), retry))
 }
 
@@ -804,13 +836,21 @@ mod tests {
     #[test]
     fn read_options_parse_in_redis_order() {
         let a = args("COUNT 2 BLOCK 0 STREAMS a b 1 $");
-        let r = parse_read(&a).ok().unwrap();
+        let r = parse_read(&a, false).ok().unwrap();
         assert_eq!(
             (r.block, r.count, r.keys.len(), r.ids.len()),
             (Some(0), 2, 2, 2)
         );
-        assert!(parse_read(&args("STREAMS a b 1")).is_err());
-        assert!(parse_read(&args("COUNT 2")).is_err());
-        assert!(parse_read(&args("BLOCK -1 STREAMS a 1")).is_err());
+        assert!(parse_read(&args("STREAMS a b 1"), false).is_err());
+        assert!(parse_read(&args("COUNT 2"), false).is_err());
+        assert!(parse_read(&args("BLOCK -1 STREAMS a 1"), false).is_err());
+        assert!(parse_read(&args("GROUP g c STREAMS a 1"), false).is_err());
+        let a = args("GROUP g c NOACK COUNT 3 STREAMS a >");
+        let r = parse_read(&a, true).ok().unwrap();
+        assert_eq!(
+            (r.group.unwrap().1.as_ref(), r.noack, r.count),
+            (&b"c"[..], true, 3)
+        );
+        assert!(parse_read(&args("STREAMS a >"), true).is_err());
     }
 }

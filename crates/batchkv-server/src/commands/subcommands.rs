@@ -1,4 +1,5 @@
-//! Container commands — CLIENT, COMMAND, CONFIG, OBJECT, PUBSUB, SLOWLOG — and
+//! Container commands — CLIENT, COMMAND, CONFIG, OBJECT, PUBSUB, SLOWLOG,
+//! XGROUP, XINFO — and
 //! their subcommands: arity, flags, key positions and documentation, as
 //! redis-server 7.0.15 reports them (COMMAND INFO/DOCS; CLIENT SETINFO and
 //! NO-TOUCH as Redis 7.2). `execute` checks a container's subcommand
@@ -61,6 +62,8 @@ pub fn of(name: &str) -> Option<&'static [SubSpec]> {
         "object" => OBJECT,
         "pubsub" => PUBSUB,
         "slowlog" => SLOWLOG,
+        "xgroup" => XGROUP,
+        "xinfo" => XINFO,
         _ => return None,
     })
 }
@@ -553,13 +556,131 @@ static SLOWLOG: &[SubSpec] = &[
         "O(N) where N is the number of entries in the slowlog",
     ),
 ];
+
+static XGROUP: &[SubSpec] = &[
+    sub(
+        "create",
+        -5,
+        &["write", "denyoom"],
+        (2, 2, 1),
+        &["write", "stream", "slow"],
+        &[],
+        "Create a consumer group.",
+        "5.0.0",
+        "O(1)",
+    ),
+    sub(
+        "createconsumer",
+        5,
+        &["write", "denyoom"],
+        (2, 2, 1),
+        &["write", "stream", "slow"],
+        &[],
+        "Create a consumer in a consumer group.",
+        "6.2.0",
+        "O(1)",
+    ),
+    sub(
+        "delconsumer",
+        5,
+        &["write"],
+        (2, 2, 1),
+        &["write", "stream", "slow"],
+        &[],
+        "Delete a consumer from a consumer group.",
+        "5.0.0",
+        "O(1)",
+    ),
+    sub(
+        "destroy",
+        4,
+        &["write"],
+        (2, 2, 1),
+        &["write", "stream", "slow"],
+        &[],
+        "Destroy a consumer group.",
+        "5.0.0",
+        "O(N) where N is the number of entries in the group's pending entries list (PEL).",
+    ),
+    sub(
+        "help",
+        2,
+        &["loading", "stale"],
+        NO_KEYS,
+        &["stream", "slow"],
+        &[],
+        "Show helpful text about the different subcommands",
+        "5.0.0",
+        "O(1)",
+    ),
+    sub(
+        "setid",
+        -5,
+        &["write"],
+        (2, 2, 1),
+        &["write", "stream", "slow"],
+        &[],
+        "Set a consumer group to an arbitrary last delivered ID value.",
+        "5.0.0",
+        "O(1)",
+    ),
+];
+
+static XINFO: &[SubSpec] = &[
+    sub(
+        "consumers",
+        4,
+        &["readonly"],
+        (2, 2, 1),
+        &["read", "stream", "slow"],
+        &["nondeterministic_output"],
+        "List the consumers in a consumer group",
+        "5.0.0",
+        "O(1)",
+    ),
+    sub(
+        "groups",
+        3,
+        &["readonly"],
+        (2, 2, 1),
+        &["read", "stream", "slow"],
+        &[],
+        "List the consumer groups of a stream",
+        "5.0.0",
+        "O(1)",
+    ),
+    sub(
+        "help",
+        2,
+        &["loading", "stale"],
+        NO_KEYS,
+        &["stream", "slow"],
+        &[],
+        "Show helpful text about the different subcommands",
+        "5.0.0",
+        "O(1)",
+    ),
+    sub(
+        "stream",
+        -3,
+        &["readonly"],
+        (2, 2, 1),
+        &["read", "stream", "slow"],
+        &[],
+        "Get information about a stream",
+        "5.0.0",
+        "O(1)",
+    ),
+];
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn subcommands_are_lowercase_and_have_help() {
-        for c in ["client", "command", "config", "object", "pubsub", "slowlog"] {
+        for c in [
+            "client", "command", "config", "object", "pubsub", "slowlog", "xgroup", "xinfo",
+        ] {
             let subs = of(c).unwrap();
             assert!(subs.iter().any(|s| s.name == "help"), "{c}");
             assert!(subs

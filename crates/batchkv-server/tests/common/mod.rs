@@ -244,6 +244,25 @@ pub fn stored_element_keys(dir: &std::path::Path) -> (usize, usize) {
     (elements, index)
 }
 
+/// The keys stored in the database at `dir` (which no server may have
+/// open) whose first byte is `first`.
+pub fn stored_keys_from(dir: &std::path::Path, first: u8) -> usize {
+    let db = batchkv::Db::open(dir, batchkv::Options::default()).unwrap();
+    let opts = batchkv::ReadOptions {
+        lower_bound: Some(vec![first]),
+        upper_bound: Some(vec![first + 1]),
+        ..Default::default()
+    };
+    let mut it = db.iter(&opts).unwrap();
+    it.seek([first]);
+    let mut n = 0;
+    while it.valid() {
+        n += 1;
+        it.next();
+    }
+    n
+}
+
 /// xorshift64*: a small deterministic generator for randomized tests
 /// (seed it with a fixed or printed value).
 pub struct Rng(pub u64);

@@ -31,6 +31,9 @@
 # Streams (nothing loaded: run XADD first, the others read what it left):
 # XADD (an entry of one VALUE-byte field to x:N, clock ID), XLEN,
 # XRANGE10 (XRANGE x:N - + COUNT 10), XREAD10 (XREAD COUNT 10 STREAMS x:N 0).
+# Consumer groups (run XADD first: each stream gets a group g whose
+# consumer c was delivered every entry): XREADGROUP10 (c's history, COUNT
+# 10: ten pending entries delivered again), XPENDING (the summary).
 # String write tests over the KEYS loaded keys (-r KEYS): MSET10 (MSET of
 # 10 random keys), INCR (counter:N beside them), APPEND (8 bytes to key:N).
 #
@@ -157,6 +160,7 @@ load_for() {
     S*) what=sets ;;
     Z*) what=zsets ;;
     LINDEX | LRANGE10) what=lists ;;
+    XREADGROUP10 | XPENDING) what=groups ;;
     *) what=none ;;
     esac
     [[ " $LOADED " == *" $what "* ]] && return
@@ -168,6 +172,7 @@ load_for() {
     sets) load_collection SADD s ;;
     zsets) load_collection ZADD z ;;
     lists) load_collection RPUSH l ;;
+    groups) load_groups ;;
     none) return ;;
     esac
     LOADED="$LOADED $what"
@@ -282,6 +287,8 @@ bench() {
         XLEN) cmd=(XLEN x:__rand_int__) ;;
         XRANGE10) cmd=(XRANGE x:__rand_int__ - + COUNT 10) ;;
         XREAD10) cmd=(XREAD COUNT 10 STREAMS x:__rand_int__ 0) ;;
+        XREADGROUP10) cmd=(XREADGROUP GROUP g c COUNT 10 STREAMS x:__rand_int__ 0) ;;
+        XPENDING) cmd=(XPENDING x:__rand_int__ g) ;;
         *) echo "unknown test $test" >&2; exit 1 ;;
         esac
         args=(-p "$PORT" -c "$c" -P "$p" -r "$COLL" --csv)

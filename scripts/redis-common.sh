@@ -53,6 +53,18 @@ load_collection() {
     }' | redis-cli -p "$PORT" --pipe >/dev/null
 }
 
+# load_groups: a consumer group g on each stream x:N (N < COLL, made
+# empty where XADD did not), and every entry delivered to consumer c, so
+# that each is pending: what XREADGROUP's history reads and XPENDING see.
+load_groups() {
+    awk -v n="$COLL" 'BEGIN {
+        for (i = 0; i < n; i++) {
+            printf "*6\r\n$6\r\nXGROUP\r\n$6\r\nCREATE\r\n$14\r\nx:%012d\r\n$1\r\ng\r\n$1\r\n0\r\n$8\r\nMKSTREAM\r\n", i
+            printf "*7\r\n$10\r\nXREADGROUP\r\n$5\r\nGROUP\r\n$1\r\ng\r\n$1\r\nc\r\n$7\r\nSTREAMS\r\n$14\r\nx:%012d\r\n$1\r\n>\r\n", i
+        }
+    }' | redis-cli -p "$PORT" --pipe >/dev/null
+}
+
 # repeat_arg N WORD: N copies of WORD.
 repeat_arg() {
     for _ in $(seq 1 "$1"); do printf '%s\n' "$2"; done

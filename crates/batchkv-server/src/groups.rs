@@ -156,6 +156,12 @@ impl Keys {
         k
     }
 
+    /// The prefix of `group`'s consumer PEL index (`03` records: a
+    /// consumer's name and an ID follow; see [`index_consumer`]).
+    pub fn pending_index(&self, group: &[u8]) -> Vec<u8> {
+        self.in_group(CONSUMER_PENDING, group, 0)
+    }
+
     /// Every record of `group`: `[lo, hi)` of each of its four kinds.
     pub fn all_of(&self, group: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
         [CONSUMER, PENDING, CONSUMER_PENDING]
@@ -173,6 +179,13 @@ impl Keys {
             }))
             .collect()
     }
+}
+
+/// The consumer named by a consumer PEL index key, less the
+/// [`Keys::pending_index`] prefix (`clen ‖ consumer ‖ id`).
+pub fn index_consumer(rest: &[u8]) -> Option<&[u8]> {
+    let len = u32::from_be_bytes(rest.get(..4)?.try_into().ok()?) as usize;
+    rest.get(4..4usize.checked_add(len)?)
 }
 
 impl Group {

@@ -11,7 +11,7 @@
 //! write. The entries a command replies with are read in one batched read
 //! (XREADGROUP's history, XCLAIM), or one range scan (new entries).
 
-use batchkv::WriteBatch;
+use batchkv::{ReadOptions, WriteBatch};
 use bytes::Bytes;
 use std::collections::{BTreeMap, HashMap};
 
@@ -161,6 +161,32 @@ impl<'a> Grp<'a> {
         };
         self.nacks.insert(id, n.clone());
         Ok(n)
+    }
+
+    /// Reads the pending entries `ids` not read yet in one batched read,
+    /// for [`Grp::nack`] to find.
+    fn prefetch_nacks(&mut self, ids: &[StreamId]) -> Result<(), Reply> {
+        let missing: Vec<StreamId> = ids
+            .iter()
+            .copied()
+            .filter(|id| !self.nacks.contains_key(id))
+            .collect();
+        if missing.len() < 2 {
+            return Ok(());
+        }
+        let keys: Vec<Vec<u8>> = missing
+            .iter()
+            .map(|&id| self.keys.pending(&self.name, id))
+            .collect();
+        let values = self.shared.get_many(&ReadOptions::default(), &keys)?;
+        for (id, v) in missing.into_iter().zip(values) {
+            let n = match v {
+                Some(v) => Some(decode(Nack::decode(&v))?),
+                None => None,
+            };
+            self.nacks.insert(id, n);
+        }
+        Ok(())
     }
 
     /// Makes `id` pending for `nack.consumer` (which exists), moving it
@@ -634,6 +660,7 @@ fn history(
     let ids = g.pending_from(Some(consumer), start, StreamId::MAX, |_| true, limit)?;
     let ids: Vec<StreamId> = ids.into_iter().map(|(id, _)| id).collect();
     let values = entries(g.shared, key, m, &ids)?;
+    g.prefetch_nacks(&ids)?;
     let mut out = Vec::with_capacity(ids.len());
     for (id, v) in ids.into_iter().zip(values) {
         match v {
@@ -735,6 +762,8 @@ pub fn xpending(shared: &Shared, conn: &mut ConnState, a: &[Bytes]) -> Reply {
     let ids = if let Some(c) = consumer {
         // The consumer's index, then each entry's record.
         let ids = tri!(g.pending_from(Some(c), start, end, |_| true, usize::MAX));
+        let first: Vec<StreamId> = ids.iter().take(count).map(|(id, _)| *id).collect();
+        tri!(g.prefetch_nacks(&first));
         let mut out = Vec::new();
         for (id, _) in ids {
             if out.len() >= count {
@@ -808,18 +837,44 @@ fn pending_summary(g: &Grp) -> Reply {
     let [Some(first), Some(last)] = edges else {
         return corrupt();
     };
-    let prefix = g.keys.consumers(&g.name);
-    let end = meta::prefix_end(&prefix);
-    let mut consumers = Vec::new();
-    tri!(g.shared.scan(&prefix, &end, false, true, |k, v| {
-        if let Some(c) = Consumer::decode(v).filter(|c| c.pending > 0) {
-            consumers.push(Reply::Array(vec![
-                Reply::bulk(Bytes::copy_from_slice(&k[prefix.len()..])),
-                Reply::bulk(c.pending.to_string()),
-            ]));
-        }
-        true
-    }));
+    // The consumers with pending entries, found by the PEL index: one
+    // seek per consumer there. (The consumer records themselves are
+    // rewritten at every read, and an iterator would step over each of
+    // their versions.) The index orders names by length first: sorted
+    // by name afterwards, as Redis lists them.
+    let index = g.keys.pending_index(&g.name);
+    let end = meta::prefix_end(&index);
+    let mut from = index.clone();
+    let mut owners: Vec<(Vec<u8>, u64)> = Vec::new();
+    loop {
+        let mut next = None;
+        tri!(g.shared.scan(&from, &end, false, true, |k, _| {
+            next = Some(groups::index_consumer(&k[index.len()..]).map(<[u8]>::to_vec));
+            false
+        }));
+        let Some(name) = next else {
+            break;
+        };
+        let Some(name) = name else {
+            return corrupt();
+        };
+        let c = match tri!(g.shared.get_raw(&g.keys.consumer(&g.name, &name))) {
+            Some(v) => tri!(decode(Consumer::decode(&v))),
+            None => return corrupt(),
+        };
+        from = meta::prefix_end(&g.keys.consumer_pending_prefix(&g.name, &name));
+        owners.push((name, c.pending));
+    }
+    owners.sort_unstable();
+    let consumers = owners
+        .into_iter()
+        .map(|(name, n)| {
+            Reply::Array(vec![
+                Reply::bulk(Bytes::from(name)),
+                Reply::bulk(n.to_string()),
+            ])
+        })
+        .collect();
     Reply::Array(vec![
         Reply::Int(g.rec.pending as i64),
         Reply::bulk(first.to_string()),
@@ -916,6 +971,7 @@ pub fn xclaim(shared: &Shared, conn: &mut ConnState, a: &[Bytes]) -> Reply {
     };
     let consumer = &a[2][..];
     let stored = tri!(entries(shared, &key, &m, &ids));
+    tri!(g.prefetch_nacks(&ids));
     let mut out = Vec::new();
     for (id, v) in ids.into_iter().zip(stored) {
         let n = tri!(g.nack(id));
@@ -1029,6 +1085,7 @@ pub fn xautoclaim(shared: &Shared, conn: &mut ConnState, a: &[Bytes]) -> Reply {
         let ids: Vec<StreamId> = page.iter().map(|(id, _)| *id).collect();
         let stored = tri!(entries(shared, &key, &m, &ids));
         for ((id, n), v) in page.into_iter().zip(stored) {
+            g.nacks.entry(id).or_insert_with(|| Some(n.clone()));
             if tries == 0 || left == 0 {
                 next = id;
                 break 'scan;

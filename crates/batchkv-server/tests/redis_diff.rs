@@ -249,12 +249,20 @@ fn stale_errno_sort(_: &Args, _: Cmp, r: &Frame, o: &Frame) -> bool {
 }
 
 /// After [`stale_errno_sort`]: the STORE destination batchkv wrote and
-/// Redis did not is deleted on both.
+/// Redis did not is deleted on both. It is SET first, so that the DEL's
+/// reply is the same on both whatever each held (the destination may be
+/// a key Redis kept and batchkv's empty result deleted: `STORE` onto
+/// the sorted key itself).
 fn drop_sort_destination(args: &Args, _: &Frame) -> Vec<Args> {
     args.iter()
         .position(|a| a.eq_ignore_ascii_case(b"store"))
         .and_then(|i| args.get(i + 1))
-        .map(|dst| vec![vec![b("DEL"), dst.clone()]])
+        .map(|dst| {
+            vec![
+                vec![b("SET"), dst.clone(), b("resync")],
+                vec![b("DEL"), dst.clone()],
+            ]
+        })
         .unwrap_or_default()
 }
 

@@ -255,50 +255,71 @@ impl<'a> Grp<'a> {
         Ok(())
     }
 
-    /// The IDs of the pending entries from `start` on (of `consumer`
-    /// only, if given), at most `limit`, with their records.
+    /// Visits the records under `prefix` whose key continues with an ID
+    /// in `[start, end]`, in ID order: `f(id, value)` returns whether to go
+    /// on, `None` for a value it cannot decode (corruption).
+    fn walk_ids(
+        &self,
+        prefix: &[u8],
+        start: StreamId,
+        end: StreamId,
+        mut f: impl FnMut(StreamId, &[u8]) -> Option<bool>,
+    ) -> Result<(), Reply> {
+        let lo = [prefix, &start.to_key()].concat();
+        let hi = [prefix, &end.to_key()[..], &[0]].concat();
+        let mut bad = false;
+        self.shared.scan(&lo, &hi, false, true, |k, v| {
+            match StreamId::from_key(&k[prefix.len()..]).and_then(|id| f(id, v)) {
+                Some(go_on) => go_on,
+                None => {
+                    bad = true;
+                    false
+                }
+            }
+        })?;
+        if bad {
+            return Err(corrupt());
+        }
+        Ok(())
+    }
+
+    /// The group's pending entries in `[start, end]` that `keep` accepts,
+    /// at most `limit`, with their records.
     fn pending_from(
         &self,
-        consumer: Option<&[u8]>,
         start: StreamId,
         end: StreamId,
         mut keep: impl FnMut(&Nack) -> bool,
         limit: usize,
     ) -> Result<Vec<(StreamId, Nack)>, Reply> {
-        let prefix = match consumer {
-            Some(c) => self.keys.consumer_pending_prefix(&self.name, c),
-            None => self.keys.pending_prefix(&self.name),
-        };
-        let lo = [&prefix[..], &start.to_key()].concat();
-        let hi = [&prefix[..], &end.to_key()[..], &[0]].concat();
-        let mut ids = Vec::new();
-        let mut bad = false;
-        self.shared.scan(&lo, &hi, false, true, |k, v| {
-            let (Some(id), Some(n)) = (
-                StreamId::from_key(&k[prefix.len()..]),
-                if consumer.is_some() {
-                    // The index holds no record: the group's PEL has it.
-                    Some(Nack {
-                        delivered: 0,
-                        count: 0,
-                        consumer: Vec::new(),
-                    })
-                } else {
-                    Nack::decode(v)
-                },
-            ) else {
-                bad = true;
-                return false;
-            };
+        let mut out = Vec::new();
+        let prefix = self.keys.pending_prefix(&self.name);
+        self.walk_ids(&prefix, start, end, |id, v| {
+            let n = Nack::decode(v)?;
             if keep(&n) {
-                ids.push((id, n));
+                out.push((id, n));
             }
-            ids.len() < limit
+            Some(out.len() < limit)
         })?;
-        if bad {
-            return Err(corrupt());
-        }
-        Ok(ids)
+        Ok(out)
+    }
+
+    /// The IDs of `consumer`'s pending entries in `[start, end]`, at most
+    /// `limit` (its PEL index; the records are the group's).
+    fn pending_ids_of(
+        &self,
+        consumer: &[u8],
+        start: StreamId,
+        end: StreamId,
+        limit: usize,
+    ) -> Result<Vec<StreamId>, Reply> {
+        let mut out = Vec::new();
+        let prefix = self.keys.consumer_pending_prefix(&self.name, consumer);
+        self.walk_ids(&prefix, start, end, |id, _| {
+            out.push(id);
+            Some(out.len() < limit)
+        })?;
+        Ok(out)
     }
 
     /// Writes the changes (nothing if none).
@@ -318,12 +339,6 @@ impl<'a> Grp<'a> {
         }
         self.shared.write(self.batch)
     }
-}
-
-/// The live stream at user key `key` of database `db`: its stored key
-/// and metadata; `None` if absent, WRONGTYPE if another type.
-fn stream(shared: &Shared, db: u8, key: &[u8]) -> Result<Option<(Vec<u8>, Meta)>, Reply> {
-    read_stream(shared, db, key)
 }
 
 const XGROUP_HELP: &[&str] = &[
@@ -497,14 +512,9 @@ pub fn xgroup(shared: &Shared, conn: &mut ConnState, a: &[Bytes]) -> Reply {
             let Some(&mut (c, _)) = tri!(g.consumer(consumer)) else {
                 return Reply::Int(0);
             };
-            let pending = tri!(g.pending_from(
-                Some(consumer),
-                StreamId::ZERO,
-                StreamId::MAX,
-                |_| true,
-                usize::MAX
-            ));
-            for (id, _) in &pending {
+            let pending =
+                tri!(g.pending_ids_of(consumer, StreamId::ZERO, StreamId::MAX, usize::MAX));
+            for id in &pending {
                 g.batch.delete(g.keys.pending(name, *id));
             }
             let prefix = g.keys.consumer_pending_prefix(name, consumer);
@@ -657,8 +667,7 @@ fn history(
     } else {
         count as usize
     };
-    let ids = g.pending_from(Some(consumer), start, StreamId::MAX, |_| true, limit)?;
-    let ids: Vec<StreamId> = ids.into_iter().map(|(id, _)| id).collect();
+    let ids = g.pending_ids_of(consumer, start, StreamId::MAX, limit)?;
     let values = entries(g.shared, key, m, &ids)?;
     g.prefetch_nacks(&ids)?;
     let mut out = Vec::with_capacity(ids.len());
@@ -700,7 +709,7 @@ fn open_group<'a>(
     conn: &ConnState,
     a: &[Bytes],
 ) -> Result<Option<(Vec<u8>, Meta, Grp<'a>)>, Reply> {
-    let Some((key, m)) = stream(shared, conn.db, &a[0])? else {
+    let Some((key, m)) = read_stream(shared, conn.db, &a[0])? else {
         return Ok(None);
     };
     Ok(Grp::open(shared, &key, &m, &a[1])?.map(|g| (key, m, g)))
@@ -761,11 +770,10 @@ pub fn xpending(shared: &Shared, conn: &mut ConnState, a: &[Bytes]) -> Reply {
     let idle = |n: &Nack| now.saturating_sub(n.delivered) as i64;
     let ids = if let Some(c) = consumer {
         // The consumer's index, then each entry's record.
-        let ids = tri!(g.pending_from(Some(c), start, end, |_| true, usize::MAX));
-        let first: Vec<StreamId> = ids.iter().take(count).map(|(id, _)| *id).collect();
-        tri!(g.prefetch_nacks(&first));
+        let ids = tri!(g.pending_ids_of(c, start, end, usize::MAX));
+        tri!(g.prefetch_nacks(&ids[..ids.len().min(count)]));
         let mut out = Vec::new();
-        for (id, _) in ids {
+        for id in ids {
             if out.len() >= count {
                 break;
             }
@@ -776,13 +784,7 @@ pub fn xpending(shared: &Shared, conn: &mut ConnState, a: &[Bytes]) -> Reply {
         }
         out
     } else {
-        tri!(g.pending_from(
-            None,
-            start,
-            end,
-            |n| min_idle == 0 || idle(n) >= min_idle,
-            count
-        ))
+        tri!(g.pending_from(start, end, |n| min_idle == 0 || idle(n) >= min_idle, count))
     };
     if count == 0 {
         return Reply::Array(Vec::new());
@@ -1002,20 +1004,8 @@ pub fn xclaim(shared: &Shared, conn: &mut ConnState, a: &[Bytes]) -> Reply {
             _ if justid => n.count,
             _ => n.count + 1,
         };
-        if forced {
-            // A new pending entry: nobody held it before.
-            if !g.consumers.contains_key(consumer) {
-                tri!(g.seen(consumer));
-            }
-            let nack = Nack {
-                delivered,
-                count,
-                consumer: consumer.to_vec(),
-            };
-            tri!(g.set_nack(id, nack));
-        } else {
-            tri!(claim(&mut g, id, n, consumer, delivered, count));
-        }
+        // A forced entry is new to the PEL: `set_nack` adds it.
+        tri!(claim(&mut g, id, n, consumer, delivered, count));
         out.push(if justid {
             Reply::bulk(id.to_string())
         } else {
@@ -1081,7 +1071,7 @@ pub fn xautoclaim(shared: &Shared, conn: &mut ConnState, a: &[Bytes]) -> Reply {
     let mut from = start;
     let mut next = StreamId::ZERO;
     'scan: loop {
-        let page = tri!(g.pending_from(None, from, StreamId::MAX, |_| true, page_len));
+        let page = tri!(g.pending_from(from, StreamId::MAX, |_| true, page_len));
         let ids: Vec<StreamId> = page.iter().map(|(id, _)| *id).collect();
         let stored = tri!(entries(shared, &key, &m, &ids));
         for ((id, n), v) in page.into_iter().zip(stored) {
@@ -1311,7 +1301,7 @@ fn stream_full(shared: &Shared, key: &[u8], m: &Meta, count: u64) -> Reply {
         let Some(mut g) = tri!(Grp::open(shared, key, m, &name)) else {
             continue;
         };
-        let pel = tri!(g.pending_from(None, StreamId::ZERO, StreamId::MAX, |_| true, limit));
+        let pel = tri!(g.pending_from(StreamId::ZERO, StreamId::MAX, |_| true, limit));
         let pel_replies = pel
             .iter()
             .map(|(id, n)| {
@@ -1334,10 +1324,10 @@ fn stream_full(shared: &Shared, key: &[u8], m: &Meta, count: u64) -> Reply {
         }));
         let mut consumer_replies = Vec::new();
         for (cname, c) in consumers {
-            let ids =
-                tri!(g.pending_from(Some(&cname), StreamId::ZERO, StreamId::MAX, |_| true, limit));
+            let ids = tri!(g.pending_ids_of(&cname, StreamId::ZERO, StreamId::MAX, limit));
+            tri!(g.prefetch_nacks(&ids));
             let mut pending = Vec::new();
-            for (id, _) in ids {
+            for id in ids {
                 let n = tri!(decode(tri!(g.nack(id))));
                 pending.push(Reply::Array(vec![
                     id_reply(id),

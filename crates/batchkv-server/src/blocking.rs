@@ -14,8 +14,10 @@
 //!
 //! Every write that can make a list non-empty calls [`Blocking::signal`]
 //! for its key after its batch is committed: the list pushes, LMOVE's and
-//! BLMOVE's destination, RENAME's, COPY's and MOVE's destination; SWAPDB
-//! calls [`Blocking::signal_dbs`] for both databases. A write that
+//! BLMOVE's destination, RENAME's, COPY's and MOVE's destination; SWAPDB,
+//! FLUSHDB and FLUSHALL call [`Blocking::signal_dbs`] for their databases
+//! (after their write, `Shared::signal_dbs_after_write`: a blocked
+//! XREADGROUP whose stream is gone answers UNBLOCKED). A write that
 //! can make a sorted set non-empty (ZADD, ZINCRBY, the Z*STORE
 //! destinations) calls [`Blocking::signal_kind`] with [`WaitFor::ZSet`],
 //! XADD with [`WaitFor::Stream`].
@@ -61,6 +63,7 @@ use tokio::net::TcpStream;
 use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
 
+use crate::clients::{ClientHandle, UNBLOCK_ERROR};
 use crate::commands::{self, ConnState};
 use crate::resp::Reply;
 use crate::shared::Shared;
@@ -289,6 +292,16 @@ async fn until(deadline: Option<Instant>) {
     }
 }
 
+/// Clears the client's `BLOCKED` flag when [`wait`] returns, however it
+/// returns.
+struct LeaveBlocked<'a>(&'a ClientHandle);
+
+impl Drop for LeaveBlocked<'_> {
+    fn drop(&mut self) {
+        self.0.leave_blocked();
+    }
+}
+
 /// Waits until the blocking command `args` (name included), whose handler
 /// just answered nil on this connection, can be served, and returns its
 /// reply: the handler's first non-nil answer, or a null array once the
@@ -320,6 +333,8 @@ pub async fn wait(
     let reg = shared.blocking.register(req.keys, req.kind);
     let limit = shared.settings.client_query_buffer_limit();
     let mut pushes = BytesMut::new();
+    let client = st.client.clone();
+    let _leave = LeaveBlocked(&client);
     loop {
         let reply = handler(shared, st, &args[1..]);
         if !matches!(reply, Reply::Nil | Reply::NilArray) {
@@ -332,6 +347,11 @@ pub async fn wait(
             tokio::select! {
                 _ = reg.notify.notified() => break,
                 _ = until(deadline) => return Some(Reply::NilArray),
+                how = client.unblocked() => return Some(if how == UNBLOCK_ERROR {
+                    Reply::err("UNBLOCKED client unblocked via CLIENT UNBLOCK")
+                } else {
+                    Reply::NilArray
+                }),
                 _ = stop.changed() => return None,
                 r = sock.read_buf(rbuf), if rbuf.len() <= limit => match r {
                     Ok(0) | Err(_) => return None,

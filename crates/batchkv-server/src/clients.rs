@@ -22,7 +22,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicU8, AtomicUsize};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Poll, Waker};
@@ -35,10 +35,16 @@ use crate::shared::Shared;
 
 /// [`ClientHandle::flags`]: blocked in BLPOP and friends.
 pub const BLOCKED: u32 = 1;
+/// CLIENT UNBLOCK TIMEOUT: the blocked command answers as if timed out.
+pub const UNBLOCK_TIMEOUT: u8 = 1;
+/// CLIENT UNBLOCK ERROR: the blocked command answers `-UNBLOCKED`.
+pub const UNBLOCK_ERROR: u8 = 2;
 /// CLIENT NO-EVICT ON.
 pub const NO_EVICT: u32 = 2;
 /// CLIENT NO-TOUCH ON.
 pub const NO_TOUCH: u32 = 4;
+/// After MONITOR.
+pub const MONITOR: u32 = 8;
 
 /// What the registry knows of one connection.
 pub struct ClientHandle {
@@ -67,6 +73,12 @@ pub struct ClientHandle {
     pub ssub: AtomicU64,
     text: Mutex<Text>,
     killed: AtomicBool,
+    /// A pending CLIENT UNBLOCK of this (blocked) client: 0 none,
+    /// [`UNBLOCK_TIMEOUT`] or [`UNBLOCK_ERROR`]. Set only while `BLOCKED`
+    /// is, both under `unblock_lock`, so a request never outlives the
+    /// blocking it was meant for ([`Self::leave_blocked`]).
+    unblock: AtomicU8,
+    unblock_lock: Mutex<()>,
     /// The connection task's waker while it waits in [`Self::killed`] or
     /// [`Self::interrupted`] (a stale one only costs a spurious poll).
     waker: Mutex<Option<Waker>>,
@@ -107,6 +119,8 @@ impl ClientHandle {
             ssub: AtomicU64::new(0),
             text: Mutex::new(Text::default()),
             killed: AtomicBool::new(false),
+            unblock: AtomicU8::new(0),
+            unblock_lock: Mutex::new(()),
             waker: Mutex::new(None),
         }
     }
@@ -175,6 +189,34 @@ impl ClientHandle {
     pub fn kill(&self) {
         self.killed.store(true, Release);
         self.wake();
+    }
+
+    /// CLIENT UNBLOCK: asks the client, if it is blocked, to answer its
+    /// blocking command now (`how`: [`UNBLOCK_TIMEOUT`] or
+    /// [`UNBLOCK_ERROR`]); whether it was blocked.
+    pub fn request_unblock(&self, how: u8) -> bool {
+        let _held = lock(&self.unblock_lock);
+        if self.flags() & BLOCKED == 0 {
+            return false;
+        }
+        self.unblock.store(how, Release);
+        self.wake();
+        true
+    }
+
+    /// Completes with the reason once CLIENT UNBLOCK asked this client to
+    /// stop waiting (and forgets the request).
+    pub async fn unblocked(&self) -> u8 {
+        self.wait_until(|| self.unblock.load(Acquire) != 0).await;
+        self.unblock.swap(0, AcqRel)
+    }
+
+    /// The client no longer waits in a blocking command: clears the
+    /// `BLOCKED` flag and any CLIENT UNBLOCK that came too late.
+    pub fn leave_blocked(&self) {
+        let _held = lock(&self.unblock_lock);
+        self.set_flag(BLOCKED, false);
+        self.unblock.store(0, Release);
     }
 
     /// Wakes the connection's task if it waits in [`Self::killed`] or
@@ -276,6 +318,7 @@ impl ClientHandle {
         let f = self.flags();
         let mut s = String::new();
         for (on, c) in [
+            (f & MONITOR != 0, 'O'),
             (self.subscribed(), 'P'),
             (in_multi, 'x'),
             (f & BLOCKED != 0, 'b'),
@@ -350,6 +393,11 @@ impl Clients {
     /// The connected clients, in id (connection) order.
     pub fn all(&self) -> Vec<Arc<ClientHandle>> {
         lock(&self.map).values().cloned().collect()
+    }
+
+    /// The client with `id`, if connected.
+    pub fn get(&self, id: u64) -> Option<Arc<ClientHandle>> {
+        lock(&self.map).get(&id).cloned()
     }
 
     /// Kills the clients `filter` selects (`me`: the caller's id); returns

@@ -114,6 +114,8 @@ pub async fn serve_conn(
         pubsub: Default::default(),
         client,
         block_args: None,
+        reply: Default::default(),
+        monitor: None,
     };
     let mut conn = Conn {
         pending_query: PendingQuery {
@@ -385,7 +387,9 @@ impl Conn {
                 let Some(reply) = reply else {
                     return Served::Closed;
                 };
-                reply.encode(self.st.proto, &mut self.out);
+                if self.st.reply.after_command(false) {
+                    reply.encode(self.st.proto, &mut self.out);
+                }
                 reqs.remove(0);
                 after = match self.run_pipeline(&mut reqs).await {
                     Some(a) => a,
@@ -432,6 +436,15 @@ impl Conn {
                     if !ok {
                         return Served::Closed;
                     }
+                    true
+                }
+                line = monitor_line(&mut self.st.monitor) => {
+                    let (Some(line), Some(m)) = (line, &mut self.st.monitor) else {
+                        // Dropped for falling behind (`monitor.rs`).
+                        return Served::Closed;
+                    };
+                    self.out.extend_from_slice(&line);
+                    m.drain(&mut self.out);
                     true
                 }
                 // CLIENT KILL, idle past `timeout` (`clients.rs`), or the
@@ -499,7 +512,11 @@ impl Conn {
                 reqs.drain(..i);
                 return Some(after);
             }
-            if after != After::Shutdown {
+            let send = self
+                .st
+                .reply
+                .after_command(confirms_subscriptions(&reqs[i][0]));
+            if send && after != After::Shutdown {
                 // Like Redis, a successful SHUTDOWN closes without a reply.
                 reply.encode(self.st.proto, &mut self.out);
             }
@@ -816,8 +833,30 @@ impl Conn {
 /// table's [`batch`](commands::CommandSpec::batch) entries) with the arity
 /// Redis requires; never inside MULTI (there it is queued), never in RESP2
 /// with subscriptions (there it is refused).
+/// The next MONITOR line for a monitoring connection; never completes for
+/// another.
+async fn monitor_line(sub: &mut Option<crate::monitor::Subscription>) -> Option<Bytes> {
+    match sub {
+        Some(s) => s.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Whether a command's reply is Pub/Sub's subscription confirmations,
+/// which Redis pushes whatever CLIENT REPLY says.
+fn confirms_subscriptions(name: &[u8]) -> bool {
+    [
+        &b"subscribe"[..],
+        b"unsubscribe",
+        b"psubscribe",
+        b"punsubscribe",
+    ]
+    .iter()
+    .any(|n| name.eq_ignore_ascii_case(n))
+}
+
 fn batchable(st: &ConnState, args: &[Bytes]) -> Option<(usize, Shape)> {
-    if !st.authenticated || st.tx.in_multi() || (st.proto == 2 && st.pubsub.is_subscribed()) {
+    if !st.groups_commands() {
         return None;
     }
     commands::batch_shape(args)

@@ -541,6 +541,8 @@ impl Conn {
                 pubsub: Default::default(),
                 client,
                 block_args: None,
+                reply: Default::default(),
+                monitor: None,
             },
             parser: resp::RequestParser::default(),
             buf: BytesMut::new(),

@@ -49,6 +49,7 @@ mod ldouble;
 mod limits;
 pub mod marker;
 mod meta;
+mod monitor;
 mod panics;
 mod pqsort;
 mod pubsub;

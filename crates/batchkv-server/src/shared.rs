@@ -92,10 +92,18 @@ impl Value {
 thread_local! {
     /// The engine snapshot this thread's reads see ([`Shared::at_snapshot`]).
     static READ_AT: RefCell<Option<Snapshot>> = const { RefCell::new(None) };
-    /// Stored keys of the streams whose blocked clients this thread's next
-    /// engine write wakes ([`Shared::signal_stream_after_write`]; signalled
-    /// by [`Shared::apply`]).
-    static STREAMS_TO_SIGNAL: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
+    /// The blocked clients this thread's next engine write wakes
+    /// ([`Shared::signal_stream_after_write`],
+    /// [`Shared::signal_dbs_after_write`]; signalled by [`Shared::apply`]).
+    static TO_SIGNAL: RefCell<Vec<AfterWrite>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Whom a write wakes once it is applied.
+enum AfterWrite {
+    /// The readers of the stream at this stored key.
+    Stream(Vec<u8>),
+    /// Every blocked client of these databases.
+    Dbs(Vec<u8>),
 }
 
 /// This thread's read snapshot ([`Shared::at_snapshot`]), if one is set.
@@ -232,6 +240,8 @@ pub struct Shared {
     pub blocking: crate::blocking::Blocking,
     /// Pub/Sub subscriptions (not persisted).
     pub(crate) pubsub: Arc<crate::pubsub::Broker>,
+    /// MONITOR's connections.
+    pub(crate) monitors: crate::monitor::Monitors,
     /// What CONFIG SET can change (`config/runtime.rs`).
     pub settings: crate::config::Settings,
     /// Every connection, for CLIENT LIST/KILL (`clients.rs`).
@@ -298,6 +308,7 @@ pub(crate) fn new_shared(
         shutdown,
         blocking: crate::blocking::Blocking::new(),
         pubsub: Default::default(),
+        monitors: Default::default(),
         settings: crate::config::Settings::new(&cfg, port),
         clients_reg: crate::clients::Clients::default(),
         slowlog: crate::slowlog::SlowLog::default(),
@@ -487,11 +498,15 @@ impl Shared {
                 }
             })
             .map_err(crate::commands::engine_error);
-        // Streams the written batch deleted or replaced (`drop_elements`;
-        // a batch that failed signals too: a retry that finds the stream
-        // still there stays blocked).
-        for key in STREAMS_TO_SIGNAL.with(|d| std::mem::take(&mut *d.borrow_mut())) {
-            self.blocking.signal_kind(&key, WaitFor::Stream);
+        // Streams the written batch deleted or replaced (`drop_elements`),
+        // databases it flushed or swapped (a batch that failed signals
+        // too: a retry that finds what it waits for unchanged stays
+        // blocked).
+        for s in TO_SIGNAL.with(|d| std::mem::take(&mut *d.borrow_mut())) {
+            match s {
+                AfterWrite::Stream(key) => self.blocking.signal_kind(&key, WaitFor::Stream),
+                AfterWrite::Dbs(dbs) => self.blocking.signal_dbs(&dbs),
+            }
         }
         written
     }
@@ -712,7 +727,17 @@ impl Shared {
     /// NOGROUP or UNBLOCKED.
     pub fn signal_stream_after_write(&self, key: &[u8]) {
         if self.blocking.blocked_clients() > 0 {
-            STREAMS_TO_SIGNAL.with(|d| d.borrow_mut().push(key.to_vec()));
+            TO_SIGNAL.with(|d| d.borrow_mut().push(AfterWrite::Stream(key.to_vec())));
+        }
+    }
+
+    /// Wakes every client blocked on a key of databases `dbs` after this
+    /// thread's next engine write (inside EXEC: the transaction's), which
+    /// flushes or swaps them: list and sorted-set clients retry, XREADGROUP
+    /// clients whose stream is gone answer UNBLOCKED (as in Redis 7).
+    pub fn signal_dbs_after_write(&self, dbs: &[u8]) {
+        if self.blocking.blocked_clients() > 0 {
+            TO_SIGNAL.with(|d| d.borrow_mut().push(AfterWrite::Dbs(dbs.to_vec())));
         }
     }
 

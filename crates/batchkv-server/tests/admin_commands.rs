@@ -713,6 +713,11 @@ fn command_docs_info_list_and_getkeys() {
     for n in &names {
         let d = &docs[n];
         for field in ["summary", "since", "group", "complexity"] {
+            if field == "complexity" && n == "monitor" {
+                // Redis gives none.
+                assert!(!d.contains_key(field));
+                continue;
+            }
             let v: String = redis::from_redis_value(&d[field]).unwrap();
             assert!(!v.is_empty(), "{n} {field}");
         }
@@ -759,6 +764,23 @@ fn command_docs_info_list_and_getkeys() {
     );
     assert_eq!(keys(&mut c, &["BLPOP", "a", "b", "0"]), ["a", "b"]);
     assert_eq!(keys(&mut c, &["OBJECT", "ENCODING", "k"]), ["k"]);
+    // SORT: the sorted key and the last STORE's destination; BY and GET
+    // patterns and LIMIT's numbers are not keys.
+    assert_eq!(
+        keys(&mut c, &["SORT", "abc", "STORE", "def"]),
+        ["abc", "def"]
+    );
+    assert_eq!(
+        keys(
+            &mut c,
+            &[
+                "SORT", "l", "BY", "store", "GET", "store", "LIMIT", "0", "1", "STORE", "a",
+                "STORE", "b"
+            ]
+        ),
+        ["l", "b"]
+    );
+    assert_eq!(keys(&mut c, &["SORT_RO", "abc"]), ["abc"]);
     for (args, want) in [
         (&["FOO", "x"][..], "ERR Invalid command specified"),
         (
@@ -1204,4 +1226,253 @@ fn compare_command_tables(theirs: SocketAddr, ours: SocketAddr) {
             assert_eq!(x.get(field), y.get(field), "COMMAND DOCS {name} {field}");
         }
     }
+}
+
+#[test]
+fn client_reply_off_skip_and_on() {
+    let h = Harness::start();
+    let mut r = h.raw();
+    let mut exchange = |send: &str, want: &str| {
+        r.send(send.replace(';', "\r\n").as_bytes());
+        let got = r.read_until(want.as_bytes());
+        assert_eq!(String::from_utf8_lossy(&got), want, "after {send:?}");
+    };
+    // OFF silences every reply, its own and those of batched reads and
+    // grouped writes included, until ON (answered).
+    exchange(
+        "CLIENT REPLY OFF;PING a;SET k v;SET j w;GET k;GET j;MGET k j;BLPOP nolist 0.05;CLIENT REPLY ON;",
+        "+OK\r\n",
+    );
+    // SKIP silences itself and the next command; SKIP twice, the command
+    // after the second.
+    exchange("CLIENT REPLY SKIP;PING a;PING b;", "$1\r\nb\r\n");
+    exchange(
+        "CLIENT REPLY SKIP;CLIENT REPLY SKIP;PING a;PING b;",
+        "$1\r\nb\r\n",
+    );
+    exchange(
+        "CLIENT REPLY SKIP;GET k;GET k;GET j;",
+        "$1\r\nv\r\n$1\r\nw\r\n",
+    );
+    exchange(
+        "CLIENT REPLY SKIP;SET a 1;SET b 2;GET b;",
+        "+OK\r\n$1\r\n2\r\n",
+    );
+    // ON clears a pending skip; SKIP while OFF changes nothing.
+    exchange(
+        "CLIENT REPLY SKIP;CLIENT REPLY ON;PING;",
+        "+OK\r\n+PONG\r\n",
+    );
+    exchange(
+        "CLIENT REPLY OFF;CLIENT REPLY SKIP;PING a;CLIENT REPLY ON;",
+        "+OK\r\n",
+    );
+    exchange(
+        "CLIENT REPLY FOO;CLIENT REPLY;",
+        "-ERR syntax error\r\n-ERR wrong number of arguments for 'client|reply' command\r\n",
+    );
+    // Subscription confirmations and messages are pushed while OFF.
+    exchange(
+        "CLIENT REPLY OFF;SUBSCRIBE ch;",
+        "*3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n",
+    );
+    let mut c = h.conn();
+    assert_eq!(q::<i64>(&mut c, &["PUBLISH", "ch", "hi"]), 1);
+    exchange(
+        "UNSUBSCRIBE;CLIENT REPLY ON;",
+        "*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$2\r\nhi\r\n\
+         *3\r\n$11\r\nunsubscribe\r\n$2\r\nch\r\n:0\r\n+OK\r\n",
+    );
+}
+
+#[test]
+fn client_unblock_answers_a_blocked_command() {
+    let h = Harness::start();
+    let mut c = h.conn();
+    let mut blocked = h.raw();
+    blocked.send(b"CLIENT ID\r\n");
+    let line = blocked.read_until(b"\r\n");
+    let id = String::from_utf8_lossy(&line[1..line.len() - 2]).to_string();
+    assert_eq!(
+        q::<i64>(&mut c, &["CLIENT", "UNBLOCK", &id]),
+        0,
+        "not blocked"
+    );
+    q::<()>(&mut c, &["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"]);
+    for (cmd, how, want) in [
+        ("BLPOP l 0", None, "*-1\r\n"),
+        ("BRPOP l 0", Some("TIMEOUT"), "*-1\r\n"),
+        (
+            "BZPOPMIN z 0",
+            Some("ERROR"),
+            "-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n",
+        ),
+        ("XREAD BLOCK 0 STREAMS s $", Some("error"), "-UNBLOCKED"),
+        (
+            "XREADGROUP GROUP g alice BLOCK 0 STREAMS s >",
+            None,
+            "*-1\r\n",
+        ),
+    ] {
+        blocked.send(format!("{cmd}\r\n").as_bytes());
+        wait_blocked(&mut c, 1);
+        let mut args = vec!["CLIENT", "UNBLOCK", &id];
+        args.extend(how);
+        assert_eq!(q::<i64>(&mut c, &args), 1, "{cmd}");
+        let got = blocked.read_until(b"\r\n");
+        assert!(
+            got.starts_with(want.as_bytes()),
+            "{cmd}: {}",
+            String::from_utf8_lossy(&got)
+        );
+        wait_blocked(&mut c, 0);
+        // Answered and not blocked any more: nothing to unblock, and the
+        // next command is served as usual.
+        assert_eq!(q::<i64>(&mut c, &["CLIENT", "UNBLOCK", &id]), 0);
+        blocked.expect(b"PING\r\n", b"+PONG\r\n");
+    }
+    assert_eq!(
+        query_err(&mut c, &["CLIENT", "UNBLOCK", &id, "FOO"]),
+        "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"
+    );
+    assert_eq!(
+        query_err(&mut c, &["CLIENT", "UNBLOCK", "x"]),
+        "ERR value is not an integer or out of range"
+    );
+    assert_eq!(q::<i64>(&mut c, &["CLIENT", "UNBLOCK", "-5"]), 0);
+}
+
+#[test]
+fn memory_usage_stats_and_help() {
+    let h = Harness::start();
+    let mut c = h.conn();
+    assert_eq!(
+        q::<Option<i64>>(&mut c, &["MEMORY", "USAGE", "nosuch"]),
+        None
+    );
+    q::<()>(&mut c, &["SET", "s", &"x".repeat(1000)]);
+    let s: i64 = q(&mut c, &["MEMORY", "USAGE", "s"]);
+    assert!((1000..1100).contains(&s), "{s}");
+    for (key, kind) in [("h", "HSET"), ("z", "ZADD")] {
+        let mut small = vec![kind, key];
+        let mut large = vec![kind, "big"];
+        let fields: Vec<String> = (0..1000).map(|i| format!("{i:08}")).collect();
+        // HSET takes field value, ZADD score member.
+        let pair = |f: &'static str| if kind == "HSET" { [f, "1"] } else { ["1", f] };
+        let fields: Vec<&'static str> = fields.into_iter().map(|f| &*f.leak()).collect();
+        for f in &fields[..10] {
+            small.extend(pair(f));
+        }
+        for f in &fields {
+            large.extend(pair(f));
+        }
+        q::<i64>(&mut c, &small);
+        q::<i64>(&mut c, &large);
+        let small: i64 = q(&mut c, &["MEMORY", "USAGE", key]);
+        let all: i64 = q(&mut c, &["MEMORY", "USAGE", "big", "SAMPLES", "0"]);
+        let sampled: i64 = q(&mut c, &["MEMORY", "USAGE", "big"]);
+        // Every element is the same size: sampling 5 estimates all.
+        assert_eq!(sampled, all, "{kind}");
+        assert!(all > 50 * small, "{kind}: {all} vs {small}");
+        q::<i64>(&mut c, &["DEL", "big"]);
+    }
+    for (args, want) in [
+        (
+            &["MEMORY", "USAGE", "s", "SAMPLES", "-1"][..],
+            "ERR syntax error",
+        ),
+        (&["MEMORY", "USAGE", "s", "FOO"], "ERR syntax error"),
+        (
+            &["MEMORY", "USAGE", "s", "SAMPLES", "x"],
+            "ERR value is not an integer or out of range",
+        ),
+        (
+            &["MEMORY", "USAGE"],
+            "ERR wrong number of arguments for 'memory|usage' command",
+        ),
+        (
+            &["MEMORY", "FOO"],
+            "ERR unknown subcommand 'FOO'. Try MEMORY HELP.",
+        ),
+    ] {
+        assert_eq!(query_err(&mut c, args), want, "{args:?}");
+    }
+    let stats: HashMap<String, i64> = q(&mut c, &["MEMORY", "STATS"]);
+    assert_eq!(stats["keys.count"], 3);
+    assert!(stats["total.allocated"] > 0 && stats["peak.allocated"] >= stats["total.allocated"]);
+    assert!(stats["engine.memtables"] > 0);
+    let doctor: String = q(&mut c, &["MEMORY", "DOCTOR"]);
+    assert!(doctor.contains("Resident memory"), "{doctor}");
+    assert_eq!(q::<String>(&mut c, &["MEMORY", "PURGE"]), "OK");
+    let help: Vec<String> = q(&mut c, &["MEMORY", "HELP"]);
+    assert!(help.iter().any(|l| l.starts_with("USAGE <key>")));
+    let keys: Vec<String> = q(&mut c, &["COMMAND", "GETKEYS", "MEMORY", "USAGE", "s"]);
+    assert_eq!(keys, ["s"]);
+}
+
+#[test]
+fn monitor_shows_every_command_run_as_redis_does() {
+    let h = Harness::start();
+    let mut mon = h.raw();
+    mon.expect(b"MONITOR\r\n", b"+OK\r\n");
+    let mut c = h.raw();
+    // Single commands, batched reads, grouped writes, a transaction and
+    // one refused at queuing, redacted passwords; CONFIG (admin) and an
+    // unknown command are not shown.
+    c.send(
+        b"SET \"a b\" \"x\\\"y\"\r\nSELECT 3\r\nGET a\r\nGET b\r\nMGET a b\r\nSET x 1\r\nSET y 2\r\n\
+          INCR x\r\nINCR x\r\nCONFIG GET maxmemory\r\nNOSUCH\r\nSELECT 0\r\nMULTI\r\nSET foo bar\r\n\
+          EXEC\r\nMULTI\r\nSYNTAX ERR\r\nEXEC\r\nAUTH secret\r\nHELLO 2 AUTH default pw\r\nPING\r\n",
+    );
+    c.read_until(b"+PONG\r\n");
+    let want = [
+        "[0] \"SET\" \"a b\" \"x\\\"y\"",
+        "[3] \"SELECT\" \"3\"",
+        "[3] \"GET\" \"a\"",
+        "[3] \"GET\" \"b\"",
+        "[3] \"MGET\" \"a\" \"b\"",
+        "[3] \"SET\" \"x\" \"1\"",
+        "[3] \"SET\" \"y\" \"2\"",
+        "[3] \"INCR\" \"x\"",
+        "[3] \"INCR\" \"x\"",
+        "[0] \"SELECT\" \"0\"",
+        "[0] \"MULTI\"",
+        "[0] \"SET\" \"foo\" \"bar\"",
+        "[0] \"EXEC\"",
+        "[0] \"MULTI\"",
+        "[0] \"EXEC\"",
+        "[0] \"AUTH\" \"(redacted)\"",
+        "[0] \"HELLO\" \"2\" \"AUTH\" \"(redacted)\" \"(redacted)\"",
+        "[0] \"PING\"",
+    ];
+    let got = mon.read_until(b"\"PING\"\r\n");
+    let got = String::from_utf8(got).unwrap();
+    let lines: Vec<String> = got
+        .lines()
+        .map(|l| {
+            // "+secs.micros [db addr] args": keep "[db] args".
+            let (stamp, rest) = l.split_once(" [").unwrap();
+            let (secs, micros) = stamp.trim_start_matches('+').split_once('.').unwrap();
+            assert!(
+                secs.parse::<u64>().unwrap() > 1_700_000_000 && micros.len() == 6,
+                "{l}"
+            );
+            let (db_addr, args) = rest.split_once("] ").unwrap();
+            format!("[{}] {args}", db_addr.split(' ').next().unwrap())
+        })
+        .collect();
+    assert_eq!(lines, want);
+
+    // CLIENT LIST flags the monitor `O`; MONITOR inside MULTI is refused
+    // at EXEC.
+    let mut q_conn = h.conn();
+    let list: String = q(&mut q_conn, &["CLIENT", "LIST"]);
+    assert!(list.lines().any(|l| l.contains(" flags=O ")), "{list}");
+    c.send(b"MULTI\r\nMONITOR\r\nEXEC\r\n");
+    let got = c.read_until(b"client\r\n");
+    assert!(
+        got.ends_with(b"*1\r\n-ERR MONITOR isn't allowed for DENY BLOCKING client\r\n"),
+        "{}",
+        String::from_utf8_lossy(&got)
+    );
 }

@@ -150,6 +150,43 @@ fn object_touch_move_swapdb() {
         q::<String>(&mut c, &["OBJECT", "ENCODING", "h"]),
         "listpack"
     );
+    // The encoding follows the thresholds CONFIG SET gives.
+    let _: i64 = q(&mut c, &["ZADD", "z", "1", "abcdef", "2", "b"]);
+    let _: i64 = q(&mut c, &["SADD", "s", "1", "2", "3"]);
+    let enc = |c: &mut redis::Connection| -> Vec<String> {
+        ["h", "z", "s"]
+            .iter()
+            .map(|k| q::<String>(c, &["OBJECT", "ENCODING", k]))
+            .collect()
+    };
+    assert_eq!(enc(&mut c), ["listpack", "listpack", "intset"]);
+    for (param, v) in [
+        ("hash-max-ziplist-value", "0"),
+        ("zset-max-listpack-value", "5"),
+        ("set-max-intset-entries", "2"),
+    ] {
+        let _: () = q(&mut c, &["CONFIG", "SET", param, v]);
+    }
+    assert_eq!(enc(&mut c), ["hashtable", "skiplist", "hashtable"]);
+    let _: () = q(
+        &mut c,
+        &[
+            "CONFIG",
+            "SET",
+            "hash-max-listpack-value",
+            "64",
+            "hash-max-listpack-entries",
+            "0",
+            "zset-max-listpack-value",
+            "64",
+            "zset-max-listpack-entries",
+            "1",
+            "set-max-intset-entries",
+            "512",
+        ],
+    );
+    assert_eq!(enc(&mut c), ["hashtable", "skiplist", "intset"]);
+    assert_eq!(q::<i64>(&mut c, &["DEL", "z", "s"]), 2);
     assert_eq!(
         q::<Option<String>>(&mut c, &["OBJECT", "ENCODING", "none"]),
         None

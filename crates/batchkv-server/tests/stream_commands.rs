@@ -352,13 +352,16 @@ fn blocked_group_readers_are_served_or_told_the_group_or_key_went_away() {
     // The key is deleted, or overwritten (inside EXEC: woken by EXEC's
     // write).
     let _: i64 = qs(&mut c, "DEL s");
-    for how in ["DEL", "SET", "MULTI"] {
+    for how in ["DEL", "SET", "MULTI", "FLUSHDB", "FLUSHALL", "SWAPDB"] {
         let _: () = qs(&mut c, "XGROUP CREATE s g $ MKSTREAM");
         let three = reader("XREADGROUP GROUP g c2 BLOCK 0 STREAMS s >");
         wait_blocked(&mut c, 1);
         match how {
             "DEL" => assert_eq!(qs::<i64>(&mut c, "DEL s"), 1),
             "SET" => qs::<()>(&mut c, "SET s v"),
+            "FLUSHDB" | "FLUSHALL" => qs::<()>(&mut c, how),
+            // Database 1 is empty: the stream moves there.
+            "SWAPDB" => qs::<()>(&mut c, "SWAPDB 0 1"),
             _ => {
                 let mut p = redis::pipe();
                 p.atomic().cmd("DEL").arg("s").cmd("PING");

@@ -1,5 +1,5 @@
 //! Connection and server commands: PING, ECHO, SELECT, AUTH, HELLO, QUIT,
-//! SHUTDOWN, TIME, DEBUG. (CLIENT, CONFIG, COMMAND, INFO and SLOWLOG have their
+//! SHUTDOWN, TIME, MONITOR, DEBUG. (CLIENT, CONFIG, COMMAND, INFO and SLOWLOG have their
 //! own modules.)
 
 use bytes::Bytes;
@@ -44,6 +44,13 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         |_, _, a| shutdown(a),
     ),
     spec("time", 1, ANYTIME, NO_KEYS, |s, c, a| run(s, c, "time", a)),
+    spec(
+        "monitor",
+        1,
+        &["admin", "noscript", "loading", "stale"],
+        NO_KEYS,
+        |s, c, _| monitor(s, c),
+    ),
     // Refused unless `enable-debug-command` allows the client
     // (`commands::execute`).
     spec(
@@ -54,6 +61,20 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         |_, _, a| debug(a),
     ),
 ];
+
+/// MONITOR: from now on the connection is also sent every command the
+/// server runs (`monitor.rs`). Refused inside a transaction, as Redis
+/// refuses it to a client that expects one reply per command.
+fn monitor(shared: &Shared, conn: &mut ConnState) -> Reply {
+    if crate::tx::active() {
+        return Reply::err("ERR MONITOR isn't allowed for DENY BLOCKING client");
+    }
+    if conn.monitor.is_none() {
+        conn.monitor = Some(shared.monitors.subscribe(conn.id));
+        conn.client.set_flag(crate::clients::MONITOR, true);
+    }
+    Reply::ok()
+}
 
 /// SHUTDOWN's options as Redis 7 checks them: NOSAVE, SAVE, NOW, FORCE
 /// (nothing to save or wait for here: all shut down at once, the

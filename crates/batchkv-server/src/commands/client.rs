@@ -1,5 +1,6 @@
 //! CLIENT: ID, GETNAME, SETNAME, INFO, LIST, KILL, SETINFO, NO-EVICT,
-//! NO-TOUCH, PAUSE, UNPAUSE, GETREDIR, TRACKINGINFO, CACHING, HELP, with
+//! NO-TOUCH, PAUSE, UNPAUSE, REPLY (the connection applies its mode,
+//! `ReplyMode`), UNBLOCK, GETREDIR, TRACKINGINFO, CACHING, HELP, with
 //! Redis 7's replies. What one connection sees of the others comes from
 //! the registry in `clients.rs`.
 //!
@@ -13,8 +14,10 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
-use super::{help_reply, lossy, parse_int, spec, syntax_error, CommandSpec, ConnState, NO_KEYS};
-use crate::clients::{KillFilter, NO_EVICT, NO_TOUCH};
+use super::{
+    help_reply, lossy, parse_int, spec, syntax_error, CommandSpec, ConnState, ReplyMode, NO_KEYS,
+};
+use crate::clients::{KillFilter, NO_EVICT, NO_TOUCH, UNBLOCK_ERROR, UNBLOCK_TIMEOUT};
 use crate::errors::TIMEOUT_NEGATIVE;
 use crate::resp::Reply;
 use crate::shared::Shared;
@@ -61,6 +64,8 @@ const HELP: &[&str] = &[
     "PAUSE <timeout> [WRITE|ALL]",
     "    Suspend all, or just write, clients for <timeout> milliseconds.",
     "    (batchkv: accepted, but clients are not paused.)",
+    "REPLY (ON|OFF|SKIP)",
+    "    Control the replies sent to the current connection.",
     "SETNAME <name>",
     "    Assign the name <name> to the current connection.",
     "SETINFO <option> <value>",
@@ -69,6 +74,8 @@ const HELP: &[&str] = &[
     "    * LIB-VER: the client lib version.",
     "TRACKINGINFO",
     "    Report tracking status for the current connection.",
+    "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+    "    Unblock the specified blocked client.",
     "NO-EVICT (ON|OFF)",
     "    Protect current client connection from eviction.",
     "NO-TOUCH (ON|OFF)",
@@ -106,6 +113,17 @@ fn client(shared: &Shared, conn: &mut ConnState, a: &[Bytes]) -> Reply {
             Reply::ok()
         }
         b"pause" => pause(&a[0], &a[1..]),
+        b"unblock" => unblock(shared, &a[1..]),
+        b"reply" => {
+            conn.reply = match a[1].to_ascii_lowercase().as_slice() {
+                b"on" => ReplyMode::On,
+                b"off" => ReplyMode::Off,
+                b"skip" if conn.reply == ReplyMode::Off => ReplyMode::Off,
+                b"skip" => ReplyMode::SkipSet,
+                _ => return syntax_error(),
+            };
+            Reply::ok()
+        }
         b"unpause" => Reply::ok(),
         b"getredir" => Reply::Int(-1),
         b"trackinginfo" => {
@@ -277,6 +295,26 @@ fn kill_filter(a: &[Bytes]) -> Result<KillFilter, Reply> {
         i += 2;
     }
     Ok(f)
+}
+
+/// CLIENT UNBLOCK id [TIMEOUT|ERROR]: 1 if client `id` was blocked in a
+/// blocking command (it answers as if timed out, or `-UNBLOCKED`), else 0.
+fn unblock(shared: &Shared, a: &[Bytes]) -> Reply {
+    let Some(id) = parse_int(&a[0]) else {
+        return super::not_integer();
+    };
+    let how = match a {
+        [_] => UNBLOCK_TIMEOUT,
+        [_, r] if r.eq_ignore_ascii_case(b"timeout") => UNBLOCK_TIMEOUT,
+        [_, r] if r.eq_ignore_ascii_case(b"error") => UNBLOCK_ERROR,
+        [_, _] => return Reply::err("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"),
+        _ => return crate::errors::bad_subcommand(b"unblock", "CLIENT"),
+    };
+    let unblocked = u64::try_from(id)
+        .ok()
+        .and_then(|id| shared.clients_reg.get(id))
+        .is_some_and(|c| c.request_unblock(how));
+    Reply::Int(i64::from(unblocked))
 }
 
 /// CLIENT PAUSE timeout [WRITE|ALL]: checked as Redis checks it; no

@@ -291,8 +291,11 @@ fn command_doc(c: &CommandSpec) -> Reply {
         (s("summary"), s(d.summary)),
         (s("since"), s(d.since)),
         (s("group"), s(d.group)),
-        (s("complexity"), s(d.complexity)),
     ];
+    // Redis documents a few commands (MONITOR) without one.
+    if !d.complexity.is_empty() {
+        fields.push((s("complexity"), s(d.complexity)));
+    }
     if let Some(subs) = subcommands::of(c.name) {
         let docs = subs
             .iter()
@@ -335,6 +338,26 @@ const COUNTED_KEYS: &[(&str, usize, &[usize])] = &[
     ("zmpop", 1, &[]),
     ("bzmpop", 2, &[]),
 ];
+
+/// SORT's keys as Redis finds them: the sorted key and the last STORE's
+/// destination, stepping over LIMIT's two arguments and BY's and GET's
+/// one (the patterns BY and GET name are not keys of the command).
+fn sort_keys(cmd: &[Bytes]) -> Vec<usize> {
+    let mut store = None;
+    let mut i = 2;
+    while i < cmd.len() {
+        let a = &cmd[i];
+        if a.eq_ignore_ascii_case(b"limit") {
+            i += 2;
+        } else if a.eq_ignore_ascii_case(b"get") || a.eq_ignore_ascii_case(b"by") {
+            i += 1;
+        } else if a.eq_ignore_ascii_case(b"store") && i + 1 < cmd.len() {
+            store = Some(i + 1);
+        }
+        i += 1;
+    }
+    std::iter::once(1).chain(store).collect()
+}
 
 /// The positions of the keys in `cmd` (a full command: name and
 /// arguments) and whether it writes, or Redis's GETKEYS error.
@@ -387,6 +410,9 @@ fn keys_of(cmd: &[Bytes]) -> Result<(Vec<usize>, bool), Reply> {
             return Err(bad());
         }
         return Ok(((at..at + n).collect(), write));
+    }
+    if spec.name == "sort" {
+        return Ok((sort_keys(cmd), write));
     }
     if keys.0 <= 0 {
         return Err(Reply::err("ERR The command has no key arguments"));

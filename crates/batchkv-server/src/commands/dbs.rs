@@ -107,8 +107,8 @@ pub fn swapdb(shared: &Shared, a: &[Bytes]) -> Reply {
     for (k, v) in moved {
         b.put(k, v);
     }
-    tri!(shared.write(b));
     // As Redis 7: clients blocked on keys that now hold data are served.
-    shared.blocking.signal_dbs(&[x, y]);
+    shared.signal_dbs_after_write(&[x, y]);
+    tri!(shared.write(b));
     Reply::ok()
 }

@@ -193,11 +193,16 @@ fn human(n: u64) -> String {
     format!("{n}B")
 }
 
-fn memory(shared: &Shared) -> String {
-    /// The most resident memory INFO has seen.
+/// The process's resident memory and the most of it INFO or MEMORY STATS
+/// has seen, in bytes.
+pub(super) fn rss_and_peak() -> (u64, u64) {
     static PEAK: AtomicU64 = AtomicU64::new(0);
     let rss = proc_kb("/proc/self/status", "VmRSS");
-    let peak = PEAK.fetch_max(rss, Relaxed).max(rss);
+    (rss, PEAK.fetch_max(rss, Relaxed).max(rss))
+}
+
+fn memory(shared: &Shared) -> String {
+    let (rss, peak) = rss_and_peak();
     let total = proc_kb("/proc/meminfo", "MemTotal");
     let config = |names: &[&[u8]]| {
         shared

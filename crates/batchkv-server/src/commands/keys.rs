@@ -428,6 +428,11 @@ pub fn flush(shared: &Shared, db: Option<u8>, a: &[Bytes]) -> Reply {
             b.delete_range([EXPIRY_INDEX], [EXPIRY_INDEX + 1]);
         }
     }
+    // Blocked XREADGROUP clients of the flushed streams answer UNBLOCKED.
+    match db {
+        Some(d) => shared.signal_dbs_after_write(&[d]),
+        None => shared.signal_dbs_after_write(&(0..NUM_DBS as u8).collect::<Vec<_>>()),
+    }
     tri!(shared.write(b));
     Reply::ok()
 }

@@ -26,6 +26,7 @@ mod hll;
 mod info;
 mod keys;
 pub(crate) mod lists;
+mod memory;
 mod object;
 mod pubsub;
 mod sample;
@@ -201,6 +202,7 @@ static TABLES: &[&[CommandSpec]] = &[
     config_cmd::COMMANDS,
     info::COMMANDS,
     slowlog::COMMANDS,
+    memory::COMMANDS,
     sort::COMMANDS,
     streams::COMMANDS,
     groups::COMMANDS,
@@ -224,6 +226,9 @@ struct Table {
     subs: Vec<Option<(&'static [subcommands::SubSpec], usize)>>,
     /// Statistics slot names: every command, then every subcommand.
     slot_names: Vec<String>,
+    /// By statistics slot: whether MONITOR leaves the command out (the
+    /// command or subcommand is flagged `admin`, as in Redis).
+    unmonitored: Vec<bool>,
     /// The commands a batched run can take ([`CommandSpec::batch`]): so
     /// few that comparing their names is cheaper than a lookup.
     batched: Vec<usize>,
@@ -239,12 +244,15 @@ fn table() -> &'static Table {
             .map(|(i, c)| (c.name.as_bytes(), i))
             .collect();
         let mut slot_names: Vec<String> = specs.iter().map(|c| c.name.to_string()).collect();
+        let admin = |flags: &[&str]| flags.contains(&"admin");
+        let mut unmonitored: Vec<bool> = specs.iter().map(|c| admin(c.flags)).collect();
         let subs = specs
             .iter()
             .map(|c| {
                 let list = subcommands::of(c.name)?;
                 let first = slot_names.len();
                 slot_names.extend(list.iter().map(|s| format!("{}|{}", c.name, s.name)));
+                unmonitored.extend(list.iter().map(|s| admin(s.flags)));
                 Some((list, first))
             })
             .collect();
@@ -256,6 +264,7 @@ fn table() -> &'static Table {
             by_name,
             subs,
             slot_names,
+            unmonitored,
             batched,
         }
     })
@@ -337,9 +346,54 @@ pub struct ConnState {
     /// included) with each `$` replaced by the ID it stood for, what the
     /// blocked client runs again (`blocking::wait` takes it).
     pub block_args: Option<Vec<Bytes>>,
+    /// CLIENT REPLY: whether replies are sent.
+    pub reply: ReplyMode,
+    /// After MONITOR: the commands fed to this connection.
+    pub monitor: Option<crate::monitor::Subscription>,
+}
+
+/// CLIENT REPLY's modes, as the connection applies them after each
+/// command ([`ReplyMode::after_command`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReplyMode {
+    #[default]
+    On,
+    /// CLIENT REPLY OFF: no replies until CLIENT REPLY ON.
+    Off,
+    /// Set by CLIENT REPLY SKIP, whose own reply is not sent.
+    SkipSet,
+    /// The reply of the next command is not sent.
+    SkipNext,
+}
+
+impl ReplyMode {
+    /// Whether the reply of the command just run is sent, moving a skip
+    /// along: the command after CLIENT REPLY SKIP is silent, the one after
+    /// that is answered again. Pub/Sub's subscription confirmations are
+    /// pushed whatever the mode (as Redis pushes them); `pushed` says the
+    /// reply is one.
+    pub fn after_command(&mut self, pushed: bool) -> bool {
+        let send = *self == ReplyMode::On || pushed;
+        *self = match *self {
+            ReplyMode::SkipSet => ReplyMode::SkipNext,
+            ReplyMode::SkipNext => ReplyMode::On,
+            m => m,
+        };
+        send
+    }
 }
 
 impl ConnState {
+    /// Whether this connection's commands may run batched or grouped with
+    /// others, their replies encoded as they are produced: authenticated,
+    /// outside MULTI, not a RESP2 subscriber, replies on.
+    pub fn groups_commands(&self) -> bool {
+        self.authenticated
+            && !self.tx.in_multi()
+            && !(self.proto == 2 && self.pubsub.is_subscribed())
+            && self.reply == ReplyMode::On
+    }
+
     /// A copy of this state for running its write group on another
     /// connection's thread (`write_group.rs`): what a grouped command may
     /// read of it (`groupable`: such commands change none of it), with no
@@ -356,6 +410,8 @@ impl ConnState {
             pubsub: Default::default(),
             client: self.client.clone(),
             block_args: None,
+            reply: ReplyMode::On,
+            monitor: None,
         }
     }
 }
@@ -537,10 +593,7 @@ pub fn groupable(conn: &ConnState, args: &[Bytes], known: Option<usize>) -> Opti
     let index = match known {
         Some(i) => i,
         None => {
-            if !conn.authenticated
-                || conn.tx.in_multi()
-                || (conn.proto == 2 && conn.pubsub.is_subscribed())
-            {
+            if !conn.groups_commands() {
                 return None;
             }
             let i = lookup_index(&args[0])?;
@@ -632,6 +685,14 @@ pub fn call(
     call_slot(shared, conn, spec, slot, args, Instant::now())
 }
 
+/// Shows command `args`, which just ran in statistics slot `slot`, to the
+/// monitoring connections (`monitor.rs`), if any.
+fn feed_monitors(shared: &Shared, conn: &ConnState, slot: usize, args: &[Bytes]) {
+    if shared.monitors.active() && !table().unmonitored[slot] {
+        shared.monitors.feed(conn.db, &conn.client.addr, args);
+    }
+}
+
 /// Stands, in an error reply's text, for the command's name as the client
 /// typed it (Redis prints its `argv[0]` in a few errors): [`call_slot`]
 /// puts the name in its place.
@@ -665,6 +726,7 @@ fn call_slot(
         },
     )
     .unwrap_or_else(|| Reply::err(crate::panics::INTERNAL_ERROR));
+    feed_monitors(shared, conn, slot, args);
     let reply = match reply {
         Reply::Error(t) if t.contains(TYPED_NAME) => {
             Reply::Error(t.replace(TYPED_NAME, &String::from_utf8_lossy(&args[0])))
@@ -737,6 +799,9 @@ fn record_run<'e>(
 ) {
     if reqs.is_empty() {
         return;
+    }
+    for (i, args) in reqs.iter().enumerate() {
+        feed_monitors(shared, conn, slot_of(i), args);
     }
     let n = reqs.len() as u32;
     shared

@@ -2,13 +2,18 @@
 //!
 //! batchkv stores every type in the engine (`meta.rs`), not in Redis's
 //! in-memory encodings, so OBJECT ENCODING reports the encoding Redis 7.0
-//! would use for the same value with its default thresholds: `int`,
+//! would use for the same value with the thresholds CONFIG SET gave
+//! (Redis's defaults until set): `int`,
 //! `embstr` (≤ 44 bytes) or `raw` for strings (a short string built by
 //! APPEND, SETRANGE or PFADD is `raw` in Redis and `embstr` here); `listpack` or
-//! `hashtable` for hashes (512 entries, 64-byte fields and values);
-//! `intset` or `hashtable` for sets (512 integers); `listpack` or
-//! `skiplist` for sorted sets (128 entries, 64-byte members); `quicklist`
-//! for lists. Access times and frequencies are not tracked.
+//! `hashtable` for hashes (`hash-max-listpack-entries`, 512, and
+//! `-value`, 64 bytes for fields and values); `intset` or `hashtable` for
+//! sets (`set-max-intset-entries`, 512 integers); `listpack` or `skiplist`
+//! for sorted sets (`zset-max-listpack-entries`, 128, and `-value`, 64-byte
+//! members); `quicklist` for lists. The encoding is computed from the value
+//! each time, so unlike Redis's it also returns to the compact one when
+//! the value shrinks or the thresholds grow. Access times and frequencies
+//! are not tracked.
 
 use bytes::Bytes;
 
@@ -122,16 +127,34 @@ fn encoding(shared: &Shared, key: &[u8], v: &Value) -> Result<&'static str, Repl
     Ok(match m.kind {
         Kind::List => "quicklist",
         Kind::Stream => "stream",
-        Kind::Hash => compact_or(shared, key, m, 512, "listpack", "hashtable", |f, v| {
-            f.len() <= 64 && v.len() <= 64
-        })?,
-        Kind::ZSet => compact_or(shared, key, m, 128, "listpack", "skiplist", |f, _| {
-            f.len() <= 64
-        })?,
-        Kind::Set => compact_or(shared, key, m, 512, "intset", "hashtable", |f, _| {
-            parse_int(f).is_some()
-        })?,
+        Kind::Hash => {
+            let len = threshold(shared, "hash-max-listpack-value");
+            let max = threshold(shared, "hash-max-listpack-entries");
+            compact_or(shared, key, m, max, "listpack", "hashtable", |f, v| {
+                f.len() as u64 <= len && v.len() as u64 <= len
+            })?
+        }
+        Kind::ZSet => {
+            let len = threshold(shared, "zset-max-listpack-value");
+            let max = threshold(shared, "zset-max-listpack-entries");
+            compact_or(shared, key, m, max, "listpack", "skiplist", |f, _| {
+                f.len() as u64 <= len
+            })?
+        }
+        Kind::Set => {
+            let max = threshold(shared, "set-max-intset-entries");
+            compact_or(shared, key, m, max, "intset", "hashtable", |f, _| {
+                parse_int(f).is_some()
+            })?
+        }
     })
+}
+
+/// Redis's encoding threshold `name` as CONFIG SET left it (the settings
+/// hold every such parameter, with Redis's default until set).
+fn threshold(shared: &Shared, name: &str) -> u64 {
+    let set = shared.settings.get(&[name.as_bytes()]);
+    set.first().and_then(|(_, v)| v.parse().ok()).unwrap_or(0)
 }
 
 /// `small` if `m` has at most `max` elements and every one passes `fits`,

@@ -1,4 +1,4 @@
-//! Container commands — CLIENT, COMMAND, CONFIG, OBJECT, PUBSUB, SLOWLOG,
+//! Container commands — CLIENT, COMMAND, CONFIG, MEMORY, OBJECT, PUBSUB, SLOWLOG,
 //! XGROUP, XINFO — and
 //! their subcommands: arity, flags, key positions and documentation, as
 //! redis-server 7.0.15 reports them (COMMAND INFO/DOCS; CLIENT SETINFO and
@@ -62,6 +62,7 @@ pub fn of(name: &str) -> Option<&'static [SubSpec]> {
         "object" => OBJECT,
         "pubsub" => PUBSUB,
         "slowlog" => SLOWLOG,
+        "memory" => MEMORY,
         "xgroup" => XGROUP,
         "xinfo" => XINFO,
         _ => return None,
@@ -191,6 +192,17 @@ static CLIENT: &[SubSpec] = &[
         "O(1)",
     ),
     sub(
+        "reply",
+        3,
+        &["noscript", "loading", "stale"],
+        NO_KEYS,
+        &["slow", "connection"],
+        &[],
+        "Instruct the server whether to reply to commands",
+        "3.2.0",
+        "O(1)",
+    ),
+    sub(
         "setinfo",
         4,
         &["noscript", "loading", "stale"],
@@ -222,6 +234,17 @@ static CLIENT: &[SubSpec] = &[
         "Return information about server assisted client side caching for the current connection",
         "6.2.0",
         "O(1)",
+    ),
+    sub(
+        "unblock",
+        -3,
+        &["admin", "noscript", "loading", "stale"],
+        NO_KEYS,
+        &["admin", "slow", "dangerous", "connection"],
+        &[],
+        "Unblock a client blocked in a blocking command from a different connection",
+        "5.0.0",
+        "O(log N) where N is the number of client connections",
     ),
     sub(
         "unpause",
@@ -557,6 +580,87 @@ static SLOWLOG: &[SubSpec] = &[
     ),
 ];
 
+static MEMORY: &[SubSpec] = &[
+    sub(
+        "doctor",
+        2,
+        &[],
+        NO_KEYS,
+        &["slow"],
+        &[
+            "nondeterministic_output",
+            "request_policy:all_shards",
+            "response_policy:special",
+        ],
+        "Outputs memory problems report",
+        "4.0.0",
+        "O(1)",
+    ),
+    sub(
+        "help",
+        2,
+        &["loading", "stale"],
+        NO_KEYS,
+        &["slow"],
+        &[],
+        "Show helpful text about the different subcommands",
+        "4.0.0",
+        "O(1)",
+    ),
+    sub(
+        "malloc-stats",
+        2,
+        &[],
+        NO_KEYS,
+        &["slow"],
+        &[
+            "nondeterministic_output",
+            "request_policy:all_shards",
+            "response_policy:special",
+        ],
+        "Show allocator internal stats",
+        "4.0.0",
+        "Depends on how much memory is allocated, could be slow",
+    ),
+    sub(
+        "purge",
+        2,
+        &[],
+        NO_KEYS,
+        &["slow"],
+        &["request_policy:all_shards", "response_policy:all_succeeded"],
+        "Ask the allocator to release memory",
+        "4.0.0",
+        "Depends on how much memory is allocated, could be slow",
+    ),
+    sub(
+        "stats",
+        2,
+        &[],
+        NO_KEYS,
+        &["slow"],
+        &[
+            "nondeterministic_output",
+            "request_policy:all_shards",
+            "response_policy:special",
+        ],
+        "Show memory usage details",
+        "4.0.0",
+        "O(1)",
+    ),
+    sub(
+        "usage",
+        -3,
+        &["readonly"],
+        (2, 2, 1),
+        &["read", "slow"],
+        &[],
+        "Estimate the memory usage of a key",
+        "4.0.0",
+        "O(N) where N is the number of samples.",
+    ),
+];
+
 static XGROUP: &[SubSpec] = &[
     sub(
         "create",
@@ -679,7 +783,8 @@ mod tests {
     #[test]
     fn subcommands_are_lowercase_and_have_help() {
         for c in [
-            "client", "command", "config", "object", "pubsub", "slowlog", "xgroup", "xinfo",
+            "client", "command", "config", "memory", "object", "pubsub", "slowlog", "xgroup",
+            "xinfo",
         ] {
             let subs = of(c).unwrap();
             assert!(subs.iter().any(|s| s.name == "help"), "{c}");

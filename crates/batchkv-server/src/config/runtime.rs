@@ -13,7 +13,8 @@
 //!   clients set (`save`, `appendonly`, `maxmemory`,
 //!   `notify-keyspace-events`, ...). batchkv has no
 //!   such encodings, snapshots or eviction; the value is checked as Redis
-//!   checks it and stored, so CONFIG GET shows what was set.
+//!   checks it and stored, so CONFIG GET shows what was set (and OBJECT
+//!   ENCODING reports encodings by the thresholds, `commands::object`).
 //! - read-only: `databases`, `port`, `bind`, `dir`,
 //!   `enable-debug-command` (CONFIG SET answers "can't set immutable
 //!   config").

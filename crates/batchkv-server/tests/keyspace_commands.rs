@@ -153,6 +153,38 @@ fn keys_scan_dbsize_randomkey() {
     assert_eq!(q::<Option<String>>(&mut c, &["RANDOMKEY"]), None);
 }
 
+/// RANDOMKEY picks uniformly in a database of at most 64 keys (it picks
+/// among the 64 keys after a random point, wrapping): two keys far apart
+/// in byte order, and 50 keys numbered in decimal (whose byte gaps jump at
+/// each carry).
+#[test]
+fn randomkey_picks_small_databases_uniformly() {
+    let h = Harness::start();
+    let mut c = h.conn();
+    let _: () = q(&mut c, &["MSET", "foo", "x", "bar", "y"]);
+    let mut seen = std::collections::HashMap::<String, usize>::new();
+    for _ in 0..200 {
+        *seen.entry(q(&mut c, &["RANDOMKEY"])).or_default() += 1;
+    }
+    assert!(seen["foo"] > 50 && seen["bar"] > 50, "{seen:?}");
+    let _: () = q(&mut c, &["FLUSHDB"]);
+    let mut args = vec!["MSET".to_string()];
+    for i in 0..50 {
+        args.extend([format!("key:{i}"), "v".to_string()]);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let _: () = q(&mut c, &args);
+    let mut counts = std::collections::HashMap::<String, usize>::new();
+    for _ in 0..5000 {
+        *counts.entry(q(&mut c, &["RANDOMKEY"])).or_default() += 1;
+    }
+    // 100 expected per key, standard deviation ~10: 5 of them either way.
+    assert_eq!(counts.len(), 50);
+    for (k, n) in &counts {
+        assert!((50..150).contains(n), "{k} picked {n} times of 5000");
+    }
+}
+
 #[test]
 fn databases_are_separate_and_flushable() {
     let h = Harness::start();

@@ -307,22 +307,83 @@ pub fn dbsize(shared: &Shared, conn: &ConnState) -> Reply {
     Reply::Int(tri!(shared.key_count(conn.db)).keys as i64)
 }
 
+/// RANDOMKEY: one of the keys near a random point of the database's key
+/// range.
+///
+/// The engine cannot pick the n-th key, so RANDOMKEY draws a point
+/// uniformly between the first and last key (as numbers: the 8 bytes
+/// after their common prefix), reads the [`RANDOMKEY_WINDOW`] live keys
+/// from it on (wrapping to the first key), and picks one of them
+/// uniformly. A database of at most that many keys gets a uniform pick; in
+/// a larger one a key's chance follows the key space in front of the keys
+/// before it, averaged over the window, so keys numbered in decimal (whose
+/// byte gaps jump at every carry) still come out evenly. Redis's pick is
+/// not exactly uniform either (a random bucket, then a random key of it).
 pub fn randomkey(shared: &Shared, conn: &ConnState) -> Reply {
-    let start: [u8; 8] = rand::random();
-    let mut found = None;
-    for from in [&start[..], b""] {
-        tri!(walk(shared, conn.db, from, |k, _| {
-            found = Some(k.to_vec());
-            false
-        }));
-        if found.is_some() {
-            break;
+    let db = conn.db;
+    let (lo, hi) = (db_key(db, b""), [db + 1]);
+    let Some(first) = tri!(live_keys(shared, &lo, &hi, false, 1)).pop() else {
+        return Reply::Nil;
+    };
+    let last = tri!(live_keys(shared, &lo, &hi, true, 1))
+        .pop()
+        .unwrap_or_else(|| first.clone());
+    let point = random_between(&first, &last);
+    let mut window = tri!(live_keys(shared, &point, &hi, false, RANDOMKEY_WINDOW));
+    if window.len() < RANDOMKEY_WINDOW {
+        let more = RANDOMKEY_WINDOW - window.len();
+        window.extend(tri!(live_keys(shared, &lo, &point, false, more)));
+    }
+    if window.is_empty() {
+        // Every key expired between the reads.
+        return Reply::Nil;
+    }
+    let k = &window[rand::random::<u64>() as usize % window.len()];
+    Reply::bulk(Bytes::from(k[1..].to_vec()))
+}
+
+/// How many keys RANDOMKEY picks among.
+const RANDOMKEY_WINDOW: usize = 64;
+
+/// A stored key drawn uniformly between stored keys `a <= b`: their
+/// common prefix, then the next 8 bytes as a number between theirs.
+fn random_between(a: &[u8], b: &[u8]) -> Vec<u8> {
+    let common = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let word = |k: &[u8]| {
+        let mut w = [0u8; 8];
+        let tail = &k[common..];
+        let n = tail.len().min(8);
+        w[..n].copy_from_slice(&tail[..n]);
+        u64::from_be_bytes(w)
+    };
+    let (x, y) = (word(a), word(b));
+    let r = match (y.saturating_sub(x)).checked_add(1) {
+        Some(span) => x + rand::random::<u64>() % span,
+        // The whole u64 range.
+        None => rand::random::<u64>(),
+    };
+    let mut out = a[..common].to_vec();
+    out.extend_from_slice(&r.to_be_bytes());
+    out
+}
+
+/// The first (or, `reverse`, last) `max` live stored keys in `[lo, hi)`.
+fn live_keys(
+    shared: &Shared,
+    lo: &[u8],
+    hi: &[u8],
+    reverse: bool,
+    max: usize,
+) -> Result<Vec<Vec<u8>>, Reply> {
+    let now = now_ms();
+    let mut found = Vec::new();
+    shared.scan(lo, hi, reverse, false, |k, v| {
+        if let Ok(Some(_)) = live_entry(v, now) {
+            found.push(k.to_vec());
         }
-    }
-    match found {
-        Some(k) => Reply::bulk(Bytes::from(k)),
-        None => Reply::Nil,
-    }
+        found.len() < max
+    })?;
+    Ok(found)
 }
 
 pub fn rename(shared: &Shared, conn: &ConnState, a: &[Bytes], nx: bool) -> Reply {

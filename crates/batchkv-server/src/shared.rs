@@ -159,6 +159,10 @@ pub struct Stats {
     pub write_batches: AtomicU64,
     pub write_batched_commands: AtomicU64,
     pub wal_syncs: AtomicU64,
+    /// SAVE and BGSAVE: how many, and the Unix time of the last (0: none
+    /// since the start, which LASTSAVE reports instead).
+    pub saves: AtomicU64,
+    pub last_save: AtomicU64,
     /// Connections moved from one thread to another (`--runtime
     /// adaptive`, `balance.rs`).
     pub connection_moves: AtomicU64,

@@ -1476,3 +1476,46 @@ fn monitor_shows_every_command_run_as_redis_does() {
         String::from_utf8_lossy(&got)
     );
 }
+
+#[test]
+fn save_bgsave_and_lastsave_sync_the_wal() {
+    let h = Harness::start_with(|c| c.appendfsync = batchkv_server::AppendFsync::No);
+    let mut c = h.conn();
+    let start: i64 = q(&mut c, &["LASTSAVE"]);
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    assert!((now - 5..=now).contains(&start), "{start} {now}");
+    let syncs = |c: &mut redis::Connection| -> u64 {
+        let info: String = q(c, &["INFO", "persistence"]);
+        info_fields(&info)["rdb_saves"].parse().unwrap()
+    };
+    assert_eq!(syncs(&mut c), 0);
+    // `appendfsync no`: only SAVE syncs the WAL.
+    let engine_syncs = |c: &mut redis::Connection| -> u64 {
+        let info: String = q(c, &["INFO", "batchkv"]);
+        info_fields(&info)["engine_wal_syncs"].parse().unwrap()
+    };
+    let _: () = q(&mut c, &["SET", "k", "v"]);
+    let before = engine_syncs(&mut c);
+    assert_eq!(q::<String>(&mut c, &["SAVE"]), "OK");
+    assert_eq!(engine_syncs(&mut c), before + 1);
+    assert_eq!(
+        q::<String>(&mut c, &["BGSAVE", "SCHEDULE"]),
+        "Background saving started"
+    );
+    assert_eq!(syncs(&mut c), 2);
+    assert!(q::<i64>(&mut c, &["LASTSAVE"]) >= start);
+    assert_eq!(query_err(&mut c, &["BGSAVE", "FOO"]), "ERR syntax error");
+    // SAVE is refused inside MULTI (EXEC then aborts); BGSAVE is not.
+    let mut r = h.raw();
+    r.send(b"MULTI\r\nSAVE\r\nEXEC\r\nMULTI\r\nBGSAVE\r\nEXEC\r\n");
+    let got = r.read_until(b"started\r\n");
+    assert_eq!(
+        String::from_utf8_lossy(&got),
+        "+OK\r\n-ERR Command not allowed inside a transaction\r\n\
+         -EXECABORT Transaction discarded because of previous errors.\r\n\
+         +OK\r\n+QUEUED\r\n*1\r\n+Background saving started\r\n"
+    );
+}

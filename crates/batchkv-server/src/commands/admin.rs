@@ -1,5 +1,5 @@
 //! Connection and server commands: PING, ECHO, SELECT, AUTH, HELLO, QUIT,
-//! SHUTDOWN, TIME, MONITOR, DEBUG. (CLIENT, CONFIG, COMMAND, INFO and SLOWLOG have their
+//! SHUTDOWN, TIME, MONITOR, SAVE, BGSAVE, LASTSAVE, DEBUG. (CLIENT, CONFIG, COMMAND, INFO and SLOWLOG have their
 //! own modules.)
 
 use bytes::Bytes;
@@ -45,6 +45,23 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     ),
     spec("time", 1, ANYTIME, NO_KEYS, |s, c, a| run(s, c, "time", a)),
     spec(
+        "save",
+        1,
+        &["admin", "noscript", "no_async_loading", "no_multi"],
+        NO_KEYS,
+        |s, _, _| save(s).unwrap_or_else(|e| e),
+    ),
+    spec(
+        "bgsave",
+        -1,
+        &["admin", "noscript", "no_async_loading"],
+        NO_KEYS,
+        |s, _, a| bgsave(s, a),
+    ),
+    spec("lastsave", 1, ANYTIME, NO_KEYS, |s, _, _| {
+        Reply::Int(last_save(s) as i64)
+    }),
+    spec(
         "monitor",
         1,
         &["admin", "noscript", "loading", "stale"],
@@ -61,6 +78,56 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         |_, _, a| debug(a),
     ),
 ];
+
+/// SAVE: every acknowledged write is already in the WAL; SAVE makes it
+/// durable now (an fsync of the WAL, whatever `appendfsync` says), which
+/// is what a Redis user saving before a backup or a shutdown wants.
+fn save(shared: &Shared) -> Result<Reply, Reply> {
+    shared.sync_wal().map_err(super::engine_error)?;
+    let now = unix_secs();
+    shared
+        .stats
+        .saves
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    shared
+        .stats
+        .last_save
+        .store(now, std::sync::atomic::Ordering::Relaxed);
+    Ok(Reply::ok())
+}
+
+/// BGSAVE [SCHEDULE]: a SAVE (an fsync: nothing runs in the background),
+/// answered as Redis answers a started background save.
+fn bgsave(shared: &Shared, a: &[Bytes]) -> Reply {
+    match a {
+        [] => {}
+        [s] if s.eq_ignore_ascii_case(b"schedule") => {}
+        _ => return syntax_error(),
+    }
+    match save(shared) {
+        Ok(_) => Reply::Status("Background saving started".into()),
+        Err(e) => e,
+    }
+}
+
+/// LASTSAVE's Unix time: the last SAVE or BGSAVE, else the server's
+/// start (as Redis starts its clock).
+pub(super) fn last_save(shared: &Shared) -> u64 {
+    match shared
+        .stats
+        .last_save
+        .load(std::sync::atomic::Ordering::Relaxed)
+    {
+        0 => unix_secs().saturating_sub(shared.started.elapsed().as_secs()),
+        t => t,
+    }
+}
+
+fn unix_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
 
 /// MONITOR: from now on the connection is also sent every command the
 /// server runs (`monitor.rs`). Refused inside a transaction, as Redis

@@ -239,18 +239,20 @@ fn memory(shared: &Shared) -> String {
 }
 
 fn persistence(shared: &Shared) -> String {
-    let started = (unix_micros() / 1_000_000) as u64 - shared.started.elapsed().as_secs();
     let write_ok = shared.db.property_int("batchkv.background-errors") != Some(1);
     lines(&[
         ("loading", "0".into()),
         ("async_loading", "0".into()),
         ("rdb_changes_since_last_save", "0".into()),
         ("rdb_bgsave_in_progress", "0".into()),
-        ("rdb_last_save_time", started.to_string()),
+        (
+            "rdb_last_save_time",
+            super::admin::last_save(shared).to_string(),
+        ),
         ("rdb_last_bgsave_status", "ok".into()),
         ("rdb_last_bgsave_time_sec", "-1".into()),
         ("rdb_current_bgsave_time_sec", "-1".into()),
-        ("rdb_saves", "0".into()),
+        ("rdb_saves", shared.stats.saves.load(Relaxed).to_string()),
         ("aof_enabled", "1".into()),
         ("aof_rewrite_in_progress", "0".into()),
         ("aof_rewrite_scheduled", "0".into()),

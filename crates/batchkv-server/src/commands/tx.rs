@@ -107,7 +107,8 @@ pub fn queue(conn: &mut ConnState, spec: &'static CommandSpec, args: &[Bytes]) -
     let q = conn.tx.queue.as_mut()?;
     match spec.name {
         "exec" | "discard" | "multi" | "watch" | "quit" | "reset" => None,
-        "shutdown" => {
+        // SHUTDOWN, SAVE.
+        _ if spec.flags.contains(&"no_multi") => {
             q.failed = true;
             Some(Reply::err("ERR Command not allowed inside a transaction"))
         }

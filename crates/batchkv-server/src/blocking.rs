@@ -321,7 +321,9 @@ pub async fn wait(
     stop: &mut watch::Receiver<bool>,
 ) -> Option<Reply> {
     let handler = commands::lookup(&args[0])?.handler;
-    // XREAD's `$` IDs as its run resolved them (`commands::streams`).
+    // XREAD's `$` IDs as its run resolved them (`commands::streams`); the
+    // slow log shows the command as sent.
+    let sent = args;
     let resolved = st.block_args.take();
     let args = resolved.as_deref().unwrap_or(args);
     let Some(req) = request(st.db, args) else {
@@ -336,8 +338,10 @@ pub async fn wait(
     let client = st.client.clone();
     let _leave = LeaveBlocked(&client);
     loop {
+        let began = std::time::Instant::now();
         let reply = handler(shared, st, &args[1..]);
         if !matches!(reply, Reply::Nil | Reply::NilArray) {
+            commands::log_unblocked(shared, st, sent, began.elapsed());
             return Some(reply);
         }
         loop {
@@ -346,7 +350,10 @@ pub async fn wait(
             }
             tokio::select! {
                 _ = reg.notify.notified() => break,
-                _ = until(deadline) => return Some(Reply::NilArray),
+                _ = until(deadline) => {
+                    commands::log_unblocked(shared, st, sent, Duration::ZERO);
+                    return Some(Reply::NilArray);
+                }
                 how = client.unblocked() => return Some(if how == UNBLOCK_ERROR {
                     Reply::err("UNBLOCKED client unblocked via CLIENT UNBLOCK")
                 } else {

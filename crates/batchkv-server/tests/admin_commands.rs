@@ -354,6 +354,36 @@ fn slowlog_records_commands_as_redis_does() {
     );
     let help: Vec<String> = q(&mut c, &["SLOWLOG", "HELP"]);
     assert!(help[0].starts_with("SLOWLOG <subcommand>"));
+
+    // A command that blocks is logged when it is answered, as sent, not
+    // when it blocks; a timed-out one too.
+    let _: () = q(&mut c, &["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
+    let _: () = q(&mut c, &["CONFIG", "SET", "slowlog-max-len", "128"]);
+    let mut blocked = h.raw();
+    blocked.send(b"BLPOP bl 0\r\n");
+    wait_blocked(&mut c, 1);
+    let _: () = q(&mut c, &["SLOWLOG", "RESET"]);
+    let last_args = |c: &mut redis::Connection| -> Vec<String> {
+        let log: Vec<Vec<Value>> = q(c, &["SLOWLOG", "GET", "1"]);
+        redis::from_redis_value(&log[0][3]).unwrap()
+    };
+    assert_eq!(last_args(&mut c), ["SLOWLOG", "RESET"]);
+    let _: i64 = q(&mut c, &["LPUSH", "bl", "x"]);
+    blocked.read_until(b"x\r\n");
+    wait_blocked(&mut c, 0);
+    let log: Vec<Vec<Value>> = q(&mut c, &["SLOWLOG", "GET", "-1"]);
+    let blpop: Vec<Vec<String>> = log
+        .iter()
+        .map(|e| redis::from_redis_value::<Vec<String>>(&e[3]).unwrap())
+        .filter(|a| a[0] == "BLPOP")
+        .collect();
+    assert_eq!(blpop, [["BLPOP", "bl", "0"]]);
+    blocked.send(b"XREAD BLOCK 10 STREAMS s $\r\n");
+    blocked.read_until(b"*-1\r\n");
+    assert_eq!(
+        last_args(&mut c),
+        ["XREAD", "BLOCK", "10", "STREAMS", "s", "$"]
+    );
 }
 
 #[test]

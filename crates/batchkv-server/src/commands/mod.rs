@@ -745,10 +745,24 @@ fn call_slot(
         false
     };
     shared.cmdstats.record(slot, 1, took, failed);
-    if is_slow(shared, took) && !spec.flags.contains(&"skip_slowlog") {
+    // A command about to block is logged when it is answered
+    // ([`log_unblocked`]), as Redis logs it.
+    let blocks = spec.flags.contains(&"blocking")
+        && matches!(reply, Reply::Nil | Reply::NilArray)
+        && !crate::tx::active();
+    if is_slow(shared, took) && !spec.flags.contains(&"skip_slowlog") && !blocks {
         log_slow(shared, conn, args, took);
     }
     reply
+}
+
+/// Logs a blocking command `args` (name included) in the slow log once it
+/// is answered after blocking (`blocking::wait`), if the run that answered
+/// it took long enough (`took`; zero for a timeout).
+pub fn log_unblocked(shared: &Shared, conn: &ConnState, args: &[Bytes], took: Duration) {
+    if is_slow(shared, took) {
+        log_slow(shared, conn, args, took);
+    }
 }
 
 /// Whether a command that took `took` goes to the slow log

@@ -341,7 +341,7 @@ pub async fn wait(
         let began = std::time::Instant::now();
         let reply = handler(shared, st, &args[1..]);
         if !matches!(reply, Reply::Nil | Reply::NilArray) {
-            commands::log_unblocked(shared, st, sent, began.elapsed());
+            commands::record_unblocked(shared, st, sent, &reply, began.elapsed());
             return Some(reply);
         }
         loop {
@@ -351,14 +351,19 @@ pub async fn wait(
             tokio::select! {
                 _ = reg.notify.notified() => break,
                 _ = until(deadline) => {
-                    commands::log_unblocked(shared, st, sent, Duration::ZERO);
-                    return Some(Reply::NilArray);
+                    let reply = Reply::NilArray;
+                    commands::record_unblocked(shared, st, sent, &reply, Duration::ZERO);
+                    return Some(reply);
                 }
-                how = client.unblocked() => return Some(if how == UNBLOCK_ERROR {
-                    Reply::err("UNBLOCKED client unblocked via CLIENT UNBLOCK")
-                } else {
-                    Reply::NilArray
-                }),
+                how = client.unblocked() => {
+                    let reply = if how == UNBLOCK_ERROR {
+                        Reply::err("UNBLOCKED client unblocked via CLIENT UNBLOCK")
+                    } else {
+                        Reply::NilArray
+                    };
+                    commands::record_unblocked(shared, st, sent, &reply, Duration::ZERO);
+                    return Some(reply);
+                }
                 _ = stop.changed() => return None,
                 r = sock.read_buf(rbuf), if rbuf.len() <= limit => match r {
                     Ok(0) | Err(_) => return None,

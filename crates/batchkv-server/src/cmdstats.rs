@@ -72,6 +72,16 @@ impl CommandStats {
         }
     }
 
+    /// Records the answer of a command that blocked (counted as a call
+    /// when it blocked): the time of the run that answered it, and whether
+    /// that answer is an error.
+    pub fn record_unblocked(&self, slot: usize, took: Duration, failed: bool) {
+        self.record(slot, 0, took, false);
+        if let (Some(s), true) = (self.slots.get(slot), failed) {
+            s.failed.fetch_add(1, Relaxed);
+        }
+    }
+
     /// Records a command refused before it ran.
     pub fn reject(&self, slot: usize) {
         if let Some(s) = self.slots.get(slot) {

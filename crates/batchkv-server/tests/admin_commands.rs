@@ -1361,6 +1361,19 @@ fn client_unblock_answers_a_blocked_command() {
         assert_eq!(q::<i64>(&mut c, &["CLIENT", "UNBLOCK", &id]), 0);
         blocked.expect(b"PING\r\n", b"+PONG\r\n");
     }
+    // A blocked command's error answer counts as its failure: one call
+    // (when it blocked), failed, and its error in the error statistics.
+    let errors: String = q(&mut c, &["INFO", "errorstats"]);
+    assert!(errors.contains("errorstat_UNBLOCKED:count=2"), "{errors}");
+    let stats: String = q(&mut c, &["INFO", "commandstats"]);
+    let line = stats
+        .lines()
+        .find(|l| l.starts_with("cmdstat_bzpopmin:"))
+        .unwrap();
+    assert!(
+        line.contains("calls=1,") && line.ends_with("rejected_calls=0,failed_calls=1"),
+        "{line}"
+    );
     assert_eq!(
         query_err(&mut c, &["CLIENT", "UNBLOCK", &id, "FOO"]),
         "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"

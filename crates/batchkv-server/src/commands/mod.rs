@@ -746,7 +746,7 @@ fn call_slot(
     };
     shared.cmdstats.record(slot, 1, took, failed);
     // A command about to block is logged when it is answered
-    // ([`log_unblocked`]), as Redis logs it.
+    // ([`record_unblocked`]), as Redis logs it.
     let blocks = spec.flags.contains(&"blocking")
         && matches!(reply, Reply::Nil | Reply::NilArray)
         && !crate::tx::active();
@@ -756,10 +756,27 @@ fn call_slot(
     reply
 }
 
-/// Logs a blocking command `args` (name included) in the slow log once it
-/// is answered after blocking (`blocking::wait`), if the run that answered
-/// it took long enough (`took`; zero for a timeout).
-pub fn log_unblocked(shared: &Shared, conn: &ConnState, args: &[Bytes], took: Duration) {
+/// Records the answer `reply` of a blocking command `args` (name
+/// included) once it is answered after blocking (`blocking::wait`): an
+/// error in the error statistics and as a failed call (the call itself
+/// was counted when it blocked), and the command in the slow log if the
+/// run that answered it took long enough (`took`; zero for a timeout).
+pub fn record_unblocked(
+    shared: &Shared,
+    conn: &ConnState,
+    args: &[Bytes],
+    reply: &Reply,
+    took: Duration,
+) {
+    let failed = if let Reply::Error(text) = reply {
+        shared.cmdstats.count_error(text);
+        true
+    } else {
+        false
+    };
+    if let Some(slot) = lookup_index(&args[0]) {
+        shared.cmdstats.record_unblocked(slot, took, failed);
+    }
     if is_slow(shared, took) {
         log_slow(shared, conn, args, took);
     }

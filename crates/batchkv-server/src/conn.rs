@@ -387,7 +387,7 @@ impl Conn {
                 let Some(reply) = reply else {
                     return Served::Closed;
                 };
-                if self.st.reply.after_command(false) {
+                if self.st.reply.after_command(|| false) {
                     reply.encode(self.st.proto, &mut self.out);
                 }
                 reqs.remove(0);
@@ -512,10 +512,8 @@ impl Conn {
                 reqs.drain(..i);
                 return Some(after);
             }
-            let send = self
-                .st
-                .reply
-                .after_command(confirms_subscriptions(&reqs[i][0]));
+            let name = &reqs[i][0];
+            let send = self.st.reply.after_command(|| confirms_subscriptions(name));
             if send && after != After::Shutdown {
                 // Like Redis, a successful SHUTDOWN closes without a reply.
                 reply.encode(self.st.proto, &mut self.out);

@@ -106,6 +106,14 @@ enum AfterWrite {
     Dbs(Vec<u8>),
 }
 
+/// What a stored key's raw record `raw` holds, if it has not expired.
+pub fn live_value(raw: &[u8]) -> Result<Option<Value>, Reply> {
+    match keyspace::live_entry(raw, keyspace::now_ms()) {
+        Ok(e) => Ok(e.map(Value::from_entry)),
+        Err(()) => Err(corrupt()),
+    }
+}
+
 /// This thread's read snapshot ([`Shared::at_snapshot`]), if one is set.
 fn read_snapshot() -> Option<Snapshot> {
     READ_AT.with(|r| r.borrow().clone())
@@ -933,12 +941,9 @@ impl Shared {
 
     /// Reads what a live key holds, of any type.
     pub fn read_value(&self, key: &[u8]) -> Result<Option<Value>, Reply> {
-        let Some(v) = self.get_raw(key)? else {
-            return Ok(None);
-        };
-        match keyspace::live_entry(&v, keyspace::now_ms()) {
-            Ok(e) => Ok(e.map(Value::from_entry)),
-            Err(()) => Err(corrupt()),
+        match self.get_raw(key)? {
+            Some(raw) => live_value(&raw),
+            None => Ok(None),
         }
     }
 

@@ -82,7 +82,7 @@ fn usage(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let Some(raw) = tri!(shared.get_raw(&key)) else {
         return Reply::Nil;
     };
-    let Some(v) = tri!(shared.read_value(&key)) else {
+    let Some(v) = tri!(crate::shared::live_value(&raw)) else {
         return Reply::Nil;
     };
     let record = key.len() as u64 + raw.len() as u64 + RECORD_TRAILER;

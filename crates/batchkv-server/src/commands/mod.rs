@@ -371,9 +371,9 @@ impl ReplyMode {
     /// along: the command after CLIENT REPLY SKIP is silent, the one after
     /// that is answered again. Pub/Sub's subscription confirmations are
     /// pushed whatever the mode (as Redis pushes them); `pushed` says the
-    /// reply is one.
-    pub fn after_command(&mut self, pushed: bool) -> bool {
-        let send = *self == ReplyMode::On || pushed;
+    /// reply is one (asked only when replies are off or skipped).
+    pub fn after_command(&mut self, pushed: impl FnOnce() -> bool) -> bool {
+        let send = *self == ReplyMode::On || pushed();
         *self = match *self {
             ReplyMode::SkipSet => ReplyMode::SkipNext,
             ReplyMode::SkipNext => ReplyMode::On,
@@ -831,8 +831,10 @@ fn record_run<'e>(
     if reqs.is_empty() {
         return;
     }
-    for (i, args) in reqs.iter().enumerate() {
-        feed_monitors(shared, conn, slot_of(i), args);
+    if shared.monitors.active() {
+        for (i, args) in reqs.iter().enumerate() {
+            feed_monitors(shared, conn, slot_of(i), args);
+        }
     }
     let n = reqs.len() as u32;
     shared

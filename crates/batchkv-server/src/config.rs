@@ -12,7 +12,7 @@ use crate::workers::Schedule;
 pub use crate::security::DebugCommand;
 
 mod runtime;
-pub use runtime::Settings;
+pub use runtime::{events, Settings};
 
 /// WAL durability policy (Redis's `appendfsync`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

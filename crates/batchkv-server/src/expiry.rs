@@ -166,6 +166,7 @@ fn delete_if_expired(shared: &Shared, key: &[u8], mut also: WriteBatch) -> bool 
     shared.mark_dirty();
     if expired {
         shared.stats.expired_keys.fetch_add(1, Ordering::Relaxed);
+        shared.notify(crate::notify::EXPIRED, "expired", key);
     }
     expired
 }

@@ -50,6 +50,7 @@ mod limits;
 pub mod marker;
 mod meta;
 mod monitor;
+mod notify;
 mod panics;
 mod pqsort;
 mod pubsub;

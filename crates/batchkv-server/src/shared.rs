@@ -28,7 +28,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
-use batchkv::{Db, DbIterator, InsertHint, ReadOptions, Snapshot, WriteBatch, WriteOptions};
+use batchkv::{
+    BatchOp, Db, DbIterator, InsertHint, ReadOptions, Snapshot, WriteBatch, WriteOptions,
+};
 use tokio::sync::watch;
 
 use crate::batcher::Batcher;
@@ -36,7 +38,7 @@ use crate::blocking::WaitFor;
 use crate::config::{AppendFsync, Config};
 use crate::errors::{corrupt, wrong_type};
 use crate::keycount::KeyCounts;
-use crate::keyspace::{self, Entry};
+use crate::keyspace::{self, Entry, NUM_DBS};
 use crate::meta::{self, Kind, Meta, Versions};
 use crate::ranks;
 use crate::resp::Reply;
@@ -479,17 +481,64 @@ impl Shared {
 
     /// Applies `batch` with the configured durability (inside EXEC:
     /// records it in the transaction's overlay, `tx.rs`).
+    /// Publishes the keyspace notifications `expired` for every expired
+    /// key it replaces or deletes and `new` for every key it creates
+    /// (`notify.rs`), before the command publishes its own.
     pub fn write(&self, batch: WriteBatch) -> Result<(), Reply> {
+        let events = if self.notifies(crate::notify::NEW | crate::notify::EXPIRED) {
+            self.replaced_keys(&batch)?
+        } else {
+            Vec::new()
+        };
         if tx::active() {
             tx::record(&batch);
-            return Ok(());
+        } else {
+            tx::note_written(&self.mods, &batch, |k| self.is_live_stored(k));
+            let opts = WriteOptions {
+                sync: self.settings.appendfsync() == AppendFsync::Always,
+                ..Default::default()
+            };
+            self.apply(&opts, batch)?;
         }
-        tx::note_written(&self.mods, &batch, |k| self.is_live_stored(k));
-        let opts = WriteOptions {
-            sync: self.settings.appendfsync() == AppendFsync::Always,
-            ..Default::default()
-        };
-        self.apply(&opts, batch)
+        for (class, event, key) in events {
+            self.notify(class, event, &key);
+        }
+        Ok(())
+    }
+
+    /// The notifications a write of `batch` causes by itself: `expired`
+    /// for each top-level key (string or collection metadata) it writes
+    /// that holds an expired value, `new` for each it puts that holds no
+    /// live one; in the batch's order, each key once.
+    fn replaced_keys(&self, batch: &WriteBatch) -> Result<Vec<(u32, &'static str, Vec<u8>)>, Reply> {
+        use crate::notify::{EXPIRED, NEW};
+        let mut seen: Vec<&[u8]> = Vec::new();
+        let mut events = Vec::new();
+        for op in batch.ops() {
+            let (key, put) = match op {
+                BatchOp::Put { key, .. } => (key, true),
+                BatchOp::Delete { key } => (key, false),
+                _ => continue,
+            };
+            if !key.first().is_some_and(|&d| usize::from(d) < NUM_DBS) || seen.contains(&key) {
+                continue;
+            }
+            seen.push(key);
+            let live = match self.get_raw(key)? {
+                None => false,
+                Some(raw) => {
+                    let live = live_value(&raw)?.is_some();
+                    if !live {
+                        events.push((EXPIRED, "expired", key.to_vec()));
+                    }
+                    live
+                }
+            };
+            if put && !live {
+                events.push((NEW, "new", key.to_vec()));
+            }
+        }
+        Ok(events)
     }
 
     /// Applies `batch` to the engine with `opts` and counts the keys it

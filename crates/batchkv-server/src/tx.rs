@@ -350,9 +350,11 @@ pub struct Overlay {
     /// Slots of keys changed without a write ([`note_modified`]), to bump
     /// after the transaction's write.
     pub touched: Vec<u32>,
-    /// Messages PUBLISHed, `(channel, payload)` in order, to deliver to
-    /// the other connections after the transaction's write.
-    pub published: Vec<(Bytes, Bytes)>,
+    /// Messages PUBLISHed and keyspace notifications, `(channel, payload,
+    /// publisher)` in order, to deliver after the transaction's write (to
+    /// every subscriber but the publishing connection, which has its own
+    /// in PUBLISH's reply; notifications have publisher 0, no connection).
+    pub published: Vec<(Bytes, Bytes, u64)>,
     /// Engine values of keys the transaction names, read with one
     /// `multi_get` once its stripes were locked (so still the latest
     /// state): reads of these keys the overlay does not answer take them
@@ -488,11 +490,17 @@ pub fn lookup(key: &[u8]) -> Option<Option<Vec<u8>>> {
     with(|o| o.lookup(key)).flatten()
 }
 
-/// Inside EXEC: records a message PUBLISHed to `channel`, for EXEC to
-/// deliver to the other connections once the transaction has committed,
-/// and returns true. Outside EXEC returns false (deliver it now).
-pub fn defer_publish(channel: &Bytes, payload: &Bytes) -> bool {
-    active() && with(|o| o.published.push((channel.clone(), payload.clone()))).is_some()
+/// Inside EXEC: records a message published to `channel` by connection
+/// `publisher` (0 for a keyspace notification), for EXEC to deliver once
+/// the transaction has committed, and returns true. Outside EXEC returns
+/// false (deliver it now).
+pub fn defer_publish(channel: &Bytes, payload: &Bytes, publisher: u64) -> bool {
+    active()
+        && with(|o| {
+            o.published
+                .push((channel.clone(), payload.clone(), publisher))
+        })
+        .is_some()
 }
 
 /// Checks that EXEC holds `stripes`; marks the overlay escaped if not.

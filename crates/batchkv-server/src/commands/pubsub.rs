@@ -39,7 +39,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
 /// (`tx::defer_publish`): a transaction that runs again does not send it
 /// twice.
 fn publish(shared: &Shared, conn: &mut ConnState, a: &[Bytes]) -> Reply {
-    let (n, own) = if crate::tx::defer_publish(&a[0], &a[1]) {
+    let (n, own) = if crate::tx::defer_publish(&a[0], &a[1], conn.id) {
         shared.pubsub.count(conn.id, &a[0], &a[1])
     } else {
         shared.pubsub.publish(conn.id, &a[0], &a[1])

@@ -373,12 +373,9 @@ fn run_isolated(
         }
         shared.mods.touch(&overlay.touched);
         drop(locks);
-        // Only PUBLISH (inside EXEC, one connection's run) publishes: the
-        // messages to that connection itself are in its replies.
-        if let Some(publisher) = runs.first() {
-            for (channel, payload) in &overlay.published {
-                shared.pubsub.publish(publisher.conn.id, channel, payload);
-            }
+        // PUBLISH's messages to its own connection are in its replies.
+        for (channel, payload, publisher) in &overlay.published {
+            shared.pubsub.publish(*publisher, channel, payload);
         }
         return Ok(replies);
     }

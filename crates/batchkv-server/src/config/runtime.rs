@@ -7,11 +7,11 @@
 //!   `slowlog-log-slower-than`, `slowlog-max-len`, `appendfsync`,
 //!   `proto-max-bulk-len`, `client-query-buffer-limit`, `protected-mode`,
 //!   `client-output-buffer-limit` (its `normal` class; the `replica` and
-//!   `pubsub` classes are checked and shown only), `hll-sparse-max-bytes`. Hot paths read them
+//!   `pubsub` classes are checked and shown only), `hll-sparse-max-bytes`,
+//!   `notify-keyspace-events`. Hot paths read them
 //!   from atomics, never under a lock.
 //! - echoed: Redis's in-memory encoding thresholds and a few settings
-//!   clients set (`save`, `appendonly`, `maxmemory`,
-//!   `notify-keyspace-events`, ...). batchkv has no
+//!   clients set (`save`, `appendonly`, `maxmemory`, ...). batchkv has no
 //!   such encodings, snapshots or eviction; the value is checked as Redis
 //!   checks it and stored, so CONFIG GET shows what was set (and OBJECT
 //!   ENCODING reports encodings by the thresholds, `commands::object`).
@@ -19,7 +19,9 @@
 //!   `enable-debug-command` (CONFIG SET answers "can't set immutable
 //!   config").
 
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{
+    AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+};
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock};
 
 use super::{AppendFsync, Config};
@@ -65,6 +67,7 @@ enum Effect {
     ProtectedMode,
     OutputBufferLimit,
     HllSparseMaxBytes,
+    NotifyKeyspaceEvents,
 }
 
 struct Param {
@@ -161,7 +164,11 @@ static PARAMS: &[Param] = &[
         Kind::OutputLimits,
         Effect::OutputBufferLimit,
     ),
-    echo("notify-keyspace-events", None, Kind::Events, ""),
+    live(
+        "notify-keyspace-events",
+        Kind::Events,
+        Effect::NotifyKeyspaceEvents,
+    ),
     echo("save", None, Kind::Save, ""),
     echo("maxmemory", None, Kind::Mem(0, u64::MAX), "0"),
     echo("maxmemory-policy", None, Kind::Enum(POLICIES), "noeviction"),
@@ -254,6 +261,8 @@ pub struct Settings {
     output_soft_seconds: AtomicU64,
     /// `hll-sparse-max-bytes`: a sparse HyperLogLog longer turns dense.
     hll_sparse_max_bytes: AtomicUsize,
+    /// `notify-keyspace-events`: the [`events`] flags (`notify.rs`).
+    notify_keyspace_events: AtomicU32,
     requirepass: RwLock<Option<String>>,
     /// Descriptors kept for other uses than clients (`limits.rs`): a
     /// higher `maxclients` must fit the descriptor limit with them.
@@ -294,6 +303,7 @@ impl Settings {
                 "enable-debug-command" => cfg.enable_debug_command.as_str().into(),
                 "client-output-buffer-limit" => DEFAULT_OUTPUT_LIMITS.into(),
                 "hll-sparse-max-bytes" => DEFAULT_HLL_SPARSE_MAX.to_string(),
+                "notify-keyspace-events" => String::new(),
                 "databases" => NUM_DBS.to_string(),
                 "port" => port.to_string(),
                 "bind" => cfg.bind.clone(),
@@ -315,6 +325,7 @@ impl Settings {
             output_soft: AtomicU64::new(0),
             output_soft_seconds: AtomicU64::new(0),
             hll_sparse_max_bytes: AtomicUsize::new(DEFAULT_HLL_SPARSE_MAX),
+            notify_keyspace_events: AtomicU32::new(0),
             requirepass: RwLock::new(cfg.requirepass.clone().filter(|p| !p.is_empty())),
             values: Mutex::new(values),
         }
@@ -352,6 +363,12 @@ impl Settings {
     }
 
     /// `hll-sparse-max-bytes` (`hll.rs`).
+    /// The keyspace notification classes to publish (`notify.rs`; 0:
+    /// none).
+    pub fn notify_keyspace_events(&self) -> u32 {
+        self.notify_keyspace_events.load(Ordering::Relaxed)
+    }
+
     pub fn hll_sparse_max_bytes(&self) -> usize {
         self.hll_sparse_max_bytes.load(Ordering::Relaxed)
     }
@@ -522,6 +539,10 @@ impl Settings {
                 .client_query_buffer_limit
                 .store(size(), Ordering::Relaxed),
             Effect::HllSparseMaxBytes => self.hll_sparse_max_bytes.store(size(), Ordering::Relaxed),
+            Effect::NotifyKeyspaceEvents => {
+                let flags = events::parse(value.as_bytes()).unwrap_or(0);
+                self.notify_keyspace_events.store(flags, Ordering::Relaxed)
+            }
             Effect::ProtectedMode => self.protected_mode.store(value == "yes", Ordering::Relaxed),
             Effect::OutputBufferLimit => {
                 let l = output_limits::normal(value);
@@ -790,9 +811,9 @@ mod output_limits {
 }
 
 /// Keyspace notification classes (`notify-keyspace-events`), as Redis's
-/// `NOTIFY_*` flags (checked and shown as Redis shows them; batchkv
-/// publishes no keyspace notifications).
-mod events {
+/// `NOTIFY_*` flags (checked and shown as Redis shows them; published by
+/// `notify.rs`).
+pub mod events {
     pub const KEYSPACE: u32 = 1 << 0;
     pub const KEYEVENT: u32 = 1 << 1;
     pub const GENERIC: u32 = 1 << 2;

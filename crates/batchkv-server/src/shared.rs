@@ -481,36 +481,41 @@ impl Shared {
 
     /// Applies `batch` with the configured durability (inside EXEC:
     /// records it in the transaction's overlay, `tx.rs`).
-    /// Publishes the keyspace notifications `expired` for every expired
-    /// key it replaces or deletes and `new` for every key it creates
-    /// (`notify.rs`), before the command publishes its own.
+    /// Holds the keyspace notifications `expired` for every expired key
+    /// it replaces or deletes and `new` for every key it creates
+    /// (`notify.rs`): they go out before the command's first event on
+    /// the key.
     pub fn write(&self, batch: WriteBatch) -> Result<(), Reply> {
         let events = if self.notifies(crate::notify::NEW | crate::notify::EXPIRED) {
             self.replaced_keys(&batch)?
         } else {
             Vec::new()
         };
+        self.write_without_events(batch)?;
+        self.hold_events(events);
+        Ok(())
+    }
+
+    /// [`Shared::write`] publishing no notifications: the write of a
+    /// transaction's overlay, whose commands published theirs.
+    pub fn write_without_events(&self, batch: WriteBatch) -> Result<(), Reply> {
         if tx::active() {
             tx::record(&batch);
-        } else {
-            tx::note_written(&self.mods, &batch, |k| self.is_live_stored(k));
-            let opts = WriteOptions {
-                sync: self.settings.appendfsync() == AppendFsync::Always,
-                ..Default::default()
-            };
-            self.apply(&opts, batch)?;
+            return Ok(());
         }
-        for (class, event, key) in events {
-            self.notify(class, event, &key);
-        }
-        Ok(())
+        tx::note_written(&self.mods, &batch, |k| self.is_live_stored(k));
+        let opts = WriteOptions {
+            sync: self.settings.appendfsync() == AppendFsync::Always,
+            ..Default::default()
+        };
+        self.apply(&opts, batch)
     }
 
     /// The notifications a write of `batch` causes by itself: `expired`
     /// for each top-level key (string or collection metadata) it writes
     /// that holds an expired value, `new` for each it puts that holds no
     /// live one; in the batch's order, each key once.
-    fn replaced_keys(&self, batch: &WriteBatch) -> Result<Vec<(u32, &'static str, Vec<u8>)>, Reply> {
+    fn replaced_keys(&self, batch: &WriteBatch) -> Result<Vec<crate::notify::Event>, Reply> {
         use crate::notify::{EXPIRED, NEW};
         let mut seen: Vec<&[u8]> = Vec::new();
         let mut events = Vec::new();
@@ -520,7 +525,7 @@ impl Shared {
                 BatchOp::Delete { key } => (key, false),
                 _ => continue,
             };
-            if !key.first().is_some_and(|&d| usize::from(d) < NUM_DBS) || seen.contains(&key) {
+            if key.first().is_none_or(|&d| usize::from(d) >= NUM_DBS) || seen.contains(&key) {
                 continue;
             }
             seen.push(key);

@@ -482,6 +482,74 @@ struct Run {
     /// Per allow-list entry (by reason): how often it applied, and the
     /// first instance (command, both replies).
     allowed: BTreeMap<&'static str, (usize, String)>,
+    /// Keyspace notification subscribers, when the run compares them.
+    taps: Option<Taps>,
+}
+
+/// A `PSUBSCRIBE *` connection to each server: after each pipeline the
+/// keyspace notifications both published must be the same, in the same
+/// order ([`Run::compare_events`]).
+struct Taps {
+    redis: Conn,
+    ours: Conn,
+    /// Sync messages published so far (each names its own channel).
+    syncs: u64,
+    /// Notifications compared.
+    events: usize,
+    /// An allowed difference in the replies since the last comparison:
+    /// the servers' data differed until resynced, so may their
+    /// notifications (not compared).
+    skip: bool,
+}
+
+/// The notification classes the event run enables: all but `x` (expired:
+/// published when each server's expiry gets to the key, at different
+/// times), `e` (evicted: no eviction) and `m` (key misses: not
+/// published by batchkv), plus `n` (new keys).
+const EVENT_FLAGS: &str = "KEg$lshztn";
+
+impl Taps {
+    fn start(servers: &mut Servers) -> Taps {
+        for side in &mut servers.sides[..1] {
+            for c in [&mut side.redis, &mut side.ours] {
+                let r = c
+                    .call(&["CONFIG", "SET", "notify-keyspace-events", EVENT_FLAGS])
+                    .expect("CONFIG SET notify-keyspace-events");
+                assert_eq!(r.raw, b"+OK\r\n");
+            }
+        }
+        let tap = |addr| {
+            let mut c = connect(addr, 2);
+            let r = c.call(&["PSUBSCRIBE", "*"]).expect("PSUBSCRIBE *");
+            assert_eq!(r.children.len(), 3, "PSUBSCRIBE reply {r:?}");
+            c
+        };
+        Taps {
+            redis: tap(servers.redis.addr),
+            ours: tap(servers.ours.as_ref().expect("running").server.addr()),
+            syncs: 0,
+            events: 0,
+            skip: false,
+        }
+    }
+}
+
+/// The notifications `tap` received up to the message on `sync`, each
+/// as `channel payload`.
+fn events_until(tap: &mut Conn, sync: &[u8]) -> Vec<String> {
+    let mut events = Vec::new();
+    loop {
+        let m = tap.read().expect("reading a notification");
+        let [_, _, channel, payload] = &m.children[..] else {
+            panic!("not a pmessage: {}", escape(&m.raw, 200));
+        };
+        let channel = &channel.raw[channel.header.len() + 3..channel.raw.len() - 2];
+        let payload = &payload.raw[payload.header.len() + 3..payload.raw.len() - 2];
+        if channel == sync {
+            return events;
+        }
+        events.push(format!("{} {}", escape(channel, 100), escape(payload, 100)));
+    }
 }
 
 const HISTORY: usize = 12;
@@ -516,12 +584,47 @@ impl Run {
                 (0, example)
             });
             e.0 += 1;
+            if let Some(t) = &mut self.taps {
+                t.skip = true;
+            }
             if let Some(f) = a.resync {
                 resync = f(args, r);
             }
         }
         self.note(proto, name, args, r);
         resync
+    }
+
+    /// Compares the keyspace notifications of the commands sent so far
+    /// (if the run has taps): each server's side connection publishes a
+    /// sync message, and each tap's messages before it must be the same.
+    fn compare_events(&mut self, side: &mut Side) {
+        let Some(taps) = &mut self.taps else {
+            return;
+        };
+        taps.syncs += 1;
+        let sync = format!("sync:{}", taps.syncs);
+        for c in [&mut side.redis, &mut side.ours] {
+            c.call(&["PUBLISH", &sync, ""]).expect("PUBLISH");
+        }
+        let r = events_until(&mut taps.redis, sync.as_bytes());
+        let o = events_until(&mut taps.ours, sync.as_bytes());
+        if std::mem::take(&mut taps.skip) {
+            return;
+        }
+        taps.events += r.len();
+        if r != o {
+            let mut msg = format!(
+                "batchkv's keyspace notifications differ from redis-server's \
+                 (seed {}, after command #{})\n  redis-server: {r:?}\n  batchkv:      {o:?}\n  \
+                 previous commands:\n",
+                self.seed, self.index
+            );
+            for h in &self.history {
+                msg.push_str(&format!("    {h}\n"));
+            }
+            panic!("{msg}");
+        }
     }
 
     /// Whether to print commands and replies (`BATCHKV_DIFF_TRACE`).
@@ -660,6 +763,7 @@ impl Run {
                 .collect();
             self.pipeline(side, &fix);
         }
+        self.compare_events(side);
     }
 
     /// Sends steps some of which go to the other connection pair
@@ -800,6 +904,7 @@ impl Run {
             wrongtype: 0,
             trace_from: env_usize("BATCHKV_DIFF_TRACE"),
             allowed: BTreeMap::new(),
+            taps: None,
         }
     }
 }
@@ -832,33 +937,7 @@ fn batchkv_matches_redis_server() {
     let mut g = Gen::new(seed);
     let mut run = Run::new(seed, Some(total));
     let start = Instant::now();
-    let mut restarts_done = 0;
-    while run.index < total {
-        if restarts_done < restarts && run.index >= total * (restarts_done + 1) / (restarts + 1) {
-            servers.restart_ours();
-            restarts_done += 1;
-            run.compare_keyspace(&mut servers.sides[0]);
-        }
-        let side = usize::from(g.chance(0.25));
-        let n = g.range(1, 16) as usize;
-        let mut steps: Vec<Step> = Vec::new();
-        while steps.len() < n && run.index + steps.len() < total {
-            let (row, planned) = plan(&mut g, &table);
-            run.rows.insert(row.name);
-            let ends = planned.iter().any(|s| ends_pipeline(s.name, s.cmp));
-            if planned.iter().any(|s| s.other) {
-                run.pipeline(&mut servers.sides[side], &steps);
-                steps.clear();
-                run.on_both(&mut servers.sides, side, &planned);
-                break;
-            }
-            steps.extend(planned);
-            if ends {
-                break;
-            }
-        }
-        run.pipeline(&mut servers.sides[side], &steps);
-    }
+    random_run(&mut servers, &mut run, &mut g, &table, total, restarts);
     run.compare_keyspace(&mut servers.sides[0]);
     let secs = start.elapsed().as_secs_f64();
     say(&format!(
@@ -888,6 +967,90 @@ fn batchkv_matches_redis_server() {
     assert!(
         total < 20_000 || missing.is_empty(),
         "commands never generated: {missing:?}"
+    );
+}
+
+/// Sends `total` random commands of `table` to both servers and compares
+/// the replies, restarting batchkv `restarts` times (and comparing the
+/// keyspace after each restart).
+fn random_run(
+    servers: &mut Servers,
+    run: &mut Run,
+    g: &mut Gen,
+    table: &Table,
+    total: usize,
+    restarts: usize,
+) {
+    let mut restarts_done = 0;
+    while run.index < total {
+        if restarts_done < restarts && run.index >= total * (restarts_done + 1) / (restarts + 1) {
+            servers.restart_ours();
+            restarts_done += 1;
+            run.compare_keyspace(&mut servers.sides[0]);
+        }
+        let side = usize::from(g.chance(0.25));
+        let n = g.range(1, 16) as usize;
+        let mut steps: Vec<Step> = Vec::new();
+        while steps.len() < n && run.index + steps.len() < total {
+            let (row, planned) = plan(g, table);
+            run.rows.insert(row.name);
+            let ends = planned.iter().any(|s| ends_pipeline(s.name, s.cmp));
+            if planned.iter().any(|s| s.other) {
+                run.pipeline(&mut servers.sides[side], &steps);
+                steps.clear();
+                run.on_both(&mut servers.sides, side, &planned);
+                break;
+            }
+            steps.extend(planned);
+            if ends {
+                break;
+            }
+        }
+        run.pipeline(&mut servers.sides[side], &steps);
+    }
+}
+
+/// The random run with keyspace notifications on (every class but
+/// expiry, eviction and key misses; [`EVENT_FLAGS`]): after each pipeline
+/// the notifications both servers published must be the same, in order.
+/// No restarts (the subscribers would miss what happens meanwhile).
+#[test]
+fn keyspace_notifications_match_redis_server() {
+    let Some(mut servers) = Servers::start() else {
+        return;
+    };
+    let seed: u64 = std::env::var("BATCHKV_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(rand::random);
+    let default = if cfg!(debug_assertions) {
+        10_000
+    } else {
+        50_000
+    };
+    let total = env_usize("BATCHKV_DIFF_EVENT_COMMANDS").unwrap_or(default);
+    say(&format!(
+        "redis_diff events: seed {seed} (BATCHKV_SEED), {total} commands \
+         (BATCHKV_DIFF_EVENT_COMMANDS), notify-keyspace-events {EVENT_FLAGS}"
+    ));
+    let table = Table::new();
+    let mut g = Gen::new(seed);
+    let mut run = Run::new(seed, Some(total));
+    run.taps = Some(Taps::start(&mut servers));
+    let start = Instant::now();
+    random_run(&mut servers, &mut run, &mut g, &table, total, 0);
+    let taps = run.taps.as_ref().expect("taps");
+    say(&format!(
+        "redis_diff events: {} commands published the same {} notifications in {:.1} s; \
+         seed {seed}",
+        run.index,
+        taps.events,
+        start.elapsed().as_secs_f64()
+    ));
+    assert!(
+        total < 1_000 || taps.events > total / 10,
+        "too few notifications to mean anything: {}",
+        taps.events
     );
 }
 
@@ -1031,10 +1194,42 @@ fn every_command_meets_every_type() {
     let Some(mut servers) = Servers::start() else {
         return;
     };
+    let run = every_command_on_every_type(&mut servers, false);
+    say(&format!(
+        "redis_diff: every command on every type: {} commands, {} WRONGTYPE",
+        run.index, run.wrongtype
+    ));
+}
+
+/// [`every_command_meets_every_type`] with keyspace notifications on
+/// ([`EVENT_FLAGS`]): each command publishes what Redis publishes on each
+/// type.
+#[test]
+fn every_command_on_every_type_publishes_redis_events() {
+    let Some(mut servers) = Servers::start() else {
+        return;
+    };
+    let run = every_command_on_every_type(&mut servers, true);
+    let events = run.taps.as_ref().map_or(0, |t| t.events);
+    say(&format!(
+        "redis_diff events: every command on every type: {} commands, {events} notifications",
+        run.index
+    ));
+    assert!(events > run.index / 10, "too few notifications: {events}");
+}
+
+/// Runs every row of every table a few times with every key holding one
+/// type, for each type in turn (and no key); the data type's commands
+/// must have answered WRONGTYPE on each other type. With `events`, the
+/// keyspace notifications are compared too.
+fn every_command_on_every_type(servers: &mut Servers, events: bool) -> Run {
     let seed = 7;
     let table = Table::new();
     let mut g = Gen::new(seed);
     let mut run = Run::new(seed, None);
+    if events {
+        run.taps = Some(Taps::start(servers));
+    }
     let mut never = Vec::new();
     for def in TABLES {
         for (kind, make) in TYPES {
@@ -1060,11 +1255,8 @@ fn every_command_meets_every_type() {
             }
         }
     }
-    say(&format!(
-        "redis_diff: every command on every type: {} commands, {} WRONGTYPE",
-        run.index, run.wrongtype
-    ));
     assert!(never.is_empty(), "never answered WRONGTYPE: {never:?}");
+    run
 }
 
 #[test]

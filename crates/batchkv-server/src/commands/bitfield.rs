@@ -280,21 +280,38 @@ fn bitfield(shared: &Shared, conn: &mut ConnState, a: &[Bytes], read_only: bool)
         return Reply::err("ERR BITFIELD_RO only supports the GET subcommand");
     }
     let _g = shared.lock_keys(&[&key]);
-    let (exp, mut data) = tri!(shared.read(&key)).unwrap_or((None, Vec::new()));
+    let stored = tri!(shared.read(&key));
+    let existed = stored.is_some();
+    let (exp, mut data) = stored.unwrap_or((None, Vec::new()));
     let len = (last_bit >> 3) as usize + 1;
+    // As Redis's `dirty`: the string is created or grows.
+    let dirty = !existed || data.len() < len;
     if data.len() < len {
         tri!(super::strings::check_string_length(shared, len as u64, 0));
         data.resize(len, 0);
     }
+    // As Redis: `setbit` if a SET or INCRBY that did not fail on overflow
+    // changed its field or the string was created or grew.
+    let mut changed = false;
     let replies = ops
         .iter()
         .map(|o| match o.kind {
             Kind::Get if o.signed => Reply::Int(get_signed(&data, o.offset, o.bits)),
             Kind::Get => Reply::Int(get_unsigned(&data, o.offset, o.bits) as i64),
-            _ => write_field(&mut data, o),
+            _ => {
+                let bytes =
+                    (o.offset / 8) as usize..=((o.offset + u64::from(o.bits) - 1) / 8) as usize;
+                let old = data[bytes.clone()].to_vec();
+                let reply = write_field(&mut data, o);
+                changed |= !matches!(reply, Reply::Nil) && (dirty || data[bytes] != old[..]);
+                reply
+            }
         })
         .collect();
     tri!(shared.put(&key, &data, exp));
+    if changed {
+        shared.notify(crate::notify::STRING, "setbit", &key);
+    }
     Reply::Array(replies)
 }
 

@@ -8,6 +8,7 @@ use bytes::Bytes;
 use super::strings::tri;
 use super::{not_integer, parse_int, spec, syntax_error, CommandSpec, ConnState, KEY1, R, RS, WM};
 use crate::keyspace::{db_key, put_value};
+use crate::notify::{GENERIC, STRING};
 use crate::resp::Reply;
 use crate::shared::{Shared, Value};
 
@@ -69,6 +70,7 @@ pub fn setbit(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
         data[byte] &= !mask;
     }
     tri!(shared.put(&key, &data, exp));
+    shared.notify(STRING, "setbit", &key);
     Reply::Int(i64::from(old))
 }
 
@@ -215,6 +217,8 @@ pub fn bitop(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
         };
     }
     let mut b = WriteBatch::new();
+    // An empty result deletes the destination: `del` if it existed.
+    let deletes = out.is_empty() && tri!(shared.read_value(&dst)).is_some();
     tri!(shared.clear_old(&mut b, &dst));
     if out.is_empty() {
         b.delete(&dst);
@@ -222,6 +226,11 @@ pub fn bitop(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
         put_value(&mut b, &dst, &out, None);
     }
     tri!(shared.write(b));
+    if !out.is_empty() {
+        shared.notify(STRING, "set", &dst);
+    } else if deletes {
+        shared.notify(GENERIC, "del", &dst);
+    }
     Reply::Int(len as i64)
 }
 

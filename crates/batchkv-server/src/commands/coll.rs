@@ -196,6 +196,21 @@ impl Writer {
         read_elements(shared, &self.key, &self.meta, subs)
     }
 
+    /// [`Writer::commit`], then publishes the keyspace notification
+    /// `event` of `class` on the key and, if the write emptied the
+    /// collection, a generic `del` (`notify.rs`).
+    pub fn commit_notify(self, shared: &Shared, class: u32, event: &str) -> Result<(), Reply> {
+        let key = shared
+            .notifies(class | crate::notify::GENERIC)
+            .then(|| self.key.clone());
+        let emptied = self.meta.size == 0;
+        self.commit(shared)?;
+        if let Some(key) = key {
+            shared.notify_removal(class, event, &key, emptied);
+        }
+        Ok(())
+    }
+
     /// Writes the metadata with the element changes in one batch; a
     /// collection left empty is deleted (its elements were removed one by
     /// one), except a stream (which stays, empty, as in Redis). Writes

@@ -50,6 +50,10 @@ pub fn move_key(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
         return Reply::Int(0);
     }
     tri!(shared.move_value(&src, &value, &dst));
+    // Redis adds the key to the destination first (its `new`).
+    shared.publish_held_of(&dst);
+    shared.notify(crate::notify::GENERIC, "move_from", &src);
+    shared.notify(crate::notify::GENERIC, "move_to", &dst);
     Reply::Int(1)
 }
 
@@ -109,6 +113,7 @@ pub fn swapdb(shared: &Shared, a: &[Bytes]) -> Reply {
     }
     // As Redis 7: clients blocked on keys that now hold data are served.
     shared.signal_dbs_after_write(&[x, y]);
-    tri!(shared.write(b));
+    // The keys it moves are not new: SWAPDB publishes no notifications.
+    tri!(shared.write_without_events(b));
     Reply::ok()
 }

@@ -451,10 +451,16 @@ fn search_locked(
     if any && count == 0 {
         return Reply::err("ERR the ANY argument requires COUNT argument");
     }
+    // The STORE destination's event (an empty result publishes `del`).
+    let event = if geosearch {
+        "geosearchstore"
+    } else {
+        "georadiusstore"
+    };
     let (Some((k, m)), Some(center), Some(kind)) = (&set, center, kind) else {
         return match store {
             Some(dst) => {
-                tri!(super::zsets::store_scored(shared, &dst, Vec::new()));
+                tri!(super::zsets::store_scored(shared, &dst, Vec::new(), event));
                 Reply::Int(0)
             }
             None => Reply::Array(Vec::new()),
@@ -528,7 +534,7 @@ fn search_locked(
                 (p.member, s)
             })
             .collect();
-        tri!(super::zsets::store_scored(shared, &dst, items));
+        tri!(super::zsets::store_scored(shared, &dst, items, event));
         return Reply::Int(n as i64);
     }
     let proto = conn.proto;

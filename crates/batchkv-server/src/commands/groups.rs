@@ -23,6 +23,7 @@ use crate::errors::{bad_subcommand, corrupt, not_integer, wrong_type, NO_SUCH_KE
 use crate::groups::{self, Consumer, Group, Keys, Nack, UNKNOWN_READ};
 use crate::keyspace::{db_key, now_ms};
 use crate::meta::{self, Kind, Meta, StreamId};
+use crate::notify::STREAM;
 use crate::resp::Reply;
 use crate::shared::{Shared, Value};
 use crate::streams::{parse_bound, parse_id, IdSyntax};
@@ -75,6 +76,8 @@ fn decode<T>(v: Option<T>) -> Result<T, Reply> {
 /// [`Grp::save`]).
 struct Grp<'a> {
     shared: &'a Shared,
+    /// The stream's stored key.
+    key: Vec<u8>,
     keys: Keys,
     name: Vec<u8>,
     rec: Group,
@@ -84,6 +87,9 @@ struct Grp<'a> {
     nacks: HashMap<StreamId, Option<Nack>>,
     batch: WriteBatch,
     changed: bool,
+    /// A consumer was created ([`Grp::seen`]): [`Grp::save`] publishes
+    /// `xgroup-createconsumer`, as Redis's `streamCreateConsumer` does.
+    created: bool,
     now: u64,
 }
 
@@ -99,6 +105,7 @@ impl<'a> Grp<'a> {
         };
         Ok(Some(Grp {
             shared,
+            key: key.to_vec(),
             rec: decode(Group::decode(&v))?,
             keys,
             name: name.to_vec(),
@@ -106,6 +113,7 @@ impl<'a> Grp<'a> {
             nacks: HashMap::new(),
             batch: WriteBatch::new(),
             changed: false,
+            created: false,
             now: now_ms(),
         }))
     }
@@ -139,6 +147,7 @@ impl<'a> Grp<'a> {
         self.consumers.insert(name.to_vec(), (c, true));
         self.rec.consumers += 1;
         self.changed = true;
+        self.created = true;
         Ok(true)
     }
 
@@ -322,7 +331,8 @@ impl<'a> Grp<'a> {
         Ok(out)
     }
 
-    /// Writes the changes (nothing if none).
+    /// Writes the changes (nothing if none), then publishes the creation
+    /// of a consumer.
     fn save(mut self) -> Result<(), Reply> {
         if self.changed {
             self.batch
@@ -337,7 +347,12 @@ impl<'a> Grp<'a> {
         if self.batch.is_empty() {
             return Ok(());
         }
-        self.shared.write(self.batch)
+        self.shared.write(self.batch)?;
+        if self.created {
+            self.shared
+                .notify(STREAM, "xgroup-createconsumer", &self.key);
+        }
+        Ok(())
     }
 }
 
@@ -456,6 +471,7 @@ pub fn xgroup(shared: &Shared, conn: &mut ConnState, a: &[Bytes]) -> Reply {
                 w.batch.put(keys.group(name), rec.encode());
                 tri!(w.commit(shared));
             }
+            shared.notify(STREAM, "xgroup-create", &key);
             Reply::ok()
         }
         (b"setid", 4 | 6) => {
@@ -478,6 +494,7 @@ pub fn xgroup(shared: &Shared, conn: &mut ConnState, a: &[Bytes]) -> Reply {
             g.rec.entries_read = entries_read;
             g.changed = true;
             tri!(g.save());
+            shared.notify(STREAM, "xgroup-setid", &key);
             Reply::ok()
         }
         (b"destroy", 3) => {
@@ -491,6 +508,7 @@ pub fn xgroup(shared: &Shared, conn: &mut ConnState, a: &[Bytes]) -> Reply {
             // Its blocked readers answer NOGROUP, as in Redis.
             shared.signal_stream_after_write(&key);
             tri!(shared.write(b));
+            shared.notify(STREAM, "xgroup-destroy", &key);
             Reply::Int(1)
         }
         (b"createconsumer", 4) => {
@@ -526,6 +544,7 @@ pub fn xgroup(shared: &Shared, conn: &mut ConnState, a: &[Bytes]) -> Reply {
             g.rec.consumers -= 1;
             g.changed = true;
             tri!(g.save());
+            shared.notify(STREAM, "xgroup-delconsumer", &key);
             Reply::Int(c.pending as i64)
         }
         _ => bad(),

@@ -14,6 +14,7 @@ use crate::errors::{INCR_OVERFLOW, NAN_OR_INFINITY, NOT_FLOAT, OUT_OF_RANGE};
 use crate::keyspace::{db_key, glob_match};
 use crate::ldouble::LDouble;
 use crate::meta::Kind;
+use crate::notify::HASH;
 use crate::resp::{self, Reply};
 use crate::shared::Shared;
 
@@ -85,7 +86,7 @@ pub fn hset(shared: &Shared, conn: &ConnState, a: &[Bytes], name: &str) -> Reply
     let mut w = tri!(coll::open(shared, key, Kind::Hash));
     let pairs: Vec<(&[u8], &[u8])> = a[1..].chunks(2).map(|p| (&p[0][..], &p[1][..])).collect();
     let added = tri!(set_fields(shared, &mut w, &pairs));
-    tri!(w.commit(shared));
+    tri!(w.commit_notify(shared, HASH, "hset"));
     if name == "hmset" {
         Reply::ok()
     } else {
@@ -101,7 +102,7 @@ pub fn hsetnx(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
         return Reply::Int(0);
     }
     tri!(set_fields(shared, &mut w, &[(&a[1], &a[2])]));
-    tri!(w.commit(shared));
+    tri!(w.commit_notify(shared, HASH, "hset"));
     Reply::Int(1)
 }
 
@@ -211,7 +212,7 @@ pub fn hdel(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
         return Reply::Int(0);
     }
     w.meta.size -= n as u64;
-    tri!(w.commit(shared));
+    tri!(w.commit_notify(shared, HASH, "hdel"));
     Reply::Int(n)
 }
 
@@ -237,7 +238,7 @@ pub fn hincrby(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
         &mut w,
         &[(&a[1], n.to_string().as_bytes())]
     ));
-    tri!(w.commit(shared));
+    tri!(w.commit_notify(shared, HASH, "hincrby"));
     Reply::Int(n)
 }
 
@@ -266,7 +267,7 @@ pub fn hincrbyfloat(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     };
     let text = n.to_human();
     tri!(set_fields(shared, &mut w, &[(&a[1], text.as_bytes())]));
-    tri!(w.commit(shared));
+    tri!(w.commit_notify(shared, HASH, "hincrbyfloat"));
     Reply::bulk(Bytes::from(text))
 }
 

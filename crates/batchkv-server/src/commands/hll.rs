@@ -11,6 +11,7 @@ use super::{spec, CommandSpec, ConnState, ALL_KEYS, KEY1, WM};
 use crate::errors::wrong_type;
 use crate::hll;
 use crate::keyspace::db_key;
+use crate::notify::STRING;
 use crate::resp::Reply;
 use crate::shared::{Live, Shared, Value};
 
@@ -100,6 +101,7 @@ fn pfadd(shared: &Shared, conn: &mut ConnState, a: &[Bytes]) -> Reply {
     if updated {
         hll::invalidate(&mut v);
         tri!(shared.put(&key, &v, exp));
+        shared.notify(STRING, "pfadd", &key);
     }
     Reply::Int(i64::from(updated))
 }
@@ -162,6 +164,8 @@ fn pfmerge(shared: &Shared, conn: &mut ConnState, a: &[Bytes]) -> Reply {
     }
     hll::invalidate(&mut v);
     tri!(shared.put(&keys[0], &v, exp));
+    // As Redis: a merge is published as a mass PFADD.
+    shared.notify(STRING, "pfadd", &keys[0]);
     Reply::ok()
 }
 

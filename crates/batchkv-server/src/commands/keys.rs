@@ -19,6 +19,7 @@ use crate::keyspace::{
     db_key, decode_expiry_index_key, glob_match, live_entry, now_ms, EXPIRY_INDEX, NUM_DBS,
 };
 use crate::meta::{prefix_end, VERSIONED};
+use crate::notify::{GENERIC, NEW};
 use crate::resp::Reply;
 use crate::shared::{Shared, Value};
 
@@ -60,12 +61,12 @@ pub fn del(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let keys: Vec<Vec<u8>> = a.iter().map(|k| db_key(conn.db, k)).collect();
     let _g = shared.lock_keys(&keys);
     let mut b = WriteBatch::new();
-    let mut n = 0;
+    let mut deleted = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for (k, r) in keys.iter().zip(shared.read_many(&keys)) {
         if let Some(v) = tri!(r) {
             if seen.insert(k) {
-                n += 1;
+                deleted.push(k);
                 if let Value::Coll(m) = v {
                     tri!(shared.drop_elements(&mut b, k, &m));
                 }
@@ -74,7 +75,10 @@ pub fn del(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
         }
     }
     tri!(shared.write(b));
-    Reply::Int(n)
+    for k in &deleted {
+        shared.notify(GENERIC, "del", k);
+    }
+    Reply::Int(deleted.len() as i64)
 }
 
 pub fn exists(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
@@ -157,10 +161,12 @@ pub fn expire(
     }
     if at <= now {
         tri!(shared.delete(&key));
+        shared.notify(GENERIC, "del", &key);
     } else {
         let mut b = WriteBatch::new();
         Shared::set_expiry(&mut b, &key, &value, Some(at as u64));
         tri!(shared.write(b));
+        shared.notify(GENERIC, "expire", &key);
     }
     Reply::Int(1)
 }
@@ -194,6 +200,7 @@ pub fn persist(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
             let mut b = WriteBatch::new();
             Shared::set_expiry(&mut b, &key, &v, None);
             tri!(shared.write(b));
+            shared.notify(GENERIC, "persist", &key);
             Reply::Int(1)
         }
         _ => Reply::Int(0),
@@ -399,7 +406,16 @@ pub fn rename(shared: &Shared, conn: &ConnState, a: &[Bytes], nx: bool) -> Reply
     if nx && tri!(shared.read_value(&dst)).is_some() {
         return Reply::Int(0);
     }
+    let replaces = !nx && shared.notifies(NEW) && tri!(shared.read_value(&dst)).is_some();
     tri!(shared.move_value(&src, &value, &dst));
+    // Redis adds the destination (deleting an old one first: `new`
+    // either way) before it publishes on the source.
+    shared.publish_held_of(&dst);
+    if replaces {
+        shared.notify(NEW, "new", &dst);
+    }
+    shared.notify(GENERIC, "rename_from", &src);
+    shared.notify(GENERIC, "rename_to", &dst);
     if nx {
         Reply::Int(1)
     } else {
@@ -435,7 +451,8 @@ pub fn copy(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let Some(value) = tri!(shared.read_value(&src)) else {
         return Reply::Int(0);
     };
-    if !replace && tri!(shared.read_value(&dst)).is_some() {
+    let replaces = tri!(shared.read_value(&dst)).is_some();
+    if !replace && replaces {
         return Reply::Int(0);
     }
     let mut b = WriteBatch::new();
@@ -443,6 +460,11 @@ pub fn copy(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     tri!(shared.copy_value(&mut b, &src, &value, &dst, value.expire_at()));
     tri!(shared.write(b));
     shared.blocking.signal(&dst);
+    if replaces {
+        // Redis deletes the old destination and adds it anew.
+        shared.notify(NEW, "new", &dst);
+    }
+    shared.notify(GENERIC, "copy_to", &dst);
     Reply::Int(1)
 }
 

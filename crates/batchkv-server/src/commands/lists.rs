@@ -39,6 +39,7 @@ use crate::blocking::WaitFor;
 use crate::errors::{cannot_be_negative, NOT_POSITIVE, NO_SUCH_KEY, TIMEOUT_NEGATIVE};
 use crate::keyspace::{db_key, put_meta};
 use crate::meta::{self, Kind, Meta};
+use crate::notify::LIST;
 use crate::resp::{self, Reply};
 use crate::shared::Shared;
 
@@ -103,6 +104,24 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
 enum End {
     Left,
     Right,
+}
+
+impl End {
+    /// The keyspace event of a pop from this end.
+    fn pop_event(self) -> &'static str {
+        match self {
+            End::Left => "lpop",
+            End::Right => "rpop",
+        }
+    }
+
+    /// The keyspace event of a push at this end.
+    fn push_event(self) -> &'static str {
+        match self {
+            End::Left => "lpush",
+            End::Right => "rpush",
+        }
+    }
 }
 
 /// Parses LEFT or RIGHT (any case); anything else is a syntax error.
@@ -361,6 +380,7 @@ fn push(shared: &Shared, conn: &ConnState, a: &[Bytes], end: End, only_existing:
     tri!(push_values(&mut w.batch, &w.key, &mut w.meta, end, &a[1..]));
     let len = w.meta.size;
     tri!(w.commit(shared));
+    shared.notify(LIST, end.push_event(), &key);
     shared.blocking.signal(&key);
     Reply::Int(len as i64)
 }
@@ -385,7 +405,7 @@ fn pop(shared: &Shared, conn: &ConnState, a: &[Bytes], end: End) -> Reply {
     };
     let key = db_key(conn.db, &a[0]);
     let _g = shared.lock_keys(&[&key]);
-    let Some(mut w) = tri!(coll::open_existing(shared, key, Kind::List)) else {
+    let Some(mut w) = tri!(coll::open_existing(shared, key.clone(), Kind::List)) else {
         return if count.is_some() {
             Reply::NilArray
         } else {
@@ -403,7 +423,9 @@ fn pop(shared: &Shared, conn: &ConnState, a: &[Bytes], end: End) -> Reply {
         end,
         count.unwrap_or(1)
     ));
+    let emptied = w.meta.size == 0;
     tri!(w.commit(shared));
+    shared.notify_removal(LIST, end.pop_event(), &key, emptied);
     match count {
         Some(_) => list_reply(vals),
         None => vals.into_iter().next().map_or(Reply::Nil, Reply::bulk),
@@ -496,7 +518,7 @@ fn span_encoded(shared: &Shared, key: &[u8], m: &Meta, from: u64, to: u64) -> Re
 fn lset(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let key = db_key(conn.db, &a[0]);
     let _g = shared.lock_keys(&[&key]);
-    let Some(mut w) = tri!(coll::open_existing(shared, key, Kind::List)) else {
+    let Some(mut w) = tri!(coll::open_existing(shared, key.clone(), Kind::List)) else {
         return Reply::err(NO_SUCH_KEY);
     };
     let Some(p) = position(tri!(parse_index(&a[1])), w.meta.size) else {
@@ -505,6 +527,7 @@ fn lset(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let ek = ekey(&w.key, &w.meta, w.meta.head + p);
     w.batch.put(ek, &a[2]);
     tri!(w.commit(shared));
+    shared.notify(LIST, "lset", &key);
     Reply::ok()
 }
 
@@ -530,7 +553,7 @@ fn linsert(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     };
     let key = db_key(conn.db, &a[0]);
     let _g = shared.lock_keys(&[&key]);
-    let Some(mut w) = tri!(coll::open_existing(shared, key, Kind::List)) else {
+    let Some(mut w) = tri!(coll::open_existing(shared, key.clone(), Kind::List)) else {
         return Reply::Int(0);
     };
     let Some(p) = tri!(find(shared, &w.key, &w.meta, &a[2])) else {
@@ -539,6 +562,7 @@ fn linsert(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     tri!(insert_at(shared, &mut w, p + u64::from(after), &a[3]));
     let len = w.meta.size;
     tri!(w.commit(shared));
+    shared.notify(LIST, "linsert", &key);
     Reply::Int(len as i64)
 }
 
@@ -575,7 +599,7 @@ fn lrem(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let count = tri!(parse_index(&a[1]));
     let key = db_key(conn.db, &a[0]);
     let _g = shared.lock_keys(&[&key]);
-    let Some(mut w) = tri!(coll::open_existing(shared, key, Kind::List)) else {
+    let Some(mut w) = tri!(coll::open_existing(shared, key.clone(), Kind::List)) else {
         return Reply::Int(0);
     };
     let limit = if count == 0 {
@@ -605,7 +629,9 @@ fn lrem(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
         hits.reverse();
     }
     tri!(remove_positions(shared, &mut w, &hits));
+    let emptied = w.meta.size == 0;
     tri!(w.commit(shared));
+    shared.notify_removal(LIST, "lrem", &key, emptied);
     Reply::Int(hits.len() as i64)
 }
 
@@ -660,13 +686,15 @@ fn ltrim(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let end = tri!(parse_index(&a[2]));
     let key = db_key(conn.db, &a[0]);
     let _g = shared.lock_keys(&[&key]);
-    let Some(mut w) = tri!(coll::open_existing(shared, key, Kind::List)) else {
+    let Some(mut w) = tri!(coll::open_existing(shared, key.clone(), Kind::List)) else {
         return Reply::ok();
     };
     let (from, to) = span(start, end, w.meta.size);
     if (from, to) == (0, w.meta.size) {
-        // Redis signals the key for WATCH even when nothing is trimmed.
+        // Redis signals the key for WATCH, and publishes the event, even
+        // when nothing is trimmed.
         crate::tx::note_modified(&w.key);
+        shared.notify(LIST, "ltrim", &key);
         return Reply::ok();
     }
     let (head, tail) = (w.meta.head, w.meta.tail);
@@ -680,7 +708,9 @@ fn ltrim(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
         w.meta.tail = head + to;
         w.meta.size = to - from;
     }
+    let emptied = w.meta.size == 0;
     tri!(w.commit(shared));
+    shared.notify_removal(LIST, "ltrim", &key, emptied);
     Reply::ok()
 }
 
@@ -812,6 +842,8 @@ fn move_one(
         };
         tri!(push_values(&mut s.batch, &s.key, &mut s.meta, to, &[&v]));
         tri!(s.commit(shared));
+        shared.notify(LIST, to.push_event(), &sk);
+        shared.notify(LIST, from.pop_event(), &sk);
         return Reply::bulk(v);
     }
     let mut d = tri!(coll::open(shared, dk.clone(), Kind::List));
@@ -831,6 +863,9 @@ fn move_one(
     tri!(push_values(&mut d.batch, &d.key, &mut d.meta, to, &[&v]));
     stage(&mut d.batch, &s.key, &s.meta);
     tri!(d.commit(shared));
+    // Redis's order: the push, then the pop (and the source's deletion).
+    shared.notify(LIST, to.push_event(), &dk);
+    shared.notify_removal(LIST, from.pop_event(), &sk, s.meta.size == 0);
     shared.blocking.signal(&dk);
     Reply::bulk(v)
 }
@@ -839,7 +874,7 @@ fn move_one(
 type Popped = (Bytes, Vec<Vec<u8>>);
 
 /// Pops up to `count` elements from `end` of the first non-empty list
-/// among `keys` (`coll::pop_first`).
+/// among `keys` (`coll::pop_first`), then publishes the pop's events.
 fn pop_first(
     shared: &Shared,
     conn: &ConnState,
@@ -848,9 +883,16 @@ fn pop_first(
     count: u64,
     others: Others,
 ) -> Result<Option<Popped>, Reply> {
-    coll::pop_first(shared, conn.db, keys, Kind::List, others, |s, w| {
-        pop_values(s, &mut w.batch, &w.key, &mut w.meta, end, count)
-    })
+    let mut emptied = false;
+    let popped = coll::pop_first(shared, conn.db, keys, Kind::List, others, |s, w| {
+        let vals = pop_values(s, &mut w.batch, &w.key, &mut w.meta, end, count)?;
+        emptied = w.meta.size == 0;
+        Ok(vals)
+    })?;
+    if let Some((key, _)) = &popped {
+        shared.notify_removal(LIST, end.pop_event(), &db_key(conn.db, key), emptied);
+    }
+    Ok(popped)
 }
 
 /// LMPOP's and BLMPOP's arguments from `numkeys` on: `numkeys key...

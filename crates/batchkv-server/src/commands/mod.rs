@@ -726,6 +726,7 @@ fn call_slot(
         },
     )
     .unwrap_or_else(|| Reply::err(crate::panics::INTERNAL_ERROR));
+    shared.flush_held_events();
     feed_monitors(shared, conn, slot, args);
     let reply = match reply {
         Reply::Error(t) if t.contains(TYPED_NAME) => {

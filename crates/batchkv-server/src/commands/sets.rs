@@ -27,6 +27,7 @@ use crate::batcher::Shape;
 use crate::errors::{cannot_be_negative, wrong_type, NOT_POSITIVE, NUMKEYS_NOT_POSITIVE};
 use crate::keyspace::{db_key, glob_match, put_meta};
 use crate::meta::{self, Kind, Meta};
+use crate::notify::{GENERIC, SET};
 use crate::resp::Reply;
 use crate::shared::{Shared, Value};
 
@@ -266,13 +267,26 @@ fn store(shared: &Shared, conn: &ConnState, a: &[Bytes], op: Op) -> Reply {
     let (dst, srcs) = (&keys[0], &keys[1..]);
     let result = tri!(combine(shared, op, srcs));
     let mut b = WriteBatch::new();
+    // Redis's `del` of an emptied destination needs it to have existed.
+    let mut deleted = false;
     if result.is_empty() {
+        deleted = shared.notifies(GENERIC) && tri!(shared.read_value(dst)).is_some();
         tri!(shared.clear_old(&mut b, dst));
         b.delete(dst);
     } else {
         tri!(put_new_set(shared, &mut b, dst, &result));
     }
     tri!(shared.write(b));
+    if !result.is_empty() {
+        let event = match op {
+            Op::Inter => "sinterstore",
+            Op::Union => "sunionstore",
+            Op::Diff => "sdiffstore",
+        };
+        shared.notify(SET, event, dst);
+    } else if deleted {
+        shared.notify(GENERIC, "del", dst);
+    }
     Reply::Int(result.len() as i64)
 }
 
@@ -300,7 +314,7 @@ fn sadd(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     }
     if added > 0 {
         w.meta.size += added;
-        tri!(w.commit(shared));
+        tri!(w.commit_notify(shared, SET, "sadd"));
     }
     Reply::Int(added as i64)
 }
@@ -323,7 +337,7 @@ fn srem(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     }
     if removed > 0 {
         w.meta.size = w.meta.size.saturating_sub(removed);
-        tri!(w.commit(shared));
+        tri!(w.commit_notify(shared, SET, "srem"));
     }
     Reply::Int(removed as i64)
 }
@@ -392,7 +406,7 @@ fn spop(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
         }
         w.meta.size -= picked.len() as u64;
     }
-    tri!(w.commit(shared));
+    tri!(w.commit_notify(shared, SET, "spop"));
     match count {
         None => picked.into_iter().next().map_or(Reply::Nil, Reply::bulk),
         Some(_) => set_reply(picked),
@@ -455,16 +469,24 @@ fn smove(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     } else {
         put_meta(&mut b, &src, &sm);
     }
-    match dm {
-        None => tri!(put_new_set(shared, &mut b, &dst, &[member.to_vec()])),
+    let added = match dm {
+        None => {
+            tri!(put_new_set(shared, &mut b, &dst, &[member.to_vec()]));
+            true
+        }
         Some(mut dm) if found.get(1).is_some_and(Option::is_none) => {
             b.put(meta::element_key(&dst, dm.version, member), []);
             dm.size += 1;
             put_meta(&mut b, &dst, &dm);
+            true
         }
-        Some(_) => {}
-    }
+        Some(_) => false,
+    };
     tri!(shared.write(b));
+    shared.notify_removal(SET, "srem", &src, sm.size == 0);
+    if added {
+        shared.notify(SET, "sadd", &dst);
+    }
     Reply::Int(1)
 }
 

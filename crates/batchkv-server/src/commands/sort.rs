@@ -17,6 +17,7 @@ use super::{not_integer, parse_int, spec, syntax_error, CommandSpec, ConnState, 
 use crate::errors::wrong_type;
 use crate::keyspace::db_key;
 use crate::meta::{self, Kind, Meta};
+use crate::notify::{GENERIC, LIST};
 use crate::resp::Reply;
 use crate::shared::{Shared, Value};
 
@@ -218,7 +219,15 @@ fn sort(shared: &Shared, conn: &mut ConnState, a: &[Bytes], read_only: bool) -> 
     };
     // A missing GET value is stored as an empty string.
     let vals: Vec<Vec<u8>> = out.into_iter().map(Option::unwrap_or_default).collect();
+    // Redis: `sortstore`, or `del` if an empty result deleted a key.
+    let deleted =
+        vals.is_empty() && shared.notifies(GENERIC) && tri!(shared.read_value(&dst)).is_some();
     tri!(super::lists::replace(shared, &dst, &vals));
+    if !vals.is_empty() {
+        shared.notify(LIST, "sortstore", &dst);
+    } else if deleted {
+        shared.notify(GENERIC, "del", &dst);
+    }
     Reply::Int(vals.len() as i64)
 }
 

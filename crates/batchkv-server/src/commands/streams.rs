@@ -28,6 +28,7 @@ use crate::blocking::WaitFor;
 use crate::errors::{not_integer, wrong_type, NO_SUCH_KEY};
 use crate::keyspace::db_key;
 use crate::meta::{self, Kind, Meta};
+use crate::notify::STREAM;
 use crate::resp::Reply;
 use crate::shared::{Shared, Value};
 use crate::streams::{
@@ -266,10 +267,15 @@ pub fn xadd(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     w.meta.size += 1;
     w.meta.stream.last = id;
     w.meta.stream.entries_added += 1;
+    let mut trimmed = 0;
     if let Some(t) = args.trim {
-        tri!(trim(shared, &mut w, t, Some(id)));
+        trimmed = tri!(trim(shared, &mut w, t, Some(id)));
     }
     tri!(w.commit(shared));
+    shared.notify(STREAM, "xadd", &key);
+    if trimmed > 0 {
+        shared.notify(STREAM, "xtrim", &key);
+    }
     shared.blocking.signal_kind(&key, WaitFor::Stream);
     Reply::bulk(id.to_string())
 }
@@ -333,12 +339,13 @@ pub fn xtrim(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     };
     let key = db_key(conn.db, &a[0]);
     let _g = shared.lock_keys(&[&key]);
-    let Some(mut w) = tri!(coll::open_existing(shared, key, Kind::Stream)) else {
+    let Some(mut w) = tri!(coll::open_existing(shared, key.clone(), Kind::Stream)) else {
         return Reply::Int(0);
     };
     let deleted = tri!(trim(shared, &mut w, t, None));
     if deleted > 0 {
         tri!(w.commit(shared));
+        shared.notify(STREAM, "xtrim", &key);
     }
     Reply::Int(deleted as i64)
 }
@@ -453,7 +460,7 @@ pub fn xrange(shared: &Shared, conn: &ConnState, a: &[Bytes], rev: bool) -> Repl
 pub fn xdel(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let key = db_key(conn.db, &a[0]);
     let _g = shared.lock_keys(&[&key]);
-    let Some(mut w) = tri!(coll::open_existing(shared, key, Kind::Stream)) else {
+    let Some(mut w) = tri!(coll::open_existing(shared, key.clone(), Kind::Stream)) else {
         return Reply::Int(0);
     };
     let ids: Vec<StreamId> = tri!(a[1..].iter().map(|x| strict_id(x)).collect());
@@ -480,6 +487,7 @@ pub fn xdel(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
         w.meta.stream.first = tri!(first_after(shared, &w, &gone));
     }
     tri!(w.commit(shared));
+    shared.notify(STREAM, "xdel", &key);
     Reply::Int(gone.len() as i64)
 }
 
@@ -546,7 +554,7 @@ pub fn xsetid(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     }
     let key = db_key(conn.db, &a[0]);
     let _g = shared.lock_keys(&[&key]);
-    let Some(mut w) = tri!(coll::open_existing(shared, key, Kind::Stream)) else {
+    let Some(mut w) = tri!(coll::open_existing(shared, key.clone(), Kind::Stream)) else {
         return Reply::err(NO_SUCH_KEY);
     };
     // Redis 7.0 compares the ID with the stream's own largest deleted ID
@@ -573,6 +581,7 @@ pub fn xsetid(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
         s.max_deleted = max_deleted;
     }
     tri!(w.commit(shared));
+    shared.notify(STREAM, "xsetid", &key);
     Reply::ok()
 }
 

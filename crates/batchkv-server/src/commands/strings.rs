@@ -10,6 +10,7 @@ use crate::batcher::Shape;
 use crate::errors::{invalid_expire_time, INCR_OVERFLOW, NAN_OR_INFINITY, NOT_FLOAT};
 use crate::keyspace::{db_key, encode_value, now_ms};
 use crate::ldouble::LDouble;
+use crate::notify::{GENERIC, STRING};
 use crate::resp::Reply;
 use crate::shared::{Live, Shared, Value};
 
@@ -229,10 +230,20 @@ pub fn set(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
         Ttl::At(t) => Some(t),
     };
     tri!(shared.put(&key, &a[1], exp));
+    notify_set(shared, &key, matches!(ttl, Ttl::At(_)));
     if get {
         old_reply(old)
     } else {
         Reply::ok()
+    }
+}
+
+/// The keyspace notifications of a SET (and SETNX, SETEX, ...): `set`,
+/// then `expire` if it gave an expiry.
+fn notify_set(shared: &Shared, key: &[u8], expiry: bool) {
+    shared.notify(STRING, "set", key);
+    if expiry {
+        shared.notify(GENERIC, "expire", key);
     }
 }
 
@@ -243,6 +254,7 @@ pub fn setnx(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
         return Reply::Int(0);
     }
     tri!(shared.put(&key, &a[1], None));
+    notify_set(shared, &key, false);
     Reply::Int(1)
 }
 
@@ -251,6 +263,7 @@ pub fn setex(shared: &Shared, conn: &ConnState, a: &[Bytes], unit: i64, cmd: &st
     let key = db_key(conn.db, &a[0]);
     let _g = shared.lock_keys(&[&key]);
     tri!(shared.put(&key, &a[2], Some(at)));
+    notify_set(shared, &key, true);
     Reply::ok()
 }
 
@@ -260,6 +273,7 @@ pub fn getdel(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let old = tri!(shared.read(&key));
     if old.is_some() {
         tri!(shared.delete(&key));
+        shared.notify(GENERIC, "del", &key);
     }
     bulk_or_nil(old)
 }
@@ -269,6 +283,7 @@ pub fn getset(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let _g = shared.lock_keys(&[&key]);
     let old = tri!(shared.read(&key));
     tri!(shared.put(&key, &a[1], None));
+    shared.notify(STRING, "set", &key);
     bulk_or_nil(old)
 }
 
@@ -290,6 +305,14 @@ pub fn getex(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     if let Some(new_exp) = new_exp {
         if *exp != new_exp {
             tri!(shared.put(&key, data, new_exp));
+        }
+        // As Redis: EX/PX `expire` even if unchanged, PERSIST only if it
+        // removed an expiry, an EXAT/PXAT already past `del`.
+        match new_exp {
+            Some(at) if at <= now_ms() => shared.notify(GENERIC, "del", &key),
+            Some(_) => shared.notify(GENERIC, "expire", &key),
+            None if exp.is_some() => shared.notify(GENERIC, "persist", &key),
+            None => {}
         }
     }
     bulk_or_nil(old)
@@ -314,6 +337,9 @@ pub fn mset(shared: &Shared, conn: &ConnState, a: &[Bytes], nx: bool) -> Reply {
         b.put(k, encode_value(&p[1], None));
     }
     tri!(shared.write(b));
+    for k in &keys {
+        shared.notify(STRING, "set", k);
+    }
     if nx {
         Reply::Int(1)
     } else {
@@ -332,6 +358,7 @@ pub fn append(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     ));
     data.extend_from_slice(&a[1]);
     tri!(shared.put(&key, &data, exp));
+    shared.notify(STRING, "append", &key);
     Reply::Int(data.len() as i64)
 }
 
@@ -391,6 +418,7 @@ pub fn setrange(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     }
     data[offset as usize..end].copy_from_slice(piece);
     tri!(shared.put(&key, &data, exp));
+    shared.notify(STRING, "setrange", &key);
     Reply::Int(data.len() as i64)
 }
 
@@ -411,6 +439,7 @@ pub fn incr_by(shared: &Shared, conn: &ConnState, key: &[u8], by: Option<i64>) -
         return Reply::err(INCR_OVERFLOW);
     };
     tri!(shared.put(&key, n.to_string().as_bytes(), exp));
+    shared.notify(STRING, "incrby", &key);
     Reply::Int(n)
 }
 
@@ -435,5 +464,6 @@ pub fn incr_by_float(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     };
     let text = n.to_human();
     tri!(shared.put(&key, text.as_bytes(), exp));
+    shared.notify(STRING, "incrbyfloat", &key);
     Reply::bulk(Bytes::from(text))
 }

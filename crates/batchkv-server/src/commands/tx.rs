@@ -369,14 +369,16 @@ fn run_isolated(
             continue;
         }
         if !overlay.batch.is_empty() {
-            shared.write(overlay.batch)?;
+            shared.write_without_events(overlay.batch)?;
         }
         shared.mods.touch(&overlay.touched);
-        drop(locks);
-        // PUBLISH's messages to its own connection are in its replies.
+        // Published before the locks go, so that no later write to these
+        // keys publishes first. PUBLISH's messages to its own connection
+        // are in its replies.
         for (channel, payload, publisher) in &overlay.published {
             shared.pubsub.publish(*publisher, channel, payload);
         }
+        drop(locks);
         return Ok(replies);
     }
 }

@@ -44,6 +44,7 @@ use crate::blocking::WaitFor;
 use crate::errors::{corrupt, out_of_range_between, NOT_FLOAT, NOT_POSITIVE, OUT_OF_RANGE};
 use crate::keyspace::{db_key, glob_match};
 use crate::meta::{self, Kind, Meta};
+use crate::notify::ZSET;
 use crate::ranks;
 use crate::resp::{self, Reply};
 use crate::shared::Shared;
@@ -210,14 +211,16 @@ pub(crate) fn visit_scores(
 }
 
 /// Replaces whatever `dst` holds with a sorted set of `items` (none:
-/// deletes it), waking clients blocked on it; the caller holds `dst`'s
-/// lock (GEOSEARCHSTORE, GEORADIUS ... STORE).
+/// deletes it), waking clients blocked on it, and publishes `event` (or
+/// `del`, as [`combine::replace`]); the caller holds `dst`'s lock
+/// (GEOSEARCHSTORE, GEORADIUS ... STORE).
 pub(crate) fn store_scored(
     shared: &Shared,
     dst: &[u8],
     items: Vec<(Vec<u8>, f64)>,
+    event: &str,
 ) -> Result<(), Reply> {
-    combine::replace(shared, dst, items)
+    combine::replace(shared, dst, items, event)
 }
 
 /// The members of the sorted set `m` at `key` by score (descending with
@@ -282,6 +285,15 @@ fn del_member(w: &mut Writer, member: &[u8], score: f64) {
         .delete(meta::score_index_key(&w.key, w.meta.version, score, member));
     if ranks::indexed(w.meta.version) {
         w.ranks.note(score, member, -1);
+    }
+}
+
+/// The pop event of a side (`max`): `zpopmax` or `zpopmin`.
+fn pop_event(max: bool) -> &'static str {
+    if max {
+        "zpopmax"
+    } else {
+        "zpopmin"
     }
 }
 
@@ -478,9 +490,16 @@ fn add(
         }
     }
     w.meta.size += applied.added as u64;
+    let key = w.key.clone();
     if changed {
-        let key = w.key.clone();
         tri!(w.commit(shared));
+    }
+    // As Redis: published when a pair added or changed a score, even if a
+    // later pair of the same member set it back.
+    if applied.added + applied.updated > 0 {
+        shared.notify(ZSET, if f.incr { "zincr" } else { "zadd" }, &key);
+    }
+    if changed {
         shared.blocking.signal_kind(&key, WaitFor::ZSet);
     }
     match (f.incr, applied.last) {
@@ -570,7 +589,7 @@ pub fn zrem(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     }
     if n > 0 {
         w.meta.size = w.meta.size.saturating_sub(n);
-        tri!(w.commit(shared));
+        tri!(w.commit_notify(shared, ZSET, "zrem"));
     }
     Reply::Int(n as i64)
 }
@@ -713,7 +732,7 @@ pub fn zpop(shared: &Shared, conn: &ConnState, a: &[Bytes], max: bool) -> Reply 
         return Reply::Array(Vec::new());
     }
     let popped = tri!(pop_from(shared, &mut w, max, count.unwrap_or(1) as u64));
-    tri!(w.commit(shared));
+    tri!(w.commit_notify(shared, ZSET, pop_event(max)));
     match count {
         Some(_) => scored_reply(popped, true),
         // Without a count: one flat [member, score] in RESP3 too.

@@ -471,20 +471,20 @@ impl Settings {
         for (pair, &(i, _)) in pairs.chunks(2).zip(&targets) {
             let value = parse(PARAMS[i].kind, pair[1])
                 .map_err(|e| set_failed(&String::from_utf8_lossy(pair[0]), &e))?;
-            parsed.push((i, value));
+            parsed.push((i, value, pair[1]));
         }
-        for (i, value) in &parsed {
+        for (i, value, _) in &parsed {
             if matches!(PARAMS[*i].effect, Effect::MaxClients) {
                 self.check_maxclients(value)?;
             }
         }
         let mut values = lock(&self.values);
-        for (i, mut value) in parsed {
+        for (i, mut value, given) in parsed {
             if matches!(PARAMS[i].kind, Kind::OutputLimits) {
                 // Classes not named keep their limits.
                 value = output_limits::merge(&values[i], &value);
             }
-            self.apply(PARAMS[i].effect, &value);
+            self.apply(PARAMS[i].effect, &value, given);
             values[i] = value;
         }
         Ok(())
@@ -511,8 +511,9 @@ impl Settings {
         Err(set_failed("maxclients", &why))
     }
 
-    /// Makes `value` (already checked) take effect.
-    fn apply(&self, effect: Effect, value: &str) {
+    /// Makes `value` (already checked and shown as CONFIG GET shows it;
+    /// `given` as set) take effect.
+    fn apply(&self, effect: Effect, value: &str, given: &[u8]) {
         let int = || value.parse::<i64>().unwrap_or(0);
         let size = || usize::try_from(value.parse::<u64>().unwrap_or(0)).unwrap_or(usize::MAX);
         match effect {
@@ -540,7 +541,8 @@ impl Settings {
                 .store(size(), Ordering::Relaxed),
             Effect::HllSparseMaxBytes => self.hll_sparse_max_bytes.store(size(), Ordering::Relaxed),
             Effect::NotifyKeyspaceEvents => {
-                let flags = events::parse(value.as_bytes()).unwrap_or(0);
+                // As set: the shown form drops `n` next to `A`, as Redis's.
+                let flags = events::parse(given).unwrap_or(0);
                 self.notify_keyspace_events.store(flags, Ordering::Relaxed)
             }
             Effect::ProtectedMode => self.protected_mode.store(value == "yes", Ordering::Relaxed),
@@ -972,6 +974,22 @@ mod tests {
         .unwrap();
         assert_eq!(get(&s, "save"), "3600 1 300 100");
         assert_eq!(get(&s, "notify-keyspace-events"), "AKE");
+        assert_eq!(
+            s.notify_keyspace_events(),
+            events::ALL | events::KEYSPACE | events::KEYEVENT
+        );
+        // Shown as Redis shows it (`A` hides `n`), in effect as set.
+        set(&s, &["notify-keyspace-events", "KEAn"]).unwrap();
+        assert_eq!(get(&s, "notify-keyspace-events"), "AKE");
+        assert_ne!(s.notify_keyspace_events() & events::NEW, 0);
+        assert!(set(&s, &["notify-keyspace-events", "KEq"]).is_err());
+        assert_ne!(
+            s.notify_keyspace_events() & events::NEW,
+            0,
+            "a refused value changes nothing"
+        );
+        set(&s, &["notify-keyspace-events", ""]).unwrap();
+        assert_eq!(s.notify_keyspace_events(), 0);
         for bad in ["0 1", "  ", "3600 1  300 100", "3600"] {
             assert!(set(&s, &["save", bad]).is_err(), "{bad:?}");
         }

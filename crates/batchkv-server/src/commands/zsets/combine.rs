@@ -30,6 +30,7 @@ use crate::commands::{not_integer, parse_int, syntax_error, ConnState};
 use crate::errors::{cannot_be_negative, wrong_type};
 use crate::keyspace::{db_key, put_meta};
 use crate::meta::{self, Kind, Meta};
+use crate::notify::{GENERIC, ZSET};
 use crate::ranks;
 use crate::resp::Reply;
 use crate::shared::{Shared, Value};
@@ -304,7 +305,12 @@ pub fn zstore(shared: &Shared, conn: &ConnState, a: &[Bytes], op: Op) -> Reply {
     let plan = tri!(plan(shared, keys, opts, op, Output::Store));
     let result = tri!(compute(shared, &plan, op));
     let len = result.len() as i64;
-    tri!(replace(shared, &dst, result));
+    let event = match op {
+        Op::Union => "zunionstore",
+        Op::Inter => "zinterstore",
+        Op::Diff => "zdiffstore",
+    };
+    tri!(replace(shared, &dst, result, event));
     Reply::Int(len)
 }
 
@@ -431,13 +437,24 @@ fn diff(shared: &Shared, sources: &[Source]) -> Result<Vec<Scored>, Reply> {
 
 /// Replaces whatever `dst` holds with a new sorted set of `items` (none:
 /// deletes `dst`), in one batch, and wakes a client blocked on `dst`
-/// (BZPOPMIN, ...). The caller holds `dst`'s lock.
-pub(super) fn replace(shared: &Shared, dst: &[u8], items: Vec<Scored>) -> Result<(), Reply> {
+/// (BZPOPMIN, ...). Publishes `event` on `dst`, or, with no items, a
+/// generic `del` if `dst` held something. The caller holds `dst`'s lock.
+pub(super) fn replace(
+    shared: &Shared,
+    dst: &[u8],
+    items: Vec<Scored>,
+    event: &str,
+) -> Result<(), Reply> {
     let mut b = WriteBatch::new();
     shared.clear_old(&mut b, dst)?;
     if items.is_empty() {
+        let existed = shared.notifies(GENERIC) && shared.read_value(dst)?.is_some();
         b.delete(dst);
-        return shared.write(b);
+        shared.write(b)?;
+        if existed {
+            shared.notify(GENERIC, "del", dst);
+        }
+        return Ok(());
     }
     let mut m = shared.new_collection(Kind::ZSet);
     m.size = items.len() as u64;
@@ -453,6 +470,7 @@ pub(super) fn replace(shared: &Shared, dst: &[u8], items: Vec<Scored>) -> Result
     ranks::build(&mut b, dst, m.version, entries.iter().map(Vec::as_slice));
     put_meta(&mut b, dst, &m);
     shared.write(b)?;
+    shared.notify(ZSET, event, dst);
     shared.blocking.signal_kind(dst, WaitFor::ZSet);
     Ok(())
 }

@@ -12,13 +12,14 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::{pop_from, Scored};
+use super::{pop_event, pop_from, Scored};
 use crate::commands::coll::{self, Mpop, Others};
 use crate::commands::lists::parse_timeout;
 use crate::commands::strings::tri;
 use crate::commands::{syntax_error, ConnState, Handler};
 use crate::keyspace::db_key;
 use crate::meta::Kind;
+use crate::notify::{GENERIC, ZSET};
 use crate::resp::Reply;
 use crate::shared::Shared;
 
@@ -33,7 +34,9 @@ pub const BMPOP: &[&str] = &["write", "blocking", "movablekeys"];
 type Popped = (Bytes, Vec<Scored>);
 
 /// Pops up to `count` members from the low end (the high end, `max`) of
-/// the first non-empty sorted set among `keys` (`coll::pop_first`).
+/// the first non-empty sorted set among `keys` (`coll::pop_first`), and
+/// publishes `zpopmin` (`zpopmax`) on its key, then `del` if emptied, as
+/// Redis does for these commands and for a blocked client it serves.
 fn pop_first(
     shared: &Shared,
     conn: &ConnState,
@@ -42,9 +45,20 @@ fn pop_first(
     count: u64,
     others: Others,
 ) -> Result<Option<Popped>, Reply> {
-    coll::pop_first(shared, conn.db, keys, Kind::ZSet, others, |s, w| {
-        pop_from(s, w, max, count)
-    })
+    let popped = coll::pop_first(shared, conn.db, keys, Kind::ZSet, others, |s, w| {
+        Ok((pop_from(s, w, max, count)?, w.meta.size == 0))
+    })?;
+    Ok(popped.map(|(key, (items, emptied))| {
+        if shared.notifies(ZSET | GENERIC) {
+            shared.notify_removal(
+                crate::notify::ZSET,
+                pop_event(max),
+                &db_key(conn.db, &key),
+                emptied,
+            );
+        }
+        (key, items)
+    }))
 }
 
 /// MIN or MAX (any case): whether it is MAX.

@@ -170,7 +170,7 @@ pub fn zrangestore(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
         None => Vec::new(),
     };
     let n = items.len() as i64;
-    tri!(replace(shared, &dst, items));
+    tri!(replace(shared, &dst, items, "zrangestore"));
     Reply::Int(n)
 }
 
@@ -619,6 +619,11 @@ pub fn zremrange(shared: &Shared, conn: &ConnState, a: &[Bytes], by: RemBy) -> R
         del_member(&mut w, mem, *s);
     }
     w.meta.size = w.meta.size.saturating_sub(gone.len() as u64);
-    tri!(w.commit(shared));
+    let event = match by {
+        By::Rank => "zremrangebyrank",
+        By::Score => "zremrangebyscore",
+        By::Lex => "zremrangebylex",
+    };
+    tri!(w.commit_notify(shared, crate::notify::ZSET, event));
     Reply::Int(gone.len() as i64)
 }

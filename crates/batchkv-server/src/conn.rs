@@ -626,16 +626,12 @@ impl Conn {
         let (Some(writes), Some(updates)) = (&self.shared.writes, &self.shared.updates) else {
             return Some(None);
         };
-        let Some(group) = write_group::find(&self.st, reqs) else {
+        // The string paths run no command handler, so they publish no
+        // keyspace notifications (`notify.rs`).
+        let string_paths = self.shared.settings.notify_keyspace_events() == 0;
+        let Some(group) = write_group::find(&self.st, reqs, string_paths) else {
             return Some(None);
         };
-        if matches!(group, Group::Strings(_) | Group::StringUpdates(_))
-            && self.shared.settings.notify_keyspace_events() != 0
-        {
-            // The combined string paths run no command handler, so they
-            // publish no keyspace notifications (`notify.rs`).
-            return Some(None);
-        }
         self.st.pubsub.drain(self.st.proto, &mut self.out);
         match group {
             Group::Strings(slots) => {

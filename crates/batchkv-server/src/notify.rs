@@ -38,9 +38,10 @@
 //! subscriber's messages: after the reply of the command that caused
 //! them, where Redis writes them before it.
 //!
-//! While any class is enabled, SET-family and read-modify-write string
-//! commands run one by one rather than combined into engine write groups
-//! (`conn.rs`), since the combined paths do not run the command handlers.
+//! While any class is enabled, runs of SET-family and read-modify-write
+//! string commands go the way of the other write commands' runs (their
+//! handlers under an overlay, `write_group.rs`), not the string paths that
+//! build the engine write without running the handlers.
 
 use std::cell::RefCell;
 

@@ -111,12 +111,14 @@ pub enum Group {
     Commands(Vec<&'static CommandSpec>),
 }
 
-/// The group at the start of `reqs`, if any.
-pub fn find(st: &ConnState, reqs: &[Vec<Bytes>]) -> Option<Group> {
+/// The group at the start of `reqs`, if any. Without `string_paths` a
+/// run of string writes is a [`Group::Commands`] too: its handlers run
+/// (keyspace notifications need them, `notify.rs`).
+pub fn find(st: &ConnState, reqs: &[Vec<Bytes>], string_paths: bool) -> Option<Group> {
     // Sized at the first command that groups, for the pipeline's rest (up
     // to 64: a pipeline's run is mostly all of it, and a longer one grows).
     let (mut indexes, mut bytes) = (Vec::new(), 0);
-    let (mut blind, mut updates) = (true, true);
+    let (mut blind, mut updates) = (string_paths, string_paths);
     // A pipeline mostly repeats one command: a name equal to the previous
     // one's needs no lookup, and (its arity checked by `groupable`, which
     // is exact for the string updates) is a string update if that was.

@@ -484,3 +484,61 @@ fn classes() {
         "h hset, h hdel, h del, s del, z del"
     );
 }
+
+/// Pipelines of SET, INCR and HSET from several connections at once (run
+/// as engine write groups, combined across connections) publish one event
+/// per command, each naming its own key.
+#[test]
+fn grouped_writes_of_many_connections_publish_every_event() {
+    const CONNS: usize = 6;
+    const PER_CONN: usize = 300;
+    let h = Harness::start();
+    let mut c = h.conn();
+    let _: () = q(&mut c, &["CONFIG", "SET", "notify-keyspace-events", "E$h"]);
+    let mut sub = h.conn();
+    let mut ps = sub.as_pubsub();
+    ps.psubscribe("__keyevent@0__:*").unwrap();
+    ps.subscribe("done").unwrap();
+    std::thread::scope(|s| {
+        for t in 0..CONNS {
+            let h = &h;
+            s.spawn(move || {
+                let mut c = h.conn();
+                for chunk in (0..PER_CONN).collect::<Vec<_>>().chunks(10) {
+                    let mut p = redis::pipe();
+                    for &j in chunk {
+                        p.cmd("SET").arg(format!("s{t}:{j}")).arg(j).ignore();
+                        p.cmd("INCR").arg(format!("n{t}")).ignore();
+                        p.cmd("HSET").arg(format!("h{t}")).arg(j).arg(1).ignore();
+                    }
+                    let () = p.query(&mut c).unwrap();
+                }
+            });
+        }
+    });
+    let _: i64 = q(&mut c, &["PUBLISH", "done", "x"]);
+    let mut seen = std::collections::BTreeMap::<String, usize>::new();
+    loop {
+        let m = ps.get_message().unwrap();
+        if m.get_channel_name() == "done" {
+            break;
+        }
+        let event = m.get_channel_name().rsplit(':').next().unwrap().to_string();
+        let key: String = m.get_payload().unwrap();
+        *seen.entry(format!("{event} {key}")).or_default() += 1;
+    }
+    for t in 0..CONNS {
+        for j in 0..PER_CONN {
+            assert_eq!(
+                seen.remove(&format!("set s{t}:{j}")),
+                Some(1),
+                "set s{t}:{j}"
+            );
+        }
+        assert_eq!(seen.remove(&format!("incrby n{t}")), Some(PER_CONN));
+        assert_eq!(seen.remove(&format!("hset h{t}")), Some(PER_CONN));
+    }
+    assert!(seen.is_empty(), "unexpected events: {seen:?}");
+    let n: i64 = q(&mut c, &["GET", "n0"]);
+    assert_eq!(n, PER_CONN as i64);
+}

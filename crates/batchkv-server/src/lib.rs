@@ -55,6 +55,7 @@ mod panics;
 mod pqsort;
 mod pubsub;
 mod ranks;
+mod rdb;
 mod resp;
 mod security;
 mod server;

@@ -53,8 +53,14 @@ pub fn open(shared: &Shared, key: Vec<u8>, kind: Kind) -> Result<Writer, Reply> 
     if let Some(w) = open_existing(shared, key.clone(), kind)? {
         return Ok(w);
     }
+    create(shared, key, kind)
+}
+
+/// A new empty collection of `kind` (a fresh version) at stored key `key`,
+/// replacing whatever the key holds: the old value's elements are deleted
+/// in the same write. The caller holds the key's lock.
+pub fn create(shared: &Shared, key: Vec<u8>, kind: Kind) -> Result<Writer, Reply> {
     let mut batch = writer_batch();
-    // An expired collection's elements go with the new one's first write.
     shared.clear_old(&mut batch, &key)?;
     Ok(Writer {
         key,

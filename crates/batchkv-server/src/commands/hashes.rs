@@ -61,6 +61,15 @@ fn read_hash(
     Ok(shared.read_meta(&k, Kind::Hash)?.map(|m| (k, m)))
 }
 
+/// Adds `pairs` (distinct fields) to `w`, a new hash (RESTORE).
+pub(crate) fn fill(w: &mut Writer, pairs: &[(Vec<u8>, Vec<u8>)]) {
+    for (f, v) in pairs {
+        let ek = w.element_key(f);
+        w.batch.put(ek, v);
+    }
+    w.meta.size += pairs.len() as u64;
+}
+
 /// Sets `pairs` (field, value) in `w`; returns how many fields are new.
 fn set_fields(shared: &Shared, w: &mut Writer, pairs: &[(&[u8], &[u8])]) -> Result<i64, Reply> {
     let fields: Vec<&[u8]> = pairs.iter().map(|p| p.0).collect();

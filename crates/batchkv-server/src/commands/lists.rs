@@ -299,6 +299,11 @@ fn delete_span(b: &mut WriteBatch, key: &[u8], m: &Meta, lo: u64, hi: u64) {
     }
 }
 
+/// Appends `vals` to `w`, a new list (RESTORE).
+pub(crate) fn fill(w: &mut Writer, vals: &[Vec<u8>]) -> Result<(), Reply> {
+    push_values(&mut w.batch, &w.key, &mut w.meta, End::Right, vals)
+}
+
 /// Adds `vals` at `end` of the list `m` at `key` one by one (so LPUSH a b
 /// leaves b at the head), writing them to `b`.
 fn push_values<V: AsRef<[u8]>>(

@@ -19,6 +19,7 @@ mod command;
 mod config_cmd;
 mod dbs;
 mod docs;
+mod dump;
 pub(crate) mod geo;
 mod groups;
 mod hashes;
@@ -206,6 +207,7 @@ static TABLES: &[&[CommandSpec]] = &[
     sort::COMMANDS,
     streams::COMMANDS,
     groups::COMMANDS,
+    dump::COMMANDS,
 ];
 
 /// Every command the server knows, in table order.

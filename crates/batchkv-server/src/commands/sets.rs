@@ -17,7 +17,7 @@ use std::collections::BTreeSet;
 use batchkv::{ReadOptions, WriteBatch};
 use bytes::Bytes;
 
-use super::coll::{self, parse_rand_count};
+use super::coll::{self, parse_rand_count, Writer};
 use super::sample::Sample;
 use super::strings::tri;
 use super::{
@@ -237,6 +237,15 @@ fn stored_keys(conn: &ConnState, keys: &[Bytes]) -> Vec<Vec<u8>> {
 fn combine_reply(shared: &Shared, conn: &ConnState, a: &[Bytes], op: Op) -> Reply {
     let keys = stored_keys(conn, a);
     set_reply(tri!(shared.at_snapshot(|| combine(shared, op, &keys))))
+}
+
+/// Adds `members` (distinct) to `w`, a new set (RESTORE).
+pub(crate) fn fill(w: &mut Writer, members: &[Vec<u8>]) {
+    for m in members {
+        let ek = w.element_key(m);
+        w.batch.put(ek, []);
+    }
+    w.meta.size += members.len() as u64;
 }
 
 /// Adds to `b` a new set at stored key `key` holding `members` (sorted,

@@ -251,6 +251,30 @@ fn scan_all(
     scan_index(shared, key, m, &p, &meta::prefix_end(&p), reverse, f)
 }
 
+/// Adds `pairs` (distinct members, scores not NaN) to `w`, a new sorted
+/// set (RESTORE).
+pub(crate) fn fill(w: &mut Writer, pairs: &[(Vec<u8>, f64)]) {
+    for (m, score) in pairs {
+        put_member(w, m, None, *score);
+    }
+    w.meta.size += pairs.len() as u64;
+}
+
+/// Every member of the sorted set `m` at `key` with its score, by score
+/// (DUMP).
+pub(crate) fn members_with_scores(
+    shared: &Shared,
+    key: &[u8],
+    m: &Meta,
+) -> Result<Vec<(Vec<u8>, f64)>, Reply> {
+    let mut out = Vec::with_capacity(m.size.min(1 << 16) as usize);
+    scan_all(shared, key, m, false, |mem, score| {
+        out.push((mem.to_vec(), score));
+        true
+    })?;
+    Ok(out)
+}
+
 /// Adds to `w` `member` with score `new` (stored as [`stored`]), replacing
 /// its index entry for score `old` if it had one. The caller updates
 /// `w.meta.size`.

@@ -49,16 +49,7 @@ fn events(h: &Harness, flags: &str, before: &[&str], blocked: &[&str], script: &
         }
     });
     let _: i64 = q(&mut c, &["PUBLISH", "done", "x"]);
-    let mut out = Vec::new();
-    loop {
-        let m = ps.get_message().unwrap();
-        let channel = m.get_channel_name();
-        if channel == "done" {
-            break;
-        }
-        let key = channel.split_once("__:").unwrap().1;
-        out.push(format!("{key} {}", m.get_payload::<String>().unwrap()));
-    }
+    let out = common::keyspace_events_until_done(&mut ps);
     drop(ps);
     let _: () = q(&mut c, &["CONFIG", "SET", "notify-keyspace-events", ""]);
     out.join(", ")

@@ -832,6 +832,14 @@ fn say(line: &str) {
     let _ = writeln!(std::io::stderr(), "{line}");
 }
 
+/// `BATCHKV_SEED`, or a random seed.
+fn seed_from_env() -> u64 {
+    std::env::var("BATCHKV_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(rand::random)
+}
+
 fn env_usize(name: &str) -> Option<usize> {
     std::env::var(name).ok().and_then(|s| s.parse().ok())
 }
@@ -914,10 +922,7 @@ fn batchkv_matches_redis_server() {
     let Some(mut servers) = Servers::start() else {
         return;
     };
-    let seed: u64 = std::env::var("BATCHKV_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(rand::random);
+    let seed = seed_from_env();
     // 8-16 s in a release build (15,000-32,000 commands/s checked on two
     // cores, shared or not; about 10 s on a quiet machine), about 7 s in a
     // debug build (7,500/s).
@@ -1019,10 +1024,7 @@ fn keyspace_notifications_match_redis_server() {
     let Some(mut servers) = Servers::start() else {
         return;
     };
-    let seed: u64 = std::env::var("BATCHKV_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(rand::random);
+    let seed = seed_from_env();
     let default = if cfg!(debug_assertions) {
         10_000
     } else {

@@ -283,3 +283,19 @@ impl Rng {
         xs[self.below(xs.len())]
     }
 }
+
+/// The keyspace events a subscriber of `__keyspace@*` (and of `done`)
+/// received before a message on `done`, each as `<key> <event>`.
+#[allow(dead_code, reason = "not every test file reads notifications")]
+pub fn keyspace_events_until_done(ps: &mut redis::PubSub<'_>) -> Vec<String> {
+    let mut out = Vec::new();
+    loop {
+        let m = ps.get_message().unwrap();
+        let channel = m.get_channel_name();
+        if channel == "done" {
+            return out;
+        }
+        let key = channel.split_once("__:").unwrap().1;
+        out.push(format!("{key} {}", m.get_payload::<String>().unwrap()));
+    }
+}

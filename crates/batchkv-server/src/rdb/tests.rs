@@ -518,7 +518,7 @@ fn plain_nodes() {
 
 #[test]
 fn long_strings_compressed() {
-    let p = dump(&s(&"ab".repeat(50)));
+    let p = dump(&s(&"ab".repeat(600)));
     assert_eq!(p[1], 0xC3);
     assert!(p.len() < 40);
     // Incompressible: raw.
@@ -588,7 +588,7 @@ fn malformed_bodies() {
         0, 0xC3, 3, 0x80, 0x7F, 0xFF, 0xFF, 0xFF, 2, b'a', b'b', b'c',
     ]);
     let mut lzf_body = vec![0];
-    put_string(&mut lzf_body, "ab".repeat(50).as_bytes());
+    put_string(&mut lzf_body, "ab".repeat(600).as_bytes());
     assert_eq!(lzf_body[1], 0xC3);
     let mut wrong_len = lzf_body.clone();
     wrong_len[3] = 99;

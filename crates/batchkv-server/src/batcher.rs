@@ -94,7 +94,7 @@ pub enum Shape {
     /// indexes are held here, not in the job's [`Keys`]; once phase 1
     /// found the list, [`element_keys`] turns them into its elements.
     LRange { start: i64, end: i64 },
-    /// HLEN, SCARD, ZCARD, LLEN key: an integer, the size of the
+    /// HLEN, SCARD, ZCARD, LLEN, XLEN key: an integer, the size of the
     /// collection of this kind (0 if absent). Its metadata is all it reads.
     Card(Kind),
     /// HMGET key and n fields: an array of n bulk strings.

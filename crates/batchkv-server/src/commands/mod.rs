@@ -986,6 +986,7 @@ mod tests {
             ("scard s", "scard", Kind::Set),
             ("ZCARD z", "zcard", Kind::ZSet),
             ("llen l", "llen", Kind::List),
+            ("xlen x", "xlen", Kind::Stream),
         ] {
             assert_eq!(shape(line), Some((name, Shape::Card(kind))));
         }

@@ -24,6 +24,7 @@ use super::{
     parse_int, spec, syntax_error, wrong_arity, CommandSpec, ConnState, Handler, KEY1, NO_KEYS, R,
     RS,
 };
+use crate::batcher::Shape;
 use crate::blocking::WaitFor;
 use crate::errors::{not_integer, wrong_type, NO_SUCH_KEY};
 use crate::keyspace::db_key;
@@ -43,7 +44,7 @@ const XREAD_FLAGS: &[&str] = &["readonly", "blocking", "movablekeys"];
 /// The stream commands.
 pub(super) static COMMANDS: &[CommandSpec] = &[
     spec("xadd", -5, WRITE_FAST_OOM, KEY1, |s, c, a| xadd(s, c, a)),
-    spec("xlen", 2, R, KEY1, |s, c, a| xlen(s, c, a)),
+    spec("xlen", 2, R, KEY1, |s, c, a| xlen(s, c, a)).batched(|_| Some(Shape::Card(Kind::Stream))),
     spec("xrange", -4, RS, KEY1, |s, c, a| xrange(s, c, a, false)),
     spec("xrevrange", -4, RS, KEY1, |s, c, a| xrange(s, c, a, true)),
     spec("xdel", -3, WRITE_FAST, KEY1, |s, c, a| xdel(s, c, a)),

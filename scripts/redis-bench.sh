@@ -15,6 +15,7 @@
 #   HGET, HMGET5, HMGET100, HSET       hashes h:N with fields f:N
 #   SMISMEMBER100, SADD                sets s:N with members m:N
 #   ZMSCORE100, ZADD                   sorted sets z:N with members m:N
+#   GEODIST                            two members of z:N (their scores as cells)
 #   LPUSH, LPOP                        lists l:N (LPOP after LPUSH refills)
 # and reads of one element or a few (their collections loaded the same
 # way; lists l:N of elements m:N for the list reads):
@@ -158,7 +159,7 @@ load_for() {
     GET | MGET100 | SET | MSET10 | INCR | APPEND) what=strings ;;
     H*) what=hashes ;;
     S*) what=sets ;;
-    Z*) what=zsets ;;
+    Z* | GEO*) what=zsets ;;
     LINDEX | LRANGE10) what=lists ;;
     XREADGROUP10 | XPENDING) what=groups ;;
     *) what=none ;;
@@ -271,6 +272,7 @@ bench() {
         HRANDFIELD) cmd=(HRANDFIELD h:__rand_int__) ;;
         ZRANDMEMBER) cmd=(ZRANDMEMBER z:__rand_int__) ;;
         ZRANDMEMBER5) cmd=(ZRANDMEMBER z:__rand_int__ 5 WITHSCORES) ;;
+        GEODIST) cmd=(GEODIST z:__rand_int__ m:__rand_int__ m:__rand_int__ km) ;;
         HSET) cmd=(HSET h:__rand_int__ f:__rand_int__ "$(head -c "$VALUE" </dev/zero | tr '\0' y)") ;;
         SMISMEMBER100) cmd=(SMISMEMBER s:__rand_int__ $(repeat_arg 100 m:__rand_int__)) many=$MGET_DIV ;;
         SADD) cmd=(SADD s:__rand_int__ n:__rand_int__) ;;

@@ -111,6 +111,10 @@ pub enum Shape {
     GeoPos(usize),
     /// GEOHASH key and n members: an array of n geohashes (or nils).
     GeoHash(usize),
+    /// GEODIST key member member [unit]: the distance in the unit, a bulk
+    /// string (nil unless both members exist). The encoder holds the
+    /// first member's score until the second arrives.
+    GeoDist(geo::Unit),
 }
 
 impl Shape {
@@ -126,6 +130,7 @@ impl Shape {
             | Shape::LIndex
             | Shape::SIsMember
             | Shape::ZScore => 2,
+            Shape::GeoDist(_) => 3,
             Shape::HMget(n)
             | Shape::SMIsMember(n)
             | Shape::ZMScore(n)
@@ -142,9 +147,11 @@ impl Shape {
             Shape::LIndex | Shape::LRange { .. } => Some(Kind::List),
             Shape::Card(kind) => Some(kind),
             Shape::SIsMember | Shape::SMIsMember(_) => Some(Kind::Set),
-            Shape::ZScore | Shape::ZMScore(_) | Shape::GeoPos(_) | Shape::GeoHash(_) => {
-                Some(Kind::ZSet)
-            }
+            Shape::ZScore
+            | Shape::ZMScore(_)
+            | Shape::GeoPos(_)
+            | Shape::GeoHash(_)
+            | Shape::GeoDist(_) => Some(Kind::ZSet),
         }
     }
 
@@ -556,6 +563,7 @@ impl Reads {
             begun: false,
             start: 0,
             failed: None,
+            held: None,
         };
         if read {
             let on_value = |_: usize, r: batchkv::Result<Option<&[u8]>>| {
@@ -893,6 +901,9 @@ struct Encoder<'p, 'r> {
     start: usize,
     /// A collection read's error, which replaces its whole reply.
     failed: Option<String>,
+    /// GEODIST's first member's score (`None`: absent), read before the
+    /// second's.
+    held: Option<Option<f64>>,
 }
 
 impl Encoder<'_, '_> {
@@ -909,6 +920,7 @@ impl Encoder<'_, '_> {
             let found = shape.kind().map(|_| &self.found[self.ci]);
             self.start = out.len();
             self.failed = None;
+            self.held = None;
             self.reads = reads(shape, found);
             // A command boundary: the first command is always answered.
             if self.si > 0 && out.len() - progress.start >= req.limits.split_at {
@@ -997,6 +1009,20 @@ impl Encoder<'_, '_> {
                 Err(_) => self.failed = Some(CORRUPT.into()),
             },
             (Shape::GeoPos(_), Ok(None)) => resp::encode_nil_array(req.proto, out),
+            (Shape::GeoDist(unit), Ok(v)) => {
+                let score = match v.map(<[u8; 8]>::try_from) {
+                    None => None,
+                    Some(Ok(b)) => Some(f64::from_le_bytes(b)),
+                    Some(Err(_)) => {
+                        self.failed = Some(CORRUPT.into());
+                        None
+                    }
+                };
+                match self.held.take() {
+                    None => self.held = Some(score),
+                    Some(first) => geo::encode_distance(req.proto, out, first.zip(score), unit),
+                }
+            }
             (_, Ok(_)) => resp::encode_nil(req.proto, out),
         }
         self.ki += 1;
@@ -1089,7 +1115,9 @@ fn encode_missing(proto: u8, out: &mut BytesMut, shape: Shape) {
                 resp::encode_nil_array(proto, out);
             }
         }
-        Shape::Get | Shape::HGet | Shape::LIndex | Shape::ZScore => resp::encode_nil(proto, out),
+        Shape::Get | Shape::HGet | Shape::LIndex | Shape::ZScore | Shape::GeoDist(_) => {
+            resp::encode_nil(proto, out)
+        }
         Shape::LRange { .. } => resp::encode_array_header(out, 0),
     }
 }

@@ -1,5 +1,5 @@
 //! Collection point reads (HGET, HMGET, HEXISTS, HSTRLEN, SISMEMBER,
-//! SMISMEMBER, ZSCORE, ZMSCORE) and size reads (HLEN, SCARD, ZCARD, LLEN)
+//! SMISMEMBER, ZSCORE, ZMSCORE, GEOPOS, GEOHASH, GEODIST) and size reads (HLEN, SCARD, ZCARD, LLEN)
 //! joining the batcher's jobs with GET and MGET (`batcher.rs`):
 //! the replies of a server with batching on must be the bytes of one with
 //! `--batch off` (and of redis-server, when installed), in RESP2 and
@@ -63,7 +63,7 @@ fn setup(prefix: &str) -> Vec<Vec<String>> {
 fn read(rng: &mut Rng, prefix: &str) -> Vec<String> {
     let key = format!("{prefix}{}", rng.pick(KEYS));
     let n = 1 + rng.below(4);
-    let (name, subs) = match rng.below(16) {
+    let (name, subs) = match rng.below(19) {
         0 => ("GET", 0),
         1 => ("MGET", n),
         2 => ("HGET", 1),
@@ -79,6 +79,9 @@ fn read(rng: &mut Rng, prefix: &str) -> Vec<String> {
         12 => ("ZCARD", 0),
         13 => ("LINDEX", 1),
         14 => ("LRANGE", 2),
+        15 => ("GEODIST", 2),
+        16 => ("GEOPOS", n),
+        17 => ("GEOHASH", n),
         _ => ("LLEN", 0),
     };
     let name = match rng.below(10) {
@@ -97,6 +100,10 @@ fn read(rng: &mut Rng, prefix: &str) -> Vec<String> {
             // An index inside, outside or not one.
             c[2] = rng.pick(&["0", "1", "-1", "-3", "2", "x"]).to_string();
         }
+    }
+    if name.eq_ignore_ascii_case("geodist") && rng.below(2) == 0 {
+        // A unit, in any case, or not one (then not batchable).
+        c.push(rng.pick(&["km", "MI", "ft", "m", "parsec"]).to_string());
     }
     if name.eq_ignore_ascii_case("lrange") {
         // Mostly a list; spans short (batched) or not (of mixed signs,
@@ -127,7 +134,7 @@ fn read(rng: &mut Rng, prefix: &str) -> Vec<String> {
 fn write(rng: &mut Rng, prefix: &str) -> Vec<String> {
     let key = format!("{prefix}{}", rng.pick(&KEYS[..6]));
     let sub = rng.pick(SUBS).to_string();
-    let c: Vec<String> = match rng.below(12) {
+    let c: Vec<String> = match rng.below(13) {
         0 => vec!["HSET".into(), key, sub, format!("v{}", rng.below(100))],
         1 => vec!["HDEL".into(), key, sub],
         2 => vec!["SADD".into(), key, sub],
@@ -139,6 +146,11 @@ fn write(rng: &mut Rng, prefix: &str) -> Vec<String> {
         8 => vec!["RPUSH".into(), key, sub],
         9 => vec!["LPOP".into(), key],
         10 => vec!["LPUSH".into(), key, sub],
+        11 => {
+            let long = rng.pick(&["13.361389", "-0.1275", "151.2"]).to_string();
+            let lat = rng.pick(&["38.115556", "51.507", "-33.86"]).to_string();
+            vec!["GEOADD".into(), key, long, lat, sub]
+        }
         _ => {
             let src = format!("{prefix}{}", rng.pick(&KEYS[..3]));
             vec!["COPY".into(), src, key, "REPLACE".into()]

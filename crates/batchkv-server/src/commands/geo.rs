@@ -27,7 +27,11 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     spec("geoadd", -5, WM, KEY1, geoadd),
     spec("geopos", -2, RO, KEY1, geopos)
         .batched(|a| (a.len() > 1).then(|| Shape::GeoPos(a.len() - 1))),
-    spec("geodist", -4, RO, KEY1, geodist),
+    spec("geodist", -4, RO, KEY1, geodist).batched(|a| match a.len() {
+        3 => Some(Shape::GeoDist(Unit::M)),
+        4 => Unit::parse(&a[3]).map(Shape::GeoDist),
+        _ => None,
+    }),
     spec("geohash", -2, RO, KEY1, geohash)
         .batched(|a| (a.len() > 1).then(|| Shape::GeoHash(a.len() - 1))),
     spec("geosearch", -7, RO, KEY1, |s, c, a| {
@@ -69,17 +73,42 @@ fn not_float() -> Reply {
     Reply::err("ERR value is not a valid float")
 }
 
-/// Meters per unit `m`, `km`, `ft`, `mi` (any case).
-fn unit(b: &[u8]) -> Result<f64, Reply> {
-    match b.to_ascii_lowercase().as_slice() {
-        b"m" => Ok(1.0),
-        b"km" => Ok(1000.0),
-        b"ft" => Ok(0.3048),
-        b"mi" => Ok(1609.34),
-        _ => Err(Reply::err(
-            "ERR unsupported unit provided. please use M, KM, FT, MI",
-        )),
+/// A distance unit: `m`, `km`, `ft`, `mi` (any case).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    M,
+    Km,
+    Ft,
+    Mi,
+}
+
+impl Unit {
+    pub fn parse(b: &[u8]) -> Option<Unit> {
+        match b.to_ascii_lowercase().as_slice() {
+            b"m" => Some(Unit::M),
+            b"km" => Some(Unit::Km),
+            b"ft" => Some(Unit::Ft),
+            b"mi" => Some(Unit::Mi),
+            _ => None,
+        }
     }
+
+    /// Meters per unit (Redis's `extractUnitOrReply`).
+    pub fn meters(self) -> f64 {
+        match self {
+            Unit::M => 1.0,
+            Unit::Km => 1000.0,
+            Unit::Ft => 0.3048,
+            Unit::Mi => 1609.34,
+        }
+    }
+}
+
+/// Meters per unit `m`, `km`, `ft`, `mi` (any case), or the error.
+fn unit(b: &[u8]) -> Result<f64, Reply> {
+    Unit::parse(b)
+        .map(Unit::meters)
+        .ok_or_else(|| Reply::err("ERR unsupported unit provided. please use M, KM, FT, MI"))
 }
 
 /// A distance argument with a custom error for a non-number.
@@ -125,6 +154,30 @@ fn coordinates(proto: u8, pos: (f64, f64)) -> Reply {
 /// A distance as Redis replies it: `%.4f`, a bulk string.
 fn distance_reply(d: f64) -> Reply {
     Reply::bulk(format!("{d:.4}").into_bytes())
+}
+
+/// Appends GEODIST's reply for the two members' scores (`None` unless
+/// both exist): the batched GEODIST's (`batcher.rs`), as [`geodist`]'s.
+pub(crate) fn encode_distance(
+    proto: u8,
+    out: &mut BytesMut,
+    scores: Option<(f64, f64)>,
+    unit: Unit,
+) {
+    match scores {
+        Some((s1, s2)) => {
+            let d = distance_between(s1, s2) / unit.meters();
+            resp::encode_bulk(out, format!("{d:.4}").as_bytes());
+        }
+        None => resp::encode_nil(proto, out),
+    }
+}
+
+/// The distance in meters between the positions of two cell scores.
+fn distance_between(s1: f64, s2: f64) -> f64 {
+    let (x1, y1) = geo::decode_score(s1);
+    let (x2, y2) = geo::decode_score(s2);
+    geo::distance(x1, y1, x2, y2)
 }
 
 /// The scores of `members` in the set (one batched read).
@@ -208,11 +261,7 @@ fn geodist(shared: &Shared, conn: &mut ConnState, a: &[Bytes]) -> Reply {
     let set = tri!(read_zset(shared, conn, &a[0]));
     let found = tri!(scores(shared, &set, &[&a[1], &a[2]]));
     match (found[0], found[1]) {
-        (Some(s1), Some(s2)) => {
-            let (x1, y1) = geo::decode_score(s1);
-            let (x2, y2) = geo::decode_score(s2);
-            distance_reply(geo::distance(x1, y1, x2, y2) / per)
-        }
+        (Some(s1), Some(s2)) => distance_reply(distance_between(s1, s2) / per),
         _ => Reply::Nil,
     }
 }

@@ -958,6 +958,17 @@ mod tests {
         );
         assert_eq!(shape("geopos g a b"), Some(("geopos", Shape::GeoPos(2))));
         assert_eq!(shape("geohash g a"), Some(("geohash", Shape::GeoHash(1))));
+        assert_eq!(
+            shape("geodist g a b"),
+            Some(("geodist", Shape::GeoDist(geo::Unit::M)))
+        );
+        assert_eq!(
+            shape("geodist g a b KM"),
+            Some(("geodist", Shape::GeoDist(geo::Unit::Km)))
+        );
+        // A bad unit or arity: run alone (the handler's error).
+        assert_eq!(shape("geodist g a b parsec"), None);
+        assert_eq!(shape("geodist g a b km x"), None);
         // No members: run alone (an empty array).
         assert_eq!(shape("geopos g"), None);
         assert_eq!(shape("hexists h f"), Some(("hexists", Shape::HExists)));

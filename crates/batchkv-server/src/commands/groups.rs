@@ -605,14 +605,17 @@ pub fn xreadgroup(shared: &Shared, conn: &mut ConnState, a: &[Bytes], retry: boo
             // explicitly reads new entries too.
             _ => Some(tri!(strict_id(id))).filter(|&id| id != StreamId::MAX),
         };
-        drop(g);
-        targets.push((user, key, m, after));
+        targets.push((user, key, m, after, g));
     }
-    // Each stream's group is opened again when served: a stream named
-    // twice sees what serving it the first time changed.
+    // A stream named twice has its group opened again when served the
+    // second time, to see what serving it the first time changed.
     let mut served = Vec::new();
-    for (user, key, m, after) in targets {
-        let mut g = tri!(decode(tri!(Grp::open(shared, key, &m, group))));
+    for (i, (user, key, m, after, g)) in targets.into_iter().enumerate() {
+        let mut g = if stored[..i].contains(key) {
+            tri!(decode(tri!(Grp::open(shared, key, &m, group))))
+        } else {
+            g
+        };
         let entries = match after {
             Some(after) => {
                 tri!(g.seen(consumer));
@@ -861,13 +864,16 @@ fn pending_summary(g: &Grp) -> Reply {
     // The consumers with pending entries, found by the PEL index: one
     // seek per consumer there. (The consumer records themselves are
     // rewritten at every read, and an iterator would step over each of
-    // their versions.) The index orders names by length first: sorted
+    // their versions.) Once the consumers found own all of the group's
+    // pending entries there is none left to seek (the records are read
+    // at one snapshot). The index orders names by length first: sorted
     // by name afterwards, as Redis lists them.
     let index = g.keys.pending_index(&g.name);
     let end = meta::prefix_end(&index);
     let mut from = index.clone();
     let mut owners: Vec<(Vec<u8>, u64)> = Vec::new();
-    loop {
+    let mut owned = 0u64;
+    while owned < g.rec.pending {
         let mut next = None;
         tri!(g.shared.scan(&from, &end, false, true, |k, _| {
             next = Some(groups::index_consumer(&k[index.len()..]).map(<[u8]>::to_vec));
@@ -884,6 +890,7 @@ fn pending_summary(g: &Grp) -> Reply {
             None => return corrupt(),
         };
         from = meta::prefix_end(&g.keys.consumer_pending_prefix(&g.name, &name));
+        owned = owned.saturating_add(c.pending);
         owners.push((name, c.pending));
     }
     owners.sort_unstable();

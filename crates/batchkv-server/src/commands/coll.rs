@@ -120,8 +120,10 @@ pub fn pop_source(
 /// Pops from the first non-empty collection of `kind` among `keys` (user
 /// keys of database `db`, in order; all locked together, their metadata
 /// one batched read): `pop` takes what it pops out of the writer, which is
-/// then committed. Returns that key and `pop`'s result, `None` if every
-/// key is empty.
+/// then committed, and `published` runs with the stored key and that
+/// result (the pop's keyspace events) before the keys' locks go, so no
+/// other write to the key publishes in between. Returns that key and
+/// `pop`'s result, `None` if every key is empty.
 pub fn pop_first<T>(
     shared: &Shared,
     db: u8,
@@ -129,16 +131,18 @@ pub fn pop_first<T>(
     kind: Kind,
     others: Others,
     pop: impl FnOnce(&Shared, &mut Writer) -> Result<T, Reply>,
+    published: impl FnOnce(&[u8], &T),
 ) -> Result<Option<(Bytes, T)>, Reply> {
     let stored: Vec<Vec<u8>> = keys.iter().map(|k| db_key(db, k)).collect();
     let _g = shared.lock_keys(&stored);
     let values = shared.read_many(&stored);
     for ((user, key), value) in keys.iter().zip(stored).zip(values) {
-        let Some(mut w) = pop_source(key, value?, kind, others)? else {
+        let Some(mut w) = pop_source(key.clone(), value?, kind, others)? else {
             continue;
         };
         let popped = pop(shared, &mut w)?;
         w.commit(shared)?;
+        published(&key, &popped);
         return Ok(Some((user.clone(), popped)));
     }
     Ok(None)

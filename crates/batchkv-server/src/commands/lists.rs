@@ -888,16 +888,19 @@ fn pop_first(
     count: u64,
     others: Others,
 ) -> Result<Option<Popped>, Reply> {
-    let mut emptied = false;
-    let popped = coll::pop_first(shared, conn.db, keys, Kind::List, others, |s, w| {
-        let vals = pop_values(s, &mut w.batch, &w.key, &mut w.meta, end, count)?;
-        emptied = w.meta.size == 0;
-        Ok(vals)
-    })?;
-    if let Some((key, _)) = &popped {
-        shared.notify_removal(LIST, end.pop_event(), &db_key(conn.db, key), emptied);
-    }
-    Ok(popped)
+    let popped = coll::pop_first(
+        shared,
+        conn.db,
+        keys,
+        Kind::List,
+        others,
+        |s, w| {
+            let vals = pop_values(s, &mut w.batch, &w.key, &mut w.meta, end, count)?;
+            Ok((vals, w.meta.size == 0))
+        },
+        |key, (_, emptied)| shared.notify_removal(LIST, end.pop_event(), key, *emptied),
+    )?;
+    Ok(popped.map(|(key, (vals, _))| (key, vals)))
 }
 
 /// LMPOP's and BLMPOP's arguments from `numkeys` on: `numkeys key...

@@ -45,20 +45,20 @@ fn pop_first(
     count: u64,
     others: Others,
 ) -> Result<Option<Popped>, Reply> {
-    let popped = coll::pop_first(shared, conn.db, keys, Kind::ZSet, others, |s, w| {
-        Ok((pop_from(s, w, max, count)?, w.meta.size == 0))
-    })?;
-    Ok(popped.map(|(key, (items, emptied))| {
-        if shared.notifies(ZSET | GENERIC) {
-            shared.notify_removal(
-                crate::notify::ZSET,
-                pop_event(max),
-                &db_key(conn.db, &key),
-                emptied,
-            );
-        }
-        (key, items)
-    }))
+    let popped = coll::pop_first(
+        shared,
+        conn.db,
+        keys,
+        Kind::ZSet,
+        others,
+        |s, w| Ok((pop_from(s, w, max, count)?, w.meta.size == 0)),
+        |key, (_, emptied)| {
+            if shared.notifies(ZSET | GENERIC) {
+                shared.notify_removal(crate::notify::ZSET, pop_event(max), key, *emptied);
+            }
+        },
+    )?;
+    Ok(popped.map(|(key, (items, _))| (key, items)))
 }
 
 /// MIN or MAX (any case): whether it is MAX.

@@ -4,7 +4,8 @@
 //! DUMP writes the plain RDB encodings (a list as quicklist nodes, a set,
 //! hash or sorted set as its elements), which redis-server RESTOREs; RESTORE
 //! reads every encoding Redis 7.0 and 6.x DUMP (listpacks, ziplists,
-//! intsets, compressed strings). Streams are neither dumped nor restored.
+//! intsets, compressed strings); a stream goes with its consumer groups
+//! (`dump_stream.rs`).
 //! RESTORE builds the value in one write, replacing the old value's
 //! elements in the same batch.
 
@@ -26,7 +27,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     spec("restore", -4, WM, KEY1, |s, c, a| restore(s, c, a)),
 ];
 
-const BAD_FORMAT: &str = "ERR Bad data format";
+pub(super) const BAD_FORMAT: &str = "ERR Bad data format";
 
 /// DUMP: the payload of the key's value, nil if there is none.
 fn dump(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
@@ -48,7 +49,9 @@ fn dump(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
             Kind::List => {
                 Object::List(tri!(super::lists::read_values(shared, &key, &m, 0, m.size)))
             }
-            Kind::Stream => return Reply::err("ERR DUMP of a stream is not supported"),
+            Kind::Stream => {
+                Object::Stream(Box::new(tri!(super::dump_stream::read(shared, &key, &m))))
+            }
         },
     };
     Reply::bulk(Bytes::from(rdb::dump(&obj)))
@@ -159,6 +162,7 @@ fn is_empty_collection(obj: &Object) -> bool {
         Object::List(v) | Object::Set(v) => v.is_empty(),
         Object::Hash(v) => v.is_empty(),
         Object::ZSet(v) => v.is_empty(),
+        Object::Stream(_) => false,
     }
 }
 
@@ -181,6 +185,7 @@ fn write_object(
         Object::Set(_) => Kind::Set,
         Object::Hash(_) => Kind::Hash,
         Object::ZSet(_) => Kind::ZSet,
+        Object::Stream(_) => Kind::Stream,
     };
     let mut w = coll::create(shared, key.to_vec(), kind)?;
     match &obj {
@@ -188,6 +193,7 @@ fn write_object(
         Object::Set(members) => super::sets::fill(&mut w, members),
         Object::Hash(pairs) => super::hashes::fill(&mut w, pairs),
         Object::ZSet(pairs) => super::zsets::fill(&mut w, pairs),
+        Object::Stream(s) => super::dump_stream::fill(&mut w, s)?,
         Object::String(_) => {}
     }
     w.meta.expire_at = expire_at;

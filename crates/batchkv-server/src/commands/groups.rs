@@ -1167,7 +1167,11 @@ fn read_count(n: i64) -> Reply {
 }
 
 /// The groups of the stream `m` at `key`, in name order.
-fn all_groups(shared: &Shared, key: &[u8], m: &Meta) -> Result<Vec<(Vec<u8>, Group)>, Reply> {
+pub(super) fn all_groups(
+    shared: &Shared,
+    key: &[u8],
+    m: &Meta,
+) -> Result<Vec<(Vec<u8>, Group)>, Reply> {
     let keys = Keys {
         prefix: meta::group_prefix(key, m.version),
     };

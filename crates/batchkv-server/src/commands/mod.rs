@@ -20,6 +20,7 @@ mod config_cmd;
 mod dbs;
 mod docs;
 mod dump;
+mod dump_stream;
 pub(crate) mod geo;
 mod groups;
 mod hashes;

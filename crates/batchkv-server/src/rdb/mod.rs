@@ -22,6 +22,9 @@
 use std::borrow::Cow;
 use std::collections::HashSet;
 
+mod stream;
+pub use stream::{Consumer as StreamConsumer, Group as StreamGroup, Pending, Stream};
+
 /// The RDB version `dump` writes, and the newest `restore` accepts.
 const RDB_VERSION: u16 = 10;
 
@@ -88,6 +91,8 @@ pub enum Object {
     Hash(Vec<(Vec<u8>, Vec<u8>)>),
     /// (member, score) pairs.
     ZSet(Vec<(Vec<u8>, f64)>),
+    /// A stream with its consumer groups.
+    Stream(Box<Stream>),
 }
 
 /// Why [`restore`] refused a payload.
@@ -145,6 +150,10 @@ pub fn dump(obj: &Object) -> Vec<u8> {
                 put_string(&mut w, m);
                 w.extend_from_slice(&score.to_le_bytes());
             }
+        }
+        Object::Stream(s) => {
+            w.push(ty::STREAM_LISTPACKS_2);
+            stream::put_stream(&mut w, s);
         }
     }
     w.extend_from_slice(&RDB_VERSION.to_le_bytes());
@@ -382,9 +391,10 @@ pub fn restore(payload: &[u8]) -> Result<Object> {
         ty::ZSET_2 => zset_plain(&mut r, true)?,
         ty::ZSET_ZIPLIST => zset_from_entries(ziplist_entries(&r.string()?)?)?,
         ty::ZSET_LISTPACK => zset_from_entries(listpack_entries(&r.string()?)?)?,
-        ty::STREAM_LISTPACKS | ty::STREAM_LISTPACKS_2 | ty::STREAM_LISTPACKS_3 => {
-            return Err(PayloadError::Unsupported("stream"))
-        }
+        ty::STREAM_LISTPACKS => Object::Stream(Box::new(stream::read_stream(&mut r, false)?)),
+        ty::STREAM_LISTPACKS_2 => Object::Stream(Box::new(stream::read_stream(&mut r, true)?)),
+        // Redis 7.2's (consumers' active time) comes with RDB version 11.
+        ty::STREAM_LISTPACKS_3 => return Err(BadFormat),
         ty::MODULE | ty::MODULE_2 => return Err(PayloadError::Unsupported("module")),
         _ => return Err(BadFormat),
     };

@@ -27,6 +27,7 @@ use super::{
 use crate::batcher::Shape;
 use crate::blocking::WaitFor;
 use crate::errors::{not_integer, wrong_type, NO_SUCH_KEY};
+use crate::groups;
 use crate::keyspace::db_key;
 use crate::meta::{self, Kind, Meta};
 use crate::notify::STREAM;
@@ -64,9 +65,15 @@ const STRICT: IdSyntax = IdSyntax {
     auto_seq: false,
 };
 
-/// Redis's default LIMIT of an approximate trim (100 ×
-/// `stream-node-max-entries`, at most 10,000).
-const APPROX_LIMIT: u64 = 10_000;
+/// Redis's default LIMIT of an approximate trim: 100 nodes of
+/// `node_max` entries (`stream-node-max-entries`), 10,000 if that is 0,
+/// at most 1,000,000.
+fn approx_limit(node_max: u64) -> u64 {
+    match node_max.saturating_mul(100) {
+        0 => 10_000,
+        n => n.min(1_000_000),
+    }
+}
 
 pub(super) fn invalid_id() -> Reply {
     Reply::err(INVALID_ID)
@@ -90,6 +97,8 @@ enum Strategy {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Trim {
     strategy: Strategy,
+    /// `~`: whole nodes only ([`approx_maxlen`]).
+    approx: bool,
     /// At most this many entries are removed; 0: no limit.
     limit: u64,
 }
@@ -106,8 +115,9 @@ struct AddArgs {
 }
 
 /// Parses the options of XADD (`xadd`) or XTRIM after the key, as Redis's
-/// `streamParseAddOrTrimArgsOrReply` does, in its order.
-fn parse_add_or_trim(a: &[Bytes], xadd: bool) -> Result<AddArgs, Reply> {
+/// `streamParseAddOrTrimArgsOrReply` does, in its order; `node_max` is
+/// `stream-node-max-entries` (the default LIMIT of `~`).
+fn parse_add_or_trim(a: &[Bytes], xadd: bool, node_max: u64) -> Result<AddArgs, Reply> {
     let mut strategy = None;
     let mut approx = false;
     let mut limit: i64 = 0;
@@ -185,12 +195,16 @@ fn parse_add_or_trim(a: &[Bytes], xadd: bool) -> Result<AddArgs, Reply> {
         }
         limit as u64
     } else if approx {
-        APPROX_LIMIT
+        approx_limit(node_max)
     } else {
         0
     };
     Ok(AddArgs {
-        trim: strategy.map(|strategy| Trim { strategy, limit }),
+        trim: strategy.map(|strategy| Trim {
+            strategy,
+            approx,
+            limit,
+        }),
         nomkstream,
         at: i,
         id,
@@ -235,7 +249,8 @@ fn next_id(last: StreamId, asked: Option<(StreamId, bool)>) -> Result<StreamId, 
 }
 
 pub fn xadd(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
-    let args = tri!(parse_add_or_trim(a, true));
+    let node_max = shared.settings.stream_node_max_entries();
+    let args = tri!(parse_add_or_trim(a, true, node_max));
     let fields = a.get(args.at + 1..).unwrap_or_default();
     if fields.len() < 2 || !fields.len().is_multiple_of(2) {
         return wrong_arity("xadd");
@@ -285,7 +300,12 @@ pub fn xadd(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
 /// how many entries went. `added`: an entry this command added to the
 /// batch (the newest; it is removed only if every other one is).
 fn trim(shared: &Shared, w: &mut Writer, t: Trim, added: Option<StreamId>) -> Result<u64, Reply> {
+    let node_max = shared.settings.stream_node_max_entries();
     let mut budget = match t.strategy {
+        Strategy::MaxLen(n) if t.approx => match approx_maxlen(&w.meta, n, t.limit, node_max) {
+            Some(whole_nodes) => whole_nodes,
+            None => w.meta.size.saturating_sub(n),
+        },
         Strategy::MaxLen(n) => w.meta.size.saturating_sub(n),
         Strategy::MinId(_) => u64::MAX,
     };
@@ -333,8 +353,38 @@ fn trim(shared: &Shared, w: &mut Writer, t: Trim, added: Option<StreamId>) -> Re
     Ok(deleted)
 }
 
+/// How many of the oldest entries `MAXLEN ~ maxlen` removes from the
+/// stream `m`, as Redis's `streamTrim` does with its radix-tree nodes:
+/// whole nodes only, oldest first, while the stream keeps at least
+/// `maxlen` entries and at most `limit` (0: any number) go. Redis starts
+/// a node every `node_max` entries appended (or sooner, at
+/// `stream-node-max-bytes`), so the nodes here are the runs of `node_max`
+/// entries counted from the stream's first entry ever: entry `i` (0-based
+/// among the `entries_added`) is in node `i / node_max`. `None` when that
+/// cannot be known (an entry inside the stream was deleted, or
+/// `node_max` is 0): the trim is then exact up to `limit`.
+fn approx_maxlen(m: &Meta, maxlen: u64, limit: u64, node_max: u64) -> Option<u64> {
+    let s = &m.stream;
+    if node_max == 0 || groups::has_tombstones(s, m.size, s.first, StreamId::MAX) {
+        return None;
+    }
+    let mut ordinal = s.entries_added.checked_sub(m.size)?;
+    let (mut left, mut removed) = (m.size, 0);
+    while left > maxlen {
+        let in_node = (node_max - ordinal % node_max).min(left);
+        if (limit > 0 && removed + in_node > limit) || left - in_node < maxlen {
+            break;
+        }
+        left -= in_node;
+        removed += in_node;
+        ordinal += in_node;
+    }
+    Some(removed)
+}
+
 pub fn xtrim(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
-    let args = tri!(parse_add_or_trim(a, false));
+    let node_max = shared.settings.stream_node_max_entries();
+    let args = tri!(parse_add_or_trim(a, false, node_max));
     let Some(t) = args.trim else {
         return syntax_error();
     };
@@ -777,6 +827,59 @@ mod tests {
             .collect()
     }
 
+    /// Parses with Redis's default `stream-node-max-entries`.
+    fn parse_add_or_trim_100(a: &[Bytes], xadd: bool) -> Result<AddArgs, Reply> {
+        parse_add_or_trim(a, xadd, 100)
+    }
+
+    /// A stream of `len` entries, `added` ever added, none deleted inside.
+    fn stream(len: u64, added: u64) -> Meta {
+        let mut m = Meta::new(Kind::Stream, 1);
+        m.size = len;
+        m.stream.first = StreamId { ms: 1, seq: 0 };
+        m.stream.last = StreamId { ms: added, seq: 0 };
+        m.stream.entries_added = added;
+        m
+    }
+
+    /// The cases of Redis's `unit/type/stream` tests of `~`, with the
+    /// counts redis-server gives.
+    #[test]
+    fn approximate_maxlen_removes_whole_nodes_as_redis() {
+        // XADD MAXLEN ~ 555 a thousand times, nodes of 100: 600 remain.
+        let mut m = stream(0, 0);
+        for _ in 0..1000 {
+            m.size += 1;
+            m.stream.entries_added += 1;
+            m.size -= approx_maxlen(&m, 555, 10_000, 100).unwrap();
+        }
+        assert_eq!(m.size, 600);
+        // 1000 entries trimmed exactly to 555, then ~ 444: 500; ~ 400: 400.
+        let m = stream(555, 1000);
+        assert_eq!(approx_maxlen(&m, 444, 10_000, 100), Some(55));
+        assert_eq!(
+            approx_maxlen(&stream(500, 1000), 400, 10_000, 100),
+            Some(100)
+        );
+        // Nodes of 10, 101 entries, ~ 55 LIMIT 30: 71; again after one more: 62.
+        assert_eq!(approx_maxlen(&stream(101, 101), 55, 30, 10), Some(30));
+        assert_eq!(approx_maxlen(&stream(72, 102), 55, 30, 10), Some(10));
+        // Nodes of 1, 102 entries, ~ 1 with the default limit (100): 2 remain.
+        assert_eq!(
+            approx_maxlen(&stream(102, 102), 1, approx_limit(1), 1),
+            Some(100)
+        );
+        // A node larger than LIMIT is not removed.
+        assert_eq!(approx_maxlen(&stream(3, 3), 0, 1, 2), Some(0));
+        assert_eq!(approx_maxlen(&stream(3, 3), 0, 2, 2), Some(2));
+        assert_eq!(approx_maxlen(&stream(4, 4), 0, 1, 100), Some(0));
+        // Unknown nodes: an entry inside the stream was deleted.
+        let mut m = stream(10, 20);
+        m.stream.max_deleted = StreamId { ms: 15, seq: 0 };
+        assert_eq!(approx_maxlen(&m, 0, 0, 100), None);
+        assert_eq!(approx_maxlen(&stream(10, 20), 0, 0, 0), None);
+    }
+
     fn err_text(r: Result<AddArgs, Reply>) -> String {
         match r {
             Err(Reply::Error(e)) => e,
@@ -786,7 +889,8 @@ mod tests {
 
     #[test]
     fn add_options_parse_in_redis_order() {
-        let a = parse_add_or_trim(&args("k NOMKSTREAM MAXLEN ~ 5 LIMIT 3 7-* f v"), true).unwrap();
+        let a =
+            parse_add_or_trim_100(&args("k NOMKSTREAM MAXLEN ~ 5 LIMIT 3 7-* f v"), true).unwrap();
         assert!(a.nomkstream);
         assert_eq!(a.at, 7);
         assert_eq!(a.id, Some((StreamId { ms: 7, seq: 0 }, false)));
@@ -794,30 +898,35 @@ mod tests {
             a.trim,
             Some(Trim {
                 strategy: Strategy::MaxLen(5),
+                approx: true,
                 limit: 3
             })
         );
-        let a = parse_add_or_trim(&args("k MINID = 3 * f v"), true).unwrap();
+        let a = parse_add_or_trim_100(&args("k MINID = 3 * f v"), true).unwrap();
         assert_eq!(a.id, None);
         assert_eq!(a.trim.unwrap().limit, 0);
-        let a = parse_add_or_trim(&args("k MAXLEN ~ 5 * f v"), true).unwrap();
-        assert_eq!(a.trim.unwrap().limit, APPROX_LIMIT);
+        let a = parse_add_or_trim_100(&args("k MAXLEN ~ 5 * f v"), true).unwrap();
+        assert_eq!(a.trim.unwrap().limit, 10_000);
+        assert!(err_text(parse_add_or_trim_100(
+            &args("k MAXLEN 1 MINID 2 * f v"),
+            true
+        ))
+        .contains("not compatible"));
+        assert!(err_text(parse_add_or_trim_100(
+            &args("k MAXLEN 1 LIMIT 2 * f v"),
+            true
+        ))
+        .contains("special ~"));
         assert!(
-            err_text(parse_add_or_trim(&args("k MAXLEN 1 MINID 2 * f v"), true))
-                .contains("not compatible")
+            err_text(parse_add_or_trim_100(&args("k LIMIT 2 * f v"), true))
+                .contains("trimming strategy")
         );
-        assert!(
-            err_text(parse_add_or_trim(&args("k MAXLEN 1 LIMIT 2 * f v"), true))
-                .contains("special ~")
-        );
-        assert!(err_text(parse_add_or_trim(&args("k LIMIT 2 * f v"), true))
-            .contains("trimming strategy"));
-        assert!(err_text(parse_add_or_trim(&args("k MAXLEN -1 * f v"), true)).contains(">= 0"));
+        assert!(err_text(parse_add_or_trim_100(&args("k MAXLEN -1 * f v"), true)).contains(">= 0"));
         assert_eq!(
-            err_text(parse_add_or_trim(&args("k 1-x f v"), true)),
+            err_text(parse_add_or_trim_100(&args("k 1-x f v"), true)),
             INVALID_ID
         );
-        assert!(err_text(parse_add_or_trim(&args("k NOMKSTREAM"), false)).contains("syntax"));
+        assert!(err_text(parse_add_or_trim_100(&args("k NOMKSTREAM"), false)).contains("syntax"));
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //!   `proto-max-bulk-len`, `client-query-buffer-limit`, `protected-mode`,
 //!   `client-output-buffer-limit` (its `normal` class; the `replica` and
 //!   `pubsub` classes are checked and shown only), `hll-sparse-max-bytes`,
-//!   `notify-keyspace-events`. Hot paths read them
+//!   `notify-keyspace-events`, `stream-node-max-entries`. Hot paths read them
 //!   from atomics, never under a lock.
 //! - echoed: Redis's in-memory encoding thresholds and a few settings
 //!   clients set (`save`, `appendonly`, `maxmemory`, ...). batchkv has no
@@ -68,6 +68,7 @@ enum Effect {
     OutputBufferLimit,
     HllSparseMaxBytes,
     NotifyKeyspaceEvents,
+    StreamNodeMaxEntries,
 }
 
 struct Param {
@@ -108,6 +109,8 @@ const fn live(name: &'static str, kind: Kind, effect: Effect) -> Param {
 const I64_MAX: i64 = i64::MAX;
 /// Redis's default `hll-sparse-max-bytes`.
 const DEFAULT_HLL_SPARSE_MAX: usize = 3000;
+/// Redis's default `stream-node-max-entries`.
+const DEFAULT_STREAM_NODE_MAX_ENTRIES: u64 = 100;
 const I32: Kind = Kind::Int(i32::MIN as i64, i32::MAX as i64);
 const SIZE: Kind = Kind::Int(0, I64_MAX);
 /// Redis's memory-policy names, in its order (the error lists them so).
@@ -222,11 +225,10 @@ static PARAMS: &[Param] = &[
         Kind::Mem(0, I64_MAX as u64),
         "4096",
     ),
-    echo(
+    live(
         "stream-node-max-entries",
-        None,
         Kind::Int(0, I64_MAX),
-        "100",
+        Effect::StreamNodeMaxEntries,
     ),
     live(
         "hll-sparse-max-bytes",
@@ -263,6 +265,9 @@ pub struct Settings {
     hll_sparse_max_bytes: AtomicUsize,
     /// `notify-keyspace-events`: the [`events`] flags (`notify.rs`).
     notify_keyspace_events: AtomicU32,
+    /// `stream-node-max-entries`: the node size approximate stream
+    /// trimming removes whole nodes of (`commands::streams`).
+    stream_node_max_entries: AtomicU64,
     requirepass: RwLock<Option<String>>,
     /// Descriptors kept for other uses than clients (`limits.rs`): a
     /// higher `maxclients` must fit the descriptor limit with them.
@@ -304,6 +309,7 @@ impl Settings {
                 "client-output-buffer-limit" => DEFAULT_OUTPUT_LIMITS.into(),
                 "hll-sparse-max-bytes" => DEFAULT_HLL_SPARSE_MAX.to_string(),
                 "notify-keyspace-events" => String::new(),
+                "stream-node-max-entries" => DEFAULT_STREAM_NODE_MAX_ENTRIES.to_string(),
                 "databases" => NUM_DBS.to_string(),
                 "port" => port.to_string(),
                 "bind" => cfg.bind.clone(),
@@ -326,6 +332,7 @@ impl Settings {
             output_soft_seconds: AtomicU64::new(0),
             hll_sparse_max_bytes: AtomicUsize::new(DEFAULT_HLL_SPARSE_MAX),
             notify_keyspace_events: AtomicU32::new(0),
+            stream_node_max_entries: AtomicU64::new(DEFAULT_STREAM_NODE_MAX_ENTRIES),
             requirepass: RwLock::new(cfg.requirepass.clone().filter(|p| !p.is_empty())),
             values: Mutex::new(values),
         }
@@ -367,6 +374,11 @@ impl Settings {
     /// none).
     pub fn notify_keyspace_events(&self) -> u32 {
         self.notify_keyspace_events.load(Ordering::Relaxed)
+    }
+
+    /// `stream-node-max-entries` (0: no limit by count).
+    pub fn stream_node_max_entries(&self) -> u64 {
+        self.stream_node_max_entries.load(Ordering::Relaxed)
     }
 
     pub fn hll_sparse_max_bytes(&self) -> usize {
@@ -540,6 +552,9 @@ impl Settings {
                 .client_query_buffer_limit
                 .store(size(), Ordering::Relaxed),
             Effect::HllSparseMaxBytes => self.hll_sparse_max_bytes.store(size(), Ordering::Relaxed),
+            Effect::StreamNodeMaxEntries => self
+                .stream_node_max_entries
+                .store(int().max(0) as u64, Ordering::Relaxed),
             Effect::NotifyKeyspaceEvents => {
                 // As set: the shown form drops `n` next to `A`, as Redis's.
                 let flags = events::parse(given).unwrap_or(0);

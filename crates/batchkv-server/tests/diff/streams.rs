@@ -1,8 +1,10 @@
 //! Generators for the stream commands. IDs come from a small range (a few
 //! milliseconds, a few sequences) so that explicit IDs collide with the
 //! stream's top item; `*` (the clock's ID) is never sent, since the two
-//! servers' clocks differ, and neither is approximate trimming (`~`),
-//! which batchkv does exactly and Redis by whole radix-tree nodes.
+//! servers' clocks differ, and neither is approximate trimming (`~`):
+//! batchkv removes whole nodes as Redis does only while no entry inside
+//! the stream was deleted (and trims exactly after an XDEL), and Redis
+//! also closes nodes at `stream-node-max-bytes`.
 //!
 //! Consumer groups: two groups, three consumers. What depends on time is
 //! not sent: XPENDING's extended form and XINFO CONSUMERS/STREAM (idle

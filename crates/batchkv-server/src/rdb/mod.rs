@@ -656,4 +656,6 @@ fn zset_from_entries(entries: Vec<Vec<u8>>) -> Result<Object> {
 mod compact;
 use compact::{intset_members, listpack_entries, ziplist_entries, zipmap_pairs};
 #[cfg(test)]
+mod stream_tests;
+#[cfg(test)]
 mod tests;

@@ -16,8 +16,9 @@
 //!   checks it and stored, so CONFIG GET shows what was set (and OBJECT
 //!   ENCODING reports encodings by the thresholds, `commands::object`).
 //! - read-only: `databases`, `port`, `bind`, `dir`,
-//!   `enable-debug-command` (CONFIG SET answers "can't set immutable
-//!   config").
+//!   `enable-debug-command`, and parameters read-only in Redis too that
+//!   show what holds for batchkv (`daemonize no`, `replicaof` empty, …):
+//!   CONFIG SET answers "can't set immutable config".
 
 use std::sync::atomic::{
     AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
@@ -244,6 +245,21 @@ static PARAMS: &[Param] = &[
     live("port", Kind::Immutable, Effect::Echo),
     live("bind", Kind::Immutable, Effect::Echo),
     live("dir", Kind::Immutable, Effect::Echo),
+    // Read-only in Redis too, shown as what holds for batchkv (it does
+    // not daemonize, listen on a Unix socket, replicate, cluster, load
+    // modules or ACL files, or set its process title).
+    echo("daemonize", None, Kind::Immutable, "no"),
+    echo("supervised", None, Kind::Immutable, "no"),
+    echo("pidfile", None, Kind::Immutable, ""),
+    echo("unixsocket", None, Kind::Immutable, ""),
+    echo("unixsocketperm", None, Kind::Immutable, "0"),
+    echo("replicaof", Some("slaveof"), Kind::Immutable, ""),
+    echo("cluster-enabled", None, Kind::Immutable, "no"),
+    echo("aclfile", None, Kind::Immutable, ""),
+    echo("enable-module-command", None, Kind::Immutable, "no"),
+    echo("set-proc-title", None, Kind::Immutable, "no"),
+    echo("always-show-logo", None, Kind::Immutable, "no"),
+    echo("syslog-enabled", None, Kind::Immutable, "no"),
 ];
 
 /// The runtime settings (module docs). Shared by all connections.
@@ -1033,6 +1049,20 @@ mod tests {
         assert!(set(&s, &["enable-debug-command", "yes"])
             .unwrap_err()
             .ends_with("can't set immutable config"));
+        // Read-only in Redis as well, with what holds for batchkv.
+        assert_eq!(get(&s, "daemonize"), "no");
+        assert_eq!(
+            set(&s, &["daemonize", "yes"]).unwrap_err(),
+            "CONFIG SET failed (possibly related to argument 'daemonize') - can't set immutable config"
+        );
+        assert_eq!(
+            s.get(&[b"slaveof", b"replicaof", b"cluster-enabled"]),
+            [
+                ("slaveof".to_string(), String::new()),
+                ("replicaof".to_string(), String::new()),
+                ("cluster-enabled".to_string(), "no".to_string())
+            ]
+        );
     }
 
     #[test]

@@ -30,7 +30,8 @@
 # BITFIELD (INCRBY u8 at bit 100 and GET i16 of b:N, made by the first
 # INCRBY) and BITFIELD_RO (two GETs; run BITFIELD first).
 # Streams (nothing loaded: run XADD first, the others read what it left):
-# XADD (an entry of one VALUE-byte field to x:N, clock ID), XLEN,
+# XADD (an entry of one VALUE-byte field to x:N, clock ID), XADDTRIM (the
+# same with MAXLEN ~ 100: whole nodes trimmed once a stream holds 200), XLEN,
 # XRANGE10 (XRANGE x:N - + COUNT 10), XREAD10 (XREAD COUNT 10 STREAMS x:N 0).
 # Consumer groups (run XADD first: each stream gets a group g whose
 # consumer c was delivered every entry): XREADGROUP10 (c's history, COUNT
@@ -286,6 +287,7 @@ bench() {
         BITFIELD) cmd=(BITFIELD b:__rand_int__ INCRBY u8 100 1 GET i16 40) ;;
         BITFIELD_RO) cmd=(BITFIELD_RO b:__rand_int__ GET u8 100 GET i16 40) ;;
         XADD) cmd=(XADD x:__rand_int__ '*' f "$(head -c "$VALUE" </dev/zero | tr '\0' y)") ;;
+        XADDTRIM) cmd=(XADD x:__rand_int__ MAXLEN '~' 100 '*' f "$(head -c "$VALUE" </dev/zero | tr '\0' y)") ;;
         XLEN) cmd=(XLEN x:__rand_int__) ;;
         XRANGE10) cmd=(XRANGE x:__rand_int__ - + COUNT 10) ;;
         XREAD10) cmd=(XREAD COUNT 10 STREAMS x:__rand_int__ 0) ;;

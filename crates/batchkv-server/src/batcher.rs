@@ -1,6 +1,7 @@
-//! Batched reads: runs of GET/MGET, collection point reads (HGET, HMGET,
-//! HEXISTS, HSTRLEN, SISMEMBER, SMISMEMBER, ZSCORE, ZMSCORE, LINDEX), short
-//! LRANGEs and size reads (HLEN, SCARD, ZCARD, LLEN) from all connections
+//! Batched reads: runs of GET/MGET/BITFIELD_RO, collection point reads
+//! (HGET, HMGET, HEXISTS, HSTRLEN, SISMEMBER, SMISMEMBER, ZSCORE, ZMSCORE,
+//! LINDEX, GEOPOS, GEOHASH, GEODIST), short LRANGEs and size reads (HLEN,
+//! SCARD, ZCARD, LLEN, XLEN) from all connections
 //! executed as one `multi_get` (two with collection reads), with the
 //! replies routed back in order.
 //!
@@ -44,6 +45,7 @@ use batchkv::{Db, ReadOptions, ReadView};
 use bytes::BytesMut;
 
 use crate::combine::{Combiner, Execute, Gather, Limits};
+use crate::commands::bitfield::FieldGets;
 use crate::commands::{geo, lists};
 use crate::errors::{self, CORRUPT};
 use crate::keyspace::{self, Entry, NotString};
@@ -78,6 +80,9 @@ const REPLY_BYTES_PER_KEY: usize = 128;
 pub enum Shape {
     /// GET: one bulk string (or nil).
     Get,
+    /// BITFIELD_RO key (GET type offset)+: an array of integers, the
+    /// fields of the string (0 past its end or when absent).
+    FieldGets(FieldGets),
     /// MGET of n keys: an array of n bulk strings.
     Mget(usize),
     /// HGET key field: a bulk string (or nil).
@@ -122,7 +127,7 @@ impl Shape {
     /// keys, a collection read's key and its fields (members).
     pub fn keys(self) -> usize {
         match self {
-            Shape::Get | Shape::Card(_) | Shape::LRange { .. } => 1,
+            Shape::Get | Shape::FieldGets(_) | Shape::Card(_) | Shape::LRange { .. } => 1,
             Shape::Mget(n) => n,
             Shape::HGet
             | Shape::HExists
@@ -142,7 +147,7 @@ impl Shape {
     /// The collection a collection read reads; `None` for GET and MGET.
     fn kind(self) -> Option<Kind> {
         match self {
-            Shape::Get | Shape::Mget(_) => None,
+            Shape::Get | Shape::FieldGets(_) | Shape::Mget(_) => None,
             Shape::HGet | Shape::HExists | Shape::HStrLen | Shape::HMget(_) => Some(Kind::Hash),
             Shape::LIndex | Shape::LRange { .. } => Some(Kind::List),
             Shape::Card(kind) => Some(kind),
@@ -983,7 +988,7 @@ impl Encoder<'_, '_> {
         match (shape, r) {
             // Not answered in this job (or aborted): the value is skipped.
             _ if skip => {}
-            (Shape::Get | Shape::Mget(_), r) => {
+            (Shape::Get | Shape::Mget(_) | Shape::FieldGets(_), r) => {
                 encode_string(req.proto, out, shape, r, self.now, self.count)
             }
             (_, Err(e)) => self.failed = Some(errors::engine_error_text(e)),
@@ -1064,7 +1069,8 @@ fn reserve_for(r: &Request) -> usize {
     (REPLY_BYTES_PER_KEY * r.keys.len()).min(r.limits.split_at)
 }
 
-/// Encodes a GET's reply, or one of an MGET's values.
+/// Encodes a GET's reply, one of an MGET's values, or a BITFIELD_RO's
+/// fields of the value.
 fn encode_string(
     proto: u8,
     out: &mut BytesMut,
@@ -1076,14 +1082,22 @@ fn encode_string(
     match r.map(|v| v.map(|v| keyspace::live_value(v, now))) {
         Ok(Some(Ok(Some(d)))) => {
             count.hits += 1;
-            resp::encode_bulk(out, d.data);
+            match shape {
+                Shape::FieldGets(f) => f.encode(out, d.data),
+                _ => resp::encode_bulk(out, d.data),
+            }
         }
         Ok(None) | Ok(Some(Ok(None))) => {
             count.misses += 1;
-            resp::encode_nil(proto, out);
+            match shape {
+                Shape::FieldGets(f) => f.encode(out, &[]),
+                _ => resp::encode_nil(proto, out),
+            }
         }
         // MGET answers nil for a key that is not a string.
-        Ok(Some(Err(NotString::WrongType))) if shape != Shape::Get => resp::encode_nil(proto, out),
+        Ok(Some(Err(NotString::WrongType))) if matches!(shape, Shape::Mget(_)) => {
+            resp::encode_nil(proto, out)
+        }
         Ok(Some(Err(NotString::WrongType))) => resp::encode_error(out, errors::WRONGTYPE),
         Ok(Some(Err(NotString::Corrupt))) => resp::encode_error(out, CORRUPT),
         Err(e) => resp::encode_error(out, &errors::engine_error_text(e)),
@@ -1118,6 +1132,7 @@ fn encode_missing(proto: u8, out: &mut BytesMut, shape: Shape) {
         Shape::Get | Shape::HGet | Shape::LIndex | Shape::ZScore | Shape::GeoDist(_) => {
             resp::encode_nil(proto, out)
         }
+        Shape::FieldGets(f) => f.encode(out, &[]),
         Shape::LRange { .. } => resp::encode_array_header(out, 0),
     }
 }
@@ -1207,6 +1222,13 @@ mod tests {
             &mut out,
         ));
         assert_eq!(&out[..], b"$1\r\n1\r\n");
+    }
+
+    /// A job holds a shape per command: BITFIELD_RO's fields are packed
+    /// so that they make it no larger than LRANGE's two indexes do.
+    #[test]
+    fn shapes_stay_three_words() {
+        assert_eq!(std::mem::size_of::<Shape>(), 24);
     }
 
     fn keys(db: u8, names: &[&str]) -> Keys {

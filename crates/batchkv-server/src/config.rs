@@ -91,8 +91,8 @@ pub struct ServeArgs {
     /// Most clients connected at once.
     #[arg(long, default_value_t = 10_000)]
     pub maxclients: usize,
-    /// Longest bulk string accepted in a request (bytes; at most the
-    /// longest value stored, 64 MiB minus 9 bytes).
+    /// Longest bulk string accepted in a request (bytes; at least 1 MiB,
+    /// at most the longest value stored, 64 MiB minus 9 bytes).
     #[arg(long, default_value_t = MAX_VALUE_LEN)]
     pub proto_max_bulk_len: usize,
     /// Largest incomplete request a connection may hold (bytes; Redis's
@@ -209,9 +209,11 @@ pub struct Config {
     /// Most clients connected at once; a connection beyond it is answered
     /// `-ERR max number of clients reached` and closed.
     pub maxclients: usize,
-    /// Longest bulk string accepted in a request, in bytes (at most the
-    /// longest value stored, 64 MiB minus 9 bytes); a longer one is a
-    /// protocol error.
+    /// Longest bulk string accepted in a request, in bytes (at least 1 MiB,
+    /// as `serve` and CONFIG SET check, at most the longest value stored,
+    /// 64 MiB minus 9 bytes); a longer one is a protocol error. Below
+    /// 1 MiB (tests only) a batched BITFIELD_RO may read a field past it
+    /// that the limit would refuse.
     pub proto_max_bulk_len: usize,
     /// Most bytes of requests not yet complete that a connection may have
     /// sent (Redis's `client-query-buffer-limit`); beyond it the connection
@@ -300,6 +302,11 @@ impl Config {
             return Err(format!(
                 "--proto-max-bulk-len: at most {MAX_VALUE_LEN} (the longest value stored)"
             ));
+        }
+        // Redis's minimum, as CONFIG SET's (batched BITFIELD_RO relies on it).
+        let least = crate::commands::bitfield::MIN_PROTO_MAX_BULK_LEN;
+        if args.proto_max_bulk_len < least {
+            return Err(format!("--proto-max-bulk-len: at least {least} (1mb)"));
         }
         if args.timeout > i32::MAX as u64 {
             return Err(format!("--timeout: at most {}", i32::MAX));
@@ -433,6 +440,10 @@ mod tests {
         assert!(parse(&["--dir", "x", "--proto-max-bulk-len", &too_long])
             .unwrap_err()
             .contains("--proto-max-bulk-len"));
+        assert!(parse(&["--dir", "x", "--proto-max-bulk-len", "1048575"])
+            .unwrap_err()
+            .contains("at least 1048576"));
+        assert!(parse(&["--dir", "x", "--proto-max-bulk-len", "1048576"]).is_ok());
         assert!(parse(&["--dir", "x", "--timeout", "-1"]).is_err());
     }
 }

@@ -1,6 +1,7 @@
 //! Collection point reads (HGET, HMGET, HEXISTS, HSTRLEN, SISMEMBER,
-//! SMISMEMBER, ZSCORE, ZMSCORE, GEOPOS, GEOHASH, GEODIST) and size reads (HLEN, SCARD, ZCARD, LLEN)
-//! joining the batcher's jobs with GET and MGET (`batcher.rs`):
+//! SMISMEMBER, ZSCORE, ZMSCORE, GEOPOS, GEOHASH, GEODIST), size reads
+//! (HLEN, SCARD, ZCARD, LLEN) and BITFIELD_RO joining the batcher's jobs
+//! with GET and MGET (`batcher.rs`):
 //! the replies of a server with batching on must be the bytes of one with
 //! `--batch off` (and of redis-server, when installed), in RESP2 and
 //! RESP3, over random pipelines that mix them with writes to the same
@@ -63,7 +64,7 @@ fn setup(prefix: &str) -> Vec<Vec<String>> {
 fn read(rng: &mut Rng, prefix: &str) -> Vec<String> {
     let key = format!("{prefix}{}", rng.pick(KEYS));
     let n = 1 + rng.below(4);
-    let (name, subs) = match rng.below(19) {
+    let (name, subs) = match rng.below(20) {
         0 => ("GET", 0),
         1 => ("MGET", n),
         2 => ("HGET", 1),
@@ -82,6 +83,7 @@ fn read(rng: &mut Rng, prefix: &str) -> Vec<String> {
         15 => ("GEODIST", 2),
         16 => ("GEOPOS", n),
         17 => ("GEOHASH", n),
+        18 => ("BITFIELD_RO", 0),
         _ => ("LLEN", 0),
     };
     let name = match rng.below(10) {
@@ -104,6 +106,22 @@ fn read(rng: &mut Rng, prefix: &str) -> Vec<String> {
     if name.eq_ignore_ascii_case("geodist") && rng.below(2) == 0 {
         // A unit, in any case, or not one (then not batchable).
         c.push(rng.pick(&["km", "MI", "ft", "m", "parsec"]).to_string());
+    }
+    if name.eq_ignore_ascii_case("bitfield_ro") {
+        // Mostly the strings; 1-6 GETs (batched up to 4 of valid types
+        // and offsets within the first MiB), sometimes an OVERFLOW.
+        if rng.below(2) == 0 {
+            c[1] = format!("{prefix}{}", rng.pick(&["k3", "estr"]));
+        }
+        for _ in 0..1 + rng.below(6) {
+            c.push(rng.pick(&["GET", "get", "GET", "GET", "OVERFLOW"]).into());
+            c.push(
+                rng.pick(&["u8", "i5", "i64", "u63", "u1", "u64", "I8"])
+                    .into(),
+            );
+            let offsets = ["0", "3", "#1", "100", "-1", "8388607", "8388608", "#2"];
+            c.push(rng.pick(&offsets).into());
+        }
     }
     if name.eq_ignore_ascii_case("lrange") {
         // Mostly a list; spans short (batched) or not (of mixed signs,
@@ -134,7 +152,7 @@ fn read(rng: &mut Rng, prefix: &str) -> Vec<String> {
 fn write(rng: &mut Rng, prefix: &str) -> Vec<String> {
     let key = format!("{prefix}{}", rng.pick(&KEYS[..6]));
     let sub = rng.pick(SUBS).to_string();
-    let c: Vec<String> = match rng.below(13) {
+    let c: Vec<String> = match rng.below(14) {
         0 => vec!["HSET".into(), key, sub, format!("v{}", rng.below(100))],
         1 => vec!["HDEL".into(), key, sub],
         2 => vec!["SADD".into(), key, sub],
@@ -150,6 +168,10 @@ fn write(rng: &mut Rng, prefix: &str) -> Vec<String> {
             let long = rng.pick(&["13.361389", "-0.1275", "151.2"]).to_string();
             let lat = rng.pick(&["38.115556", "51.507", "-33.86"]).to_string();
             vec!["GEOADD".into(), key, long, lat, sub]
+        }
+        12 => {
+            let bit = rng.pick(&["1", "7", "40", "100"]).to_string();
+            vec!["SETBIT".into(), key, bit, rng.pick(&["0", "1"]).into()]
         }
         _ => {
             let src = format!("{prefix}{}", rng.pick(&KEYS[..3]));

@@ -4,20 +4,25 @@
 //! Redis 7.0's overflow rules (WRAP, SAT, FAIL), argument checks and
 //! error texts.
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
 use super::strings::tri;
 use super::{parse_int, spec, syntax_error, CommandSpec, ConnState, KEY1, R, WM};
 use crate::keyspace::db_key;
-use crate::resp::Reply;
+use crate::resp::{self, Reply};
 use crate::shared::Shared;
 
 pub(super) static COMMANDS: &[CommandSpec] = &[
     spec("bitfield", -2, WM, KEY1, |s, c, a| bitfield(s, c, a, false)),
     spec("bitfield_ro", -2, R, KEY1, |s, c, a| {
         bitfield(s, c, a, true)
-    }),
+    })
+    .batched(FieldGets::parse),
 ];
+
+/// The least `proto-max-bulk-len` (Redis's minimum, 1 MiB): a field
+/// whose bytes lie below it is within the limit whatever it is set to.
+pub const MIN_PROTO_MAX_BULK_LEN: usize = 1 << 20;
 
 const BAD_TYPE: &str = "ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but i64 is.";
 const BAD_OFFSET: &str = "ERR bit offset is not an integer or out of range";
@@ -63,6 +68,12 @@ fn field_type(b: &[u8]) -> Result<(bool, u32), Reply> {
 /// A bit offset, or `#N` for the N-th field of `bits` bits; its byte
 /// must lie within `proto-max-bulk-len`.
 fn field_offset(shared: &Shared, b: &[u8], bits: u32) -> Result<u64, Reply> {
+    offset_within(b, bits, shared.settings.proto_max_bulk_len() as u64)
+}
+
+/// [`field_offset`] with the limit given: the field's first byte must be
+/// below `limit`.
+fn offset_within(b: &[u8], bits: u32, limit: u64) -> Result<u64, Reply> {
     let (hash, digits) = match b.strip_prefix(b"#") {
         Some(rest) => (true, rest),
         None => (false, b),
@@ -74,7 +85,6 @@ fn field_offset(shared: &Shared, b: &[u8], bits: u32) -> Result<u64, Reply> {
     } else {
         n
     };
-    let limit = shared.settings.proto_max_bulk_len() as u64;
     if n < 0 || (n as u64 >> 3) >= limit {
         return Err(Reply::err(BAD_OFFSET));
     }
@@ -123,6 +133,70 @@ fn parse(shared: &Shared, a: &[Bytes]) -> Result<Vec<Op>, Reply> {
         j += if kind == Kind::Get { 3 } else { 4 };
     }
     Ok(ops)
+}
+
+/// The `GET type offset` operations of a batched BITFIELD_RO (the
+/// batcher's [`Shape::FieldGets`]), packed so that the shape stays as
+/// small as the others: at most [`FieldGets::MAX`] fields, each within the
+/// first [`MIN_PROTO_MAX_BULK_LEN`] bytes (so below 2^23 bits and valid at
+/// any `proto-max-bulk-len`).
+///
+/// [`Shape::FieldGets`]: crate::batcher::Shape::FieldGets
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FieldGets {
+    /// Each field as `type << 24 | bit offset`: the type is the width in
+    /// bits (1–64), `SIGNED` set for a signed field.
+    fields: [u32; FieldGets::MAX],
+    len: u8,
+}
+
+impl FieldGets {
+    /// Fields a batched BITFIELD_RO reads at most; one with more runs
+    /// alone.
+    pub const MAX: usize = 4;
+    const SIGNED: u32 = 0x80;
+
+    /// The shape of `BITFIELD_RO key (GET type offset)+` (`a` after the
+    /// name) with valid types and offsets; `None` (run alone, where the
+    /// handler answers any error) for anything else: no GET, more than
+    /// [`MAX`](Self::MAX), OVERFLOW, a bad type or an offset past
+    /// [`MIN_PROTO_MAX_BULK_LEN`].
+    pub fn parse(a: &[Bytes]) -> Option<crate::batcher::Shape> {
+        let ops = &a[1..];
+        if ops.is_empty() || !ops.len().is_multiple_of(3) || ops.len() / 3 > Self::MAX {
+            return None;
+        }
+        let mut gets = FieldGets::default();
+        for op in ops.chunks_exact(3) {
+            if !op[0].eq_ignore_ascii_case(b"get") {
+                return None;
+            }
+            let (signed, bits) = field_type(&op[1]).ok()?;
+            // Below 2^23 bits: it fits under the type.
+            let offset = offset_within(&op[2], bits, MIN_PROTO_MAX_BULK_LEN as u64).ok()?;
+            let t = bits | if signed { Self::SIGNED } else { 0 };
+            gets.fields[usize::from(gets.len)] = t << 24 | offset as u32;
+            gets.len += 1;
+        }
+        Some(crate::batcher::Shape::FieldGets(gets))
+    }
+
+    /// Encodes the reply, the fields' values in `data` (a missing key's
+    /// is empty: every field reads 0), as the handler's.
+    pub fn encode(self, out: &mut BytesMut, data: &[u8]) {
+        resp::encode_array_header(out, usize::from(self.len));
+        for &f in &self.fields[..usize::from(self.len)] {
+            let (t, offset) = (f >> 24, u64::from(f & 0xff_ffff));
+            let bits = t & !Self::SIGNED;
+            resp::encode_int(
+                out,
+                match t & Self::SIGNED != 0 {
+                    true => get_signed(data, offset, bits),
+                    false => get_unsigned(data, offset, bits) as i64,
+                },
+            );
+        }
+    }
 }
 
 /// `bits` bits from bit `offset` of `p`, most significant first; bits
@@ -361,6 +435,37 @@ mod tests {
             Some(i64::MIN)
         );
         assert_eq!(signed_overflow(-5, 3, 64, Overflow::Fail), None);
+    }
+
+    #[test]
+    fn batched_gets_read_the_fields_they_were_given() {
+        let args = |line: &str| -> Vec<Bytes> {
+            line.split(' ').map(|w| Bytes::from(w.to_owned())).collect()
+        };
+        let Some(crate::batcher::Shape::FieldGets(f)) =
+            FieldGets::parse(&args("b GET i64 #1 get u63 8388544 GET u8 3 GET i4 0"))
+        else {
+            panic!("not batched");
+        };
+        let mut data = vec![0u8; 1 << 20];
+        for (i, b) in data.iter_mut().enumerate().take(64) {
+            *b = (i as u8).wrapping_mul(37) ^ 0xa5;
+        }
+        data[(8388544 / 8)..(8388544 / 8) + 8].copy_from_slice(&[0x81; 8]);
+        let mut out = BytesMut::new();
+        f.encode(&mut out, &data);
+        let want = format!(
+            "*4\r\n:{}\r\n:{}\r\n:{}\r\n:{}\r\n",
+            get_signed(&data, 64, 64),
+            get_unsigned(&data, 8388544, 63),
+            get_unsigned(&data, 3, 8),
+            get_signed(&data, 0, 4),
+        );
+        assert_eq!(std::str::from_utf8(&out).unwrap(), want);
+        // An absent key's fields are all 0.
+        out.clear();
+        f.encode(&mut out, &[]);
+        assert_eq!(&out[..], b"*4\r\n:0\r\n:0\r\n:0\r\n:0\r\n");
     }
 
     #[test]

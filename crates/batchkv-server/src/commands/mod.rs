@@ -11,7 +11,7 @@
 //! of a pipeline by the connection before they get here (see `conn.rs`).
 
 mod admin;
-mod bitfield;
+pub(crate) mod bitfield;
 mod bits;
 mod client;
 mod coll;
@@ -972,6 +972,32 @@ mod tests {
         assert_eq!(shape("geodist g a b km x"), None);
         // No members: run alone (an empty array).
         assert_eq!(shape("geopos g"), None);
+        // BITFIELD_RO of 1-4 GETs whose fields are valid at any
+        // proto-max-bulk-len; anything else runs alone.
+        for line in [
+            "bitfield_ro b GET u8 0",
+            "BITFIELD_RO b get i64 #131071 GET u1 8388607 get i5 3 GET u63 #2",
+        ] {
+            assert!(
+                matches!(shape(line), Some(("bitfield_ro", Shape::FieldGets(_)))),
+                "{line}"
+            );
+        }
+        for line in [
+            "bitfield_ro b",
+            "bitfield_ro b GET u8",
+            "bitfield_ro b GET u8 0 GET u8 1 GET u8 2 GET u8 3 GET u8 4",
+            "bitfield_ro b OVERFLOW WRAP GET u8 0",
+            "bitfield_ro b SET u8 0 1",
+            "bitfield_ro b GET u64 0",
+            "bitfield_ro b GET U8 0",
+            "bitfield_ro b GET u8 -1",
+            "bitfield_ro b GET u8 8388608",
+            "bitfield_ro b GET i64 #131072",
+            "bitfield b GET u8 0",
+        ] {
+            assert_eq!(shape(line), None, "{line}");
+        }
         assert_eq!(shape("hexists h f"), Some(("hexists", Shape::HExists)));
         assert_eq!(shape("hstrlen h f"), Some(("hstrlen", Shape::HStrLen)));
         assert_eq!(shape("lindex l -1"), Some(("lindex", Shape::LIndex)));

@@ -46,7 +46,8 @@ use bytes::BytesMut;
 
 use crate::combine::{Combiner, Execute, Gather, Limits};
 use crate::commands::bitfield::FieldGets;
-use crate::commands::{geo, lists};
+use crate::commands::keys::TtlQuery;
+use crate::commands::{bits, geo, lists, strings};
 use crate::errors::{self, CORRUPT};
 use crate::keyspace::{self, Entry, NotString};
 use crate::meta::{self, Kind, Meta};
@@ -83,6 +84,21 @@ pub enum Shape {
     /// BITFIELD_RO key (GET type offset)+: an array of integers, the
     /// fields of the string (0 past its end or when absent).
     FieldGets(FieldGets),
+    /// STRLEN key: an integer, the string's length (0 if absent).
+    StrLen,
+    /// GETRANGE (SUBSTR) key start end: a bulk string, the bytes between
+    /// the indexes ([`strings::substring`]).
+    GetRange { start: i64, end: i64 },
+    /// GETBIT key offset: an integer, the bit (0 past the end or when
+    /// absent); the offset is within the first MiB.
+    GetBit(u32),
+    /// EXISTS of n keys: an integer, how many of them are live keys of any
+    /// type (a key named twice counts twice).
+    Exists(usize),
+    /// TYPE key: a simple string, the live key's type or `none`.
+    Type,
+    /// TTL, PTTL, EXPIRETIME, PEXPIRETIME key: an integer.
+    Ttl(TtlQuery),
     /// MGET of n keys: an array of n bulk strings.
     Mget(usize),
     /// HGET key field: a bulk string (or nil).
@@ -127,8 +143,16 @@ impl Shape {
     /// keys, a collection read's key and its fields (members).
     pub fn keys(self) -> usize {
         match self {
-            Shape::Get | Shape::FieldGets(_) | Shape::Card(_) | Shape::LRange { .. } => 1,
-            Shape::Mget(n) => n,
+            Shape::Get
+            | Shape::FieldGets(_)
+            | Shape::StrLen
+            | Shape::GetRange { .. }
+            | Shape::GetBit(_)
+            | Shape::Type
+            | Shape::Ttl(_)
+            | Shape::Card(_)
+            | Shape::LRange { .. } => 1,
+            Shape::Mget(n) | Shape::Exists(n) => n,
             Shape::HGet
             | Shape::HExists
             | Shape::HStrLen
@@ -144,10 +168,19 @@ impl Shape {
         }
     }
 
-    /// The collection a collection read reads; `None` for GET and MGET.
+    /// The collection a collection read reads; `None` for the reads of
+    /// keys (GET, MGET, EXISTS, ...), whose keys phase 2 reads.
     fn kind(self) -> Option<Kind> {
         match self {
-            Shape::Get | Shape::FieldGets(_) | Shape::Mget(_) => None,
+            Shape::Get
+            | Shape::FieldGets(_)
+            | Shape::StrLen
+            | Shape::GetRange { .. }
+            | Shape::GetBit(_)
+            | Shape::Exists(_)
+            | Shape::Type
+            | Shape::Ttl(_)
+            | Shape::Mget(_) => None,
             Shape::HGet | Shape::HExists | Shape::HStrLen | Shape::HMget(_) => Some(Kind::Hash),
             Shape::LIndex | Shape::LRange { .. } => Some(Kind::List),
             Shape::Card(kind) => Some(kind),
@@ -569,6 +602,7 @@ impl Reads {
             start: 0,
             failed: None,
             held: None,
+            tally: 0,
         };
         if read {
             let on_value = |_: usize, r: batchkv::Result<Option<&[u8]>>| {
@@ -909,6 +943,8 @@ struct Encoder<'p, 'r> {
     /// GEODIST's first member's score (`None`: absent), read before the
     /// second's.
     held: Option<Option<f64>>,
+    /// EXISTS's count of live keys so far.
+    tally: i64,
 }
 
 impl Encoder<'_, '_> {
@@ -926,6 +962,7 @@ impl Encoder<'_, '_> {
             self.start = out.len();
             self.failed = None;
             self.held = None;
+            self.tally = 0;
             self.reads = reads(shape, found);
             // A command boundary: the first command is always answered.
             if self.si > 0 && out.len() - progress.start >= req.limits.split_at {
@@ -988,8 +1025,46 @@ impl Encoder<'_, '_> {
         match (shape, r) {
             // Not answered in this job (or aborted): the value is skipped.
             _ if skip => {}
-            (Shape::Get | Shape::Mget(_) | Shape::FieldGets(_), r) => {
-                encode_string(req.proto, out, shape, r, self.now, self.count)
+            (
+                Shape::Get
+                | Shape::Mget(_)
+                | Shape::FieldGets(_)
+                | Shape::StrLen
+                | Shape::GetRange { .. }
+                | Shape::GetBit(_),
+                r,
+            ) => encode_string(req.proto, out, shape, r, self.now, self.count),
+            (Shape::Exists(_) | Shape::Type | Shape::Ttl(_), r) => {
+                let entry = match r.map(|v| v.map(|v| keyspace::live_entry(v, self.now))) {
+                    Ok(None) | Ok(Some(Ok(None))) => {
+                        self.count.misses += 1;
+                        None
+                    }
+                    Ok(Some(Ok(Some(e)))) => {
+                        self.count.hits += 1;
+                        self.tally += 1;
+                        Some(e)
+                    }
+                    Ok(Some(Err(()))) => {
+                        self.failed = Some(CORRUPT.into());
+                        None
+                    }
+                    Err(e) => {
+                        self.failed = Some(errors::engine_error_text(e));
+                        None
+                    }
+                };
+                match shape {
+                    // One integer once the last key is read.
+                    Shape::Exists(_) if self.ki + 1 == self.reads => {
+                        resp::encode_int(out, self.tally)
+                    }
+                    Shape::Exists(_) => {}
+                    Shape::Type => {
+                        resp::encode_simple(out, entry.as_ref().map_or("none", Entry::type_name))
+                    }
+                    _ => encode_ttl(out, shape, entry.map(|e| e.expire_at()), self.now),
+                }
             }
             (_, Err(e)) => self.failed = Some(errors::engine_error_text(e)),
             (Shape::HGet | Shape::HMget(_) | Shape::LIndex | Shape::LRange { .. }, Ok(Some(v))) => {
@@ -1069,8 +1144,8 @@ fn reserve_for(r: &Request) -> usize {
     (REPLY_BYTES_PER_KEY * r.keys.len()).min(r.limits.split_at)
 }
 
-/// Encodes a GET's reply, one of an MGET's values, or a BITFIELD_RO's
-/// fields of the value.
+/// Encodes the reply of a read of a string (GET, BITFIELD_RO, STRLEN,
+/// GETRANGE, GETBIT), or one of an MGET's values.
 fn encode_string(
     proto: u8,
     out: &mut BytesMut,
@@ -1082,17 +1157,11 @@ fn encode_string(
     match r.map(|v| v.map(|v| keyspace::live_value(v, now))) {
         Ok(Some(Ok(Some(d)))) => {
             count.hits += 1;
-            match shape {
-                Shape::FieldGets(f) => f.encode(out, d.data),
-                _ => resp::encode_bulk(out, d.data),
-            }
+            encode_string_reply(proto, out, shape, Some(d.data));
         }
         Ok(None) | Ok(Some(Ok(None))) => {
             count.misses += 1;
-            match shape {
-                Shape::FieldGets(f) => f.encode(out, &[]),
-                _ => resp::encode_nil(proto, out),
-            }
+            encode_string_reply(proto, out, shape, None);
         }
         // MGET answers nil for a key that is not a string.
         Ok(Some(Err(NotString::WrongType))) if matches!(shape, Shape::Mget(_)) => {
@@ -1101,6 +1170,34 @@ fn encode_string(
         Ok(Some(Err(NotString::WrongType))) => resp::encode_error(out, errors::WRONGTYPE),
         Ok(Some(Err(NotString::Corrupt))) => resp::encode_error(out, CORRUPT),
         Err(e) => resp::encode_error(out, &errors::engine_error_text(e)),
+    }
+}
+
+/// Encodes what a string read answers of a live string's bytes, or of an
+/// absent key (`None`).
+fn encode_string_reply(proto: u8, out: &mut BytesMut, shape: Shape, data: Option<&[u8]>) {
+    match (shape, data) {
+        (Shape::FieldGets(f), d) => f.encode(out, d.unwrap_or_default()),
+        (Shape::StrLen, d) => resp::encode_int(out, d.map_or(0, |d| d.len() as i64)),
+        (Shape::GetRange { start, end }, d) => {
+            resp::encode_bulk(out, strings::substring(d.unwrap_or_default(), start, end))
+        }
+        (Shape::GetBit(offset), d) => resp::encode_int(
+            out,
+            i64::from(bits::bit_at(d.unwrap_or_default(), u64::from(offset))),
+        ),
+        (_, Some(d)) => resp::encode_bulk(out, d),
+        (_, None) => resp::encode_nil(proto, out),
+    }
+}
+
+/// Encodes a TTL-family reply (`shape` is [`Shape::Ttl`]) of a key that is
+/// absent (`None`) or expires at the given time (`Some(None)`: never).
+fn encode_ttl(out: &mut BytesMut, shape: Shape, expire_at: Option<Option<u64>>, now: u64) {
+    if let Shape::Ttl(q) = shape {
+        resp::encode_int(out, q.answer(expire_at, now));
+    } else {
+        debug_assert!(false, "not a TTL read: {shape:?}");
     }
 }
 
@@ -1132,7 +1229,12 @@ fn encode_missing(proto: u8, out: &mut BytesMut, shape: Shape) {
         Shape::Get | Shape::HGet | Shape::LIndex | Shape::ZScore | Shape::GeoDist(_) => {
             resp::encode_nil(proto, out)
         }
-        Shape::FieldGets(f) => f.encode(out, &[]),
+        Shape::FieldGets(_) | Shape::StrLen | Shape::GetRange { .. } | Shape::GetBit(_) => {
+            encode_string_reply(proto, out, shape, None)
+        }
+        Shape::Exists(_) => resp::encode_int(out, 0),
+        Shape::Type => resp::encode_simple(out, "none"),
+        Shape::Ttl(_) => encode_ttl(out, shape, None, 0),
         Shape::LRange { .. } => resp::encode_array_header(out, 0),
     }
 }

@@ -304,7 +304,7 @@ impl Config {
             ));
         }
         // Redis's minimum, as CONFIG SET's (batched BITFIELD_RO relies on it).
-        let least = crate::commands::bitfield::MIN_PROTO_MAX_BULK_LEN;
+        let least = crate::keyspace::MIN_PROTO_MAX_BULK_LEN;
         if args.proto_max_bulk_len < least {
             return Err(format!("--proto-max-bulk-len: at least {least} (1mb)"));
         }

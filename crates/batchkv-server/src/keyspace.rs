@@ -57,6 +57,12 @@ pub const STRING_HEADER_MAX: usize = 9;
 /// every hash value and list element (stored without a header).
 pub const MAX_VALUE_LEN: usize = batchkv::MAX_VALUE_SIZE - STRING_HEADER_MAX;
 
+/// The least setting of `proto-max-bulk-len` (Redis's minimum, 1 MiB):
+/// a bit offset or field within the first `MIN_PROTO_MAX_BULK_LEN` bytes
+/// is within the limit whatever it is set to, so the batched GETBIT and
+/// BITFIELD_RO check it without the settings.
+pub const MIN_PROTO_MAX_BULK_LEN: usize = 1 << 20;
+
 /// The most bytes any engine key derived from a user key adds to it
 /// before a field or member: a sorted set's score-index key
 /// `13 ‖ db ‖ len(4) ‖ key ‖ version(8) ‖ score(8) ‖ member` (`meta.rs`).

@@ -532,6 +532,12 @@ pub fn encode_error(out: &mut BytesMut, text: &str) {
     }
 }
 
+/// Appends a simple string `+text` (text without CR or LF).
+pub fn encode_simple(out: &mut BytesMut, text: &str) {
+    debug_assert!(!text.contains(['\r', '\n']));
+    line(out, b'+', text.as_bytes());
+}
+
 /// Appends an integer reply `:i`.
 pub fn encode_int(out: &mut BytesMut, i: i64) {
     // One digit (SMISMEMBER's and SISMEMBER's 0 and 1, most counts): four

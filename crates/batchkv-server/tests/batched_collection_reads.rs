@@ -1,7 +1,9 @@
 //! Collection point reads (HGET, HMGET, HEXISTS, HSTRLEN, SISMEMBER,
 //! SMISMEMBER, ZSCORE, ZMSCORE, GEOPOS, GEOHASH, GEODIST), size reads
-//! (HLEN, SCARD, ZCARD, LLEN) and BITFIELD_RO joining the batcher's jobs
-//! with GET and MGET (`batcher.rs`):
+//! (HLEN, SCARD, ZCARD, LLEN), string reads (BITFIELD_RO, STRLEN,
+//! GETRANGE, SUBSTR, GETBIT) and key reads (EXISTS, TYPE, TTL, PTTL,
+//! EXPIRETIME, PEXPIRETIME) joining the batcher's jobs with GET and MGET
+//! (`batcher.rs`):
 //! the replies of a server with batching on must be the bytes of one with
 //! `--batch off` (and of redis-server, when installed), in RESP2 and
 //! RESP3, over random pipelines that mix them with writes to the same
@@ -64,7 +66,7 @@ fn setup(prefix: &str) -> Vec<Vec<String>> {
 fn read(rng: &mut Rng, prefix: &str) -> Vec<String> {
     let key = format!("{prefix}{}", rng.pick(KEYS));
     let n = 1 + rng.below(4);
-    let (name, subs) = match rng.below(20) {
+    let (name, subs) = match rng.below(30) {
         0 => ("GET", 0),
         1 => ("MGET", n),
         2 => ("HGET", 1),
@@ -84,6 +86,16 @@ fn read(rng: &mut Rng, prefix: &str) -> Vec<String> {
         16 => ("GEOPOS", n),
         17 => ("GEOHASH", n),
         18 => ("BITFIELD_RO", 0),
+        19 => ("STRLEN", 0),
+        20 => ("GETRANGE", 2),
+        21 => ("SUBSTR", 2),
+        22 => ("GETBIT", 1),
+        23 => ("EXISTS", n - 1),
+        24 => ("TYPE", 0),
+        25 => ("EXPIRETIME", 0),
+        26 => ("PEXPIRETIME", 0),
+        27 => ("TTL", 0),
+        28 => ("PTTL", 0),
         _ => ("LLEN", 0),
     };
     let name = match rng.below(10) {
@@ -93,11 +105,13 @@ fn read(rng: &mut Rng, prefix: &str) -> Vec<String> {
     };
     let mut c = vec![name.clone(), key];
     for _ in 0..subs {
-        c.push(if name.eq_ignore_ascii_case("mget") {
-            format!("{prefix}{}", rng.pick(KEYS))
-        } else {
-            rng.pick(SUBS).to_string()
-        });
+        c.push(
+            if name.eq_ignore_ascii_case("mget") || name.eq_ignore_ascii_case("exists") {
+                format!("{prefix}{}", rng.pick(KEYS))
+            } else {
+                rng.pick(SUBS).to_string()
+            },
+        );
         if name.eq_ignore_ascii_case("lindex") {
             // An index inside, outside or not one.
             c[2] = rng.pick(&["0", "1", "-1", "-3", "2", "x"]).to_string();
@@ -106,6 +120,27 @@ fn read(rng: &mut Rng, prefix: &str) -> Vec<String> {
     if name.eq_ignore_ascii_case("geodist") && rng.below(2) == 0 {
         // A unit, in any case, or not one (then not batchable).
         c.push(rng.pick(&["km", "MI", "ft", "m", "parsec"]).to_string());
+    }
+    if ["getrange", "substr"]
+        .iter()
+        .any(|n| name.eq_ignore_ascii_case(n))
+    {
+        if rng.below(2) == 0 {
+            c[1] = format!("{prefix}{}", rng.pick(&["k3", "estr"]));
+        }
+        let index = ["0", "1", "-1", "-3", "5", "100", "-100", "x"];
+        c[2] = rng.pick(&index).into();
+        c[3] = rng.pick(&index).into();
+    }
+    if name.eq_ignore_ascii_case("getbit") {
+        // Within the first MiB (batched), past it (alone) or not valid.
+        let offsets = ["0", "1", "7", "9", "41", "8388607", "8388608", "-1", "x"];
+        c[2] = rng.pick(&offsets).into();
+    }
+    if ["ttl", "pttl"].iter().any(|n| name.eq_ignore_ascii_case(n)) {
+        // Keys no write gives a TTL (a relative TTL would differ between
+        // the servers by the time between their reads).
+        c[1] = format!("{prefix}{}", rng.pick(&["kl", "eh", "estr", "nokey"]));
     }
     if name.eq_ignore_ascii_case("bitfield_ro") {
         // Mostly the strings; 1-6 GETs (batched up to 4 of valid types
@@ -152,7 +187,7 @@ fn read(rng: &mut Rng, prefix: &str) -> Vec<String> {
 fn write(rng: &mut Rng, prefix: &str) -> Vec<String> {
     let key = format!("{prefix}{}", rng.pick(&KEYS[..6]));
     let sub = rng.pick(SUBS).to_string();
-    let c: Vec<String> = match rng.below(14) {
+    let c: Vec<String> = match rng.below(16) {
         0 => vec!["HSET".into(), key, sub, format!("v{}", rng.below(100))],
         1 => vec!["HDEL".into(), key, sub],
         2 => vec!["SADD".into(), key, sub],
@@ -169,6 +204,8 @@ fn write(rng: &mut Rng, prefix: &str) -> Vec<String> {
             let lat = rng.pick(&["38.115556", "51.507", "-33.86"]).to_string();
             vec!["GEOADD".into(), key, long, lat, sub]
         }
+        13 => vec!["PEXPIREAT".into(), key, "4000000000123".into()],
+        14 => vec!["PERSIST".into(), key],
         12 => {
             let bit = rng.pick(&["1", "7", "40", "100"]).to_string();
             vec!["SETBIT".into(), key, bit, rng.pick(&["0", "1"]).into()]

@@ -8,7 +8,7 @@ use bytes::{Bytes, BytesMut};
 
 use super::strings::tri;
 use super::{parse_int, spec, syntax_error, CommandSpec, ConnState, KEY1, R, WM};
-use crate::keyspace::db_key;
+use crate::keyspace::{db_key, MIN_PROTO_MAX_BULK_LEN};
 use crate::resp::{self, Reply};
 use crate::shared::Shared;
 
@@ -19,10 +19,6 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     })
     .batched(FieldGets::parse),
 ];
-
-/// The least `proto-max-bulk-len` (Redis's minimum, 1 MiB): a field
-/// whose bytes lie below it is within the limit whatever it is set to.
-pub const MIN_PROTO_MAX_BULK_LEN: usize = 1 << 20;
 
 const BAD_TYPE: &str = "ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but i64 is.";
 const BAD_OFFSET: &str = "ERR bit offset is not an integer or out of range";

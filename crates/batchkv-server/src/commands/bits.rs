@@ -7,7 +7,8 @@ use bytes::Bytes;
 
 use super::strings::tri;
 use super::{not_integer, parse_int, spec, syntax_error, CommandSpec, ConnState, KEY1, R, RS, WM};
-use crate::keyspace::{db_key, put_value};
+use crate::batcher::Shape;
+use crate::keyspace::{db_key, put_value, MIN_PROTO_MAX_BULK_LEN};
 use crate::notify::{GENERIC, STRING};
 use crate::resp::Reply;
 use crate::shared::{Shared, Value};
@@ -15,7 +16,7 @@ use crate::shared::{Shared, Value};
 /// The bit and LCS commands.
 pub(super) static COMMANDS: &[CommandSpec] = &[
     spec("setbit", 4, WM, KEY1, |s, c, a| setbit(s, c, a)),
-    spec("getbit", 3, R, KEY1, |s, c, a| getbit(s, c, a)),
+    spec("getbit", 3, R, KEY1, |s, c, a| getbit(s, c, a)).batched(getbit_shape),
     spec("bitcount", -2, RS, KEY1, |s, c, a| bitcount(s, c, a)),
     spec("bitpos", -3, RS, KEY1, |s, c, a| bitpos(s, c, a)),
     spec("bitop", -4, WM, (2, -1, 1), |s, c, a| bitop(s, c, a)),
@@ -26,7 +27,11 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
 /// integer ≥ 0 whose byte lies within `proto-max-bulk-len` (so a string
 /// grown to reach it is no longer than a value may be).
 fn bit_offset(shared: &Shared, b: &[u8]) -> Result<u64, Reply> {
-    let limit = shared.settings.proto_max_bulk_len() as u64;
+    offset_within(b, shared.settings.proto_max_bulk_len() as u64)
+}
+
+/// [`bit_offset`] with the limit given.
+fn offset_within(b: &[u8], limit: u64) -> Result<u64, Reply> {
     match parse_int(b) {
         Some(n) if n >= 0 && (n as u64 >> 3) < limit => Ok(n as u64),
         _ => Err(Reply::err(
@@ -35,7 +40,16 @@ fn bit_offset(shared: &Shared, b: &[u8]) -> Result<u64, Reply> {
     }
 }
 
-fn bit_at(data: &[u8], bit: u64) -> u8 {
+/// GETBIT's batched shape, for an offset within the first
+/// [`MIN_PROTO_MAX_BULK_LEN`] bytes (any other runs alone: the handler
+/// checks it against the setting).
+fn getbit_shape(a: &[Bytes]) -> Option<Shape> {
+    let offset = offset_within(&a[1], MIN_PROTO_MAX_BULK_LEN as u64).ok()?;
+    Some(Shape::GetBit(offset as u32)) // below 2^23
+}
+
+/// The bit at `bit` of `data`, most significant first (0 past the end).
+pub(crate) fn bit_at(data: &[u8], bit: u64) -> u8 {
     data.get((bit / 8) as usize)
         .map_or(0, |byte| (byte >> (7 - bit % 8)) & 1)
 }

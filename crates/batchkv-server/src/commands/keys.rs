@@ -12,6 +12,7 @@ use super::{
     not_integer, parse_int, spec, syntax_error, CommandSpec, ConnState, ALL_KEYS, KEY1, NO_KEYS, R,
     RS, W,
 };
+use crate::batcher::Shape;
 use crate::errors::{
     invalid_expire_time, DB_OUT_OF_RANGE, INVALID_CURSOR, NO_SUCH_KEY, SAME_OBJECT,
 };
@@ -27,8 +28,9 @@ use crate::shared::{Shared, Value};
 pub(super) static COMMANDS: &[CommandSpec] = &[
     spec("del", -2, W, ALL_KEYS, |s, c, a| del(s, c, a)),
     spec("unlink", -2, W, ALL_KEYS, |s, c, a| del(s, c, a)),
-    spec("exists", -2, R, ALL_KEYS, |s, c, a| exists(s, c, a)),
-    spec("type", 2, R, KEY1, |s, c, a| type_of(s, c, a)),
+    spec("exists", -2, R, ALL_KEYS, |s, c, a| exists(s, c, a))
+        .batched(|a| Some(Shape::Exists(a.len()))),
+    spec("type", 2, R, KEY1, |s, c, a| type_of(s, c, a)).batched(|_| Some(Shape::Type)),
     spec("expire", -3, W, KEY1, |s, c, a| {
         expire(s, c, a, 1000, false, "expire")
     }),
@@ -41,10 +43,18 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     spec("pexpireat", -3, W, KEY1, |s, c, a| {
         expire(s, c, a, 1, true, "pexpireat")
     }),
-    spec("ttl", 2, R, KEY1, |s, c, a| ttl(s, c, a, 1000, false)),
-    spec("pttl", 2, R, KEY1, |s, c, a| ttl(s, c, a, 1, false)),
-    spec("expiretime", 2, R, KEY1, |s, c, a| ttl(s, c, a, 1000, true)),
-    spec("pexpiretime", 2, R, KEY1, |s, c, a| ttl(s, c, a, 1, true)),
+    spec("ttl", 2, R, KEY1, |s, c, a| ttl(s, c, a, TtlQuery::TTL))
+        .batched(|_| Some(Shape::Ttl(TtlQuery::TTL))),
+    spec("pttl", 2, R, KEY1, |s, c, a| ttl(s, c, a, TtlQuery::PTTL))
+        .batched(|_| Some(Shape::Ttl(TtlQuery::PTTL))),
+    spec("expiretime", 2, R, KEY1, |s, c, a| {
+        ttl(s, c, a, TtlQuery::EXPIRETIME)
+    })
+    .batched(|_| Some(Shape::Ttl(TtlQuery::EXPIRETIME))),
+    spec("pexpiretime", 2, R, KEY1, |s, c, a| {
+        ttl(s, c, a, TtlQuery::PEXPIRETIME)
+    })
+    .batched(|_| Some(Shape::Ttl(TtlQuery::PEXPIRETIME))),
     spec("persist", 2, W, KEY1, |s, c, a| persist(s, c, a)),
     spec("keys", 2, RS, NO_KEYS, |s, c, a| keys(s, c, a)),
     spec("scan", -2, RS, NO_KEYS, |s, c, a| scan(s, c, a)),
@@ -172,24 +182,59 @@ pub fn expire(
 }
 
 /// TTL/PTTL (`absolute` false) and EXPIRETIME/PEXPIRETIME (true).
-pub fn ttl(shared: &Shared, conn: &ConnState, a: &[Bytes], unit: i64, absolute: bool) -> Reply {
-    match tri!(shared.read_value(&db_key(conn.db, &a[0]))).map(|v| v.expire_at()) {
-        None => Reply::Int(-2),
-        Some(None) => Reply::Int(-1),
-        Some(Some(at)) => {
-            let ms = if absolute {
-                at as i64
-            } else {
-                (at as i64 - now_ms() as i64).max(0)
-            };
-            // i128: rounding a time near i64::MAX must not wrap.
-            Reply::Int(if unit == 1 {
-                ms
-            } else {
-                ((i128::from(ms) + 500) / 1000) as i64
-            })
+/// What TTL, PTTL, EXPIRETIME and PEXPIRETIME answer of a key: its time
+/// to live or its expiry time, in seconds or milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TtlQuery {
+    millis: bool,
+    absolute: bool,
+}
+
+impl TtlQuery {
+    pub const TTL: TtlQuery = TtlQuery {
+        millis: false,
+        absolute: false,
+    };
+    pub const PTTL: TtlQuery = TtlQuery {
+        millis: true,
+        absolute: false,
+    };
+    pub const EXPIRETIME: TtlQuery = TtlQuery {
+        millis: false,
+        absolute: true,
+    };
+    pub const PEXPIRETIME: TtlQuery = TtlQuery {
+        millis: true,
+        absolute: true,
+    };
+
+    /// The reply for a key that is absent (`None`), has no expiry
+    /// (`Some(None)`) or expires at `at` ms (`Some(Some(at))`), at `now`
+    /// ms: -2, -1, or the time, seconds rounded to the nearest as Redis.
+    pub fn answer(self, key: Option<Option<u64>>, now: u64) -> i64 {
+        match key {
+            None => -2,
+            Some(None) => -1,
+            Some(Some(at)) => {
+                let ms = if self.absolute {
+                    at as i64
+                } else {
+                    (at as i64 - now as i64).max(0)
+                };
+                // i128: rounding a time near i64::MAX must not wrap.
+                if self.millis {
+                    ms
+                } else {
+                    ((i128::from(ms) + 500) / 1000) as i64
+                }
+            }
         }
     }
+}
+
+pub fn ttl(shared: &Shared, conn: &ConnState, a: &[Bytes], q: TtlQuery) -> Reply {
+    let key = tri!(shared.read_value(&db_key(conn.db, &a[0]))).map(|v| v.expire_at());
+    Reply::Int(q.answer(key, now_ms()))
 }
 
 pub fn persist(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
@@ -518,4 +563,36 @@ pub fn flush(shared: &Shared, db: Option<u8>, a: &[Bytes]) -> Reply {
     }
     tri!(shared.write(b));
     Reply::ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TtlQuery;
+
+    #[test]
+    fn ttl_answers_round_seconds_to_the_nearest_as_redis() {
+        let now = 1_000_000;
+        for (q, want) in [
+            (TtlQuery::TTL, [-2, -1, 2, 1, 0]),
+            (TtlQuery::PTTL, [-2, -1, 1_500, 1_499, 0]),
+            (TtlQuery::EXPIRETIME, [-2, -1, 1_002, 1_001, 999]),
+            (
+                TtlQuery::PEXPIRETIME,
+                [-2, -1, 1_001_500, 1_001_499, 999_000],
+            ),
+        ] {
+            let got = [
+                None,
+                Some(None),
+                Some(Some(now + 1_500)),
+                Some(Some(now + 1_499)),
+                Some(Some(now - 1_000)), // already past: 0 left
+            ]
+            .map(|k| q.answer(k, now));
+            assert_eq!(got, want, "{q:?}");
+        }
+        // Near i64::MAX the rounding does not wrap.
+        let far = Some(Some(i64::MAX as u64));
+        assert_eq!(TtlQuery::EXPIRETIME.answer(far, 0), i64::MAX / 1000 + 1);
+    }
 }

@@ -12,7 +12,7 @@
 
 mod admin;
 pub(crate) mod bitfield;
-mod bits;
+pub(crate) mod bits;
 mod client;
 mod coll;
 mod command;
@@ -26,7 +26,7 @@ mod groups;
 mod hashes;
 mod hll;
 mod info;
-mod keys;
+pub(crate) mod keys;
 pub(crate) mod lists;
 mod memory;
 mod object;
@@ -37,7 +37,7 @@ mod slowlog;
 mod sort;
 pub(crate) mod streams;
 mod string_runs;
-mod strings;
+pub(crate) mod strings;
 mod subcommands;
 mod tx;
 pub(crate) mod zsets;
@@ -880,6 +880,7 @@ fn record_run<'e>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use keys::TtlQuery;
 
     /// What each collection write says it looks up (`CommandSpec::lookups`),
     /// read ahead by EXEC and write groups; the others say nothing.
@@ -972,6 +973,31 @@ mod tests {
         assert_eq!(shape("geodist g a b km x"), None);
         // No members: run alone (an empty array).
         assert_eq!(shape("geopos g"), None);
+        assert_eq!(shape("strlen s"), Some(("strlen", Shape::StrLen)));
+        let getrange = |start, end| Shape::GetRange { start, end };
+        assert_eq!(
+            shape("GETRANGE s 0 -1"),
+            Some(("getrange", getrange(0, -1)))
+        );
+        assert_eq!(shape("substr s -3 9"), Some(("substr", getrange(-3, 9))));
+        assert_eq!(shape("getrange s 0 x"), None);
+        assert_eq!(
+            shape("getbit s 8388607"),
+            Some(("getbit", Shape::GetBit(8388607)))
+        );
+        for line in ["getbit s 8388608", "getbit s -1", "getbit s x"] {
+            assert_eq!(shape(line), None, "{line}");
+        }
+        assert_eq!(shape("exists a b a"), Some(("exists", Shape::Exists(3))));
+        assert_eq!(shape("type k"), Some(("type", Shape::Type)));
+        for (line, name, q) in [
+            ("ttl k", "ttl", TtlQuery::TTL),
+            ("PTTL k", "pttl", TtlQuery::PTTL),
+            ("expiretime k", "expiretime", TtlQuery::EXPIRETIME),
+            ("pexpiretime k", "pexpiretime", TtlQuery::PEXPIRETIME),
+        ] {
+            assert_eq!(shape(line), Some((name, Shape::Ttl(q))));
+        }
         // BITFIELD_RO of 1-4 GETs whose fields are valid at any
         // proto-max-bulk-len; anything else runs alone.
         for line in [

@@ -44,9 +44,9 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     spec("mset", -3, WM, (1, -1, 2), |s, c, a| mset(s, c, a, false)),
     spec("msetnx", -3, WM, (1, -1, 2), |s, c, a| mset(s, c, a, true)),
     spec("append", 3, WM, KEY1, |s, c, a| append(s, c, a)),
-    spec("strlen", 2, R, KEY1, |s, c, a| strlen(s, c, a)),
-    spec("getrange", 4, super::RS, KEY1, |s, c, a| getrange(s, c, a)),
-    spec("substr", 4, super::RS, KEY1, |s, c, a| getrange(s, c, a)),
+    spec("strlen", 2, R, KEY1, |s, c, a| strlen(s, c, a)).batched(|_| Some(Shape::StrLen)),
+    spec("getrange", 4, super::RS, KEY1, |s, c, a| getrange(s, c, a)).batched(getrange_shape),
+    spec("substr", 4, super::RS, KEY1, |s, c, a| getrange(s, c, a)).batched(getrange_shape),
     spec("setrange", 4, WM, KEY1, |s, c, a| setrange(s, c, a)),
     spec("incr", 2, WM, KEY1, |s, c, a| incr_by(s, c, &a[0], Some(1))),
     spec("decr", 2, WM, KEY1, |s, c, a| {
@@ -368,13 +368,26 @@ pub fn strlen(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
 }
 
 pub fn getrange(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
-    let (Some(mut start), Some(mut end)) = (parse_int(&a[1]), parse_int(&a[2])) else {
+    let (Some(start), Some(end)) = (parse_int(&a[1]), parse_int(&a[2])) else {
         return not_integer();
     };
     let data = tri!(shared.read(&db_key(conn.db, &a[0]))).map_or(Vec::new(), |(_, d)| d);
+    Reply::bulk(Bytes::copy_from_slice(substring(&data, start, end)))
+}
+
+/// GETRANGE's batched shape: both indexes integers (otherwise it runs
+/// alone and answers the error).
+fn getrange_shape(a: &[Bytes]) -> Option<Shape> {
+    let (start, end) = (parse_int(&a[1])?, parse_int(&a[2])?);
+    Some(Shape::GetRange { start, end })
+}
+
+/// The bytes of `data` GETRANGE answers for `start` and `end`
+/// (inclusive; negative from the end, clamped to the string, as Redis).
+pub(crate) fn substring(data: &[u8], mut start: i64, mut end: i64) -> &[u8] {
     let len = data.len() as i64;
     if (start < 0 && end < 0 && start > end) || len == 0 {
-        return Reply::bulk(Bytes::new());
+        return &[];
     }
     if start < 0 {
         start += len;
@@ -385,9 +398,9 @@ pub fn getrange(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     start = start.max(0);
     end = end.max(0).min(len - 1);
     if start > end {
-        return Reply::bulk(Bytes::new());
+        return &[];
     }
-    Reply::bulk(Bytes::copy_from_slice(&data[start as usize..=end as usize]))
+    &data[start as usize..=end as usize]
 }
 
 pub fn setrange(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {

@@ -153,7 +153,7 @@ static PARAMS: &[Param] = &[
     live("appendfsync", Kind::Enum(FSYNC), Effect::AppendFsync),
     live(
         "proto-max-bulk-len",
-        Kind::Mem(1 << 20, MAX_BULK),
+        Kind::Mem(crate::keyspace::MIN_PROTO_MAX_BULK_LEN as u64, MAX_BULK),
         Effect::ProtoMaxBulkLen,
     ),
     live(

@@ -1,7 +1,9 @@
-//! Batched reads: runs of GET/MGET/BITFIELD_RO, collection point reads
-//! (HGET, HMGET, HEXISTS, HSTRLEN, SISMEMBER, SMISMEMBER, ZSCORE, ZMSCORE,
-//! LINDEX, GEOPOS, GEOHASH, GEODIST), short LRANGEs and size reads (HLEN,
-//! SCARD, ZCARD, LLEN, XLEN) from all connections
+//! Batched reads: runs of string reads (GET, MGET, STRLEN, GETRANGE,
+//! GETBIT, BITFIELD_RO), key reads (EXISTS, TYPE, the TTL family),
+//! collection point reads (HGET, HMGET, HEXISTS, HSTRLEN, SISMEMBER,
+//! SMISMEMBER, ZSCORE, ZMSCORE, LINDEX, GEOPOS, GEOHASH, GEODIST), short
+//! LRANGEs and size reads (HLEN, SCARD, ZCARD, LLEN, XLEN) from all
+//! connections
 //! executed as one `multi_get` (two with collection reads), with the
 //! replies routed back in order.
 //!

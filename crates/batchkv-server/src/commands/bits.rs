@@ -169,8 +169,7 @@ pub fn bitcount(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let Some((first, last)) = bit_range(data.len(), start, end, bits) else {
         return Reply::Int(0);
     };
-    let n: u64 = (first..=last).map(|b| u64::from(bit_at(&data, b))).sum();
-    Reply::Int(n as i64)
+    Reply::Int(count_ones(&data, first, last) as i64)
 }
 
 pub fn bitpos(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
@@ -189,7 +188,7 @@ pub fn bitpos(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
     let Some((first, last)) = bit_range(data.len(), start, end, bits) else {
         return Reply::Int(-1);
     };
-    if let Some(p) = (first..=last).find(|&b| bit_at(&data, b) == want) {
+    if let Some(p) = find_bit(&data, first, last, want) {
         return Reply::Int(p as i64);
     }
     // Looking for a clear bit with no explicit end: the string is taken
@@ -198,6 +197,54 @@ pub fn bitpos(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
         return Reply::Int(last as i64 + 1);
     }
     Reply::Int(-1)
+}
+
+/// The mask of bits `from..=to` (0 = most significant) of a byte.
+fn byte_mask(from: u64, to: u64) -> u8 {
+    (0xffu8 >> from) & (0xffu8 << (7 - to))
+}
+
+/// The set bits among bits `first..=last` of `data` (both within it):
+/// whole bytes by population count, the partial bytes at the ends masked.
+fn count_ones(data: &[u8], first: u64, last: u64) -> u64 {
+    let (fb, lb) = ((first / 8) as usize, (last / 8) as usize);
+    if fb == lb {
+        return u64::from((data[fb] & byte_mask(first % 8, last % 8)).count_ones());
+    }
+    let head = u64::from((data[fb] & byte_mask(first % 8, 7)).count_ones());
+    let tail = u64::from((data[lb] & byte_mask(0, last % 8)).count_ones());
+    let whole = &data[fb + 1..lb];
+    let (words, rest) = whole.split_at(whole.len() / 8 * 8);
+    let mid: u64 = words
+        .chunks_exact(8)
+        .map(|w| u64::from(u64::from_ne_bytes(w.try_into().unwrap_or([0; 8])).count_ones()))
+        .sum::<u64>()
+        + rest.iter().map(|b| u64::from(b.count_ones())).sum::<u64>();
+    head + mid + tail
+}
+
+/// The first bit equal to `want` among bits `first..=last` of `data`
+/// (both within it): runs of eight bytes of the other value between the
+/// range's first and last byte are skipped a word at a time.
+fn find_bit(data: &[u8], first: u64, last: u64, want: u8) -> Option<u64> {
+    let (fb, lb) = ((first / 8) as usize, (last / 8) as usize);
+    let other = [if want == 1 { 0u8 } else { 0xff }; 8];
+    let mut i = fb;
+    while i <= lb {
+        if i > fb && i + 8 <= lb && data[i..i + 8] == other {
+            i += 8;
+            continue;
+        }
+        let from = if i == fb { first % 8 } else { 0 };
+        let to = if i == lb { last % 8 } else { 7 };
+        // The bits equal to `want`, within the range's part of the byte.
+        let hits = if want == 1 { data[i] } else { !data[i] } & byte_mask(from, to);
+        if hits != 0 {
+            return Some(i as u64 * 8 + u64::from(hits.leading_zeros()));
+        }
+        i += 1;
+    }
+    None
 }
 
 pub fn bitop(shared: &Shared, conn: &ConnState, a: &[Bytes]) -> Reply {
@@ -378,5 +425,47 @@ impl LcsTable {
         }
         text.reverse();
         (text, matches)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{bit_at, count_ones, find_bit};
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The byte-wise count and search answer what reading the range
+        /// bit by bit does.
+        #[test]
+        fn counts_and_searches_match_bit_by_bit(
+            data in proptest::collection::vec(any::<u8>(), 1..80),
+            a in 0u64..640,
+            b in 0u64..640,
+            fill in 0u8..4,
+            k in 0usize..80,
+        ) {
+            // Mostly-zero and mostly-one strings, and runs of 0x00 or 0xff
+            // with one other byte, make whole bytes and words to skip.
+            let k = k % data.len();
+            let data: Vec<u8> = data
+                .iter()
+                .enumerate()
+                .map(|(i, &x)| match fill {
+                    0 => x & (x >> 3) & (x >> 5),
+                    1 => x | (x << 2) | (x >> 4),
+                    2 => if i == k { x } else { 0 },
+                    _ => if i == k { x } else { 0xff },
+                })
+                .collect();
+            let max = data.len() as u64 * 8 - 1;
+            let (first, last) = (a.min(b).min(max), a.max(b).min(max));
+            let bits = || first..=last;
+            let want_count: u64 = bits().map(|i| u64::from(bit_at(&data, i))).sum();
+            prop_assert_eq!(count_ones(&data, first, last), want_count);
+            for want in [0u8, 1] {
+                let naive = bits().find(|&i| bit_at(&data, i) == want);
+                prop_assert_eq!(find_bit(&data, first, last, want), naive);
+            }
+        }
     }
 }

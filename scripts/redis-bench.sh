@@ -39,7 +39,8 @@
 # String write tests over the KEYS loaded keys (-r KEYS): MSET10 (MSET of
 # 10 random keys), INCR (counter:N beside them), APPEND (8 bytes to key:N).
 # String and key reads over them: STRLEN, GETRANGE10 (GETRANGE 0 9), GETBIT
-# (bit 100), EXISTS (one key), EXISTS10 (ten), TYPE, TTL.
+# (bit 100), BITCOUNT (the whole value), EXISTS (one key), EXISTS10 (ten),
+# TYPE, TTL.
 #
 # Environment (defaults in brackets):
 #   KEYS [1000000]       keys loaded and the -r range of the benchmarks
@@ -160,7 +161,7 @@ load_for() {
     local what
     case $1 in
     GET | MGET100 | SET | MSET10 | INCR | APPEND) what=strings ;;
-    STRLEN | GETRANGE10 | GETBIT | EXISTS | EXISTS10 | TYPE | TTL) what=strings ;;
+    STRLEN | GETRANGE10 | GETBIT | BITCOUNT | EXISTS | EXISTS10 | TYPE | TTL) what=strings ;;
     H*) what=hashes ;;
     S*) what=sets ;;
     Z* | GEO*) what=zsets ;;
@@ -239,7 +240,7 @@ bench() {
         rps=$(redis-benchmark "${args[@]}" -n "$n" -d "$VALUE" -t "${test,,}" |
             awk -F'"' 'NR == 2 { print $4 }')
         ;;
-    MSET10 | INCR | APPEND | STRLEN | GETRANGE10 | GETBIT | EXISTS | EXISTS10 | TYPE | TTL)
+    MSET10 | INCR | APPEND | STRLEN | GETRANGE10 | GETBIT | BITCOUNT | EXISTS | EXISTS10 | TYPE | TTL)
         # Over the loaded string keys (-r KEYS): MSET of 10 of them, INCR
         # of counters beside them, APPEND of 8 bytes to them; reads of them.
         local cmd=()
@@ -250,6 +251,7 @@ bench() {
         STRLEN) cmd=(STRLEN key:__rand_int__) ;;
         GETRANGE10) cmd=(GETRANGE key:__rand_int__ 0 9) ;;
         GETBIT) cmd=(GETBIT key:__rand_int__ 100) ;;
+        BITCOUNT) cmd=(BITCOUNT key:__rand_int__) ;;
         EXISTS) cmd=(EXISTS key:__rand_int__) ;;
         EXISTS10) cmd=(EXISTS $(repeat_arg 10 key:__rand_int__)) ;;
         TYPE) cmd=(TYPE key:__rand_int__) ;;

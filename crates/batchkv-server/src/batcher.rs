@@ -1,5 +1,5 @@
 //! Batched reads: runs of string reads (GET, MGET, STRLEN, GETRANGE,
-//! GETBIT, BITFIELD_RO), key reads (EXISTS, TYPE, the TTL family),
+//! GETBIT, BITCOUNT, BITFIELD_RO), key reads (EXISTS, TYPE, the TTL family),
 //! collection point reads (HGET, HMGET, HEXISTS, HSTRLEN, SISMEMBER,
 //! SMISMEMBER, ZSCORE, ZMSCORE, LINDEX, GEOPOS, GEOHASH, GEODIST), short
 //! LRANGEs and size reads (HLEN, SCARD, ZCARD, LLEN, XLEN) from all
@@ -48,6 +48,7 @@ use bytes::BytesMut;
 
 use crate::combine::{Combiner, Execute, Gather, Limits};
 use crate::commands::bitfield::FieldGets;
+use crate::commands::bits::BitCount;
 use crate::commands::keys::TtlQuery;
 use crate::commands::{bits, geo, lists, strings};
 use crate::errors::{self, CORRUPT};
@@ -94,6 +95,8 @@ pub enum Shape {
     /// GETBIT key offset: an integer, the bit (0 past the end or when
     /// absent); the offset is within the first MiB.
     GetBit(u32),
+    /// BITCOUNT key [start end [BYTE|BIT]]: an integer, the set bits.
+    BitCount(BitCount),
     /// EXISTS of n keys: an integer, how many of them are live keys of any
     /// type (a key named twice counts twice).
     Exists(usize),
@@ -150,6 +153,7 @@ impl Shape {
             | Shape::StrLen
             | Shape::GetRange { .. }
             | Shape::GetBit(_)
+            | Shape::BitCount(_)
             | Shape::Type
             | Shape::Ttl(_)
             | Shape::Card(_)
@@ -179,6 +183,7 @@ impl Shape {
             | Shape::StrLen
             | Shape::GetRange { .. }
             | Shape::GetBit(_)
+            | Shape::BitCount(_)
             | Shape::Exists(_)
             | Shape::Type
             | Shape::Ttl(_)
@@ -1033,7 +1038,8 @@ impl Encoder<'_, '_> {
                 | Shape::FieldGets(_)
                 | Shape::StrLen
                 | Shape::GetRange { .. }
-                | Shape::GetBit(_),
+                | Shape::GetBit(_)
+                | Shape::BitCount(_),
                 r,
             ) => encode_string(req.proto, out, shape, r, self.now, self.count),
             (Shape::Exists(_) | Shape::Type | Shape::Ttl(_), r) => {
@@ -1147,7 +1153,7 @@ fn reserve_for(r: &Request) -> usize {
 }
 
 /// Encodes the reply of a read of a string (GET, BITFIELD_RO, STRLEN,
-/// GETRANGE, GETBIT), or one of an MGET's values.
+/// GETRANGE, GETBIT, BITCOUNT), or one of an MGET's values.
 fn encode_string(
     proto: u8,
     out: &mut BytesMut,
@@ -1184,6 +1190,7 @@ fn encode_string_reply(proto: u8, out: &mut BytesMut, shape: Shape, data: Option
         (Shape::GetRange { start, end }, d) => {
             resp::encode_bulk(out, strings::substring(d.unwrap_or_default(), start, end))
         }
+        (Shape::BitCount(c), d) => resp::encode_int(out, c.count(d.unwrap_or_default())),
         (Shape::GetBit(offset), d) => resp::encode_int(
             out,
             i64::from(bits::bit_at(d.unwrap_or_default(), u64::from(offset))),
@@ -1231,9 +1238,11 @@ fn encode_missing(proto: u8, out: &mut BytesMut, shape: Shape) {
         Shape::Get | Shape::HGet | Shape::LIndex | Shape::ZScore | Shape::GeoDist(_) => {
             resp::encode_nil(proto, out)
         }
-        Shape::FieldGets(_) | Shape::StrLen | Shape::GetRange { .. } | Shape::GetBit(_) => {
-            encode_string_reply(proto, out, shape, None)
-        }
+        Shape::FieldGets(_)
+        | Shape::StrLen
+        | Shape::GetRange { .. }
+        | Shape::GetBit(_)
+        | Shape::BitCount(_) => encode_string_reply(proto, out, shape, None),
         Shape::Exists(_) => resp::encode_int(out, 0),
         Shape::Type => resp::encode_simple(out, "none"),
         Shape::Ttl(_) => encode_ttl(out, shape, None, 0),

@@ -1,7 +1,7 @@
 //! Collection point reads (HGET, HMGET, HEXISTS, HSTRLEN, SISMEMBER,
 //! SMISMEMBER, ZSCORE, ZMSCORE, GEOPOS, GEOHASH, GEODIST), size reads
 //! (HLEN, SCARD, ZCARD, LLEN), string reads (BITFIELD_RO, STRLEN,
-//! GETRANGE, SUBSTR, GETBIT) and key reads (EXISTS, TYPE, TTL, PTTL,
+//! GETRANGE, SUBSTR, GETBIT, BITCOUNT) and key reads (EXISTS, TYPE, TTL, PTTL,
 //! EXPIRETIME, PEXPIRETIME) joining the batcher's jobs with GET and MGET
 //! (`batcher.rs`):
 //! the replies of a server with batching on must be the bytes of one with
@@ -66,7 +66,7 @@ fn setup(prefix: &str) -> Vec<Vec<String>> {
 fn read(rng: &mut Rng, prefix: &str) -> Vec<String> {
     let key = format!("{prefix}{}", rng.pick(KEYS));
     let n = 1 + rng.below(4);
-    let (name, subs) = match rng.below(30) {
+    let (name, subs) = match rng.below(31) {
         0 => ("GET", 0),
         1 => ("MGET", n),
         2 => ("HGET", 1),
@@ -96,6 +96,7 @@ fn read(rng: &mut Rng, prefix: &str) -> Vec<String> {
         26 => ("PEXPIRETIME", 0),
         27 => ("TTL", 0),
         28 => ("PTTL", 0),
+        29 => ("BITCOUNT", 0),
         _ => ("LLEN", 0),
     };
     let name = match rng.below(10) {
@@ -131,6 +132,21 @@ fn read(rng: &mut Rng, prefix: &str) -> Vec<String> {
         let index = ["0", "1", "-1", "-3", "5", "100", "-100", "x"];
         c[2] = rng.pick(&index).into();
         c[3] = rng.pick(&index).into();
+    }
+    if name.eq_ignore_ascii_case("bitcount") {
+        // The whole string, a range in bytes or bits (negative, reversed,
+        // past the end), or bad arguments (then alone).
+        if rng.below(2) == 0 {
+            c[1] = format!("{prefix}{}", rng.pick(&["k3", "estr"]));
+        }
+        if rng.below(4) > 0 {
+            let index = ["0", "1", "-1", "-3", "-5", "4", "100", "x", "-4294967296"];
+            c.push(rng.pick(&index).into());
+            c.push(rng.pick(&index).into());
+            if rng.below(2) == 0 {
+                c.push(rng.pick(&["BIT", "byte", "bits"]).into());
+            }
+        }
     }
     if name.eq_ignore_ascii_case("getbit") {
         // Within the first MiB (batched), past it (alone) or not valid.

@@ -989,6 +989,26 @@ mod tests {
             assert_eq!(shape(line), None, "{line}");
         }
         assert_eq!(shape("exists a b a"), Some(("exists", Shape::Exists(3))));
+        for line in [
+            "bitcount b",
+            "bitcount b 0 -1",
+            "BITCOUNT b -3 9 bit",
+            "bitcount b 1 2 Byte",
+        ] {
+            assert!(
+                matches!(shape(line), Some(("bitcount", Shape::BitCount(_)))),
+                "{line}"
+            );
+        }
+        for line in [
+            "bitcount b 0",
+            "bitcount b 0 x",
+            "bitcount b 0 1 bits",
+            "bitcount b 0 1 bit x",
+            "bitcount b 0 2147483648",
+        ] {
+            assert_eq!(shape(line), None, "{line}");
+        }
         assert_eq!(shape("type k"), Some(("type", Shape::Type)));
         for (line, name, q) in [
             ("ttl k", "ttl", TtlQuery::TTL),
